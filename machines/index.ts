@@ -1,0 +1,104 @@
+// The registry of machines and their protocol-field mappings: the engine, the tests and the
+// diagram generator all read the machines from here.
+import { channelMachine, type ChannelContext } from './channel.ts';
+import { envelopeMachine, type EnvelopeContext } from './envelope.ts';
+import { memberMachine } from './member.ts';
+import { definePersistence } from './persist.ts';
+import { recipientMachine, type Hold } from './recipient.ts';
+
+export * from './channel.ts';
+export * from './envelope.ts';
+export * from './member.ts';
+export * from './recipient.ts';
+export { step, type Persistence, type Step } from './persist.ts';
+
+export type EnvelopeStatus = 'pending' | 'in_flight' | 'delivered' | 'failed' | 'rejected' | 'stale';
+
+/** An envelope's machine-owned fields, exactly as stored in state.json. */
+export type EnvelopeRecord = EnvelopeContext & { delivery_status: EnvelopeStatus };
+
+export const envelopePersistence = definePersistence({
+  machine: envelopeMachine,
+  toSnapshot: (r: EnvelopeRecord) =>
+    envelopeMachine.resolveState({
+      value: r.delivery_status,
+      context: {
+        timestamp: r.timestamp,
+        attempts: r.attempts,
+        delivered_at: r.delivered_at,
+        delivery_method: r.delivery_method,
+        in_flight_by: r.in_flight_by,
+        in_flight_at: r.in_flight_at,
+      },
+    }),
+  toRecord: (s): EnvelopeRecord => ({ delivery_status: s.value as EnvelopeStatus, ...s.context }),
+});
+
+/** A recipient's line is stored as the channel's `cooldown_until[rid]`, `retry_at[rid]` and
+ *  `holds[rid]`; whether a batch is out is derived from its envelopes (`in_flight`). */
+export interface RecipientRecord {
+  in_flight: boolean;
+  cooldown_until: number | null;
+  retry_at: number | null;
+  held_by: Hold | null;
+  cooldown_ms: number;
+}
+
+const recipientValue = (r: RecipientRecord) =>
+  r.in_flight ? 'delivering' : r.held_by !== null ? 'blocked' : r.cooldown_until !== null || r.retry_at !== null ? 'cooling' : 'ready';
+
+export const recipientPersistence = definePersistence({
+  machine: recipientMachine,
+  toSnapshot: (r: RecipientRecord) =>
+    recipientMachine.resolveState({
+      value: recipientValue(r),
+      context: { cooldown_until: r.cooldown_until, retry_at: r.retry_at, cooldown_ms: r.cooldown_ms, held_by: r.held_by },
+    }),
+  toRecord: (s): RecipientRecord => ({ in_flight: s.value === 'delivering', ...s.context }),
+});
+
+/** The channel's `lifecycle` + `paused` flag and its gate fields. */
+export type ChannelRecord = ChannelContext & {
+  lifecycle: 'active' | 'saved' | 'deleted';
+  paused: boolean;
+};
+
+export const channelPersistence = definePersistence({
+  machine: channelMachine,
+  toSnapshot: (r: ChannelRecord) => {
+    const { lifecycle, paused, ...context } = r;
+    return channelMachine.resolveState({
+      value: lifecycle === 'active' ? (paused ? 'paused' : 'active') : lifecycle,
+      context,
+    });
+  },
+  toRecord: (s): ChannelRecord => {
+    const v = s.value as 'active' | 'paused' | 'saved' | 'deleted';
+    return { ...s.context, lifecycle: v === 'paused' ? 'active' : v, paused: v === 'paused' };
+  },
+});
+
+/** `member.stale` / `stale_at`; `removed` means the row is deleted. */
+export interface MemberRecord {
+  stale: boolean;
+  stale_at: number | null;
+  removed: boolean;
+}
+
+export const memberPersistence = definePersistence({
+  machine: memberMachine,
+  toSnapshot: (r: MemberRecord) =>
+    memberMachine.resolveState({
+      value: r.removed ? 'removed' : r.stale ? 'stale' : 'linked',
+      context: { stale_at: r.stale_at },
+    }),
+  toRecord: (s): MemberRecord => ({ stale: s.value === 'stale', stale_at: s.context.stale_at, removed: s.value === 'removed' }),
+});
+
+export const MACHINES = {
+  envelope: envelopePersistence,
+  recipient: recipientPersistence,
+  channel: channelPersistence,
+  member: memberPersistence,
+} as const;
+export type MachineName = keyof typeof MACHINES;

@@ -1,0 +1,108 @@
+// Every limit and default of the protocol, each with the reason for its number.
+// FEATURES.md §4 is the contract; where this file departs from it, the comment says why.
+
+export const SCHEMA_VERSION = 2;
+
+/** Longest content one envelope may carry: large enough for a full review, small enough that a
+ *  batch of 20 still fits a model's context and the 1 MiB MCP frame. */
+export const MAX_CONTENT_CHARS = 100_000;
+
+/** Default members per channel: a small team; the clamp keeps fan-out (one envelope per
+ *  recipient per send) bounded. */
+export const DEFAULT_MAX_MEMBERS = 8;
+export const MIN_MAX_MEMBERS = 2;
+export const MAX_MAX_MEMBERS = 32;
+
+/** Logical sends per channel per fixed window: enough for a lively exchange, few enough that two
+ *  agents stuck in a loop stop within a minute. */
+export const DEFAULT_RATE_LIMIT = 20;
+export const MIN_RATE_LIMIT = 1;
+export const MAX_RATE_LIMIT = 1000;
+export const RATE_WINDOW_MS = 60_000;
+
+/** Hop cap of a reply chain: request → response → follow-up → answer → last word; the 6th
+ *  message of a chain is almost always a loop. */
+export const DEFAULT_MAX_HOPS = 4;
+export const MIN_MAX_HOPS = 1;
+export const MAX_MAX_HOPS = 50;
+
+/** Per-recipient push cooldown: coalesces a burst into one prompt instead of one turn per message. */
+export const DELIVERY_COOLDOWN_MS = 1000;
+
+/** Push stale window and duplicate window: mail older than a typical agent turn plus slack is no
+ *  longer worth injecting into a live session; the same text twice within it is a resend. */
+export const STALE_EVENT_MS = 300_000;
+
+/** One retry after a failed prompt: long enough for a host hiccup to pass, short enough to feel live. */
+export const DELIVERY_RETRY_MS = 2000;
+
+/** Dead letter after this many hand-overs: a message the host refused five times is poison. */
+export const MAX_DELIVERY_ATTEMPTS = 5;
+
+/** Envelopes per push/spawn hand-over and default pull size: one prompt stays readable. */
+export const MAX_BATCH = 20;
+export const MAX_PULL_LIMIT = 100;
+
+/** Cross-server fallback for ownerless push members: the owner normally wakes within ms (file
+ *  watch); 5 s means nobody owns the session. */
+export const CROSS_SERVER_FALLBACK_MS = 5000;
+
+/** Envelopes kept in state.json at most (live + recent terminal). */
+export const MAX_PERSISTED_MESSAGES = 2000;
+
+/** Terminal envelopes kept in hot state per channel; older ones move to the channel's append-only
+ *  history log. 20 = one full inbox/history page and the recent parents a reply normally names;
+ *  it keeps a mutation's cost independent of how much history a channel has. */
+export const HOT_TERMINAL_PER_CHANNEL = 20;
+
+export const MAX_ERRORS = 200;
+export const MAX_PROCESSED_CORRELATIONS = 500;
+export const MAX_DESCRIPTION_CHARS = 140;
+export const MAX_SUMMARY_CHARS = 2000;
+export const MAX_ARCHIVE_MESSAGES = 2000;
+export const FINAL_NOTE_CHARS = 400;
+export const STATUS_ERRORS_SHOWN = 20;
+
+export const DEFAULT_READ_LIMIT = 20;
+export const MAX_READ_LIMIT = 100;
+export const DEFAULT_ARCHIVE_LIMIT = 50;
+export const MAX_ARCHIVE_LIMIT = 500;
+
+/** Budgets: a runtime budget under a minute or over 30 days is a typo, not a plan. */
+export const MIN_BUDGET_RUNTIME_MS = 60_000;
+export const MAX_BUDGET_RUNTIME_MS = 2_592_000_000;
+export const MIN_BUDGET_MESSAGES = 1;
+export const MAX_BUDGET_MESSAGES = 1_000_000;
+
+/** `base`, then `base-r2` … `base-r9`. */
+export const MAX_RESUME_LADDER = 8;
+
+export const MAX_CHANNEL_NAME = 64;
+
+/** Lock: a waiter gives up after 5 s (`state_busy`) and retries at most every 10 ms.
+ *  FEATURES.md says a lock is stale after 15 s; we break it after 3 s instead, because a waiter
+ *  that gives up at 5 s could never break a 15 s-stale lock, and a SIGKILLed holder must not stall
+ *  others for more than a few seconds. A live holder refreshes its lock every second, so only a
+ *  holder whose event loop is blocked for 3 s could lose it. */
+export const LOCK_TIMEOUT_MS = 5000;
+export const LOCK_STALE_MS = 3000;
+export const LOCK_UPDATE_MS = 1000;
+export const LOCK_RETRY_MAX_MS = 10;
+
+/** Rename retries of an atomic save (transient EBUSY/EPERM on some file systems). */
+export const RENAME_RETRY_DELAYS_MS = [0, 50, 100] as const;
+
+/** MCP framing: 1 MiB per JSON-RPC line; the input buffer never holds more than 2 MiB. */
+export const MCP_MAX_FRAME_BYTES = 1_048_576;
+export const MCP_MAX_BUFFER_BYTES = 2_097_152;
+
+/** Sentinel project ids: placeholders that never cause a project mismatch. */
+export const SENTINEL_PROJECT_IDS = ['local-project', 'gui-local-project', 'cli-local-project', 'global'] as const;
+
+export const ROLE_HEADER = '## OpenComms role instructions';
+
+export const MESSAGE_TYPES = ['review_request', 'review_response', 'manual'] as const;
+export const SYSTEM_MESSAGE_TYPE = 'system';
+
+export const OPERATOR_ID = 'operator';
+export const OPERATOR_ROLE = 'Operator';

@@ -1,0 +1,85 @@
+// Event alphabets for the generated path tests: each guard of each machine gets both outcomes
+// (a `now` before and after every deadline, a hold and no hold, a fresh and a repeated key).
+import type { AnyStateMachine, EventFromLogic } from 'xstate';
+import {
+  MACHINES, type ChannelEvent, type EnvelopeEvent, type MachineName, type MemberEvent, type RecipientEvent,
+} from '../../machines/index.ts';
+
+export interface Alphabet {
+  /** The record a fresh instance starts from (the persisted form). */
+  initial: unknown;
+  events: EventFromLogic<AnyStateMachine>[];
+}
+
+const WINDOW = 1000; // a short stale window so both sides of it are a few ms apart
+const envelopeEvents: EnvelopeEvent[] = [
+  { type: 'DRAIN', now: 10, by: 'p1@host', window_ms: WINDOW },
+  { type: 'DRAIN', now: 5000, by: 'p1@host', window_ms: WINDOW },
+  { type: 'PULL', now: 10, method: 'pull', window_ms: null },
+  { type: 'PULL', now: 5000, method: 'push', window_ms: WINDOW },
+  { type: 'COMMIT', now: 20, method: 'push' },
+  { type: 'REQUEUE', now: 30 },
+  { type: 'SWEEP', now: 30 },
+  { type: 'TICK', now: 10, window_ms: WINDOW },
+  { type: 'TICK', now: 5000, window_ms: WINDOW },
+  { type: 'REJECT', now: 10 },
+];
+
+const recipientEvents: RecipientEvent[] = [
+  { type: 'DRAIN', now: 0, hold: null },
+  { type: 'DRAIN', now: 0, hold: 'paused' },
+  { type: 'DRAIN', now: 5000, hold: null },
+  { type: 'TICK', now: 500, hold: null },
+  { type: 'TICK', now: 5000, hold: null },
+  { type: 'TICK', now: 500, hold: 'busy' },
+  { type: 'COMMIT', now: 100 },
+  { type: 'REQUEUE', now: 100 },
+  { type: 'SWEEP', now: 100 },
+];
+
+// rate_limit 1 and a 100 s duplicate window: a second send in the same window is rate limited,
+// the same key in the next window is a duplicate, hop 5 passes the cap of 4.
+const channelEvents: ChannelEvent[] = [
+  { type: 'PAUSE', now: 1 },
+  { type: 'RESUME', now: 2 },
+  { type: 'SAVE', now: 3 },
+  { type: 'DELETE', now: 4 },
+  { type: 'ADMIT', now: 10 },
+  { type: 'ADMIT', now: 200_000 },
+  { type: 'SEND', now: 10, hop: 0, content_key: 'a' },
+  { type: 'SEND', now: 10, hop: 5, content_key: 'b' },
+  { type: 'SEND', now: 80_000, hop: 0, content_key: 'a' },
+  { type: 'HAND_OVER', now: 10, count: 1 },
+  { type: 'HAND_OVER', now: 200_000, count: 1 },
+];
+
+const memberEvents: MemberEvent[] = [
+  { type: 'MARK_STALE', now: 7 },
+  { type: 'CLEAR_STALE', now: 8 },
+  { type: 'REMOVE', now: 9 },
+];
+
+export const ALPHABETS: Record<MachineName, Alphabet> = {
+  envelope: {
+    initial: {
+      delivery_status: 'pending', timestamp: 0, attempts: 0, delivered_at: null, delivery_method: null,
+      in_flight_by: null, in_flight_at: null,
+    },
+    events: envelopeEvents,
+  },
+  recipient: {
+    initial: { in_flight: false, cooldown_until: null, retry_at: null, held_by: null, cooldown_ms: 1000 },
+    events: recipientEvents,
+  },
+  channel: {
+    initial: {
+      lifecycle: 'active', paused: false, created_at: 0, paused_at: null, lifecycle_at: null,
+      rate: { window_start: 0, count: 0 }, rate_limit: 1, max_hops: 4, stale_event_ms: 100_000, seen_content: {},
+      budgets: { max_runtime_ms: 100_000, max_delivered_messages: 1 }, delivered_total: 0,
+    },
+    events: channelEvents,
+  },
+  member: { initial: { stale: false, stale_at: null, removed: false }, events: memberEvents },
+};
+
+export const machineOf = (name: MachineName) => MACHINES[name].machine as AnyStateMachine;
