@@ -1,0 +1,124 @@
+// Saved-session archives, `archives/<channel_id>.json` (FEATURES.md §2.6). Ids are checked
+// against ARCHIVE_ID_RE before any path is built from one.
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as z from 'zod';
+import { ARCHIVE_ID_RE, isArchiveId } from '../protocol/ids.ts';
+import { MAX_ARCHIVE_MESSAGES, MAX_SUMMARY_CHARS } from '../protocol/limits.ts';
+import { EnvelopeSchema, MemberSchema } from '../protocol/schema.ts';
+import { writeAtomic } from './atomic.ts';
+import type { StorePaths } from './paths.ts';
+
+export const ArchiveSchema = z.looseObject({
+  schema: z.literal(1),
+  channel_id: z.string().regex(ARCHIVE_ID_RE),
+  name: z.string(),
+  parent_channel_id: z.string().nullable().default(null),
+  description: z.string().nullable().default(null),
+  summary: z.string().max(MAX_SUMMARY_CHARS),
+  members: z.array(MemberSchema),
+  budgets: z
+    .looseObject({ max_runtime_ms: z.number().nullable().default(null), max_delivered_messages: z.number().nullable().default(null) })
+    .default({ max_runtime_ms: null, max_delivered_messages: null }),
+  created_at: z.number(),
+  saved_at: z.number(),
+  saved_by: z.string().nullable(),
+  saved_by_role: z.string().nullable(),
+  message_count: z.number().int().nonnegative(),
+  messages: z.array(EnvelopeSchema).max(MAX_ARCHIVE_MESSAGES),
+  final_state_note: z.string(),
+});
+export type Archive = z.infer<typeof ArchiveSchema>;
+export type ArchiveInput = z.input<typeof ArchiveSchema>;
+
+export interface InvalidFile {
+  file: string;
+  cause: string;
+}
+
+const archiveFile = (paths: Pick<StorePaths, 'archives'>, id: string) => join(paths.archives, `${id}.json`);
+
+export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive: ArchiveInput): Promise<Archive> {
+  if (!isArchiveId(archive.channel_id)) throw new Error(`archive: invalid channel id ${JSON.stringify(archive.channel_id)}`);
+  const parsed = ArchiveSchema.parse(archive); // never write a file the reader would skip
+  await mkdir(paths.archives, { recursive: true });
+  await writeAtomic(archiveFile(paths, parsed.channel_id), `${JSON.stringify(parsed, null, 2)}\n`, { tmpPrefix: '.arch' });
+  return parsed;
+}
+
+type ReadOutcome = { ok: true; archive: Archive } | { ok: false; cause: string };
+
+async function load(paths: Pick<StorePaths, 'archives'>, id: string): Promise<ReadOutcome> {
+  let text: string;
+  try {
+    text = await readFile(archiveFile(paths, id), 'utf8');
+  } catch (e) {
+    return { ok: false, cause: (e as NodeJS.ErrnoException).code ?? 'unreadable' };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { ok: false, cause: 'not valid JSON' };
+  }
+  const r = ArchiveSchema.safeParse(raw);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    return { ok: false, cause: `${i?.path.join('.') || '(root)'}: ${i?.message ?? 'invalid'}` };
+  }
+  if (r.data.channel_id !== id) return { ok: false, cause: `channel_id ${r.data.channel_id} does not match the file name` };
+  return { ok: true, archive: r.data };
+}
+
+/** null for a bad id, a missing file or an invalid one. */
+export async function readArchive(paths: Pick<StorePaths, 'archives'>, id: string): Promise<Archive | null> {
+  if (!isArchiveId(id)) return null;
+  const r = await load(paths, id);
+  return r.ok ? r.archive : null;
+}
+
+/** Newest first; invalid files are skipped and returned separately for doctor. */
+export async function listArchives(
+  paths: Pick<StorePaths, 'archives'>,
+): Promise<{ archives: Archive[]; invalid: InvalidFile[] }> {
+  let names: string[];
+  try {
+    names = await readdir(paths.archives);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { archives: [], invalid: [] };
+    throw e;
+  }
+  const archives: Archive[] = [];
+  const invalid: InvalidFile[] = [];
+  for (const file of names.filter((n) => n.endsWith('.json')).sort()) {
+    const id = file.slice(0, -'.json'.length);
+    if (!isArchiveId(id)) {
+      invalid.push({ file, cause: 'file name is not an archive id' });
+      continue;
+    }
+    const r = await load(paths, id);
+    if (r.ok) archives.push(r.archive);
+    else invalid.push({ file, cause: r.cause });
+  }
+  archives.sort((a, b) => b.saved_at - a.saved_at);
+  return { archives, invalid };
+}
+
+/** The newest archive (by saved_at) whose name matches case-insensitively. */
+export async function findArchiveByName(paths: Pick<StorePaths, 'archives'>, name: string): Promise<Archive | null> {
+  const wanted = name.trim().toLowerCase();
+  const { archives } = await listArchives(paths);
+  return archives.find((a) => a.name.toLowerCase() === wanted) ?? null;
+}
+
+/** false for a bad id or a missing file. */
+export async function deleteArchive(paths: Pick<StorePaths, 'archives'>, id: string): Promise<boolean> {
+  if (!isArchiveId(id)) return false;
+  try {
+    await rm(archiveFile(paths, id));
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
+}

@@ -1,0 +1,104 @@
+// Delivered history that left state.json: one append-only JSONL log per channel.
+// A crash between append and state save appends an envelope twice; readers keep the last line.
+import { mkdir, open, rm } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isArchiveId } from '../protocol/ids.ts';
+import { EnvelopeSchema } from '../protocol/schema.ts';
+import type { Envelope } from '../protocol/schema.ts';
+import type { StorePaths } from './paths.ts';
+
+const CHUNK_BYTES = 64 * 1024;
+const NL = 0x0a;
+
+function logFile(paths: Pick<StorePaths, 'history'>, channelId: string): string {
+  if (!isArchiveId(channelId)) throw new Error(`history log: invalid channel id ${JSON.stringify(channelId)}`);
+  return join(paths.history, `${channelId}.jsonl`);
+}
+
+export async function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[]): Promise<void> {
+  const byFile = new Map<string, string[]>();
+  for (const e of envelopes) {
+    const file = logFile(paths, e.channel_id); // every id checked before anything is written
+    byFile.set(file, [...(byFile.get(file) ?? []), JSON.stringify(e)]);
+  }
+  if (byFile.size === 0) return;
+  await mkdir(paths.history, { recursive: true });
+  for (const [file, lines] of byFile) {
+    const fh = await open(file, 'a+');
+    try {
+      // A torn last line (crash mid-append) must not swallow our first line.
+      const torn = !(await endsWithNewline(fh));
+      await fh.appendFile(`${torn ? '\n' : ''}${lines.join('\n')}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+async function endsWithNewline(fh: FileHandle): Promise<boolean> {
+  const { size } = await fh.stat();
+  if (size === 0) return true;
+  const b = Buffer.alloc(1);
+  await fh.read(b, 0, 1, size - 1);
+  return b[0] === NL;
+}
+
+/** The newest `limit` envelopes, newest first, one per message_id (its last line wins). The file
+ *  is read backwards in chunks, so the cost follows `limit`, not the log's length. */
+export async function readHistory(
+  paths: Pick<StorePaths, 'history'>,
+  channelId: string,
+  { limit }: { limit: number },
+): Promise<Envelope[]> {
+  const file = logFile(paths, channelId);
+  const out: Envelope[] = [];
+  if (limit <= 0) return out;
+  let fh: FileHandle;
+  try {
+    fh = await open(file, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return out;
+    throw e;
+  }
+  const seen = new Set<string>();
+  const take = (line: Buffer) => {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line.toString('utf8'));
+    } catch {
+      return; // torn or blank line
+    }
+    const r = EnvelopeSchema.safeParse(raw);
+    if (!r.success || seen.has(r.data.message_id)) return;
+    seen.add(r.data.message_id);
+    out.push(r.data);
+  };
+  try {
+    let pos = (await fh.stat()).size;
+    let carry = Buffer.alloc(0); // the start of a line whose beginning lies in an earlier chunk
+    while (pos > 0 && out.length < limit) {
+      const n = Math.min(CHUNK_BYTES, pos);
+      pos -= n;
+      const chunk = Buffer.alloc(n);
+      await fh.read(chunk, 0, n, pos);
+      const data = Buffer.concat([chunk, carry]);
+      let end = data.length;
+      for (let i = data.length - 1; i >= 0 && out.length < limit; i--) {
+        if (data[i] !== NL) continue;
+        take(data.subarray(i + 1, end));
+        end = i;
+      }
+      carry = data.subarray(0, end);
+    }
+    if (pos === 0 && out.length < limit) take(carry);
+  } finally {
+    await fh.close();
+  }
+  return out;
+}
+
+export async function deleteHistory(paths: Pick<StorePaths, 'history'>, channelId: string): Promise<void> {
+  await rm(logFile(paths, channelId), { force: true });
+}

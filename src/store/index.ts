@@ -1,0 +1,20 @@
+// Public surface of the state-file store.
+export { FileStore, createStore } from './store.ts';
+export type { FileStoreOptions, MutateOutcome } from './store.ts';
+export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
+export type { StorePaths } from './paths.ts';
+export { writeAtomic } from './atomic.ts';
+export type { AtomicFsOps, WriteAtomicOptions } from './atomic.ts';
+export { stateBusy, withLock } from './lock.ts';
+export type { HeldLock, LockOptions } from './lock.ts';
+export { classify, readStateFile, storeStats } from './state-file.ts';
+export { loadLockFree, loadLocked } from './load.ts';
+export type { Loaded } from './load.ts';
+export { convertV1, isPlaceholder, migrateV1, migrationPending, V1_ROLE_PROMPT } from './migrate.ts';
+export { appendHistory, deleteHistory, readHistory } from './history-log.ts';
+export {
+  ArchiveSchema, deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive,
+} from './archives.ts';
+export type { Archive, ArchiveInput, InvalidFile } from './archives.ts';
+export { PinSchema, listPins, readPin, writePin } from './pins.ts';
+export type { Pin, PinListing } from './pins.ts';

@@ -1,0 +1,141 @@
+// Reading and writing `state.json` itself: classification of what is on disk (FEATURES.md §2.7)
+// and the atomic save. No locking and no recovery here; load.ts decides what to do.
+import { close, fstat, open, readFile } from 'node:fs';
+import type { BigIntStats } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { SCHEMA_VERSION } from '../protocol/limits.ts';
+import { RefusalError, refuse } from '../protocol/result.ts';
+import { parseState } from '../protocol/schema.ts';
+import type { State } from '../protocol/schema.ts';
+import { writeAtomic } from './atomic.ts';
+import type { AtomicFsOps } from './atomic.ts';
+import type { StorePaths } from './paths.ts';
+
+const pOpen = promisify(open);
+const pFstat = promisify(fstat) as (fd: number, o: { bigint: true }) => Promise<BigIntStats>;
+const pReadFile = promisify(readFile) as (fd: number) => Promise<Buffer>;
+const pClose = promisify(close);
+
+/** Identity of one version of state.json. Every save renames a new inode into place, so a changed
+ *  ino means another writer; size/mtime/ctime catch an in-place edit by something else. */
+export interface FileKey {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+/** A FileKey plus an open descriptor on that inode. While it is open the inode cannot be freed,
+ *  so its number cannot be handed to a later save (ext4 reuses freed inode numbers at once, and
+ *  mtime ticks are coarse): an ino match then really is the same file. */
+export interface Pinned {
+  fd: number;
+  key: FileKey;
+}
+
+const keyOf = (s: BigIntStats): FileKey => ({ dev: s.dev, ino: s.ino, size: s.size, mtimeNs: s.mtimeNs, ctimeNs: s.ctimeNs });
+export const sameKey = (a: FileKey, b: FileKey) =>
+  a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
+
+export async function statKey(file: string): Promise<FileKey | null> {
+  try {
+    return keyOf(await stat(file, { bigint: true }));
+  } catch {
+    return null;
+  }
+}
+
+export const unpin = (p: Pinned | null | undefined) => {
+  if (p) close(p.fd, () => {});
+};
+
+/** Test and bench hook: state.json parses (JSON + zod) and fast-path hits that skipped one. */
+export const storeStats = { parses: 0, cacheHits: 0 };
+
+export type FileRead =
+  | { kind: 'absent' }
+  | { kind: 'ok'; state: State; pin: Pinned }
+  | { kind: 'corrupt'; cause: string; text: Buffer };
+
+const unreadable = (code: string, detail: string) =>
+  new RefusalError(
+    refuse('state_unreadable', `.opencomms/state.json cannot be read (${code}: ${detail}); nothing was changed.`, { code }),
+  );
+
+/** Lock-free read. Refusals (unreadable, incompatible) are thrown; corrupt is returned for the
+ *  caller to recover under the lock. */
+export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<FileRead> {
+  let fd: number;
+  try {
+    fd = await pOpen(paths.state, 'r');
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'ENOENT') return { kind: 'absent' };
+    throw unreadable(err.code ?? 'EIO', err.message);
+  }
+  let keep = false;
+  try {
+    // Stat and bytes come from the same descriptor, so the key describes exactly what we parse.
+    const st = await pFstat(fd, { bigint: true });
+    if (!st.isFile()) throw unreadable('EISDIR', 'not a regular file');
+    let text: Buffer;
+    try {
+      text = await pReadFile(fd);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      throw unreadable(err.code ?? 'EIO', err.message);
+    }
+    const out = classify(text.toString('utf8'));
+    if (!out.ok) return { kind: 'corrupt', cause: out.cause, text };
+    keep = true;
+    return { kind: 'ok', state: out.state, pin: { fd, key: keyOf(st) } };
+  } finally {
+    if (!keep) await pClose(fd).catch(() => {});
+  }
+}
+
+/** Text → state, or the cause of corruption. An integer schema_version other than ours is not
+ *  corruption: it is a newer (or older) OpenComms' file and must never be touched. */
+export function classify(text: string): { ok: true; state: State } | { ok: false; cause: string } {
+  storeStats.parses++;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, cause: `not valid JSON (${(e as Error).message})` };
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, cause: 'root is not an object' };
+  const v = (raw as { schema_version?: unknown }).schema_version;
+  if (!Number.isInteger(v)) return { ok: false, cause: 'schema_version missing or not an integer' };
+  if (v !== SCHEMA_VERSION)
+    throw new RefusalError(
+      refuse(
+        'state_incompatible',
+        `.opencomms/state.json has schema_version ${v}; this OpenComms reads schema ${SCHEMA_VERSION}. The file was left untouched.`,
+        { schema_version: v },
+      ),
+    );
+  const parsed = parseState(raw);
+  return parsed.ok ? parsed : { ok: false, cause: parsed.cause };
+}
+
+export const serialize = (state: State) => `${JSON.stringify(state, null, 2)}\n`;
+
+export interface SaveOptions {
+  guard?: () => void;
+  fsOps?: AtomicFsOps;
+}
+
+/** Atomic save; returns a pin on what was written. Only call under the lock: the file we open
+ *  after the rename is ours only because nobody else may rename in between. */
+export async function saveState(paths: Pick<StorePaths, 'state'>, text: string, opts: SaveOptions = {}): Promise<Pinned> {
+  await writeAtomic(paths.state, text, { tmpPrefix: '.state', ...opts });
+  const fd = await pOpen(paths.state, 'r');
+  try {
+    return { fd, key: keyOf(await pFstat(fd, { bigint: true })) };
+  } catch (e) {
+    await pClose(fd).catch(() => {});
+    throw e;
+  }
+}

@@ -1,0 +1,77 @@
+// Shared fixtures of the store tests: temp projects, child processes, small states.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { newChannelId } from '../../src/protocol/ids.ts';
+import type { State } from '../../src/protocol/schema.ts';
+import type { MutateOutcome } from '../../src/store/store.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(here, '../..');
+
+export async function tempProject(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'opencomms-store-'));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The test counter lives in errors[0].message: a field any mutation may set freely. */
+export const counterOf = (s: State) => Number(s.errors[0]?.message ?? 0);
+export const incrementCounter = (draft: State): MutateOutcome<number> => {
+  const n = counterOf(draft) + 1;
+  draft.errors = [{ at: 0, message: String(n) }];
+  return { changed: true, result: n };
+};
+
+export interface Worker {
+  child: ChildProcess;
+  /** Resolves when the child printed a line starting with `prefix`; returns that line. */
+  line(prefix: string): Promise<string>;
+  exited: Promise<number | null>;
+}
+
+export function spawnWorker(...args: string[]): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'store-worker.ts'), ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  const waiters: { prefix: string; resolve: (l: string) => void }[] = [];
+  const scan = () => {
+    for (const w of [...waiters]) {
+      const l = out.split('\n').find((x) => x.startsWith(w.prefix));
+      if (l !== undefined) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(l);
+      }
+    }
+  };
+  child.stdout!.on('data', (d) => {
+    out += d;
+    scan();
+  });
+  child.stderr!.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return {
+    child,
+    exited,
+    line: (prefix) =>
+      new Promise<string>((resolveLine, reject) => {
+        waiters.push({ prefix, resolve: resolveLine });
+        scan();
+        void exited.then((code) => reject(new Error(`worker exited (${code}) before "${prefix}": ${err}`)));
+      }),
+  };
+}
+
+/** A v2 channel with the given members (full rows). */
+export function channel(name: string, members: Record<string, unknown>[] = [], extra: Record<string, unknown> = {}) {
+  return { id: newChannelId(), name, project_id: 'local-project', worktree: '/tmp/x', members, ...extra };
+}
+
+export const member = (session_id: string, role: string) => ({
+  session_id, role, role_prompt: `You are ${role}.`, joined_at: 1, host: 'mcp', surface: 'mcp', delivery_mode: 'pull',
+});

@@ -1,0 +1,87 @@
+import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { writeAtomic } from '../../src/store/atomic.ts';
+import type { AtomicFsOps } from '../../src/store/atomic.ts';
+import { FileStore } from '../../src/store/store.ts';
+import { counterOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+beforeEach(async () => ({ dir, cleanup } = await tempProject()));
+afterEach(() => cleanup());
+
+/** rename that fails `n` times with EBUSY, then behaves. */
+const flakyRename = (n: number) => {
+  const calls: string[] = [];
+  const ops: AtomicFsOps = {
+    async rename(from, to) {
+      calls.push(from);
+      if (calls.length <= n) throw Object.assign(new Error('EBUSY: resource busy'), { code: 'EBUSY' });
+      await rename(from, to);
+    },
+  };
+  return { ops, calls };
+};
+
+describe('writeAtomic', () => {
+  it('names the temp file <prefix>.<pid>.<8 hex>.tmp in the target directory', async () => {
+    const { ops, calls } = flakyRename(0);
+    await writeAtomic(join(dir, 'x.json'), 'hi', { tmpPrefix: '.state', fsOps: ops });
+    expect(calls[0]).toMatch(new RegExp(`^${dir}/\\.state\\.${process.pid}\\.[0-9a-f]{8}\\.tmp$`));
+    expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('hi');
+  });
+
+  it('a rename that keeps failing throws, keeps the previous file, leaves no temp', async () => {
+    await writeFile(join(dir, 'x.json'), 'old');
+    const { ops, calls } = flakyRename(Infinity);
+    await expect(writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state', fsOps: ops })).rejects.toThrow('EBUSY');
+    expect(calls).toHaveLength(3); // at 0, 50 and 100 ms
+    expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('old');
+    expect(await readdir(dir)).toEqual(['x.json']);
+  });
+
+  it('a rename that fails twice then succeeds saves', async () => {
+    await writeFile(join(dir, 'x.json'), 'old');
+    const { ops, calls } = flakyRename(2);
+    const t0 = Date.now();
+    await writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state', fsOps: ops });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(140); // waited 50 + 100 ms
+    expect(calls).toHaveLength(3);
+    expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('new');
+    expect(await readdir(dir)).toEqual(['x.json']);
+  });
+
+  it('a failing guard aborts before the rename and cleans up', async () => {
+    await writeFile(join(dir, 'x.json'), 'old');
+    const guard = () => {
+      throw new Error('lock lost');
+    };
+    await expect(writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state', guard })).rejects.toThrow('lock lost');
+    expect(await readdir(dir)).toEqual(['x.json']);
+    expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('old');
+  });
+
+  it('a write failure (target directory missing) leaves nothing behind', async () => {
+    await expect(writeAtomic(join(dir, 'nope', 'x.json'), 'new', { tmpPrefix: '.state' })).rejects.toThrow(/ENOENT/);
+    expect(await readdir(dir)).toEqual([]);
+  });
+});
+
+describe('store save through a failing rename', () => {
+  it('keeps the previous state.json, leaves no temp, and saves once rename recovers', async () => {
+    const good = new FileStore(dir);
+    await good.mutate(incrementCounter);
+    const file = join(dir, '.opencomms', 'state.json');
+    const before = await readFile(file);
+    const bad = new FileStore(dir, { fsOps: flakyRename(Infinity).ops });
+    await expect(bad.mutate(incrementCounter)).rejects.toThrow('EBUSY');
+    expect(await readFile(file)).toEqual(before);
+    expect((await readdir(join(dir, '.opencomms'))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    expect(counterOf(await bad.read())).toBe(1);
+    const twice = new FileStore(dir, { fsOps: flakyRename(2).ops });
+    expect(await twice.mutate(incrementCounter)).toBe(2);
+    expect(counterOf(await good.read())).toBe(2);
+    for (const s of [good, bad, twice]) s.close();
+  });
+});

@@ -1,0 +1,55 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ensureDir, resolvePaths } from '../../src/store/paths.ts';
+import type { StorePaths } from '../../src/store/paths.ts';
+import { FileStore } from '../../src/store/store.ts';
+import { counterOf, incrementCounter, spawnWorker, tempProject } from '../helpers/store-fixtures.ts';
+import type { Worker } from '../helpers/store-fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let paths: StorePaths;
+const workers: Worker[] = [];
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempProject());
+  paths = resolvePaths(dir);
+  await ensureDir(paths);
+});
+afterEach(async () => {
+  for (const w of workers.splice(0)) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+  await cleanup();
+});
+
+describe('across processes', () => {
+  it('4 processes × 250 locked increments → exactly 1000', async () => {
+    const barrier = join(dir, 'go');
+    const ws = Array.from({ length: 4 }, () => spawnWorker('increment', dir, '250', barrier));
+    workers.push(...ws);
+    await Promise.all(ws.map((w) => w.line('ready')));
+    await writeFile(barrier, '');
+    const t0 = Date.now();
+    await Promise.all(ws.map((w) => w.line('done')));
+    expect(await Promise.all(ws.map((w) => w.exited))).toEqual([0, 0, 0, 0]);
+    console.log(`4×250 contended increments: ${Date.now() - t0} ms`);
+    const store = new FileStore(dir);
+    expect(counterOf(await store.read())).toBe(1000);
+    store.close();
+  }, 30_000);
+
+  it('a SIGKILLed lock holder stalls the next mutate for less than 5 s', async () => {
+    const w = spawnWorker('hold', dir);
+    workers.push(w);
+    await w.line('locked');
+    w.child.kill('SIGKILL');
+    await w.exited;
+    const store = new FileStore(dir);
+    const t0 = Date.now();
+    expect(await store.mutate(incrementCounter)).toBe(1);
+    const waited = Date.now() - t0;
+    expect(waited).toBeLessThan(5000);
+    expect(waited).toBeGreaterThan(500); // it did wait for the stale window: the lock was really held
+    store.close();
+  }, 20_000);
+
+});

@@ -1,0 +1,70 @@
+import { chmod, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { withLock } from '../../src/store/lock.ts';
+import { ensureDir, resolvePaths } from '../../src/store/paths.ts';
+import type { StorePaths } from '../../src/store/paths.ts';
+import { FileStore } from '../../src/store/store.ts';
+import { incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let paths: StorePaths;
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempProject());
+  paths = resolvePaths(dir);
+  await ensureDir(paths);
+});
+afterEach(async () => {
+  await cleanup();
+});
+
+describe('in one process', () => {
+  it('nested acquisition is a programming error, not a deadlock', async () => {
+    await expect(withLock(paths, () => withLock(paths, async () => 1))).rejects.toThrow(/nested acquisition/);
+    // ...and the lock was released afterwards
+    expect(await withLock(paths, async () => 2)).toBe(2);
+  });
+
+  it('a callback scheduled while holding may lock later', async () => {
+    let later!: Promise<number>;
+    await withLock(paths, async () => {
+      later = new Promise((r) => setTimeout(r, 20)).then(() => withLock(paths, async () => 3));
+    });
+    expect(await later).toBe(3);
+  });
+
+  it('a lock lost while held is recorded, does not crash the process, and blocks the save', async () => {
+    const store = new FileStore(dir);
+    await expect(
+      withLock(paths, async (lock) => {
+        await rm(paths.lock, { recursive: true }); // what a waiter does when it judges us stale
+        await new Promise((r) => setTimeout(r, 1300)); // the 1 s refresh notices
+        expect(lock.compromised).toBeInstanceOf(Error);
+        lock.assertHeld();
+      }),
+    ).rejects.toThrow(/state lock lost/);
+    expect(await store.mutate(incrementCounter)).toBe(1); // and the store still works afterwards
+    store.close();
+  });
+
+  it.skipIf(process.getuid?.() === 0)('EACCES surfaces at once instead of waiting for the deadline', async () => {
+    await chmod(paths.dir, 0o500);
+    const t0 = Date.now();
+    try {
+      await expect(withLock(paths, async () => 1)).rejects.toMatchObject({ code: 'EACCES' });
+      expect(Date.now() - t0).toBeLessThan(1000);
+    } finally {
+      await chmod(paths.dir, 0o700);
+    }
+  });
+
+  it('any error other than "held" surfaces at once (ENOTDIR, also runs as root)', async () => {
+    await writeFile(join(dir, 'afile'), '');
+    const t0 = Date.now();
+    const bad = { state: join(dir, 'afile', 'state.json'), lock: join(dir, 'afile', '.state.lock') };
+    await expect(withLock(bad, async () => 1)).rejects.toMatchObject({ code: 'ENOTDIR' });
+    expect(Date.now() - t0).toBeLessThan(1000);
+  });
+});
+
