@@ -65,6 +65,8 @@ export const EnvelopeSchema = z.looseObject({
   delivery_method: z.enum(['push', 'spawn_push', 'pull']).nullable().default(null),
   in_flight_by: z.string().nullable().default(null),
   in_flight_at: nullableMs.default(null),
+  /** Additive receipt: every machine transition this envelope took, `[event, to, at]`. */
+  transitions: z.array(z.tuple([z.string(), z.string(), z.number()])).default([]),
 });
 export type Envelope = z.infer<typeof EnvelopeSchema>;
 

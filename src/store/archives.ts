@@ -2,34 +2,11 @@
 // against ARCHIVE_ID_RE before any path is built from one.
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import * as z from 'zod';
-import { ARCHIVE_ID_RE, isArchiveId } from '../protocol/ids.ts';
-import { MAX_ARCHIVE_MESSAGES, MAX_SUMMARY_CHARS } from '../protocol/limits.ts';
-import { EnvelopeSchema, MemberSchema } from '../protocol/schema.ts';
+import { isArchiveId } from '../protocol/ids.ts';
+import { ArchiveSchema, type Archive, type ArchiveInput } from '../protocol/archive.ts';
+export { ArchiveSchema, type Archive, type ArchiveInput };
 import { writeAtomic } from './atomic.ts';
 import type { StorePaths } from './paths.ts';
-
-export const ArchiveSchema = z.looseObject({
-  schema: z.literal(1),
-  channel_id: z.string().regex(ARCHIVE_ID_RE),
-  name: z.string(),
-  parent_channel_id: z.string().nullable().default(null),
-  description: z.string().nullable().default(null),
-  summary: z.string().max(MAX_SUMMARY_CHARS),
-  members: z.array(MemberSchema),
-  budgets: z
-    .looseObject({ max_runtime_ms: z.number().nullable().default(null), max_delivered_messages: z.number().nullable().default(null) })
-    .default({ max_runtime_ms: null, max_delivered_messages: null }),
-  created_at: z.number(),
-  saved_at: z.number(),
-  saved_by: z.string().nullable(),
-  saved_by_role: z.string().nullable(),
-  message_count: z.number().int().nonnegative(),
-  messages: z.array(EnvelopeSchema).max(MAX_ARCHIVE_MESSAGES),
-  final_state_note: z.string(),
-});
-export type Archive = z.infer<typeof ArchiveSchema>;
-export type ArchiveInput = z.input<typeof ArchiveSchema>;
 
 export interface InvalidFile {
   file: string;

@@ -1,6 +1,7 @@
 // The store the runtime uses: lock-free reads, locked mutations, and a fast path that skips
 // parse + validation when state.json is still the file this process last read or wrote.
-import { appendHistory } from './history-log.ts';
+import { appendHistory, deleteHistory } from './history-log.ts';
+import { deleteArchive, writeArchive, type ArchiveInput } from './archives.ts';
 import { loadLockFree, loadLocked } from './load.ts';
 import type { Loaded, LoadOptions } from './load.ts';
 import { withLock } from './lock.ts';
@@ -18,6 +19,11 @@ export interface MutateOutcome<T> {
   result: T;
   /** Envelopes leaving state.json for the channel history logs (appended before the save). */
   history?: Envelope[];
+  /** An archive to write before the save (a saved session's messages leave state with it). */
+  archive?: ArchiveInput;
+  /** Files to delete after the save (a deleted session's archive and history log). */
+  deleteArchive?: string;
+  deleteHistory?: string[];
 }
 
 export interface FileStoreOptions {
@@ -72,8 +78,16 @@ export class FileStore {
         // instead of losing the envelopes.
         await appendHistory(this.paths, out.history);
       }
+      if (out.archive) {
+        lock.assertHeld();
+        await writeArchive(this.paths, out.archive);
+      }
       const text = serialize(valid.state);
       this.setCache({ pin: await saveState(this.paths, text, opts), text });
+      // Deletions follow the save: a crash in between leaves an orphan file, never a live
+      // channel whose archive is gone.
+      if (out.deleteArchive) await deleteArchive(this.paths, out.deleteArchive);
+      for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
       return out.result;
     });
   }

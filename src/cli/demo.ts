@@ -1,0 +1,53 @@
+// `npm start` / `opencomms demo`: a scripted round trip through the real store, engine and
+// machines in a throw-away project, printing every envelope transition as it was persisted.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Caller } from '../engine/index.ts';
+import { Runtime, type DeliveryDriver } from '../runtime/runtime.ts';
+
+export async function demo(out: (line: string) => void = console.log): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'opencomms-demo-'));
+  const member = (session_id: string): Caller => ({
+    session_id, host: 'demo', surface: 'cli', delivery_mode: 'push', host_session_id: session_id, project_id: 'local-project', worktree: dir,
+  });
+  const prompts: string[] = [];
+  const driver: DeliveryDriver = {
+    method: 'push',
+    owns: () => true,
+    deliver: async (rid, text) => {
+      prompts.push(rid);
+      out(`\n--- prompt handed to ${rid} ---\n${text}\n--- end of prompt ---`);
+    },
+  };
+  const rt = new Runtime(dir, { driver });
+  try {
+    await rt.start();
+    out(`OpenComms demo in ${dir}`);
+    const step = async (label: string, p: Promise<{ ok: boolean; message: string }>) => {
+      const r = await p;
+      out(`${r.ok ? 'ok ' : 'NO '} ${label}: ${r.message}`);
+      if (!r.ok) throw new Error(`${label} refused`);
+      return r as { ok: true; message: string; data: Record<string, unknown> };
+    };
+    await step('Builder creates "review"', rt.run({ op: 'create', caller: member('sess_builder'), args: { channel: 'review', role: 'Builder', role_prompt: 'You write the code.' } }));
+    await step('Reviewer joins', rt.run({ op: 'join', caller: member('sess_reviewer'), args: { channel: 'review', role: 'Reviewer', role_prompt: 'You review the code.' } }));
+    const sent = await step('Builder sends a review_request', rt.run({ op: 'send', sid: 'sess_builder', args: { channel: 'review', type: 'review_request', content: 'Please review src/engine/send.ts.' } }));
+    await rt.settled();
+    const [first] = sent.data.message_ids as string[];
+    await step('Reviewer replies', rt.run({ op: 'send', sid: 'sess_reviewer', args: { channel: 'review', type: 'review_response', content: 'Looks good; one nit in resolveRecipients.', reply_to: first } }));
+    await rt.settled();
+    const state = await rt.read();
+    out('\nEnvelope transitions, as persisted in .opencomms/state.json:');
+    for (const e of Object.values(state.messages)) {
+      const trail = e.transitions.map(([event, to, at]) => `${event}@+${at - e.timestamp}ms → ${to}`).join('  ');
+      out(`  ${e.message_id.slice(0, 12)}… ${e.sender_role} → ${e.recipient_role} (hop ${e.hop_count}): ${trail}`);
+    }
+    const delivered = Object.values(state.messages).filter((e) => e.delivery_status === 'delivered').length;
+    out(`\n${delivered} of ${Object.keys(state.messages).length} envelopes delivered; ${prompts.length} prompts handed over.`);
+    return delivered === 2 ? 0 : 1;
+  } finally {
+    await rt.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}

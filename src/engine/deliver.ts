@@ -1,0 +1,323 @@
+// Two-phase delivery (PROTOCOL.md "Delivery semantics", FEATURES.md §5.1, §5.4, §5.6):
+// drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
+// pull = drain + commit in one mutation. Every status change is an envelope machine transition.
+import type { Hold } from '../../machines/index.ts';
+import { frameBatch, frameEnvelope, UNTRUSTED_NOTICE } from '../framing.ts';
+import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
+import { ok, refuse } from '../protocol/result.ts';
+import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
+import { channelById, findMember, memberChannel, recordError } from './lookup.ts';
+import { answered, done, refused } from './outcome.ts';
+import { enforceRetention } from './retention.ts';
+import { stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
+import type { Effect, Env, Outcome } from './types.ts';
+
+/** A live channel and the recipient's row on it, or why the envelope can never be delivered. */
+function placement(state: State, e: Envelope): { ch: Channel; member: Member } | null {
+  const ch = channelById(state, e.channel_id);
+  if (!ch || ch.lifecycle !== 'active') return null;
+  const member = findMember(ch, e.recipient_session_id);
+  return member ? { ch, member } : null;
+}
+
+/** Whether the channel would refuse a hand-over now (paused, budget), without changing it. */
+function channelHold(ch: Channel, now: number): Hold | null {
+  const probe = { ...ch, budgets: { ...ch.budgets } };
+  const r = stepChannel(probe, { type: 'HAND_OVER', now, count: 0 });
+  return r === null ? null : r.reason === 'channel_paused' ? 'paused' : 'budget';
+}
+
+/** Hand-overs the message budget still allows. */
+const budgetLeft = (ch: Channel) =>
+  ch.budgets.max_delivered_messages === null ? Infinity : Math.max(0, ch.budgets.max_delivered_messages - ch.delivered_total);
+
+const windowOf = (m: Member) => m.stale_policy.window_ms;
+
+/** Drops dead queue entries and settles envelopes that can no longer be delivered (rejected,
+ *  stale). Returns true when anything changed. */
+function settleQueue(state: State, rid: string, now: number): boolean {
+  const q = state.queues[rid];
+  if (!q) return false;
+  let changed = false;
+  const keep: string[] = [];
+  for (const id of q) {
+    const e = state.messages[id];
+    if (!e || e.delivery_status !== 'pending' || e.recipient_session_id !== rid) {
+      changed = true;
+      continue;
+    }
+    const at = placement(state, e);
+    const status = at
+      ? stepEnvelope(e, { type: 'TICK', now, window_ms: windowOf(at.member) })
+      : stepEnvelope(e, { type: 'REJECT', now });
+    if (status === 'pending') keep.push(id);
+    else changed = true;
+  }
+  if (changed) {
+    if (keep.length) state.queues[rid] = keep;
+    else delete state.queues[rid];
+  }
+  return changed;
+}
+
+export interface DrainOptions {
+  /** A hold the host knows and the file does not: busy, not the owner, ineligible. */
+  hold?: Hold | null;
+  /** Upper bound on the batch (spawn argv budget); default MAX_BATCH. */
+  max?: number;
+}
+
+/**
+ * Drains one push recipient: settles its queue, asks the recipient machine of each channel whether
+ * a batch may leave now, and moves up to MAX_BATCH envelopes to in_flight. The Prompt effect runs
+ * only after this state is saved, so a crash can never lose a batch that was prompted.
+ */
+export function drain(state: State, rid: string, env: Env, opts: DrainOptions = {}): Outcome {
+  let changed = settleQueue(state, rid, env.now);
+  const effects: Effect[] = [];
+  const q = state.queues[rid] ?? [];
+  const batch: Envelope[] = [];
+  const max = Math.min(opts.max ?? MAX_BATCH, MAX_BATCH);
+  const decided = new Map<string, 'delivering' | 'held'>();
+  const taken = new Set<string>();
+  for (const id of q) {
+    if (batch.length >= max) break;
+    const e = state.messages[id]!;
+    const { ch, member } = placement(state, e)!;
+    let line = decided.get(ch.id);
+    if (line === undefined) {
+      const inFlight = Object.values(state.messages).some(
+        (x) => x.channel_id === ch.id && x.recipient_session_id === rid && x.delivery_status === 'in_flight',
+      );
+      const hold = channelHold(ch, env.now) ?? (member.stale ? 'stale' : null) ?? opts.hold ?? null;
+      const before = JSON.stringify([ch.cooldown_until[rid], ch.retry_at[rid], ch.holds[rid]]);
+      const next = stepRecipient(ch, rid, inFlight, { type: 'DRAIN', now: env.now, hold });
+      if (JSON.stringify([ch.cooldown_until[rid], ch.retry_at[rid], ch.holds[rid]]) !== before) changed = true;
+      line = next === 'delivering' ? 'delivering' : 'held';
+      decided.set(ch.id, line);
+      if (next === 'cooling')
+        effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });
+    }
+    if (line !== 'delivering' || budgetLeft(ch) < 1) continue;
+    stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
+    if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: windowOf(member) }) !== 'in_flight') continue;
+    (state.delivered_to[id] ??= []).includes(rid) || state.delivered_to[id]!.push(rid);
+    batch.push(e);
+    taken.add(id);
+  }
+  if (taken.size) {
+    const rest = q.filter((id) => !taken.has(id));
+    if (rest.length) state.queues[rid] = rest;
+    else delete state.queues[rid];
+    changed = true;
+    const member = placement(state, batch[0]!)!.member;
+    effects.push({
+      type: 'Prompt',
+      recipient: rid,
+      channel_ids: [...new Set(batch.map((e) => e.channel_id))],
+      message_ids: batch.map((e) => e.message_id),
+      text: frameBatch(batch, (cid) => channelById(state, cid)?.name ?? cid),
+      mode: member.delivery_mode,
+    });
+  }
+  const history = enforceRetention(state, env.now);
+  return done(
+    state,
+    ok(taken.size ? `Drained ${taken.size} envelope(s) for ${rid}.` : `Nothing to hand over to ${rid} now.`, {
+      message_ids: batch.map((e) => e.message_id),
+      remaining: (state.queues[rid] ?? []).length,
+    }),
+    effects,
+    history.length ? { history } : undefined,
+    changed || history.length > 0,
+  );
+}
+
+/** Settles the in-flight batch of one recipient: each id still in flight gets `event`. */
+function settleBatch(state: State, rid: string, ids: string[], now: number, settle: (e: Envelope) => void) {
+  const settled: Envelope[] = [];
+  for (const id of ids) {
+    const e = state.messages[id];
+    if (!e || e.delivery_status !== 'in_flight' || e.recipient_session_id !== rid) continue;
+    settle(e);
+    settled.push(e);
+  }
+  const channels = new Set(settled.map((e) => e.channel_id));
+  return { settled, channels: [...channels].map((id) => channelById(state, id)).filter((c): c is Channel => !!c && c.lifecycle === 'active'), now };
+}
+
+const stillInFlight = (state: State, ch: Channel, rid: string) =>
+  Object.values(state.messages).some((x) => x.channel_id === ch.id && x.recipient_session_id === rid && x.delivery_status === 'in_flight');
+
+/** The host accepted the prompt: the batch is delivered (ids pruned or purged meanwhile are skipped). */
+export function commitDelivery(state: State, rid: string, ids: string[], method: 'push' | 'spawn_push', env: Env): Outcome {
+  const { settled, channels } = settleBatch(state, rid, ids, env.now, (e) => stepEnvelope(e, { type: 'COMMIT', now: env.now, method }));
+  const effects: Effect[] = [];
+  for (const ch of channels) {
+    if (!stillInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'COMMIT', now: env.now });
+    if ((state.queues[rid] ?? []).length) effects.push({ type: 'ScheduleAt', recipient: rid, at: ch.cooldown_until[rid] ?? env.now });
+  }
+  const history = enforceRetention(state, env.now);
+  return done(state, ok(`Committed ${settled.length} envelope(s) for ${rid}.`, { delivered: settled.map((e) => e.message_id) }), effects,
+    history.length ? { history } : undefined, settled.length > 0 || history.length > 0);
+}
+
+/** Puts envelopes back at the front of the recipient's queue in their original (timestamp) order. */
+function requeueFront(state: State, rid: string, back: Envelope[], sortAll: boolean) {
+  const ids = back.sort((a, b) => a.timestamp - b.timestamp).map((e) => e.message_id);
+  const q = [...ids, ...(state.queues[rid] ?? []).filter((id) => !ids.includes(id))];
+  if (sortAll) q.sort((a, b) => (state.messages[a]?.timestamp ?? 0) - (state.messages[b]?.timestamp ?? 0));
+  if (q.length) state.queues[rid] = q;
+}
+
+/** The prompt threw: FIFO restored, error recorded, one retry after DELIVERY_RETRY_MS; dead
+ *  letter once attempts reach MAX_DELIVERY_ATTEMPTS. */
+export function requeueDelivery(state: State, rid: string, ids: string[], error: string, env: Env): Outcome {
+  const { settled, channels } = settleBatch(state, rid, ids, env.now, (e) => stepEnvelope(e, { type: 'REQUEUE', now: env.now }));
+  if (!settled.length) return answered(state, ok('Nothing in flight to requeue.', { requeued: 0, failed: 0 }));
+  const back = settled.filter((e) => e.delivery_status === 'pending');
+  const dead = settled.filter((e) => e.delivery_status === 'failed');
+  requeueFront(state, rid, back, false);
+  const effects: Effect[] = [];
+  for (const ch of channels) {
+    stepRecipient(ch, rid, true, { type: 'REQUEUE', now: env.now });
+    effects.push({ type: 'ScheduleAt', recipient: rid, at: ch.retry_at[rid] ?? env.now });
+  }
+  const channelId = settled[0]!.channel_id;
+  recordError(state, {
+    at: env.now,
+    reason: 'delivery_failed',
+    channel_id: channelId,
+    session_id: rid,
+    message: `Delivery to session ${rid} failed (${error}); ${back.length} re-queued${dead.length ? `, ${dead.length} dead-lettered after the maximum attempts` : ''}.`,
+  });
+  const history = enforceRetention(state, env.now);
+  return done(state, ok(`Re-queued ${back.length}, failed ${dead.length}.`, { requeued: back.length, failed: dead.length }), effects,
+    history.length ? { history } : undefined);
+}
+
+/** Start-up sweep: in-flight mail of processes that are gone goes back to its queue (FIFO by
+ *  timestamp) or to the dead letter. A live process's batch is left alone. */
+export function sweepInFlight(state: State, alive: (by: string) => boolean, env: Env): Outcome {
+  const orphans = Object.values(state.messages).filter(
+    (e) => e.delivery_status === 'in_flight' && (e.in_flight_by === null || !alive(e.in_flight_by)),
+  );
+  if (!orphans.length) return answered(state, ok('Nothing to sweep.', { requeued: 0, failed: 0 }));
+  const byRecipient = new Map<string, Envelope[]>();
+  for (const e of orphans) {
+    stepEnvelope(e, { type: 'SWEEP', now: env.now });
+    byRecipient.set(e.recipient_session_id, [...(byRecipient.get(e.recipient_session_id) ?? []), e]);
+  }
+  const wake: string[] = [];
+  for (const [rid, list] of byRecipient) {
+    requeueFront(state, rid, list.filter((e) => e.delivery_status === 'pending'), true);
+    for (const cid of new Set(list.map((e) => e.channel_id))) {
+      const ch = channelById(state, cid);
+      if (ch?.lifecycle === 'active' && !stillInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'SWEEP', now: env.now });
+    }
+    if (state.queues[rid]?.length) wake.push(rid);
+  }
+  const requeued = orphans.filter((e) => e.delivery_status === 'pending').length;
+  const failed = orphans.length - requeued;
+  recordError(state, {
+    at: env.now,
+    reason: 'in_flight_swept',
+    message: `Start-up sweep: ${requeued} in-flight envelope(s) of ended processes re-queued${failed ? `, ${failed} dead-lettered` : ''}.`,
+  });
+  const history = enforceRetention(state, env.now);
+  return done(state, ok(`Swept ${orphans.length} envelope(s).`, { requeued, failed }), wake.length ? [{ type: 'Wake', recipients: wake }] : [],
+    history.length ? { history } : undefined);
+}
+
+export interface PullArgs {
+  channel?: unknown;
+  limit?: unknown;
+}
+
+const readLimit = (raw: unknown, def: number, max: number) => {
+  const n = typeof raw === 'number' ? Math.floor(raw) : typeof raw === 'string' ? Math.floor(Number(raw)) : NaN;
+  return !Number.isFinite(n) || n <= 0 ? def : Math.min(n, max);
+};
+export { readLimit };
+
+/**
+ * An explicit read: drain + commit in ONE mutation, returning the framed texts (no crash window,
+ * no replay; the push cooldown never delays it). `method` is `pull` for the tool, `push` for hooks.
+ */
+export function pull(state: State, sid: string, args: PullArgs, env: Env, method: 'pull' | 'push' = 'pull'): Outcome {
+  let scope: Channel[];
+  if (args.channel !== undefined && args.channel !== null && args.channel !== '') {
+    const scoped = memberChannel(state, args.channel, sid);
+    if ('refusal' in scoped) return refused(state, scoped.refusal);
+    scope = [scoped.ch];
+  } else {
+    scope = Object.values(state.channels).filter((c) => c.lifecycle === 'active' && findMember(c, sid));
+  }
+  if (scope.some((c) => !findMember(c, sid)!.endpoint_capabilities.pull))
+    return refused(state, refuse('pull_not_allowed', "This member's capabilities exclude pull. Ask the operator."));
+  const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_PULL_LIMIT);
+  const inScope = new Set(scope.map((c) => c.id));
+  let changed = settleQueue(state, sid, env.now);
+  const q = state.queues[sid] ?? [];
+  const out: Envelope[] = [];
+  const taken = new Set<string>();
+  for (const id of q) {
+    if (out.length >= limit) break;
+    const e = state.messages[id]!;
+    if (!inScope.has(e.channel_id)) continue;
+    const { ch, member } = placement(state, e)!;
+    if (channelHold(ch, env.now) !== null || budgetLeft(ch) < 1) continue;
+    stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
+    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: windowOf(member) });
+    taken.add(id);
+    if (status !== 'delivered') continue;
+    (state.delivered_to[id] ??= []).includes(sid) || state.delivered_to[id]!.push(sid);
+    out.push(e);
+  }
+  if (taken.size) {
+    const rest = q.filter((id) => !taken.has(id));
+    if (rest.length) state.queues[sid] = rest;
+    else delete state.queues[sid];
+    changed = true;
+  }
+  const remaining = (state.queues[sid] ?? []).filter((id) => inScope.has(state.messages[id]?.channel_id ?? '')).length;
+  const nameOf = (cid: string) => channelById(state, cid)?.name ?? cid;
+  const messages = out.map((e) => ({ channel: nameOf(e.channel_id), message_id: e.message_id, framed: frameEnvelope(e, nameOf(e.channel_id)) }));
+  const history = enforceRetention(state, env.now);
+  return done(
+    state,
+    ok(out.length ? `${out.length} message(s); ${remaining} still pending.` : 'No new messages.', {
+      messages,
+      message_ids: out.map((e) => e.message_id),
+      untrusted_notice: UNTRUSTED_NOTICE,
+      remaining,
+    }),
+    [],
+    history.length ? { history } : undefined,
+    changed || history.length > 0,
+  );
+}
+
+/** Recipients with pending mail (optionally only those `local` to the calling process). */
+export const pendingRecipients = (state: State, local?: (sid: string) => boolean) =>
+  Object.entries(state.queues)
+    .filter(([sid, q]) => q.length > 0 && (!local || local(sid)))
+    .map(([sid]) => sid);
+
+/** The earliest time something becomes due for these recipients: a cooldown or retry ends, or a
+ *  pending push envelope passes its stale window. The shell arms one timer for it. */
+export function nextDue(state: State, recipients: string[], now: number): number | null {
+  let due = Infinity;
+  for (const rid of recipients) {
+    for (const id of state.queues[rid] ?? []) {
+      const e = state.messages[id];
+      if (!e || e.delivery_status !== 'pending') continue;
+      const at = placement(state, e);
+      if (!at) return now;
+      const w = windowOf(at.member);
+      if (w !== null) due = Math.min(due, e.timestamp + w + 1);
+      for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]]) if (t !== undefined && t > now) due = Math.min(due, t);
+    }
+  }
+  return due === Infinity ? null : due;
+}

@@ -1,0 +1,76 @@
+// The engine: `(state, command, env) -> { state, result, effects }`. Pure given `env` (now, the
+// process tag, an id source); host-neutral. The state passed in is a private draft it may change.
+import type { Archive } from '../protocol/archive.ts';
+import { ok } from '../protocol/result.ts';
+import type { Envelope, State } from '../protocol/schema.ts';
+import { commitDelivery, drain, pull, requeueDelivery, sweepInFlight, type DrainOptions, type PullArgs } from './deliver.ts';
+import { create, join, type CreateArgs, type JoinArgs } from './link.ts';
+import { disconnect, kick, setPaused, setStale, updateRole, type KickArgs } from './membership.ts';
+import { answered } from './outcome.ts';
+import { history, inbox, operatorStatus, status } from './reads.ts';
+import { send, type SendArgs } from './send.ts';
+import { archiveRead, deleteSession, resume, save, type Actor } from './sessions.ts';
+import { timer, type TimerArgs } from './timer.ts';
+import type { Caller, Env, Outcome } from './types.ts';
+
+type Ch = { channel: unknown };
+
+export type Command =
+  | { op: 'create'; caller: Caller; args: CreateArgs }
+  | { op: 'join'; caller: Caller; args: JoinArgs; compact_context?: string }
+  | { op: 'send'; sid: string; args: SendArgs }
+  | { op: 'status'; sid: string; args: { channel?: unknown } }
+  | { op: 'operator_status' }
+  | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown } }
+  | { op: 'history'; sid: string; args: Ch & { limit?: unknown }; logged?: Envelope[] }
+  | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push' }
+  | { op: 'update_role'; sid: string; args: Ch & { role_prompt: unknown } }
+  | { op: 'pause' | 'resume'; sid: string; args: Ch }
+  | { op: 'disconnect'; sid: string; args: Ch }
+  | { op: 'kick'; caller: string | { operator: true }; args: KickArgs }
+  | { op: 'timer'; sid: string; args: TimerArgs }
+  | { op: 'save_session'; actor: Actor; args: Ch & { summary?: unknown }; logged?: Envelope[] }
+  | { op: 'resume_session'; actor: Actor; args: Ch & { new_name?: unknown }; archive: Archive | null }
+  | { op: 'delete_session'; actor: Actor; args: Ch & { confirm?: unknown }; archive: Archive | null }
+  | { op: 'archive'; actor: Actor; args: { channel?: unknown; mode?: unknown; limit?: unknown }; archives: Archive[] }
+  | { op: 'drain'; rid: string; opts?: DrainOptions }
+  | { op: 'commit'; rid: string; message_ids: string[]; method: 'push' | 'spawn_push' }
+  | { op: 'requeue'; rid: string; message_ids: string[]; error: string }
+  | { op: 'sweep'; alive: (by: string) => boolean }
+  | { op: 'mark_stale' | 'clear_stale'; session: string }
+  | { op: 'read_state' };
+
+export function apply(state: State, cmd: Command, env: Env): Outcome {
+  switch (cmd.op) {
+    case 'create': return create(state, cmd.caller, cmd.args, env);
+    case 'join': return join(state, cmd.caller, cmd.args, env, cmd.compact_context);
+    case 'send': return send(state, cmd.sid, cmd.args, env);
+    case 'status': return status(state, cmd.sid, cmd.args, env.now);
+    case 'operator_status': return operatorStatus(state, env.now);
+    case 'inbox': return inbox(state, cmd.sid, cmd.args);
+    case 'history': return history(state, cmd.sid, cmd.args, cmd.logged);
+    case 'pull': return pull(state, cmd.sid, cmd.args, env, cmd.method);
+    case 'update_role': return updateRole(state, cmd.sid, cmd.args);
+    case 'pause': return setPaused(state, cmd.sid, cmd.args, true, env);
+    case 'resume': return setPaused(state, cmd.sid, cmd.args, false, env);
+    case 'disconnect': return disconnect(state, cmd.sid, cmd.args, env);
+    case 'kick': return kick(state, cmd.caller, cmd.args, env);
+    case 'timer': return timer(state, cmd.sid, cmd.args, env);
+    case 'save_session': return save(state, cmd.actor, cmd.args, cmd.logged ?? [], env);
+    case 'resume_session': return resume(state, cmd.actor, cmd.args, cmd.archive, env);
+    case 'delete_session': return deleteSession(state, cmd.actor, cmd.args, cmd.archive, env);
+    case 'archive': return archiveRead(state, cmd.actor, cmd.args, cmd.archives);
+    case 'drain': return drain(state, cmd.rid, env, cmd.opts);
+    case 'commit': return commitDelivery(state, cmd.rid, cmd.message_ids, cmd.method, env);
+    case 'requeue': return requeueDelivery(state, cmd.rid, cmd.message_ids, cmd.error, env);
+    case 'sweep': return sweepInFlight(state, cmd.alive, env);
+    case 'mark_stale': return setStale(state, cmd.session, true, env);
+    case 'clear_stale': return setStale(state, cmd.session, false, env);
+    case 'read_state': return answered(state, ok('state', {}));
+  }
+}
+
+export type { Caller, Effect, Env, Outcome, Writes } from './types.ts';
+export { nextDue, pendingRecipients } from './deliver.ts';
+export { compactContext, archiveSummary } from './sessions.ts';
+export type { Actor } from './sessions.ts';

@@ -1,0 +1,72 @@
+// Name rules and the channel-scoped checks every operation shares, in the protocol's check order.
+import { CHANNEL_NAME_RE, ROLE_RE } from '../protocol/ids.ts';
+import { MAX_CHANNEL_NAME, MAX_ERRORS, SENTINEL_PROJECT_IDS } from '../protocol/limits.ts';
+import { refuse, type Refusal } from '../protocol/result.ts';
+import type { Channel, ErrorEntry, Member, State } from '../protocol/schema.ts';
+
+export const normaliseChannelName = (raw: unknown): string | null => {
+  if (typeof raw !== 'string') return null;
+  const name = raw.trim().toLowerCase();
+  return name.length >= 1 && name.length <= MAX_CHANNEL_NAME && CHANNEL_NAME_RE.test(name) ? name : null;
+};
+
+export const normaliseRole = (raw: unknown): string | null => {
+  if (typeof raw !== 'string') return null;
+  const role = raw.trim().replace(/\s+/g, ' ');
+  return ROLE_RE.test(role) ? role : null;
+};
+
+export const invalidChannelName = () =>
+  refuse('invalid_channel_name', 'Invalid channel name: use 1-64 lowercase letters, digits, "-" or "_", starting with a letter or digit.');
+
+export const invalidRole = () =>
+  refuse('invalid_role', 'Invalid role: 1-32 characters, starting with a letter; letters, digits, spaces, "-" and "_" only.');
+
+export const isSentinelProject = (id: string) => (SENTINEL_PROJECT_IDS as readonly string[]).includes(id);
+
+export const findMember = (ch: Channel, sid: string): Member | undefined => ch.members.find((m) => m.session_id === sid);
+
+export function tombstoneRefusal(ch: Channel): Refusal {
+  return ch.lifecycle === 'saved'
+    ? refuse('lifecycle_refused', `Channel "${ch.name}" was saved and archived. Resume it first (opencomms_resume_session or \`opencomms session resume ${ch.name}\`).`, {
+        lifecycle: 'saved',
+        hint: `opencomms_resume_session channel=${ch.name}`,
+      })
+    : refuse('lifecycle_refused', `Channel "${ch.name}" was deleted and carries no context; pick another name or create it anew.`, {
+        lifecycle: 'deleted',
+        hint: 'the session is gone',
+      });
+}
+
+export const channelNotFound = (name: string) =>
+  refuse('channel_not_found', `No channel "${name}" in this project. Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree.`);
+
+/** An existing channel (live or tombstone) by raw name, or the refusal for a bad/missing name. */
+export function lookupChannel(state: State, raw: unknown): { ch: Channel } | { refusal: Refusal } {
+  const name = normaliseChannelName(raw);
+  if (name === null) return { refusal: invalidChannelName() };
+  const ch = state.channels[name];
+  return ch ? { ch } : { refusal: channelNotFound(name) };
+}
+
+/** channel_not_found → lifecycle_refused → not_member, the shared prefix of channel-scoped calls. */
+export function memberChannel(state: State, raw: unknown, sid: string): { ch: Channel; me: Member } | { refusal: Refusal } {
+  const found = lookupChannel(state, raw);
+  if ('refusal' in found) return found;
+  const { ch } = found;
+  if (ch.lifecycle !== 'active') return { refusal: tombstoneRefusal(ch) };
+  const me = findMember(ch, sid);
+  if (!me) return { refusal: refuse('not_member', `You are not a member of channel "${ch.name}". Join it first, or use a channel you belong to.`) };
+  return { ch, me };
+}
+
+export const channelById = (state: State, id: string): Channel | undefined =>
+  Object.values(state.channels).find((c) => c.id === id);
+
+/** Appends an error entry, keeping the newest MAX_ERRORS. */
+export function recordError(state: State, entry: ErrorEntry) {
+  state.errors.push(entry);
+  if (state.errors.length > MAX_ERRORS) state.errors.splice(0, state.errors.length - MAX_ERRORS);
+}
+
+export const memberLabel = (m: Pick<Member, 'role' | 'session_id'>) => `${m.role} (${m.session_id})`;

@@ -1,0 +1,58 @@
+// Hot state stays small: terminal envelopes beyond the newest HOT_TERMINAL_PER_CHANNEL of a
+// channel leave state.json for the channel's history log (the store appends them before it saves),
+// and the live total is capped at MAX_PERSISTED_MESSAGES.
+import { HOT_TERMINAL_PER_CHANNEL, MAX_PERSISTED_MESSAGES } from '../protocol/limits.ts';
+import { TERMINAL_STATUSES, type Envelope, type State } from '../protocol/schema.ts';
+import { recordError } from './lookup.ts';
+
+const lastChange = (e: Envelope) => e.transitions.at(-1)?.[2] ?? e.timestamp;
+
+/** Removes an envelope and every reference to it. */
+export function forget(state: State, id: string) {
+  const e = state.messages[id];
+  delete state.messages[id];
+  delete state.delivered_to[id];
+  if (!e) return;
+  const q = state.queues[e.recipient_session_id];
+  if (q) {
+    const i = q.indexOf(id);
+    if (i >= 0) q.splice(i, 1);
+    if (q.length === 0) delete state.queues[e.recipient_session_id];
+  }
+}
+
+/** Returns the envelopes that left hot state for the history log. */
+export function enforceRetention(state: State, now: number): Envelope[] {
+  const terminalByChannel = new Map<string, Envelope[]>();
+  for (const e of Object.values(state.messages))
+    if (TERMINAL_STATUSES.includes(e.delivery_status)) {
+      const list = terminalByChannel.get(e.channel_id) ?? [];
+      list.push(e);
+      terminalByChannel.set(e.channel_id, list);
+    }
+  const moved: Envelope[] = [];
+  for (const list of terminalByChannel.values()) {
+    if (list.length <= HOT_TERMINAL_PER_CHANNEL) continue;
+    list.sort((a, b) => lastChange(a) - lastChange(b));
+    for (const e of list.slice(0, list.length - HOT_TERMINAL_PER_CHANNEL)) {
+      forget(state, e.message_id);
+      moved.push(e);
+    }
+  }
+  const ids = Object.keys(state.messages);
+  if (ids.length > MAX_PERSISTED_MESSAGES) {
+    const pending = ids
+      .map((id) => state.messages[id]!)
+      .filter((e) => e.delivery_status === 'pending')
+      .sort((a, b) => a.timestamp - b.timestamp)
+      .slice(0, ids.length - MAX_PERSISTED_MESSAGES);
+    for (const e of pending) forget(state, e.message_id);
+    if (pending.length)
+      recordError(state, {
+        at: now,
+        reason: 'retention_pruned',
+        message: `Retention pruned ${pending.length} undelivered envelope(s): more than ${MAX_PERSISTED_MESSAGES} were live.`,
+      });
+  }
+  return moved;
+}

@@ -1,0 +1,157 @@
+// send (FEATURES.md §3.2 check order, §4 rules, §5.3 recipient resolution, §5.11 description).
+import { createHash } from 'node:crypto';
+import {
+  MAX_CONTENT_CHARS, MAX_DESCRIPTION_CHARS, MAX_PROCESSED_CORRELATIONS, MESSAGE_TYPES,
+} from '../protocol/limits.ts';
+import { ok, refuse, type Refusal } from '../protocol/result.ts';
+import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
+import { memberChannel, memberLabel } from './lookup.ts';
+import { done, refused } from './outcome.ts';
+import { deliverability } from './receipts.ts';
+import { enforceRetention } from './retention.ts';
+import { switchClockTo } from './timer.ts';
+import { acceptedEnvelope, stepChannel } from './transitions.ts';
+import type { Env, Outcome } from './types.ts';
+
+export interface SendArgs {
+  channel: unknown;
+  type?: unknown;
+  content: unknown;
+  reply_to?: unknown;
+  to?: unknown;
+  broadcast?: unknown;
+  session_description?: unknown;
+}
+
+const refusalOf = (r: { reason: string; budget?: string }, ch: Channel): Refusal => {
+  switch (r.reason) {
+    case 'channel_paused':
+      return refuse('channel_paused', `Channel "${ch.name}" is paused. Resume it with opencomms_resume, or wait.`);
+    case 'budget_exhausted':
+      return refuse('budget_exhausted', `The ${r.budget} budget of "${ch.name}" is used up. Pause, ask the operator to raise it, or start a new channel.`, { budget: r.budget });
+    case 'rate_limited':
+      return refuse('rate_limited', `"${ch.name}" allows ${ch.rate_limit} sends per minute and they are used up. Retry after the window.`, { rate_limit: ch.rate_limit });
+    case 'duplicate_content':
+      return refuse('duplicate_content', 'You sent this same content within the last 5 minutes. Do not resend; change the content if it is really new.');
+    case 'hop_limit_exceeded':
+      return refuse('hop_limit_exceeded', `This reply chain would pass ${ch.max_hops} hops. Stop the loop; start a new thread without reply_to only if needed.`, { max_hops: ch.max_hops });
+    default:
+      return refuse('lifecycle_refused', `Channel "${ch.name}" is not active.`);
+  }
+};
+
+/** §5.3: `to` / `broadcast` / the single peer; never a guess on 3+ members. Shared with timer switch. */
+export function resolveRecipients(ch: Channel, me: Member, to: unknown, broadcast: boolean): Member[] | Refusal {
+  const others = ch.members.filter((m) => m.session_id !== me.session_id);
+  const roster = { members: others.map(memberLabel) };
+  if (to !== undefined && to !== null && to !== '' && broadcast)
+    return refuse('invalid_argument', 'Give either `to` or `broadcast`, not both.', { field: 'to' });
+  if (broadcast) {
+    const live = others.filter((m) => !m.stale);
+    if (live.length) return live;
+    return others.length
+      ? refuse('recipient_stale', 'Every other member is stale (their sessions are gone). Ask the operator to repair the channel, or wait for a peer to rejoin.', roster)
+      : refuse('no_recipient', 'No other member is on this channel yet. Wait for a peer to join.');
+  }
+  if (typeof to === 'string' && to.trim() !== '') {
+    const key = to.trim();
+    const hit = others.find((m) => m.session_id === key) ?? others.find((m) => m.role.toLowerCase() === key.toLowerCase());
+    if (!hit) return refuse('recipient_not_found', `No other member matches "${key}". Use one of: ${roster.members.join(', ') || '(none)'}.`, roster);
+    if (hit.stale) return refuse('recipient_stale', `${memberLabel(hit)} is stale (its session is gone). Ask the operator to repair the channel, or wait for it to rejoin.`, roster);
+    return [hit];
+  }
+  if (others.length === 0) return refuse('no_recipient', 'No other member is on this channel yet. Wait for a peer to join.');
+  if (others.length > 1)
+    return refuse('recipient_ambiguous', `${others.length} other members: name one with \`to\` (session id or role) or set broadcast=true.`, roster);
+  if (others[0]!.stale)
+    return refuse('recipient_stale', `${memberLabel(others[0]!)} is stale (its session is gone). Ask the operator to repair the channel, or wait for it to rejoin.`, roster);
+  return [others[0]!];
+}
+
+export const contentKey = (sender: string, content: string) =>
+  `${sender}:${createHash('sha256').update(content).digest('hex').slice(0, 32)}`;
+
+export function send(state: State, sid: string, args: SendArgs, env: Env): Outcome {
+  const scoped = memberChannel(state, args.channel, sid);
+  if ('refusal' in scoped) return refused(state, scoped.refusal);
+  const { ch, me } = scoped;
+  const admit = stepChannel(ch, { type: 'ADMIT', now: env.now });
+  if (admit) return refused(state, refusalOf(admit, ch));
+  const content = args.content;
+  if (typeof content !== 'string' || content.trim() === '')
+    return refused(state, refuse('content_empty', 'content is blank: send some text.'));
+  if (content.length > MAX_CONTENT_CHARS)
+    return refused(state, refuse('content_too_large', `content has ${content.length} chars; the limit is ${MAX_CONTENT_CHARS}. Split or shorten it.`, { limit: MAX_CONTENT_CHARS }));
+  const type = args.type === undefined || args.type === null ? 'manual' : args.type;
+  if (typeof type !== 'string' || !(MESSAGE_TYPES as readonly string[]).includes(type))
+    return refused(state, refuse('invalid_message_type', `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`, { valid_types: [...MESSAGE_TYPES] }));
+  const recipients = resolveRecipients(ch, me, args.to, args.broadcast === true);
+  if (!Array.isArray(recipients)) return refused(state, recipients);
+
+  const parent = typeof args.reply_to === 'string' ? state.messages[args.reply_to] : undefined;
+  const inChain = parent !== undefined && parent.channel_id === ch.id;
+  const hop = inChain ? parent.hop_count + 1 : 0;
+  const gate = stepChannel(ch, { type: 'SEND', now: env.now, hop, content_key: contentKey(sid, content) });
+  if (gate) return refused(state, refusalOf(gate, ch));
+
+  const correlation = inChain ? parent.correlation_id : env.mint('cor');
+  const root = inChain ? (parent.root_message_id ?? parent.message_id) : null;
+  if (!inChain) {
+    ch.processed_correlations.push(correlation);
+    if (ch.processed_correlations.length > MAX_PROCESSED_CORRELATIONS)
+      ch.processed_correlations.splice(0, ch.processed_correlations.length - MAX_PROCESSED_CORRELATIONS);
+  }
+  const ids: string[] = [];
+  for (const r of recipients) {
+    const e: Envelope = {
+      message_id: env.mint('ocm'),
+      channel_id: ch.id,
+      sender_session_id: sid,
+      sender_role: me.role,
+      recipient_session_id: r.session_id,
+      recipient_role: r.role,
+      message_type: type,
+      content,
+      reply_to: typeof args.reply_to === 'string' && args.reply_to ? args.reply_to : null,
+      hop_count: hop,
+      correlation_id: correlation,
+      root_message_id: root,
+      ...acceptedEnvelope(env.now),
+    };
+    state.messages[e.message_id] = e;
+    (state.queues[r.session_id] ??= []).push(e.message_id);
+    ids.push(e.message_id);
+  }
+  switchClockTo(ch, recipients[0]!.session_id, env.now);
+  const description = recordDescription(ch, args.session_description);
+  const history = enforceRetention(state, env.now);
+  const data = {
+    message_ids: ids,
+    recipients: recipients.map((r) => ({
+      session_id: r.session_id,
+      role: r.role,
+      delivery_mode: r.delivery_mode,
+      deliverability: deliverability(state, ch, r, env.now),
+    })),
+    delivery_status: 'pending' as const,
+    correlation_id: correlation,
+    hop_count: hop,
+    ...(description ? { session_description: description } : {}),
+  };
+  const names = recipients.map((r) => r.role).join(', ');
+  return done(
+    state,
+    ok(`Queued ${ids.length} envelope${ids.length === 1 ? '' : 's'} for ${names} on "${ch.name}" (hop ${hop}).`, data),
+    [{ type: 'Wake', recipients: recipients.map((r) => r.session_id) }],
+    history.length ? { history } : undefined,
+  );
+}
+
+/** §5.11: only the first non-blank description is kept; a bad one never refuses the send. */
+function recordDescription(ch: Channel, raw: unknown): string | null {
+  if (ch.description !== null || typeof raw !== 'string') return null;
+  const text = raw.replace(/\s+/g, ' ').trim().slice(0, MAX_DESCRIPTION_CHARS);
+  if (!text) return null;
+  ch.description = text;
+  return text;
+}

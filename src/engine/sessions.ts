@@ -1,0 +1,241 @@
+// Saved sessions: save, resume, delete, archive reads (FEATURES.md §2.3, §2.6, §5.10).
+// Archives are read by the shell and passed in; an archive to write comes back in `writes`, and
+// the store writes it before it saves the tombstone, so a crash never loses the saved messages.
+import { frameContent, UNTRUSTED_NOTICE } from '../framing.ts';
+import type { Archive } from '../protocol/archive.ts';
+import {
+  DEFAULT_ARCHIVE_LIMIT, FINAL_NOTE_CHARS, MAX_ARCHIVE_LIMIT, MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME,
+  MAX_RESUME_LADDER, MAX_SUMMARY_CHARS,
+} from '../protocol/limits.ts';
+import { ok, refuse, type Refusal } from '../protocol/result.ts';
+import type { Channel, Envelope, State } from '../protocol/schema.ts';
+import { readLimit } from './deliver.ts';
+import { newChannel } from './link.ts';
+import { channelNotFound, findMember, invalidChannelName, memberChannel, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
+import { answered, done, refused } from './outcome.ts';
+import { forget } from './retention.ts';
+import { stepChannel, stepEnvelope } from './transitions.ts';
+import type { Env, Outcome } from './types.ts';
+
+export type Actor = { sid: string; project_id: string; worktree: string } | { operator: true; project_id: string; worktree: string };
+const isOperator = (a: Actor): a is Extract<Actor, { operator: true }> => 'operator' in a;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function generatedSummary(ch: Channel, messages: Envelope[]): string {
+  if (!messages.length) return `Channel "${ch.name}" with ${ch.members.map((m) => m.role).join(', ') || 'no members'}; no messages.`;
+  const roles = [...new Set(messages.map((m) => m.sender_role))];
+  const last = messages.at(-1)!;
+  return `${messages.length} message(s) on "${ch.name}" between ${roles.join(', ')}, from ${iso(messages[0]!.timestamp)} to ${iso(last.timestamp)}; last from ${last.sender_role}.`;
+}
+
+export function compactContext(a: Archive): string {
+  return [
+    `OpenComms resumed session "${a.name}" (saved ${iso(a.saved_at)}).`,
+    `Roles: ${a.members.map((m) => m.role).join(', ') || '(none)'}.`,
+    `Summary: ${a.summary}`,
+    a.final_state_note ? `Final state: ${a.final_state_note}` : '',
+    `Messages archived: ${a.message_count}. Use opencomms_archive mode=messages channel=${a.channel_id} for more.`,
+  ]
+    .filter(Boolean)
+    .join('\n');
+}
+
+/** Live envelopes of a channel (hot state) merged with its logged history, oldest first. */
+function channelMessages(state: State, ch: Channel, logged: Envelope[]): Envelope[] {
+  const hot = Object.values(state.messages).filter((e) => e.channel_id === ch.id);
+  const seen = new Set(hot.map((e) => e.message_id));
+  return [...hot, ...logged.filter((e) => e.channel_id === ch.id && !seen.has(e.message_id))].sort((a, b) => a.timestamp - b.timestamp);
+}
+
+/** Removes every envelope of the channel from live state; pending mail is rejected first when
+ *  `reject` (delete), or archived as it is (save). */
+function purge(state: State, ch: Channel, now: number, reject: boolean) {
+  for (const e of Object.values(state.messages)) {
+    if (e.channel_id !== ch.id) continue;
+    if (reject && e.delivery_status === 'pending') stepEnvelope(e, { type: 'REJECT', now });
+    forget(state, e.message_id);
+  }
+  ch.members = [];
+  ch.cooldown_until = {};
+  ch.retry_at = {};
+  ch.holds = {};
+}
+
+function channelFor(state: State, actor: Actor, raw: unknown): { ch: Channel } | { refusal: Refusal } {
+  if (isOperator(actor)) {
+    const name = normaliseChannelName(raw);
+    if (name === null) return { refusal: invalidChannelName() };
+    const ch = state.channels[name];
+    if (!ch) return { refusal: channelNotFound(name) };
+    return ch.lifecycle === 'active' ? { ch } : { refusal: tombstoneRefusal(ch) };
+  }
+  const scoped = memberChannel(state, raw, actor.sid);
+  return 'refusal' in scoped ? scoped : { ch: scoped.ch };
+}
+
+export function save(state: State, actor: Actor, args: { channel: unknown; summary?: unknown }, logged: Envelope[], env: Env): Outcome {
+  const found = channelFor(state, actor, args.channel);
+  if ('refusal' in found) return refused(state, found.refusal);
+  const { ch } = found;
+  const given = typeof args.summary === 'string' ? args.summary.trim() : '';
+  if (given.length > MAX_SUMMARY_CHARS)
+    return refused(state, refuse('summary_too_large', `The summary has ${given.length} chars; the limit is ${MAX_SUMMARY_CHARS}. Shorten it.`));
+  const all = channelMessages(state, ch, logged);
+  const messages = all.slice(-MAX_ARCHIVE_MESSAGES);
+  const me = isOperator(actor) ? null : findMember(ch, actor.sid)!;
+  const summary = given || generatedSummary(ch, all);
+  const archive: Archive = {
+    schema: 1,
+    channel_id: ch.id,
+    name: ch.name,
+    parent_channel_id: ch.parent_channel_id,
+    description: ch.description,
+    summary,
+    members: ch.members,
+    budgets: { ...ch.budgets },
+    created_at: ch.created_at,
+    saved_at: env.now,
+    saved_by: me?.session_id ?? null,
+    saved_by_role: me?.role ?? null,
+    message_count: all.length,
+    messages,
+    final_state_note: (all.at(-1)?.content ?? '').slice(0, FINAL_NOTE_CHARS),
+  };
+  purge(state, ch, env.now, false);
+  stepChannel(ch, { type: 'SAVE', now: env.now });
+  return done(
+    state,
+    ok(`Saved "${ch.name}" (${all.length} messages). Resume it with opencomms_resume_session channel=${ch.name}.`, {
+      archive_id: ch.id,
+      message_count: all.length,
+      summary,
+    }),
+    [],
+    { archive },
+  );
+}
+
+const inRoster = (a: Archive, sid: string) => a.members.some((m) => m.session_id === sid);
+const notArchivedMember = () =>
+  refuse('not_archived_member', 'You are not in the archived roster. Ask someone from it, or the operator (`opencomms session resume`).');
+export const archiveNotFound = () => refuse('archive_not_found', 'No saved session matches. List archives with opencomms_archive.');
+
+/** A free name for a resumed channel: `new_name`, or the ladder base, base-r2 … base-r9. */
+function resumeName(state: State, archive: Archive, raw: unknown): string | Refusal {
+  const free = (n: string) => !state.channels[n] || state.channels[n]!.lifecycle !== 'active';
+  if (raw !== undefined && raw !== null && raw !== '') {
+    const name = normaliseChannelName(raw);
+    if (name === null) return invalidChannelName();
+    return free(name) ? name : refuse('channel_exists', `Channel "${name}" already exists. Choose another new_name.`);
+  }
+  const base = archive.name.slice(0, MAX_CHANNEL_NAME - 3);
+  for (let i = 1; i <= MAX_RESUME_LADDER; i++) {
+    const name = i === 1 ? archive.name : `${base}-r${i}`;
+    if (free(name)) return name;
+  }
+  return refuse('resume_ladder_exhausted', `"${archive.name}" and its -r2 … -r9 names are all taken. Pass new_name.`);
+}
+
+export function resume(state: State, actor: Actor, args: { channel: unknown; new_name?: unknown }, archive: Archive | null, env: Env): Outcome {
+  if (!archive) return refused(state, archiveNotFound());
+  if (!isOperator(actor) && !inRoster(archive, actor.sid)) return refused(state, notArchivedMember());
+  const name = resumeName(state, archive, args.new_name);
+  if (typeof name !== 'string') return refused(state, name);
+  const ch = newChannel({
+    id: env.mint('chn'),
+    name,
+    project_id: actor.project_id,
+    worktree: actor.worktree,
+    created_at: env.now,
+    parent_channel_id: archive.channel_id,
+    description: archive.description,
+    budgets: { max_runtime_ms: archive.budgets.max_runtime_ms ?? null, max_delivered_messages: archive.budgets.max_delivered_messages ?? null },
+  });
+  state.channels[name] = ch;
+  return done(state, ok(`Resumed "${archive.name}" as new channel "${name}". Members join it with opencomms_join channel=${name}.`, {
+    channel_id: ch.id,
+    name,
+    parent_channel_id: archive.channel_id,
+    members: [],
+    archive_name: archive.name,
+  }));
+}
+
+export function deleteSession(
+  state: State,
+  actor: Actor,
+  args: { channel: unknown; confirm?: unknown },
+  archive: Archive | null,
+  env: Env,
+): Outcome {
+  if (args.confirm !== true)
+    return refused(state, refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with confirm=true.'));
+  const name = normaliseChannelName(args.channel);
+  const ch = name === null ? undefined : state.channels[name];
+  if (!ch && !archive) return refused(state, name === null ? archiveNotFound() : channelNotFound(name));
+  if (ch?.lifecycle === 'deleted') return refused(state, tombstoneRefusal(ch));
+  if (ch?.lifecycle === 'active') {
+    if (!isOperator(actor) && !findMember(ch, actor.sid))
+      return refused(state, refuse('not_member', `You are not a member of "${ch.name}".`));
+    purge(state, ch, env.now, true);
+    stepChannel(ch, { type: 'DELETE', now: env.now });
+    return done(state, ok(`Deleted "${ch.name}"; its mail was discarded.`, { name: ch.name, deleted: 'live' }));
+  }
+  if (!archive) return refused(state, archiveNotFound());
+  if (!isOperator(actor) && !inRoster(archive, actor.sid)) return refused(state, notArchivedMember());
+  const tomb = Object.values(state.channels).find((c) => c.id === archive.channel_id);
+  if (tomb) stepChannel(tomb, { type: 'DELETE', now: env.now });
+  return done(state, ok(`Deleted the archive of "${archive.name}".`, { name: archive.name, deleted: 'archive' }), [], {
+    deleteArchive: archive.channel_id,
+    deleteHistory: [archive.channel_id],
+  });
+}
+
+export function archiveSummary(a: Archive) {
+  return {
+    archive_id: a.channel_id,
+    name: a.name,
+    description: a.description,
+    saved_at: a.saved_at,
+    saved_by_role: a.saved_by_role,
+    message_count: a.message_count,
+    roles: a.members.map((m) => m.role),
+  };
+}
+
+/** `archives` = every archive (newest first) for list, or the one named archive for summary/messages. */
+export function archiveRead(
+  state: State,
+  actor: Actor,
+  args: { channel?: unknown; mode?: unknown; limit?: unknown },
+  archives: Archive[],
+): Outcome {
+  const mode = args.mode === undefined || args.mode === null || args.mode === '' ? 'list' : args.mode;
+  const visible = (a: Archive) => isOperator(actor) || inRoster(a, actor.sid);
+  if (mode === 'list') {
+    const list = archives.filter(visible).map(archiveSummary);
+    return answered(state, ok(`${list.length} saved session(s).`, { archives: list }));
+  }
+  if (mode !== 'summary' && mode !== 'messages')
+    return refused(state, refuse('invalid_argument', 'mode must be list, summary or messages.', { field: 'mode' }));
+  if (typeof args.channel !== 'string' || !args.channel.trim())
+    return refused(state, refuse('invalid_argument', `mode=${mode} needs channel (a saved name or archive id).`, { field: 'channel' }));
+  const a = archives[0];
+  if (!a) return refused(state, archiveNotFound());
+  if (!visible(a)) return refused(state, notArchivedMember());
+  if (mode === 'summary') return answered(state, ok(`Archive of "${a.name}".`, { compact_context: compactContext(a), archive_id: a.channel_id }));
+  const limit = readLimit(args.limit, DEFAULT_ARCHIVE_LIMIT, MAX_ARCHIVE_LIMIT);
+  const messages = [...a.messages].reverse().slice(0, limit).map((e) => ({
+    message_id: e.message_id,
+    sender_role: e.sender_role,
+    recipient_role: e.recipient_role,
+    message_type: e.message_type,
+    content: frameContent(e.content),
+    timestamp: e.timestamp,
+    reply_to: e.reply_to,
+    hop_count: e.hop_count,
+    delivery_status: e.delivery_status,
+  }));
+  return answered(state, ok(`${messages.length} archived message(s) of "${a.name}", newest first.`, { messages, untrusted_notice: UNTRUSTED_NOTICE }));
+}

@@ -1,0 +1,110 @@
+// The only place the engine changes a machine-owned field: each helper maps protocol fields to a
+// machine record, steps the machine, and writes the record back.
+import {
+  channelPersistence, envelopePersistence, memberPersistence, recipientPersistence, step,
+  type ChannelEvent, type ChannelRecord, type ChannelRefusal, type EnvelopeEvent, type EnvelopeRecord,
+  type EnvelopeStatus, type Hold, type MemberEvent, type RecipientEvent,
+} from '../../machines/index.ts';
+import { initialTransition } from 'xstate';
+import { envelopeMachine } from '../../machines/index.ts';
+import type { Channel, Envelope, Member } from '../protocol/schema.ts';
+
+const envelopeRecord = (e: Envelope): EnvelopeRecord => ({
+  delivery_status: e.delivery_status,
+  timestamp: e.timestamp,
+  attempts: e.attempts,
+  delivered_at: e.delivered_at,
+  delivery_method: e.delivery_method,
+  in_flight_by: e.in_flight_by,
+  in_flight_at: e.in_flight_at,
+});
+
+/** The machine-owned fields of a new envelope: the envelope machine's initial state. */
+export function acceptedEnvelope(now: number): EnvelopeRecord & { transitions: Envelope['transitions'] } {
+  const [snapshot] = initialTransition(envelopeMachine, { timestamp: now });
+  return { ...envelopePersistence.toRecord(snapshot), transitions: [['SEND', snapshot.value, now]] };
+}
+
+/** Applies an envelope event; returns the status after it (unchanged when nothing was enabled). */
+export function stepEnvelope(e: Envelope, event: EnvelopeEvent): EnvelopeStatus {
+  const r = step(envelopePersistence, envelopeRecord(e), event);
+  if (r.changed) {
+    Object.assign(e, r.record);
+    e.transitions.push([event.type, r.record.delivery_status, event.now]);
+  }
+  return e.delivery_status;
+}
+
+const channelRecord = (c: Channel): ChannelRecord => ({
+  lifecycle: c.lifecycle,
+  paused: c.paused,
+  created_at: c.created_at,
+  paused_at: c.paused_at,
+  lifecycle_at: c.lifecycle_at,
+  rate: c.rate,
+  rate_limit: c.rate_limit,
+  max_hops: c.max_hops,
+  stale_event_ms: c.stale_event_ms,
+  seen_content: c.seen_content,
+  budgets: { max_runtime_ms: c.budgets.max_runtime_ms, max_delivered_messages: c.budgets.max_delivered_messages },
+  delivered_total: c.delivered_total,
+});
+
+/** Applies a channel event; returns the refusal its gate emitted, or null. */
+export function stepChannel(c: Channel, event: ChannelEvent): ChannelRefusal | null {
+  const r = step(channelPersistence, channelRecord(c), event);
+  if (r.changed) {
+    const { budgets, ...rest } = r.record;
+    Object.assign(c, rest);
+    Object.assign(c.budgets, budgets);
+  }
+  const refuse = r.actions.find((a) => a.type === 'refuse');
+  return refuse ? (refuse.params as ChannelRefusal) : null;
+}
+
+/** Applies a member event; returns false when the member was removed (the caller drops the row). */
+export function stepMember(m: Member, event: MemberEvent): { changed: boolean; removed: boolean } {
+  const r = step(memberPersistence, { stale: m.stale, stale_at: m.stale_at, removed: false }, event);
+  if (r.changed && !r.record.removed) {
+    m.stale = r.record.stale;
+    m.stale_at = r.record.stale_at;
+  }
+  return { changed: r.changed, removed: r.record.removed };
+}
+
+export type RecipientLine = 'ready' | 'cooling' | 'blocked' | 'delivering';
+
+/** Steps one recipient's delivery line on one channel; the line is stored in the channel's
+ *  `cooldown_until` / `retry_at` / `holds` maps, and "delivering" is derived from in-flight mail. */
+export function stepRecipient(c: Channel, rid: string, inFlight: boolean, event: RecipientEvent): RecipientLine {
+  const record = {
+    in_flight: inFlight,
+    cooldown_until: c.cooldown_until[rid] ?? null,
+    retry_at: c.retry_at[rid] ?? null,
+    held_by: (c.holds[rid] as Hold | undefined) ?? null,
+    cooldown_ms: c.delivery_cooldown_ms,
+  };
+  const r = step(recipientPersistence, record, event);
+  if (r.changed) {
+    setOrDelete(c.cooldown_until, rid, r.record.cooldown_until);
+    setOrDelete(c.retry_at, rid, r.record.retry_at);
+    setOrDelete(c.holds, rid, r.record.held_by);
+  }
+  return r.snapshot.value as RecipientLine;
+}
+
+/** The line's state without changing anything (status, send receipts). */
+export function recipientLine(c: Channel, rid: string, inFlight: boolean): RecipientLine {
+  return recipientPersistence.toSnapshot({
+    in_flight: inFlight,
+    cooldown_until: c.cooldown_until[rid] ?? null,
+    retry_at: c.retry_at[rid] ?? null,
+    held_by: (c.holds[rid] as Hold | undefined) ?? null,
+    cooldown_ms: c.delivery_cooldown_ms,
+  }).value as RecipientLine;
+}
+
+function setOrDelete<V>(map: Record<string, V>, key: string, value: V | null) {
+  if (value === null) delete map[key];
+  else map[key] = value;
+}

@@ -1,0 +1,28 @@
+// A saved session's archive, `archives/<channel_id>.json` (FEATURES.md §2.6).
+import * as z from 'zod';
+import { ARCHIVE_ID_RE } from './ids.ts';
+import { MAX_ARCHIVE_MESSAGES, MAX_SUMMARY_CHARS } from './limits.ts';
+import { EnvelopeSchema, MemberSchema } from './schema.ts';
+
+export const ArchiveSchema = z.looseObject({
+  schema: z.literal(1),
+  channel_id: z.string().regex(ARCHIVE_ID_RE),
+  name: z.string(),
+  parent_channel_id: z.string().nullable().default(null),
+  description: z.string().nullable().default(null),
+  summary: z.string().max(MAX_SUMMARY_CHARS),
+  members: z.array(MemberSchema),
+  budgets: z
+    .looseObject({ max_runtime_ms: z.number().nullable().default(null), max_delivered_messages: z.number().nullable().default(null) })
+    .default({ max_runtime_ms: null, max_delivered_messages: null }),
+  created_at: z.number(),
+  saved_at: z.number(),
+  saved_by: z.string().nullable(),
+  saved_by_role: z.string().nullable(),
+  message_count: z.number().int().nonnegative(),
+  messages: z.array(EnvelopeSchema).max(MAX_ARCHIVE_MESSAGES),
+  final_state_note: z.string(),
+});
+export type Archive = z.infer<typeof ArchiveSchema>;
+export type ArchiveInput = z.input<typeof ArchiveSchema>;
+

@@ -1,0 +1,257 @@
+// The imperative shell around the engine: lock → load → engine → save → unlock → effects, one
+// timer at the earliest due time, and the file-watch wake that lets an owner process deliver mail
+// another process queued. A Runtime owns no state the file does not hold (caches aside).
+import { hostname } from 'node:os';
+import type { Hold } from '../../machines/index.ts';
+import { apply, nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
+import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
+import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
+import type { State } from '../protocol/schema.ts';
+import { FileStore, findArchiveByName, listArchives, readArchive, readHistory } from '../store/index.ts';
+import { isArchiveId } from '../protocol/ids.ts';
+import type { Archive } from '../protocol/archive.ts';
+import { startWatch, type Watch } from './watch.ts';
+import { HISTORY_READ_MAX } from './limits.ts';
+import { MAX_ARCHIVE_MESSAGES } from '../protocol/limits.ts';
+
+/** What a host adapter implements so the runtime can hand batches to its sessions. */
+export interface DeliveryDriver {
+  /** Owner-side rule: true only for sessions this process hosts. */
+  owns(rid: string): boolean;
+  /** A hold only the host knows (the session is busy), checked right before each drain. */
+  hold?(rid: string): Hold | null | Promise<Hold | null>;
+  /** Resolves when the host accepted the prompt; throws when it did not. */
+  deliver(rid: string, text: string, messageIds: string[]): Promise<void>;
+  readonly method: 'push' | 'spawn_push';
+}
+
+export interface RuntimeOptions {
+  driver?: DeliveryDriver;
+  /** Watch state.json and drain local recipients when another process queues mail. */
+  watch?: boolean;
+  now?: () => number;
+  log?: (line: string) => void;
+}
+
+const PROCESS_TAG = `${process.pid}@${hostname()}`;
+
+/** A process is alive if it is on this host and signal 0 reaches it; another host's process
+ *  cannot be checked, so it is assumed alive (its mail is never stolen). */
+export function processAlive(tag: string): boolean {
+  const at = tag.lastIndexOf('@');
+  const pid = Number(tag.slice(0, at));
+  if (tag.slice(at + 1) !== hostname()) return true;
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
+  prefix === 'ocm' ? newMessageId() : prefix === 'chn' ? newChannelId() : newCorrelationId();
+
+export class Runtime {
+  readonly store: FileStore;
+  private readonly delivering = new Set<string>();
+  private readonly redrain = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Infinity;
+  private watcher: Watch | null = null;
+  private closed = false;
+  private readonly now: () => number;
+  private readonly log: (line: string) => void;
+  /** Settles when every effect started so far has finished (tests, graceful shutdown). */
+  private inflight = new Set<Promise<unknown>>();
+
+  constructor(readonly projectDir: string, private readonly opts: RuntimeOptions = {}) {
+    this.store = new FileStore(projectDir);
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log ?? ((line) => process.stderr.write(`[opencomms] ${line}\n`));
+  }
+
+  env(): Env {
+    return { now: this.now(), by: PROCESS_TAG, mint };
+  }
+
+  /** Start-up: sweep the in-flight mail of dead processes, then watch and deliver what is due. */
+  async start(): Promise<void> {
+    await this.run({ op: 'sweep', alive: processAlive });
+    if (this.opts.watch && this.opts.driver) this.watcher = await startWatch(this.store.paths, () => this.scan(), this.log);
+    await this.scan();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.watcher?.close();
+    await this.settled();
+    this.store.close();
+  }
+
+  /** Waits until effects started so far (prompts, commits, re-drains) are done. */
+  async settled(): Promise<void> {
+    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+  }
+
+  /** One command as a ToolResult: refusals and faults are data, never a throw. */
+  async run(cmd: Command): Promise<ToolResult> {
+    try {
+      const prepared = await this.prepare(cmd);
+      const out = await this.store.mutate((draft) => {
+        const o = apply(draft, prepared, this.env());
+        return {
+          changed: o.changed,
+          result: o,
+          history: o.writes?.history,
+          archive: o.writes?.archive as never,
+          deleteArchive: o.writes?.deleteArchive,
+          deleteHistory: o.writes?.deleteHistory,
+        };
+      });
+      this.runEffects(out.effects);
+      return out.result;
+    } catch (e) {
+      if (e instanceof RefusalError) return e.refusal;
+      this.log(`internal error in ${cmd.op}: ${(e as Error).stack ?? e}`);
+      return refuse('internal_error', 'Unexpected fault (logged). Retry once, then report it.');
+    }
+  }
+
+  /** Reads that belong outside the lock: history logs and archives are append-only or immutable. */
+  private async prepare(cmd: Command): Promise<Command> {
+    const paths = this.store.paths;
+    switch (cmd.op) {
+      case 'history':
+      case 'save_session': {
+        const name = typeof cmd.args.channel === 'string' ? cmd.args.channel.trim().toLowerCase() : '';
+        const ch = (await this.store.read()).channels[name];
+        if (!ch) return cmd;
+        const limit = cmd.op === 'history' ? HISTORY_READ_MAX : MAX_ARCHIVE_MESSAGES;
+        return { ...cmd, logged: await readHistory(paths, ch.id, { limit }) };
+      }
+      case 'resume_session':
+      case 'delete_session':
+        return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
+      case 'archive': {
+        if (cmd.args.mode === undefined || cmd.args.mode === 'list' || cmd.args.mode === '' || cmd.args.mode === null)
+          return { ...cmd, archives: (await listArchives(paths)).archives };
+        const a = await this.archiveFor(cmd.args.channel);
+        return { ...cmd, archives: a ? [a] : [] };
+      }
+      default:
+        return cmd;
+    }
+  }
+
+  private async archiveFor(raw: unknown): Promise<Archive | null> {
+    if (typeof raw !== 'string' || !raw.trim()) return null;
+    const key = raw.trim();
+    return isArchiveId(key) ? readArchive(this.store.paths, key) : findArchiveByName(this.store.paths, key);
+  }
+
+  /** A lock-free read of the current state. */
+  read(): Promise<State> {
+    return this.store.read();
+  }
+
+  private track<T>(p: Promise<T>): void {
+    const t = p.catch((e) => this.log(`effect failed: ${(e as Error).stack ?? e}`)).finally(() => this.inflight.delete(t));
+    this.inflight.add(t);
+  }
+
+  private runEffects(effects: Effect[]) {
+    for (const fx of effects) {
+      if (fx.type === 'Wake') for (const rid of fx.recipients) this.wake(rid);
+      else if (fx.type === 'ScheduleAt') this.arm(fx.at);
+      else this.track(this.prompt(fx));
+    }
+  }
+
+  /** Drains a local recipient now (if a driver owns it); mail for others waits for their owner. */
+  wake(rid: string) {
+    const d = this.opts.driver;
+    if (!d || this.closed || !d.owns(rid)) return;
+    if (this.delivering.has(rid)) {
+      this.redrain.add(rid);
+      return;
+    }
+    this.track(this.deliverPending(rid));
+  }
+
+  /** The per-recipient in-flight guard: one drain/prompt cycle per recipient at a time. */
+  private async deliverPending(rid: string): Promise<void> {
+    const d = this.opts.driver!;
+    this.delivering.add(rid);
+    try {
+      do {
+        this.redrain.delete(rid);
+        const hold = (await d.hold?.(rid)) ?? null;
+        const res = await this.runOutcome({ op: 'drain', rid, opts: { hold } });
+        const prompt = res?.effects.find((e): e is Extract<Effect, { type: 'Prompt' }> => e.type === 'Prompt');
+        if (prompt) await this.prompt(prompt);
+      } while (this.redrain.has(rid) && !this.closed);
+    } finally {
+      this.delivering.delete(rid);
+    }
+  }
+
+  /** Like run(), but hands back the engine outcome so a drain's Prompt stays under the guard. */
+  private async runOutcome(cmd: Command): Promise<Outcome | null> {
+    try {
+      const out = await this.store.mutate((draft) => {
+        const o = apply(draft, cmd, this.env());
+        return { changed: o.changed, result: o, history: o.writes?.history };
+      });
+      this.runEffects(out.effects.filter((e) => e.type !== 'Prompt'));
+      return out;
+    } catch (e) {
+      this.log(`${cmd.op} failed: ${e instanceof RefusalError ? e.refusal.message : ((e as Error).stack ?? e)}`);
+      return null;
+    }
+  }
+
+  private async prompt(fx: Extract<Effect, { type: 'Prompt' }>) {
+    const d = this.opts.driver;
+    if (!d) return;
+    try {
+      await d.deliver(fx.recipient, fx.text, fx.message_ids);
+    } catch (e) {
+      await this.runOutcome({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e) });
+      return;
+    }
+    await this.runOutcome({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: d.method });
+  }
+
+  /** Delivers everything due for the recipients this process owns and re-arms the timer. */
+  async scan(): Promise<void> {
+    const d = this.opts.driver;
+    if (!d || this.closed) return;
+    let state: State;
+    try {
+      state = await this.store.read();
+    } catch (e) {
+      this.log(`scan: ${(e as Error).message}`);
+      return;
+    }
+    const local = pendingRecipients(state, (sid) => d.owns(sid));
+    for (const rid of local) this.wake(rid);
+    const due = nextDue(state, local, this.now());
+    if (due !== null) this.arm(due);
+  }
+
+  private arm(at: number) {
+    if (this.closed || !this.opts.driver || at >= this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Infinity;
+      void this.scan();
+    }, Math.max(0, at - this.now()));
+    this.timer.unref?.();
+  }
+}

@@ -1,0 +1,52 @@
+// Owner-side wake: a chokidar watch on `.opencomms/` that calls `onChange` when state.json is
+// replaced, plus a periodic rescan as a safety net. No debounce: FEATURES.md suggests 150 ms, but
+// wake latency is a product figure (p50 ≤ 10 ms), and a change that arrives while a scan runs is
+// coalesced into one follow-up scan instead.
+import { watch } from 'chokidar';
+import { basename } from 'node:path';
+import type { StorePaths } from '../store/index.ts';
+import { RESCAN_INTERVAL_MS } from './limits.ts';
+
+export interface Watch {
+  close(): Promise<void>;
+}
+
+export async function startWatch(paths: StorePaths, onChange: () => Promise<void>, log: (l: string) => void): Promise<Watch> {
+  let running: Promise<void> | null = null;
+  let again = false;
+  const fire = () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        try {
+          await onChange();
+        } catch (e) {
+          log(`wake scan failed: ${(e as Error).message}`);
+        }
+      } while (again);
+      running = null;
+    })();
+  };
+  const stateName = basename(paths.state);
+  const w = watch(paths.dir, {
+    depth: 0,
+    ignoreInitial: true,
+    atomic: false,
+    ignored: (p: string) => p !== paths.dir && basename(p) !== stateName,
+  });
+  w.on('add', fire).on('change', fire).on('error', (e) => log(`watch error: ${(e as Error).message}`));
+  await new Promise<void>((resolve) => w.once('ready', () => resolve()));
+  const interval = setInterval(fire, RESCAN_INTERVAL_MS);
+  interval.unref();
+  return {
+    close: async () => {
+      clearInterval(interval);
+      await w.close();
+      await running;
+    },
+  };
+}
