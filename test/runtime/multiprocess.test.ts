@@ -1,0 +1,141 @@
+// Several real processes on one project: concurrent senders, a crash between drain and commit,
+// and the owner-side wake (a recipient's owner delivers mail another process queued).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Caller } from '../../src/engine/index.ts';
+import { Runtime } from '../../src/runtime/runtime.ts';
+
+const worker = join(import.meta.dirname, '..', 'helpers', 'runtime-worker.ts');
+let dir: string;
+const children: ChildProcess[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'oc-mp-'));
+});
+afterEach(async () => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+});
+
+const caller = (session_id: string, delivery_mode = 'push'): Caller => ({
+  session_id, host: 'test', surface: 'cli', delivery_mode, host_session_id: session_id, project_id: 'local-project', worktree: dir,
+});
+
+interface Child {
+  proc: ChildProcess;
+  lines: string[];
+  waitFor(pred: (line: string) => boolean, ms?: number): Promise<string>;
+}
+
+function start(args: string[]): Child {
+  const proc = spawn(process.execPath, ['--import', 'tsx', worker, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(proc);
+  const lines: string[] = [];
+  const waiters: Array<() => void> = [];
+  let buf = '';
+  proc.stdout!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      lines.push(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      waiters.splice(0).forEach((w) => w());
+    }
+  });
+  let err = '';
+  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const waitFor = (pred: (l: string) => boolean, ms = 15_000) =>
+    new Promise<string>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`timeout; lines: ${lines.join(' | ')}; stderr: ${err}`)), ms);
+      const check = () => {
+        const hit = lines.find(pred);
+        if (hit !== undefined) {
+          clearTimeout(t);
+          resolve(hit);
+        } else waiters.push(check);
+      };
+      check();
+    });
+  return { proc, lines, waitFor };
+}
+
+const prompts = (c: Child) => c.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { rid: string; ids: string[] });
+
+describe('runtime across processes', () => {
+  it('4 processes sending concurrently to one recipient: every envelope present, FIFO per sender', async () => {
+    const rt = new Runtime(dir);
+    const senders = ['s1', 's2', 's3', 's4'];
+    expect((await rt.run({ op: 'create', caller: caller('r', 'pull'), args: { channel: 'c', role: 'R', role_prompt: 'read', rate_limit: 1000 } })).ok).toBe(true);
+    for (const s of senders) expect((await rt.run({ op: 'join', caller: caller(s), args: { channel: 'c', role: s.toUpperCase(), role_prompt: 'send' } })).ok).toBe(true);
+    const barrier = join(dir, 'go');
+    const kids = senders.map((s) => start(['send', dir, s, 'c', '50', barrier, 'R']));
+    await Promise.all(kids.map((k) => k.waitFor((l) => l === 'ready')));
+    await writeFile(barrier, '');
+    await Promise.all(kids.map((k) => k.waitFor((l) => l.startsWith('sent'), 30_000)));
+    for (const k of kids) expect(k.lines).toContain('sent 50');
+    const got: string[] = [];
+    for (;;) {
+      const r = await rt.run({ op: 'pull', sid: 'r', args: { limit: 100 } });
+      const msgs = (r.data as { messages: Array<{ framed: string }> }).messages;
+      if (!msgs.length) break;
+      for (const m of msgs) got.push(/\n(s\d#\d+)\n/.exec(m.framed)![1]!);
+    }
+    expect(got).toHaveLength(200);
+    expect(new Set(got).size).toBe(200);
+    for (const s of senders) {
+      const seq = got.filter((g) => g.startsWith(`${s}#`)).map((g) => Number(g.split('#')[1]));
+      expect(seq).toEqual([...Array(50).keys()]);
+    }
+    await rt.close();
+  }, 60_000);
+
+  it('a process killed between drain and commit: the next start re-queues and delivers once, FIFO kept', async () => {
+    const rt = new Runtime(dir);
+    await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
+    await rt.run({ op: 'join', caller: caller('p'), args: { channel: 'c', role: 'P', role_prompt: 'receive' } });
+    const sent: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await rt.run({ op: 'send', sid: 'a', args: { channel: 'c', content: `m${i}` } });
+      sent.push(...((r.data as { message_ids: string[] }).message_ids));
+    }
+    const first = start(['owner', dir, 'p', 'hang']);
+    await first.waitFor((l) => l.startsWith('{'));
+    expect(prompts(first)[0]!.ids).toEqual(sent);
+    let state = await rt.read();
+    expect(sent.map((id) => state.messages[id]!.delivery_status)).toEqual(['in_flight', 'in_flight', 'in_flight']);
+    first.proc.kill('SIGKILL');
+    await new Promise((r) => first.proc.once('exit', r));
+
+    const second = start(['owner', dir, 'p']);
+    await second.waitFor((l) => l.startsWith('{'));
+    await new Promise((r) => setTimeout(r, 300));
+    const delivered = prompts(second).flatMap((p) => p.ids);
+    expect(delivered).toEqual(sent); // once each, in order
+    state = await rt.read();
+    for (const id of sent) {
+      expect(state.messages[id]!.delivery_status).toBe('delivered');
+      expect(state.messages[id]!.attempts).toBe(2);
+      expect(state.messages[id]!.transitions.map((t) => t[1])).toEqual(['pending', 'in_flight', 'pending', 'in_flight', 'delivered']);
+    }
+    await rt.close();
+  }, 60_000);
+
+  it("a recipient owned by process B gets mail sent from process A without B being poked", async () => {
+    const rt = new Runtime(dir); // process A: no driver, owns nobody
+    await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
+    await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'receive' } });
+    const owner = start(['owner', dir, 'b']);
+    await owner.waitFor((l) => l === 'ready');
+    const r = await rt.run({ op: 'send', sid: 'a', args: { channel: 'c', content: 'wake up' } });
+    const [id] = (r.data as { message_ids: string[] }).message_ids;
+    const sentAt = Date.now();
+    const line = await owner.waitFor((l) => l.includes(id!), 5000);
+    expect(JSON.parse(line).at - sentAt).toBeLessThan(1500); // the watch, not the 2 s rescan
+    await new Promise((res) => setTimeout(res, 200));
+    expect((await rt.read()).messages[id!]!.delivery_status).toBe('delivered');
+    await rt.close();
+  }, 30_000);
+});
