@@ -90,12 +90,16 @@ function validate(tool: ToolDef, raw: Record<string, unknown>): Record<string, u
 async function call(rt: Runtime, tool: ToolDef, args: Record<string, unknown>, pin: string | null, ctx: (pin: string) => ToolContext): Promise<ToolResult> {
   if (!pin)
     return refuse('identity_unpinned', 'This MCP server has no member identity (OPENCOMMS_MEMBER_ID is unset, blank or malformed). The operator must set it in this server\'s config; arguments can never supply an identity.');
-  if (!tool.bootstrap) {
+  // delete_session is roster-free only for a saved session (it checks the archived roster); on a
+  // live channel it is gated like every other tool (§7.2).
+  if (!tool.bootstrap || tool.name === 'opencomms_delete_session') {
     const state = await rt.read();
     const live = Object.values(state.channels).some((c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === pin));
     const named = normaliseChannelName(args.channel);
-    const tombstone = named !== null && state.channels[named] !== undefined && state.channels[named]!.lifecycle !== 'active';
-    if (!live && !tombstone)
+    const ch = named === null ? undefined : state.channels[named];
+    const tombstone = ch !== undefined && ch.lifecycle !== 'active';
+    const archiveOnly = tool.bootstrap === true && ch?.lifecycle !== 'active';
+    if (!live && !tombstone && !archiveOnly)
       return refuse('identity_not_member', 'Your pinned member id is on no channel roster (kicked, disconnected or reset). Join a channel again with opencomms_join.');
   }
   return rt.run(tool.command(args, ctx(pin)));

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Caller } from '../engine/index.ts';
 import { Runtime, type DeliveryDriver } from '../runtime/runtime.ts';
+import { readHistory } from '../store/index.ts';
 
 export async function demo(out: (line: string) => void = console.log): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'opencomms-demo-'));
@@ -38,13 +39,16 @@ export async function demo(out: (line: string) => void = console.log): Promise<n
     await step('Reviewer replies', rt.run({ op: 'send', sid: 'sess_reviewer', args: { channel: 'review', type: 'review_response', content: 'Looks good; one nit in resolveRecipients.', reply_to: first } }));
     await rt.settled();
     const state = await rt.read();
-    out('\nEnvelope transitions, as persisted in .opencomms/state.json:');
-    for (const e of Object.values(state.messages)) {
+    // Terminal envelopes leave state.json for the channel's history log in the same mutation.
+    const logged = await readHistory(rt.store.paths, state.channels.review!.id, { limit: 10 });
+    const all = [...Object.values(state.messages), ...logged.reverse()];
+    out('\nEnvelope transitions, as persisted (state.json for live mail, .opencomms/history/ once terminal):');
+    for (const e of all) {
       const trail = e.transitions.map(([event, to, at]) => `${event}@+${at - e.timestamp}ms → ${to}`).join('  ');
       out(`  ${e.message_id.slice(0, 12)}… ${e.sender_role} → ${e.recipient_role} (hop ${e.hop_count}): ${trail}`);
     }
-    const delivered = Object.values(state.messages).filter((e) => e.delivery_status === 'delivered').length;
-    out(`\n${delivered} of ${Object.keys(state.messages).length} envelopes delivered; ${prompts.length} prompts handed over.`);
+    const delivered = all.filter((e) => e.delivery_status === 'delivered').length;
+    out(`\n${delivered} of ${all.length} envelopes delivered; ${prompts.length} prompts handed over; state.json now holds ${Object.keys(state.messages).length} live envelopes.`);
     return delivered === 2 ? 0 : 1;
   } finally {
     await rt.close();

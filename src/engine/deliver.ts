@@ -93,7 +93,9 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       const before = JSON.stringify([ch.cooldown_until[rid], ch.retry_at[rid], ch.holds[rid]]);
       const next = stepRecipient(ch, rid, inFlight, { type: 'DRAIN', now: env.now, hold });
       if (JSON.stringify([ch.cooldown_until[rid], ch.retry_at[rid], ch.holds[rid]]) !== before) changed = true;
-      line = next === 'delivering' ? 'delivering' : 'held';
+      // `delivering` with a batch already out is the machine's in-flight guard (DRAIN is not
+      // enabled there): it holds, it never starts a second batch.
+      line = next === 'delivering' && !inFlight ? 'delivering' : 'held';
       decided.set(ch.id, line);
       if (next === 'cooling')
         effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });

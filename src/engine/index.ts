@@ -18,7 +18,7 @@ type Ch = { channel: unknown };
 export type Command =
   | { op: 'create'; caller: Caller; args: CreateArgs }
   | { op: 'join'; caller: Caller; args: JoinArgs; compact_context?: string }
-  | { op: 'send'; sid: string; args: SendArgs }
+  | { op: 'send'; sid: string; args: SendArgs; parent?: Envelope }
   | { op: 'status'; sid: string; args: { channel?: unknown } }
   | { op: 'operator_status' }
   | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown } }
@@ -44,7 +44,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
   switch (cmd.op) {
     case 'create': return create(state, cmd.caller, cmd.args, env);
     case 'join': return join(state, cmd.caller, cmd.args, env, cmd.compact_context);
-    case 'send': return send(state, cmd.sid, cmd.args, env);
+    case 'send': return send(state, cmd.sid, cmd.args, env, cmd.parent);
     case 'status': return status(state, cmd.sid, cmd.args, env.now);
     case 'operator_status': return operatorStatus(state, env.now);
     case 'inbox': return inbox(state, cmd.sid, cmd.args);

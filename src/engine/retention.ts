@@ -41,11 +41,20 @@ export function enforceRetention(state: State, now: number): Envelope[] {
   }
   const ids = Object.keys(state.messages);
   if (ids.length > MAX_PERSISTED_MESSAGES) {
-    const pending = ids
-      .map((id) => state.messages[id]!)
+    // §4 Retention: over the cap, terminal envelopes go first (oldest first), then the oldest pending.
+    const all = ids.map((id) => state.messages[id]!);
+    const terminal = all
+      .filter((e) => TERMINAL_STATUSES.includes(e.delivery_status))
+      .sort((a, b) => lastChange(a) - lastChange(b))
+      .slice(0, ids.length - MAX_PERSISTED_MESSAGES);
+    for (const e of terminal) {
+      forget(state, e.message_id);
+      moved.push(e);
+    }
+    const pending = all
       .filter((e) => e.delivery_status === 'pending')
       .sort((a, b) => a.timestamp - b.timestamp)
-      .slice(0, ids.length - MAX_PERSISTED_MESSAGES);
+      .slice(0, ids.length - terminal.length - MAX_PERSISTED_MESSAGES);
     for (const e of pending) forget(state, e.message_id);
     if (pending.length)
       recordError(state, {

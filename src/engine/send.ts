@@ -71,7 +71,8 @@ export function resolveRecipients(ch: Channel, me: Member, to: unknown, broadcas
 export const contentKey = (sender: string, content: string) =>
   `${sender}:${createHash('sha256').update(content).digest('hex').slice(0, 32)}`;
 
-export function send(state: State, sid: string, args: SendArgs, env: Env): Outcome {
+/** `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
+export function send(state: State, sid: string, args: SendArgs, env: Env, logged?: Envelope): Outcome {
   const scoped = memberChannel(state, args.channel, sid);
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const { ch, me } = scoped;
@@ -88,7 +89,8 @@ export function send(state: State, sid: string, args: SendArgs, env: Env): Outco
   const recipients = resolveRecipients(ch, me, args.to, args.broadcast === true);
   if (!Array.isArray(recipients)) return refused(state, recipients);
 
-  const parent = typeof args.reply_to === 'string' ? state.messages[args.reply_to] : undefined;
+  const parent =
+    typeof args.reply_to === 'string' ? (state.messages[args.reply_to] ?? (logged?.message_id === args.reply_to ? logged : undefined)) : undefined;
   const inChain = parent !== undefined && parent.channel_id === ch.id;
   const hop = inChain ? parent.hop_count + 1 : 0;
   const gate = stepChannel(ch, { type: 'SEND', now: env.now, hop, content_key: contentKey(sid, content) });

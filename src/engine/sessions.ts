@@ -130,7 +130,8 @@ function resumeName(state: State, archive: Archive, raw: unknown): string | Refu
     return free(name) ? name : refuse('channel_exists', `Channel "${name}" already exists. Choose another new_name.`);
   }
   const base = archive.name.slice(0, MAX_CHANNEL_NAME - 3);
-  for (let i = 1; i <= MAX_RESUME_LADDER; i++) {
+  // `base`, then MAX_RESUME_LADDER suffixed rungs: base-r2 … base-r9 (§4 Resume ladder).
+  for (let i = 1; i <= MAX_RESUME_LADDER + 1; i++) {
     const name = i === 1 ? archive.name : `${base}-r${i}`;
     if (free(name)) return name;
   }
@@ -180,7 +181,8 @@ export function deleteSession(
       return refused(state, refuse('not_member', `You are not a member of "${ch.name}".`));
     purge(state, ch, env.now, true);
     stepChannel(ch, { type: 'DELETE', now: env.now });
-    return done(state, ok(`Deleted "${ch.name}"; its mail was discarded.`, { name: ch.name, deleted: 'live' }));
+    // Its envelopes already moved to the channel's history log go too: a deleted session carries no context.
+    return done(state, ok(`Deleted "${ch.name}"; its mail was discarded.`, { name: ch.name, deleted: 'live' }), [], { deleteHistory: [ch.id] });
   }
   if (!archive) return refused(state, archiveNotFound());
   if (!isOperator(actor) && !inRoster(archive, actor.sid)) return refused(state, notArchivedMember());

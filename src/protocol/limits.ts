@@ -50,13 +50,20 @@ export const CROSS_SERVER_FALLBACK_MS = 5000;
 /** Envelopes kept in state.json at most (live + recent terminal). */
 export const MAX_PERSISTED_MESSAGES = 2000;
 
-/** Terminal envelopes kept in hot state per channel; older ones move to the channel's append-only
- *  history log. 20 = one full inbox/history page and the recent parents a reply normally names;
- *  it keeps a mutation's cost independent of how much history a channel has. */
-export const HOT_TERMINAL_PER_CHANNEL = 20;
+/** Terminal envelopes kept in hot state per channel: none. An envelope leaves state.json for its
+ *  channel's append-only history log in the same locked mutation that makes it terminal, so
+ *  state.json holds only live mail and a mutation's cost does not grow with history (measured:
+ *  20 kept per channel tripled the state and the send latency of a 10-channel project). */
+export const HOT_TERMINAL_PER_CHANNEL = 0;
+
+/** How far back a reply's parent is looked for in the history log: replies answer recent
+ *  messages; an older parent starts a new chain (hop 0), which a tight loop can never exploit. */
+export const PARENT_SCAN_LINES = 10_000;
 
 export const MAX_ERRORS = 200;
-export const MAX_PROCESSED_CORRELATIONS = 500;
+/** Chain roots remembered per channel. FEATURES.md allows up to 500; nothing reads more than the
+ *  recent ones, and 500 ids cost 20 KB of hot state per busy channel on every mutation. */
+export const MAX_PROCESSED_CORRELATIONS = 64;
 export const MAX_DESCRIPTION_CHARS = 140;
 export const MAX_SUMMARY_CHARS = 2000;
 export const MAX_ARCHIVE_MESSAGES = 2000;

@@ -3,16 +3,16 @@
 // another process queued. A Runtime owns no state the file does not hold (caches aside).
 import { hostname } from 'node:os';
 import type { Hold } from '../../machines/index.ts';
-import { apply, nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
+import { apply, compactContext, nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
-import { FileStore, findArchiveByName, listArchives, readArchive, readHistory } from '../store/index.ts';
+import { FileStore, findArchiveByName, findInHistory, listArchives, readArchive, readHistory } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
 import { startWatch, type Watch } from './watch.ts';
 import { HISTORY_READ_MAX } from './limits.ts';
-import { MAX_ARCHIVE_MESSAGES } from '../protocol/limits.ts';
+import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
 /** What a host adapter implements so the runtime can hand batches to its sessions. */
 export interface DeliveryDriver {
@@ -32,6 +32,9 @@ export interface RuntimeOptions {
   now?: () => number;
   log?: (line: string) => void;
 }
+
+/** Operations that never change state. */
+const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 'history', 'archive', 'read_state']);
 
 const PROCESS_TAG = `${process.pid}@${hostname()}`;
 
@@ -101,6 +104,8 @@ export class Runtime {
   async run(cmd: Command): Promise<ToolResult> {
     try {
       const prepared = await this.prepare(cmd);
+      // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
+      if (READ_ONLY.has(cmd.op)) return apply(await this.store.read(), prepared, this.env()).result;
       const out = await this.store.mutate((draft) => {
         const o = apply(draft, prepared, this.env());
         return {
@@ -125,6 +130,21 @@ export class Runtime {
   private async prepare(cmd: Command): Promise<Command> {
     const paths = this.store.paths;
     switch (cmd.op) {
+      case 'send': {
+        const id = cmd.args.reply_to;
+        if (typeof id !== 'string' || !id) return cmd;
+        const state = await this.store.read();
+        if (state.messages[id]) return cmd;
+        const ch = state.channels[typeof cmd.args.channel === 'string' ? cmd.args.channel.trim().toLowerCase() : ''];
+        const parent = ch && (await findInHistory(paths, ch.id, id, PARENT_SCAN_LINES));
+        return parent ? { ...cmd, parent } : cmd;
+      }
+      case 'join': {
+        // Joiners of a resumed channel get the archive's compact context, never its messages.
+        const ch = (await this.store.read()).channels[typeof cmd.args.channel === 'string' ? cmd.args.channel.trim().toLowerCase() : ''];
+        const archive = ch?.parent_channel_id ? await readArchive(paths, ch.parent_channel_id) : null;
+        return archive ? { ...cmd, compact_context: compactContext(archive) } : cmd;
+      }
       case 'history':
       case 'save_session': {
         const name = typeof cmd.args.channel === 'string' ? cmd.args.channel.trim().toLowerCase() : '';

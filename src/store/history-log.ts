@@ -45,24 +45,18 @@ async function endsWithNewline(fh: FileHandle): Promise<boolean> {
   return b[0] === NL;
 }
 
-/** The newest `limit` envelopes, newest first, one per message_id (its last line wins). The file
- *  is read backwards in chunks, so the cost follows `limit`, not the log's length. */
-export async function readHistory(
-  paths: Pick<StorePaths, 'history'>,
-  channelId: string,
-  { limit }: { limit: number },
-): Promise<Envelope[]> {
+/** Visits the log's envelopes newest first until `visit` returns false. The file is read
+ *  backwards in chunks, so the cost follows how far the visit goes, not the log's length. */
+async function scanBackwards(paths: Pick<StorePaths, 'history'>, channelId: string, visit: (e: Envelope) => boolean): Promise<void> {
   const file = logFile(paths, channelId);
-  const out: Envelope[] = [];
-  if (limit <= 0) return out;
   let fh: FileHandle;
   try {
     fh = await open(file, 'r');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return out;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw e;
   }
-  const seen = new Set<string>();
+  let going = true;
   const take = (line: Buffer) => {
     let raw: unknown;
     try {
@@ -71,32 +65,64 @@ export async function readHistory(
       return; // torn or blank line
     }
     const r = EnvelopeSchema.safeParse(raw);
-    if (!r.success || seen.has(r.data.message_id)) return;
-    seen.add(r.data.message_id);
-    out.push(r.data);
+    if (r.success) going = visit(r.data);
   };
   try {
     let pos = (await fh.stat()).size;
     let carry = Buffer.alloc(0); // the start of a line whose beginning lies in an earlier chunk
-    while (pos > 0 && out.length < limit) {
+    while (pos > 0 && going) {
       const n = Math.min(CHUNK_BYTES, pos);
       pos -= n;
       const chunk = Buffer.alloc(n);
       await fh.read(chunk, 0, n, pos);
       const data = Buffer.concat([chunk, carry]);
       let end = data.length;
-      for (let i = data.length - 1; i >= 0 && out.length < limit; i--) {
+      for (let i = data.length - 1; i >= 0 && going; i--) {
         if (data[i] !== NL) continue;
         take(data.subarray(i + 1, end));
         end = i;
       }
       carry = data.subarray(0, end);
     }
-    if (pos === 0 && out.length < limit) take(carry);
+    if (pos === 0 && going) take(carry);
   } finally {
     await fh.close();
   }
+}
+
+/** The newest `limit` envelopes, newest first, one per message_id (its last line wins). */
+export async function readHistory(
+  paths: Pick<StorePaths, 'history'>,
+  channelId: string,
+  { limit }: { limit: number },
+): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  if (limit <= 0) return out;
+  const seen = new Set<string>();
+  await scanBackwards(paths, channelId, (e) => {
+    if (!seen.has(e.message_id)) {
+      seen.add(e.message_id);
+      out.push(e);
+    }
+    return out.length < limit;
+  });
   return out;
+}
+
+/** One envelope by id among the newest `maxScan` lines (replies name recent messages). */
+export async function findInHistory(
+  paths: Pick<StorePaths, 'history'>,
+  channelId: string,
+  messageId: string,
+  maxScan: number,
+): Promise<Envelope | null> {
+  let found: Envelope | null = null;
+  let scanned = 0;
+  await scanBackwards(paths, channelId, (e) => {
+    if (e.message_id === messageId) found = e;
+    return found === null && ++scanned < maxScan;
+  });
+  return found;
 }
 
 export async function deleteHistory(paths: Pick<StorePaths, 'history'>, channelId: string): Promise<void> {

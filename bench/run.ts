@@ -1,0 +1,8 @@
+// `npm run bench`: every figure as one JSON line {figure, p50, p95, p99, n, ...}.
+import { engineBench } from './engine.ts';
+import { mcpBench } from './mcp.ts';
+
+const t = performance.now();
+await engineBench();
+await mcpBench();
+process.stdout.write(`${JSON.stringify({ figure: 'bench_wall_time', unit: 's', value: Math.round((performance.now() - t) / 100) / 10 })}\n`);
