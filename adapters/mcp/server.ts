@@ -11,7 +11,7 @@ import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { normaliseChannelName } from '../../src/engine/lookup.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
-import { TOOLS, type ToolContext, type ToolDef } from './tools.ts';
+import { toolsFor, type ToolContext, type ToolDef } from '../tools.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -42,7 +42,7 @@ export const asToolResult = (r: ToolResult) => ({ content: [{ type: 'text' as co
 
 export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' | 'admin'>> & { pin: string | null; project: string; projectId: string }) {
   const server = new McpServer({ name: 'opencomms', version: VERSION }, { capabilities: { tools: {} } });
-  const tools = TOOLS.filter((t) => !t.admin || opts.admin);
+  const tools = toolsFor('mcp', opts.admin);
   for (const t of tools) server.registerTool(t.name, { description: t.description, inputSchema: t.shape }, async () => ({ content: [] }));
   const byName = new Map(tools.map((t) => [t.name, t]));
   const worktree = normalisedDir(opts.project);

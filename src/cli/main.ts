@@ -14,6 +14,7 @@ Usage: opencomms <command> [--project DIR] [--json]
 Commands:
   demo                 a scripted round trip in a throw-away project (what \`npm start\` runs)
   status               channels, members, pending mail and recent errors of the project
+  install opencode     write .opencode/plugins/opencomms.js and register it in opencode.json(c)
   mcp [--host LABEL] [--admin]
                        the MCP stdio server (identity from OPENCOMMS_MEMBER_ID)
   version              print the version
@@ -57,6 +58,17 @@ export async function main(argv: string[]): Promise<number> {
       await rt.close();
       if (values.json) process.stdout.write(`${JSON.stringify(r)}\n`);
       else process.stdout.write(renderStatus(project, r));
+      return r.ok ? 0 : 1;
+    }
+    case 'install': {
+      const host = positionals[1];
+      if (host !== 'opencode') {
+        process.stderr.write(`opencomms: install supports: opencode${host ? ` (not "${host}")` : ''}.\n`);
+        return 1;
+      }
+      const { installOpenCode } = await import('../../adapters/opencode/install.ts');
+      const r = await installOpenCode(project, (l) => process.stderr.write(`warning: ${l}\n`));
+      process.stdout.write(values.json ? `${JSON.stringify(r)}\n` : `${r.message}\n`);
       return r.ok ? 0 : 1;
     }
     case 'mcp': {

@@ -120,6 +120,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       message_ids: batch.map((e) => e.message_id),
       text: frameBatch(batch, (cid) => channelById(state, cid)?.name ?? cid),
       mode: member.delivery_mode,
+      redelivery: batch.some((e) => e.attempts > 1),
     });
   }
   const history = enforceRetention(state, env.now);

@@ -2,11 +2,12 @@
 // process tag, an id source); host-neutral. The state passed in is a private draft it may change.
 import type { Archive } from '../protocol/archive.ts';
 import { ok } from '../protocol/result.ts';
-import type { Envelope, State } from '../protocol/schema.ts';
+import type { Envelope, ErrorEntry, State } from '../protocol/schema.ts';
+import { recordError } from './lookup.ts';
 import { commitDelivery, drain, pull, requeueDelivery, sweepInFlight, type DrainOptions, type PullArgs } from './deliver.ts';
 import { create, join, type CreateArgs, type JoinArgs } from './link.ts';
-import { disconnect, kick, setPaused, setStale, updateRole, type KickArgs } from './membership.ts';
-import { answered } from './outcome.ts';
+import { claim, disconnect, kick, setPaused, setStale, updateRole, type KickArgs } from './membership.ts';
+import { answered, done } from './outcome.ts';
 import { history, inbox, operatorStatus, status } from './reads.ts';
 import { send, type SendArgs } from './send.ts';
 import { archiveRead, deleteSession, resume, save, type Actor } from './sessions.ts';
@@ -37,7 +38,8 @@ export type Command =
   | { op: 'commit'; rid: string; message_ids: string[]; method: 'push' | 'spawn_push' }
   | { op: 'requeue'; rid: string; message_ids: string[]; error: string }
   | { op: 'sweep'; alive: (by: string) => boolean }
-  | { op: 'mark_stale' | 'clear_stale'; session: string }
+  | { op: 'mark_stale' | 'clear_stale' | 'claim'; session: string }
+  | { op: 'record_error'; entry: ErrorEntry }
   | { op: 'read_state' };
 
 export function apply(state: State, cmd: Command, env: Env): Outcome {
@@ -66,6 +68,10 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'sweep': return sweepInFlight(state, cmd.alive, env);
     case 'mark_stale': return setStale(state, cmd.session, true, env);
     case 'clear_stale': return setStale(state, cmd.session, false, env);
+    case 'claim': return claim(state, cmd.session, env);
+    case 'record_error':
+      recordError(state, cmd.entry);
+      return done(state, ok('Recorded.'));
     case 'read_state': return answered(state, ok('state', {}));
   }
 }

@@ -24,7 +24,7 @@ export interface CreateArgs {
   budget_messages?: unknown;
 }
 
-export function newMember(caller: Caller, role: string, rolePrompt: string, now: number): Member {
+export function newMember(caller: Caller, role: string, rolePrompt: string, now: number, by: string | null = null): Member {
   return {
     session_id: caller.session_id,
     role,
@@ -36,6 +36,8 @@ export function newMember(caller: Caller, role: string, rolePrompt: string, now:
     surface: caller.surface,
     delivery_mode: caller.delivery_mode,
     host_session_id: caller.host_session_id,
+    // The linking process hosts a push session; pull members are never prompted.
+    owner: caller.delivery_mode === 'push' ? by : null,
     stale_policy: stalePolicyFor(caller.delivery_mode),
     endpoint_capabilities: capabilitiesFor(caller.delivery_mode),
   };
@@ -101,7 +103,7 @@ export function create(state: State, caller: Caller, args: CreateArgs, env: Env)
     rate_limit: opts.rate_limit!,
     max_hops: opts.max_hops!,
     budgets,
-    members: [newMember(caller, role, prompt, env.now)],
+    members: [newMember(caller, role, prompt, env.now, env.by)],
   });
   state.channels[name] = ch;
   return done(state, ok(`Created channel "${name}" as ${role}. Others join with opencomms_join channel=${name}.`, {
@@ -150,7 +152,7 @@ export function join(state: State, caller: Caller, args: JoinArgs, env: Env, com
     ch.worktree = caller.worktree;
     if (!isSentinelProject(caller.project_id)) ch.project_id = caller.project_id;
   }
-  ch.members.push(newMember(caller, role, prompt, env.now));
+  ch.members.push(newMember(caller, role, prompt, env.now, env.by));
   const warnings =
     caller.delivery_mode === 'spawn_push' && !caller.host_session_id ? ['spawn_push_unbound'] : undefined;
   const data = {

@@ -168,3 +168,15 @@ export function setStale(state: State, hostSessionOrId: string, stale: boolean, 
   }
   return done(state, ok(changed ? (stale ? 'Marked stale.' : 'Cleared stale.') : 'No change.', { changed }), [], undefined, changed);
 }
+
+/** This process hosts the session (owner-side rule): its memberships name this process. */
+export function claim(state: State, session: string, env: Env): Outcome {
+  let changed = false;
+  for (const ch of Object.values(state.channels))
+    for (const m of ch.members)
+      if ((m.session_id === session || m.host_session_id === session) && m.owner !== env.by) {
+        m.owner = env.by;
+        changed = true;
+      }
+  return done(state, ok(changed ? 'Claimed.' : 'Already owned.', { changed }), [], undefined, changed);
+}

@@ -33,7 +33,11 @@ export interface Env {
 /** Data, run by the shell after the state is saved and the lock released. */
 export type Effect =
   /** Hand a drained batch to the recipient's host; answer with commitDelivery / requeueDelivery. */
-  | { type: 'Prompt'; recipient: string; channel_ids: string[]; message_ids: string[]; text: string; mode: string }
+  | {
+      type: 'Prompt'; recipient: string; channel_ids: string[]; message_ids: string[]; text: string; mode: string;
+      /** Some envelope was handed over before (a crash or a failed prompt): check the host first. */
+      redelivery: boolean;
+    }
   /** These recipients have new pending mail: their owner process should drain. */
   | { type: 'Wake'; recipients: string[] }
   /** Something becomes due at `at` (cooldown end, retry, stale deadline): send TICK then. */

@@ -86,6 +86,9 @@ export const MemberSchema = z
     surface: z.string(),
     delivery_mode: z.string(),
     host_session_id: z.string().nullable().default(null),
+    /** Additive: `"<pid>@<host>"` of the process that hosts this push session (owner-side rule);
+     *  null or a dead process = ownerless. */
+    owner: z.string().nullable().default(null),
     capabilities: CapabilitiesSchema.partial().nullable().optional(),
   })
   .transform((m) => ({

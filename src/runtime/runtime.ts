@@ -20,8 +20,9 @@ export interface DeliveryDriver {
   owns(rid: string): boolean;
   /** A hold only the host knows (the session is busy), checked right before each drain. */
   hold?(rid: string): Hold | null | Promise<Hold | null>;
-  /** Resolves when the host accepted the prompt; throws when it did not. */
-  deliver(rid: string, text: string, messageIds: string[]): Promise<void>;
+  /** Resolves when the host accepted the prompt; throws when it did not. `redelivery`: part of
+   *  the batch was handed over before (crash window), so the host may already hold it. */
+  deliver(rid: string, text: string, messageIds: string[], redelivery: boolean): Promise<void>;
   readonly method: 'push' | 'spawn_push';
 }
 
@@ -193,13 +194,19 @@ export class Runtime {
 
   /** Drains a local recipient now (if a driver owns it); mail for others waits for their owner. */
   wake(rid: string) {
-    const d = this.opts.driver;
-    if (!d || this.closed || !d.owns(rid)) return;
+    if (this.opts.driver?.owns(rid)) void this.deliver(rid);
+  }
+
+  /** Drains a recipient now whoever owns it (the adapter's cross-server fallback decides). */
+  deliver(rid: string): Promise<void> {
+    if (!this.opts.driver || this.closed) return Promise.resolve();
     if (this.delivering.has(rid)) {
       this.redrain.add(rid);
-      return;
+      return Promise.resolve();
     }
-    this.track(this.deliverPending(rid));
+    const p = this.deliverPending(rid);
+    this.track(p);
+    return p;
   }
 
   /** The per-recipient in-flight guard: one drain/prompt cycle per recipient at a time. */
@@ -238,7 +245,7 @@ export class Runtime {
     const d = this.opts.driver;
     if (!d) return;
     try {
-      await d.deliver(fx.recipient, fx.text, fx.message_ids);
+      await d.deliver(fx.recipient, fx.text, fx.message_ids, fx.redelivery);
     } catch (e) {
       await this.runOutcome({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e) });
       return;

@@ -1,7 +1,8 @@
-// The MCP tool table (FEATURES.md §3.2, §7.3): argument schemas, descriptions an agent can act
-// on, required arguments, and the engine command each tool becomes. Identity is never an argument.
+// The agent tool table shared by every host adapter (FEATURES.md §3.2, §7.3): argument schemas,
+// descriptions an agent can act on, required arguments, and the engine command each tool becomes.
+// Identity is never an argument: the adapter supplies it in the ToolContext.
 import * as z from 'zod';
-import type { Caller, Command } from '../../src/engine/index.ts';
+import type { Caller, Command } from '../src/engine/index.ts';
 
 export interface ToolContext {
   pin: string;
@@ -16,7 +17,12 @@ export interface ToolDef {
   required: string[];
   /** Allowed before the member is on any live roster (it checks an archive or creates a row). */
   bootstrap?: boolean;
+  /** MCP lists it only with --admin (OpenCode always has it). */
   admin?: boolean;
+  /** Only the MCP server has it (OpenCode sessions are pushed to). */
+  mcpOnly?: boolean;
+  /** Channel-scoped: an OpenCode session in no channel gets `not_linked`. */
+  linked?: boolean;
   command(args: Record<string, unknown>, ctx: ToolContext): Command;
 }
 
@@ -53,6 +59,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_send',
+    linked: true,
     description: 'Send a message to another member: `to` (session id or role), broadcast=true, or omit both on a 2-member channel. Use reply_to to answer a message (keeps its thread).',
     shape: {
       channel,
@@ -75,6 +82,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_inbox',
+    linked: true,
     description: 'Preview your pending messages on a channel without consuming them. Use opencomms_pull to read them.',
     shape: { channel, limit: limit.optional() },
     required: ['channel'],
@@ -82,6 +90,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_pull',
+    mcpOnly: true,
     description: 'Read (and mark delivered) your pending messages: one channel, or all of yours when channel is omitted. Peer text is framed as untrusted data.',
     shape: { channel: channel.optional(), limit: limit.optional() },
     required: [],
@@ -96,6 +105,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_update_role',
+    linked: true,
     description: 'Replace your own role prompt on a channel.',
     shape: { channel, role_prompt: rolePrompt },
     required: ['channel', 'role_prompt'],
@@ -103,6 +113,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_pause',
+    linked: true,
     description: 'Pause a channel: sends are refused and delivery is held until opencomms_resume.',
     shape: { channel },
     required: ['channel'],
@@ -110,6 +121,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_resume',
+    linked: true,
     description: 'Resume a paused channel; held mail is delivered.',
     shape: { channel },
     required: ['channel'],
@@ -117,6 +129,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_disconnect',
+    linked: true,
     description: 'Leave a channel (your pending mail there is dropped). No host session is touched.',
     shape: { channel },
     required: ['channel'],
@@ -124,6 +137,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_kick',
+    linked: true,
     description: 'Coordinator only: remove another member from a channel; the rest get a notice.',
     shape: {
       channel,
@@ -136,6 +150,7 @@ export const TOOLS: ToolDef[] = [
   },
   {
     name: 'opencomms_timer',
+    linked: true,
     description: 'Chess clock per channel: start, stop, switch (to=), reset, status, set_limit (limit_ms, to=), clear_limit. Advisory only.',
     shape: {
       channel,
@@ -182,3 +197,13 @@ export const TOOLS: ToolDef[] = [
     command: (a, ctx) => ({ op: 'archive', actor: ctx.actor, args: a, archives: [] }),
   },
 ];
+
+/** The tools a host lists; `spawn_push` is an MCP-only argument. */
+export function toolsFor(host: 'mcp' | 'opencode', admin = false): ToolDef[] {
+  if (host === 'mcp') return TOOLS.filter((t) => !t.admin || admin);
+  return TOOLS.filter((t) => !t.mcpOnly).map((t) => {
+    if (!('spawn_push' in t.shape)) return t;
+    const { spawn_push: _mcpOnly, ...shape } = t.shape;
+    return { ...t, shape };
+  });
+}

@@ -1,0 +1,62 @@
+// `opencomms install opencode` (FEATURES.md §6.7): writes the self-contained plugin bundle and
+// registers it in opencode.json(c). Every config is parsed before the first write: a malformed
+// one means zero writes, bundle included. JSONC comments survive (jsonc-parser edits in place).
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { applyEdits, modify, parse, type ParseError } from 'jsonc-parser';
+import { ok, refuse, type ToolResult } from '../../src/protocol/result.ts';
+import { writeAtomic } from '../../src/store/index.ts';
+
+export const PLUGIN_PATH = '.opencode/plugins/opencomms.js';
+/** First line of every bundle we write: how an existing file is recognised as ours. */
+export const BUNDLE_MARK = '// opencomms-plugin-bundle';
+
+/** The plugin and everything it imports in one ESM file with no bare imports (node: built-ins
+ *  only). CommonJS dependencies get a real `require` through createRequire. */
+export async function bundlePlugin(): Promise<string> {
+  const out = await build({
+    entryPoints: [join(import.meta.dirname, 'plugin.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    write: false,
+    legalComments: 'none',
+    banner: { js: `${BUNDLE_MARK}\nimport { createRequire as __ocCreateRequire } from 'node:module';\nconst require = __ocCreateRequire(import.meta.url);` },
+  });
+  return out.outputFiles[0]!.text;
+}
+
+export async function installOpenCode(project: string, warn: (l: string) => void = () => {}): Promise<ToolResult> {
+  const jsonc = join(project, 'opencode.jsonc');
+  const json = join(project, 'opencode.json');
+  const configPath = existsSync(jsonc) ? jsonc : json;
+  const original = existsSync(configPath) ? readFileSync(configPath, 'utf8') : null;
+  let text = original ?? '{\n  "$schema": "https://opencode.ai/config.json"\n}\n';
+  const errors: ParseError[] = [];
+  const cfg = parse(text, errors, { allowTrailingComma: true }) as Record<string, unknown> | undefined;
+  if (errors.length || typeof cfg !== 'object' || cfg === null || Array.isArray(cfg))
+    return refuse('config_malformed', `${configPath} is not a valid JSON(C) object; nothing was written. Fix it and retry.`);
+  const plugin = cfg.plugin;
+  if (plugin !== undefined && typeof plugin !== 'string' && !Array.isArray(plugin))
+    return refuse('config_malformed', `"plugin" in ${configPath} must be a string or an array; nothing was written.`);
+  const list = plugin === undefined ? [] : Array.isArray(plugin) ? plugin : [plugin];
+  if (!list.includes(PLUGIN_PATH)) {
+    const fmt = { formattingOptions: { insertSpaces: true, tabSize: 2 } };
+    text = applyEdits(text, modify(text, ['plugin'], [...list, PLUGIN_PATH], fmt));
+  }
+  const bundlePath = join(project, PLUGIN_PATH);
+  if (existsSync(bundlePath) && !readFileSync(bundlePath, 'utf8').startsWith(BUNDLE_MARK))
+    warn(`${PLUGIN_PATH} exists and was not written by OpenComms; replacing it.`);
+  const bundle = await bundlePlugin();
+  await mkdir(join(project, '.opencode', 'plugins'), { recursive: true });
+  await writeAtomic(bundlePath, bundle, { tmpPrefix: '.opencomms-plugin' });
+  if (text !== original) await writeAtomic(configPath, text, { tmpPrefix: '.opencode-config' });
+  return ok(`Installed the OpenComms plugin: ${PLUGIN_PATH} (${Math.round(bundle.length / 1024)} KB), registered in ${configPath.slice(project.length + 1)}.`, {
+    plugin: bundlePath,
+    config: configPath,
+    config_changed: text !== original,
+  });
+}

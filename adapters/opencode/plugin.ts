@@ -1,0 +1,264 @@
+// The OpenCode plugin (classic `Plugin` hooks API of @opencode-ai/plugin 1.18; FEATURES.md §6).
+// Bundled into `.opencode/plugins/opencomms.js` with no bare imports. It exports exactly ONE
+// plugin function. Identity comes from the tool context's `sessionID` only.
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Caller } from '../../src/engine/index.ts';
+import { ROLE_HEADER, CROSS_SERVER_FALLBACK_MS } from '../../src/protocol/limits.ts';
+import { refuse, type ToolResult } from '../../src/protocol/result.ts';
+import type { State } from '../../src/protocol/schema.ts';
+import { normaliseChannelName } from '../../src/engine/lookup.ts';
+import { processAlive, Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
+import { toolsFor, type ToolDef } from '../tools.ts';
+import { parseSlash, render, toToolCall, usageFor } from './slash.ts';
+
+/** The slice of the OpenCode SDK client the plugin uses (v1 client, `{data, error}` results). */
+interface Client {
+  session: {
+    get(o: { path: { id: string } }): Promise<{ data?: { id: string; parentID?: string }; error?: unknown }>;
+    status(o?: unknown): Promise<{ data?: Record<string, { type: string }>; error?: unknown }>;
+    messages(o: { path: { id: string } }): Promise<{ data?: Array<{ parts: Array<{ type: string; text?: string }> }>; error?: unknown }>;
+    promptAsync?(o: { path: { id: string }; body: { parts: Array<{ type: 'text'; text: string }> } }): Promise<{ error?: unknown }>;
+    prompt(o: { path: { id: string }; body: { parts: Array<{ type: 'text'; text: string }> } }): Promise<{ error?: unknown }>;
+  };
+}
+
+interface PluginInput {
+  client: Client;
+  project?: { id?: string };
+  directory: string;
+  worktree?: string;
+}
+
+interface HostEvent {
+  type: string;
+  properties?: { sessionID?: string; info?: { id?: string }; status?: { type?: string } };
+}
+
+/** A failed status lookup counts as busy and is re-checked after this long while mail waits. */
+const STATUS_RECHECK_MS = 2000;
+const OPENCODE_HOSTS = new Set(['opencode', 'generic', 'opencode-comms']);
+
+const normalise = (p: string) => {
+  try {
+    return realpathSync(resolve(p));
+  } catch {
+    return resolve(p);
+  }
+};
+
+const failed = (r: { error?: unknown } | undefined) => !r || r.error !== undefined;
+
+/** One instance per state dir and process: the host may load the file twice (directory and
+ *  config entry); the second load shares the first runtime, watcher and sweep. */
+class Instance {
+  readonly runtime: Runtime;
+  readonly local = new Set<string>();
+  private readonly status = new Map<string, 'idle' | 'busy'>();
+  private readonly log: (l: string) => void;
+  readonly worktree: string;
+  readonly projectId: string;
+
+  constructor(readonly input: PluginInput) {
+    this.worktree = normalise(input.worktree && input.worktree !== '/' ? input.worktree : input.directory);
+    this.projectId = input.project?.id || 'global';
+    this.log = (l) => process.stderr.write(`[opencomms] ${l}\n`);
+    const driver: DeliveryDriver = {
+      method: 'push',
+      owns: (rid) => this.local.has(rid),
+      hold: (rid) => this.hold(rid),
+      deliver: (rid, text, ids, redelivery) => this.prompt(rid, text, ids, redelivery),
+    };
+    this.runtime = new Runtime(input.directory, { driver, watch: true, log: this.log });
+  }
+
+  /** Start-up after the host is serving: sweep, validate the roster against the host, watch. */
+  async start() {
+    await this.runtime.start();
+    const state = await this.runtime.read();
+    for (const ch of Object.values(state.channels)) {
+      if (ch.lifecycle !== 'active' || ch.worktree !== this.worktree) continue;
+      for (const m of ch.members) {
+        if (!OPENCODE_HOSTS.has(m.host)) continue;
+        const id = m.host_session_id ?? m.session_id;
+        const r = await this.input.client.session.get({ path: { id } }).catch((e: unknown) => ({ error: e }));
+        if (failed(r)) {
+          const gone = isNotFound(r.error);
+          if (gone) await this.runtime.run({ op: 'mark_stale', session: m.session_id });
+          await this.recordError(gone ? `OpenCode session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.` : `Could not look up OpenCode session ${id}: ${describe(r.error)}`, ch.id, m.session_id);
+        } else if (!m.owner || !processAlive(m.owner)) {
+          // Ownerless (its server is gone): this server adopts it.
+          await this.markLocal(m.session_id);
+        }
+      }
+    }
+    await this.runtime.scan();
+  }
+
+  async recordError(message: string, channel_id?: string, session_id?: string) {
+    await this.runtime.run({ op: 'record_error', entry: { at: Date.now(), message, ...(channel_id ? { channel_id } : {}), ...(session_id ? { session_id } : {}) } });
+  }
+
+  async markLocal(sid: string) {
+    if (this.local.has(sid)) return;
+    this.local.add(sid);
+    const state = await this.runtime.read();
+    if (memberships(state, sid).length) await this.runtime.run({ op: 'claim', session: sid });
+  }
+
+  setStatus(sid: string, s: 'idle' | 'busy') {
+    this.status.set(sid, s);
+  }
+
+  /** Never prompt a busy session: the tracked status, else the host's word; a failed lookup
+   *  counts as busy and is re-checked. */
+  private async hold(rid: string) {
+    const known = this.status.get(rid);
+    if (known) return known === 'busy' ? ('busy' as const) : null;
+    const r = await this.input.client.session.status().catch((e: unknown) => ({ error: e, data: undefined }));
+    if (failed(r)) {
+      setTimeout(() => this.runtime.wake(rid), STATUS_RECHECK_MS).unref?.();
+      return 'busy' as const;
+    }
+    const t = r.data?.[rid]?.type;
+    return t === 'busy' || t === 'retry' ? ('busy' as const) : null;
+  }
+
+  /** "Delivered" = the host accepted the prompt. After a crash, the batch may already be in the
+   *  session: its message ids are looked for first, so it is never injected twice. */
+  private async prompt(rid: string, text: string, ids: string[], redelivery: boolean) {
+    const s = this.input.client.session;
+    if (redelivery) {
+      const r = await s.messages({ path: { id: rid } }).catch(() => undefined);
+      const seen = (r?.data ?? []).flatMap((m) => m.parts.map((p) => p.text ?? '')).join('\n');
+      if (ids.every((id) => seen.includes(id))) return;
+    }
+    const body = { path: { id: rid }, body: { parts: [{ type: 'text' as const, text }] } };
+    const r = s.promptAsync ? await s.promptAsync(body) : await s.prompt(body);
+    if (failed(r)) throw new Error(`prompt refused: ${describe(r.error)}`);
+    this.status.set(rid, 'busy'); // the turn starts now; its idle event releases the next batch
+  }
+
+  /** 5 s after a send to a push member nobody hosts, deliver it from here (degraded). */
+  fallback(recipients: Array<{ session_id: string; delivery_mode: string }>) {
+    for (const r of recipients) {
+      if (r.delivery_mode !== 'push' || this.local.has(r.session_id)) continue;
+      setTimeout(async () => {
+        const state = await this.runtime.read().catch(() => null);
+        if (!state || !(state.queues[r.session_id] ?? []).length) return;
+        const owners = memberships(state, r.session_id).map(({ m }) => m.owner);
+        if (owners.some((o) => o && processAlive(o))) return;
+        if ((await this.hold(r.session_id)) === 'busy') return;
+        await this.runtime.deliver(r.session_id);
+      }, CROSS_SERVER_FALLBACK_MS).unref?.();
+    }
+  }
+
+  caller(sid: string): Caller {
+    return { session_id: sid, host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: this.projectId, worktree: this.worktree };
+  }
+
+  /** Adapter pre-checks (§3.2 "ADP"), then the engine. */
+  async call(def: ToolDef, args: Record<string, unknown>, sid: string): Promise<ToolResult> {
+    if (!sid) return refuse('context_missing', 'The host supplied no session id; report an adapter fault.');
+    await this.markLocal(sid);
+    if (def.name === 'opencomms_create' || def.name === 'opencomms_join') {
+      const r = await this.input.client.session.get({ path: { id: sid } }).catch((e: unknown) => ({ error: e, data: undefined }));
+      if (failed(r)) {
+        await this.recordError(`Root lookup of OpenCode session ${sid} failed: ${describe(r.error)}`, undefined, sid);
+        return refuse('root_lookup_failed', 'OpenCode could not confirm this is a root session (logged). Retry shortly.');
+      }
+      if (r.data?.parentID) return refuse('child_session', 'Only root sessions may link. Use the parent session.');
+    }
+    if (def.linked) {
+      const state = await this.runtime.read();
+      const named = normaliseChannelName(args.channel);
+      const tomb = named !== null && state.channels[named] && state.channels[named]!.lifecycle !== 'active';
+      if (!tomb && memberships(state, sid).length === 0)
+        return refuse('not_linked', 'This session is in no OpenComms channel. Create or join one first.');
+    }
+    const actor = { sid, project_id: this.projectId, worktree: this.worktree };
+    const result = await this.runtime.run(def.command(args, { pin: sid, caller: () => this.caller(sid), actor }));
+    if (result.ok && def.name === 'opencomms_send')
+      this.fallback((result.data as { recipients: Array<{ session_id: string; delivery_mode: string }> }).recipients);
+    return result;
+  }
+}
+
+const memberships = (state: State, sid: string) =>
+  Object.values(state.channels).flatMap((ch) =>
+    ch.lifecycle === 'active' ? ch.members.filter((m) => m.session_id === sid).map((m) => ({ ch, m })) : [],
+  );
+
+const describe = (e: unknown) => (e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e) ?? 'unknown error');
+const isNotFound = (e: unknown) => /not ?found|404/i.test(describe(e)) || (e as { name?: string } | undefined)?.name === 'NotFoundError';
+
+const REGISTRY = Symbol.for('opencomms.opencode.instances');
+const instances: Map<string, Instance> = ((globalThis as Record<symbol, unknown>)[REGISTRY] ??= new Map()) as Map<string, Instance>;
+
+export const OpenCommsPlugin = async (input: PluginInput) => {
+  const key = normalise(resolve(input.directory, '.opencomms'));
+  let inst = instances.get(key);
+  if (!inst) {
+    inst = new Instance(input);
+    instances.set(key, inst);
+    const started = inst;
+    // The host is not serving yet while plugins load: look sessions up once it is.
+    setTimeout(() => void started.start().catch((e) => process.stderr.write(`[opencomms] start-up failed: ${describe(e)}\n`)), 0);
+  }
+  const it = inst;
+  const tools: Record<string, unknown> = {};
+  for (const def of toolsFor('opencode'))
+    tools[def.name] = {
+      description: def.description,
+      args: def.shape,
+      execute: async (args: Record<string, unknown>, ctx: { sessionID: string }) => JSON.stringify(await it.call(def, args, ctx.sessionID)),
+    };
+  return {
+    tool: tools,
+    config: async (cfg: { command?: Record<string, unknown> }) => {
+      cfg.command ??= {};
+      cfg.command.OpenComms ??= { template: 'OpenComms $ARGUMENTS', description: 'OpenComms: Create, Join, Status, Inbox, History, Pause, Resume, Disconnect, UpdateRole, Kick, Timer' };
+    },
+    'experimental.chat.system.transform': async (i: { sessionID?: string }, out: { system: string[] }) => {
+      if (!i.sessionID) return;
+      await it.markLocal(i.sessionID);
+      const state = await it.runtime.read();
+      for (const { ch, m } of memberships(state, i.sessionID))
+        out.system.push(`${ROLE_HEADER}\nYou are ${m.role} in the OpenComms channel "${ch.name}".\n${m.role_prompt}`);
+    },
+    event: async ({ event }: { event: HostEvent }) => {
+      if (!event.type.startsWith('session.')) return;
+      const p = event.properties ?? {};
+      const sid = p.info?.id ?? p.sessionID;
+      if (!sid) return;
+      if (event.type === 'session.deleted') {
+        await it.runtime.run({ op: 'mark_stale', session: sid });
+        return;
+      }
+      await it.markLocal(sid);
+      const st = event.type === 'session.idle' ? 'idle' : event.type === 'session.status' ? p.status?.type : undefined;
+      if (st === 'idle') {
+        it.setStatus(sid, 'idle');
+        const state = await it.runtime.read();
+        if (memberships(state, sid).some(({ m }) => m.stale)) await it.runtime.run({ op: 'clear_stale', session: sid });
+        it.runtime.wake(sid);
+      } else if (st === 'busy' || st === 'retry') it.setStatus(sid, 'busy');
+    },
+    'command.execute.before': async (i: { command: string; sessionID: string; arguments: string }, out: { parts: Array<Record<string, unknown>> }) => {
+      if (i.command !== 'OpenComms') return;
+      const parsed = parseSlash(i.arguments ?? '');
+      const call = toToolCall(parsed);
+      let text: string;
+      if ('usage' in call) text = `OpenComms: ${call.usage}`;
+      else {
+        const def = toolsFor('opencode').find((t) => t.name === call.tool)!;
+        const r = await it.call(def, call.args, i.sessionID);
+        text = render(parsed.sub, r);
+        if (!r.ok && (r.data as { reason?: string }).reason === 'invalid_role' && (parsed.sub === 'create' || parsed.sub === 'join'))
+          text += `\n${usageFor(parsed.sub)}`;
+      }
+      out.parts = [{ ...(out.parts[0] ?? {}), type: 'text', text }];
+    },
+  };
+};
