@@ -3,18 +3,17 @@
 // that a missing or mistyped argument is a JSON-RPC -32602, not an isError result.
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
 import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { normaliseChannelName } from '../../src/engine/lookup.ts';
+import { VERSION } from '../../src/version.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { toolsFor, type ToolContext, type ToolDef } from '../tools.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 const log = (line: string) => process.stderr.write(`[opencomms-mcp] ${line}\n`);
 
 export interface McpOptions {

@@ -8,6 +8,7 @@ import { build } from 'esbuild';
 import { applyEdits, modify, parse, type ParseError } from 'jsonc-parser';
 import { ok, refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { writeAtomic } from '../../src/store/index.ts';
+import { PACKAGE_ROOT } from '../../src/version.ts';
 
 export const PLUGIN_PATH = '.opencode/plugins/opencomms.js';
 /** First line of every bundle we write: how an existing file is recognised as ours. */
@@ -17,7 +18,7 @@ export const BUNDLE_MARK = '// opencomms-plugin-bundle';
  *  only). CommonJS dependencies get a real `require` through createRequire. */
 export async function bundlePlugin(): Promise<string> {
   const out = await build({
-    entryPoints: [join(import.meta.dirname, 'plugin.ts')],
+    entryPoints: [join(PACKAGE_ROOT, 'adapters', 'opencode', 'plugin.ts')],
     bundle: true,
     platform: 'node',
     format: 'esm',

@@ -1,11 +1,10 @@
 // The `opencomms` command. Every refusal is a message and exit code 1, never a stack trace.
 import { parseArgs } from 'node:util';
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { demo } from './demo.ts';
+import { VERSION } from '../version.ts';
 import { Runtime } from '../runtime/runtime.ts';
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const HELP = `opencomms ${VERSION} — messaging between AI coding sessions
 

@@ -85,10 +85,15 @@ async function acquire(paths: Pick<StorePaths, 'state' | 'lock'>, deadline: numb
       process.stderr.write(`[opencomms] state lock lost: ${err.message}\n`);
     },
   };
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     let release: () => Promise<void>;
     try {
-      release = await lockfile.lock(paths.state, options);
+      // First try synchronously: an uncontended mkdir costs microseconds, the async one a
+      // thread-pool round trip. Waiting (retries) stays asynchronous and yields the event loop.
+      if (attempt === 0) {
+        const releaseSync = lockfile.lockSync(paths.state, options);
+        release = async () => releaseSync();
+      } else release = await lockfile.lock(paths.state, options);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') throw e; // EACCES/EROFS/EMFILE/...: at once
       const left = deadline - Date.now();

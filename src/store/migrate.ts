@@ -1,5 +1,6 @@
 // Schema 1 → 2 migration (FEATURES.md §2.9). Runs inside load, under the lock, at most once.
-import { access, copyFile, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { ROLE_RE, newChannelId } from '../protocol/ids.ts';
 import { MAX_ERRORS, SENTINEL_PROJECT_IDS } from '../protocol/limits.ts';
 import { emptyState, parseState } from '../protocol/schema.ts';
@@ -25,7 +26,8 @@ export function forgetMigrationMemo(): void {
 }
 const keyText = (k: FileKey) => `${k.dev}:${k.ino}:${k.size}:${k.mtimeNs}`;
 
-const exists = (p: string) => access(p).then(() => true, () => false);
+/** Synchronous: it runs on every load until a marker exists, and a stat is cheaper than the hop. */
+const exists = async (p: string) => existsSync(p);
 
 /** A v2 state that only an operator's empty channels could have produced: nothing a migration
  *  could lose by replacing it. */

@@ -1,8 +1,7 @@
 // Reading and writing `state.json` itself: classification of what is on disk (FEATURES.md §2.7)
 // and the atomic save. No locking and no recovery here; load.ts decides what to do.
-import { close, fstat, open, readFile } from 'node:fs';
+import { close, closeSync, fstat, fstatSync, open, openSync, readFile, statSync } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { SCHEMA_VERSION } from '../protocol/limits.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
@@ -38,9 +37,10 @@ const keyOf = (s: BigIntStats): FileKey => ({ dev: s.dev, ino: s.ino, size: s.si
 export const sameKey = (a: FileKey, b: FileKey) =>
   a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 
+/** Synchronous on purpose: it runs on every mutation, and a thread-pool hop costs more than the stat. */
 export async function statKey(file: string): Promise<FileKey | null> {
   try {
-    return keyOf(await stat(file, { bigint: true }));
+    return keyOf(statSync(file, { bigint: true }));
   } catch {
     return null;
   }
@@ -131,11 +131,11 @@ export interface SaveOptions {
  *  after the rename is ours only because nobody else may rename in between. */
 export async function saveState(paths: Pick<StorePaths, 'state'>, text: string, opts: SaveOptions = {}): Promise<Pinned> {
   await writeAtomic(paths.state, text, { tmpPrefix: '.state', ...opts });
-  const fd = await pOpen(paths.state, 'r');
+  const fd = openSync(paths.state, 'r');
   try {
-    return { fd, key: keyOf(await pFstat(fd, { bigint: true })) };
+    return { fd, key: keyOf(fstatSync(fd, { bigint: true })) };
   } catch (e) {
-    await pClose(fd).catch(() => {});
+    closeSync(fd);
     throw e;
   }
 }

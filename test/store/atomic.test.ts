@@ -1,4 +1,5 @@
-import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { renameSync } from 'node:fs';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeAtomic } from '../../src/store/atomic.ts';
@@ -15,10 +16,10 @@ afterEach(() => cleanup());
 const flakyRename = (n: number) => {
   const calls: string[] = [];
   const ops: AtomicFsOps = {
-    async rename(from, to) {
+    rename(from, to) {
       calls.push(from);
       if (calls.length <= n) throw Object.assign(new Error('EBUSY: resource busy'), { code: 'EBUSY' });
-      await rename(from, to);
+      renameSync(from, to);
     },
   };
   return { ops, calls };

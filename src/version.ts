@@ -1,0 +1,25 @@
+// The package version and directory, read from the nearest package.json named "opencomms" above this module
+// (the same code runs from src/ through tsx and bundled from dist/).
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+function find(): { root: string; version: string } {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'opencomms' && pkg.version) return { root: dir, version: pkg.version };
+    } catch {
+      // not here: keep walking up
+    }
+    const up = dirname(dir);
+    if (up === dir) throw new Error('opencomms: cannot find its package.json');
+    dir = up;
+  }
+}
+
+const pkg = find();
+export const VERSION = pkg.version;
+/** The package directory (sources ship with it: the installer bundles the plugin from them). */
+export const PACKAGE_ROOT = pkg.root;
