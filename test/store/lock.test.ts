@@ -1,4 +1,4 @@
-import { chmod, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { withLock } from '../../src/store/lock.ts';
@@ -48,18 +48,7 @@ describe('in one process', () => {
     store.close();
   });
 
-  it.skipIf(process.getuid?.() === 0)('EACCES surfaces at once instead of waiting for the deadline', async () => {
-    await chmod(paths.dir, 0o500);
-    const t0 = Date.now();
-    try {
-      await expect(withLock(paths, async () => 1)).rejects.toMatchObject({ code: 'EACCES' });
-      expect(Date.now() - t0).toBeLessThan(1000);
-    } finally {
-      await chmod(paths.dir, 0o700);
-    }
-  });
-
-  it('any error other than "held" surfaces at once (ENOTDIR, also runs as root)', async () => {
+  it('any error other than "held" surfaces at once (ENOTDIR; CI runs as root, where EACCES cannot be provoked)', async () => {
     await writeFile(join(dir, 'afile'), '');
     const t0 = Date.now();
     const bad = { state: join(dir, 'afile', 'state.json'), lock: join(dir, 'afile', '.state.lock') };
