@@ -33,6 +33,12 @@ const budgetLeft = (ch: Channel) =>
 
 const windowOf = (m: Member) => m.stale_policy.window_ms;
 
+/** A cheap pre-filter for the envelope machine's `isPastStaleWindow` guard (which decides). */
+const mayBeStale = (e: Envelope, m: Member, now: number) => {
+  const w = windowOf(m);
+  return w !== null && now - e.timestamp > w;
+};
+
 /** Drops dead queue entries and settles envelopes that can no longer be delivered (rejected,
  *  stale). Returns true when anything changed. */
 function settleQueue(state: State, rid: string, now: number): boolean {
@@ -47,9 +53,13 @@ function settleQueue(state: State, rid: string, now: number): boolean {
       continue;
     }
     const at = placement(state, e);
-    const status = at
-      ? stepEnvelope(e, { type: 'TICK', now, window_ms: windowOf(at.member) })
-      : stepEnvelope(e, { type: 'REJECT', now });
+    let status: Envelope['delivery_status'] = e.delivery_status;
+    if (!at) status = stepEnvelope(e, { type: 'REJECT', now });
+    // §5.1 order: a paused or budget-held channel keeps its mail pending (it must not age out
+    // while held). Only envelopes old enough to be past a window are offered to the machine,
+    // so a drain's cost follows the stale ones, not the queue's length.
+    else if (mayBeStale(e, at.member, now) && channelHold(at.ch, now) === null)
+      status = stepEnvelope(e, { type: 'TICK', now, window_ms: windowOf(at.member) });
     if (status === 'pending') keep.push(id);
     else changed = true;
   }
@@ -317,6 +327,8 @@ export function nextDue(state: State, recipients: string[], now: number): number
       if (!e || e.delivery_status !== 'pending') continue;
       const at = placement(state, e);
       if (!at) return now;
+      // Held mail (paused, budget) waits for a resume, which wakes its recipients: no deadline.
+      if (channelHold(at.ch, now) !== null) continue;
       const w = windowOf(at.member);
       if (w !== null) due = Math.min(due, e.timestamp + w + 1);
       for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]]) if (t !== undefined && t > now) due = Math.min(due, t);

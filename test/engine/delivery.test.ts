@@ -130,6 +130,19 @@ describe('DLV-3 stale windows', () => {
     checkTrail(sim.msg(old!));
   });
 
+  it('mail held by a pause does not age out, and held mail sets no deadline (§5.1 order)', () => {
+    const sim = pair();
+    const [id] = sendN(sim, 1);
+    sim.ok({ op: 'pause', sid: 'sess_a', args: { channel: 'team' } });
+    sim.advance(10 * 300_000);
+    expect(nextDue(sim.state, ['sess_b'], sim.now)).toBeNull();
+    expect(promptOf(sim.drain('sess_b'))).toBeUndefined();
+    expect(sim.msg(id!).delivery_status).toBe('pending');
+    sim.ok({ op: 'resume', sid: 'sess_a', args: { channel: 'team' } });
+    sim.drain('sess_b');
+    expect(sim.msg(id!).delivery_status).toBe('stale'); // past its window once released
+  });
+
   it('the same age on a pull member is still delivered', () => {
     const sim = pair('pull');
     const [id] = sendN(sim, 1);
