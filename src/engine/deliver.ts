@@ -274,12 +274,14 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const q = state.queues[sid] ?? [];
   const out: Envelope[] = [];
   const taken = new Set<string>();
+  const held = new Map<string, boolean>(); // per channel, decided once per pull
   for (const id of q) {
     if (out.length >= limit) break;
     const e = state.messages[id]!;
     if (!inScope.has(e.channel_id)) continue;
     const { ch, member } = placement(state, e)!;
-    if (channelHold(ch, env.now) !== null || budgetLeft(ch) < 1) continue;
+    if (!held.has(ch.id)) held.set(ch.id, channelHold(ch, env.now) !== null);
+    if (held.get(ch.id) || budgetLeft(ch) < 1) continue;
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
     const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: windowOf(member) });
     taken.add(id);

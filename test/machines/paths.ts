@@ -2,7 +2,7 @@
 // the pure `transition()`, JSON round-tripping the persisted record before every step.
 import { getShortestPaths, getSimplePaths } from '@xstate/graph';
 import { transition, type AnyMachineSnapshot, type AnyStateMachine, type AnyTransitionDefinition } from 'xstate';
-import { MACHINES, type MachineName, type Persistence } from '../../machines/index.ts';
+import { MACHINES, step, type MachineName, type Persistence } from '../../machines/index.ts';
 import { ALPHABETS } from './alphabets.ts';
 
 type Ev = { type: string; [k: string]: unknown };
@@ -79,3 +79,17 @@ export function declaredTransitions(machine: AnyStateMachine): Map<AnyTransition
 
 const describeGuard = (t: AnyTransitionDefinition) =>
   typeof t.guard === 'string' ? t.guard : ((t.guard as { type?: string } | undefined)?.type ?? 'guard');
+
+/** The same replay through the engine's `step()` (cached actor scope): it must agree with
+ *  XState's own `transition()` on every generated path. */
+export function replayWithStep(name: MachineName, events: Ev[]): { value: unknown; context: unknown } {
+  const p = persistenceOf(name);
+  let record: unknown = ALPHABETS[name].initial;
+  let snapshot = p.toSnapshot(record) as AnyMachineSnapshot;
+  for (const event of events) {
+    const r = step(p, JSON.parse(JSON.stringify(record)), event as never);
+    snapshot = r.snapshot as AnyMachineSnapshot;
+    record = r.record;
+  }
+  return { value: snapshot.value, context: snapshot.context };
+}
