@@ -6,6 +6,12 @@ import { assign, setup } from 'xstate';
 /** Fixed rate window (FEATURES.md §4): the count restarts when `now − window_start > 60000`. */
 export const RATE_WINDOW_MS = 60_000;
 
+/** Duplicate-window keys kept per channel, newest first. At the default rate (20 per minute)
+ *  a channel cannot send more than 100 messages inside the 5-minute window, so 100 is exact
+ *  there; a channel whose rate limit was raised keeps its last 100 contents, which still catches
+ *  a looping agent, and its hot state stays ~6 KB instead of growing with the send rate. */
+export const MAX_SEEN_CONTENT = 100;
+
 export type ChannelRefusal =
   | { reason: 'channel_paused' }
   | { reason: 'lifecycle_refused' }
@@ -68,9 +74,9 @@ export const channelMachine = setup({
     recordSend: assign(({ context, event }) => {
       if (event.type !== 'SEND') return {};
       const fresh = event.now - context.rate.window_start > RATE_WINDOW_MS;
-      const seen: Record<string, number> = {};
-      for (const [k, t] of Object.entries(context.seen_content)) if (event.now - t < context.stale_event_ms) seen[k] = t;
-      seen[event.content_key] = event.now;
+      const live = Object.entries(context.seen_content).filter(([, t]) => event.now - t < context.stale_event_ms);
+      live.push([event.content_key, event.now]);
+      const seen = Object.fromEntries(live.slice(-MAX_SEEN_CONTENT));
       return {
         rate: fresh ? { window_start: event.now, count: 1 } : { ...context.rate, count: context.rate.count + 1 },
         seen_content: seen,

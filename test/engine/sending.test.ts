@@ -168,6 +168,15 @@ describe('SND-4 duplicate window', () => {
     expect(Object.values(sim.ch('team').seen_content)).toContain(sim.now);
   });
 
+  it('keeps the newest 100 keys per channel, so hot state does not grow with a raised rate limit', () => {
+    const sim = new Sim();
+    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    for (let i = 0; i < 101; i++) sim.send('sess_a', 'team', `message ${i}`);
+    expect(Object.keys(sim.ch('team').seen_content)).toHaveLength(100);
+    sim.refuse(sendCmd('sess_a', { content: 'message 100' }), 'duplicate_content');
+    sim.send('sess_a', 'team', 'message 0'); // the oldest key made room: accepted again
+  });
+
   it('expired keys are swept on each send', () => {
     const sim = new Sim();
     sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
