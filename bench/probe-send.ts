@@ -1,0 +1,16 @@
+// Local probe (not in `npm run bench`): in-process send latency on a small steady state.
+import { Runtime } from '../src/runtime/runtime.ts';
+import { setupChannels, stats, withProject } from './lib.ts';
+await withProject(async (dir) => {
+  const rt = new Runtime(dir);
+  await setupChannels(rt, dir, 2);
+  const s: number[] = [];
+  for (let i = 0; i < 1100; i++) {
+    const t = performance.now();
+    await rt.run({ op: 'send', sid: 'a', args: { channel: `bench-${i % 2}`, content: `x ${i}` } });
+    s.push(performance.now() - t);
+    if (i % 20 === 19) await rt.run({ op: 'pull', sid: 'r', args: { limit: 100 } });
+  }
+  console.log(JSON.stringify(stats(s.slice(100))), 'state bytes', (await import('node:fs')).statSync(rt.store.paths.state).size);
+  await rt.close();
+});
