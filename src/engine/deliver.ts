@@ -33,6 +33,12 @@ const budgetLeft = (ch: Channel) =>
 
 const windowOf = (m: Member) => m.stale_policy.window_ms;
 
+/** An empty queue is removed rather than kept as `[]`. */
+export function setQueue(state: State, rid: string, ids: string[]) {
+  if (ids.length) state.queues[rid] = ids;
+  else delete state.queues[rid];
+}
+
 /** A cheap pre-filter for the envelope machine's `isPastStaleWindow` guard (which decides). */
 const mayBeStale = (e: Envelope, m: Member, now: number) => {
   const w = windowOf(m);
@@ -63,10 +69,7 @@ function settleQueue(state: State, rid: string, now: number): boolean {
     if (status === 'pending') keep.push(id);
     else changed = true;
   }
-  if (changed) {
-    if (keep.length) state.queues[rid] = keep;
-    else delete state.queues[rid];
-  }
+  if (changed) setQueue(state, rid, keep);
   return changed;
 }
 
@@ -118,9 +121,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
     taken.add(id);
   }
   if (taken.size) {
-    const rest = q.filter((id) => !taken.has(id));
-    if (rest.length) state.queues[rid] = rest;
-    else delete state.queues[rid];
+    setQueue(state, rid, q.filter((id) => !taken.has(id)));
     changed = true;
     const member = placement(state, batch[0]!)!.member;
     effects.push({
@@ -180,7 +181,7 @@ function requeueFront(state: State, rid: string, back: Envelope[], sortAll: bool
   const ids = back.sort((a, b) => a.timestamp - b.timestamp).map((e) => e.message_id);
   const q = [...ids, ...(state.queues[rid] ?? []).filter((id) => !ids.includes(id))];
   if (sortAll) q.sort((a, b) => (state.messages[a]?.timestamp ?? 0) - (state.messages[b]?.timestamp ?? 0));
-  if (q.length) state.queues[rid] = q;
+  setQueue(state, rid, q);
 }
 
 /** The prompt threw: FIFO restored, error recorded, one retry after DELIVERY_RETRY_MS; dead
@@ -290,9 +291,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     out.push(e);
   }
   if (taken.size) {
-    const rest = q.filter((id) => !taken.has(id));
-    if (rest.length) state.queues[sid] = rest;
-    else delete state.queues[sid];
+    setQueue(state, sid, q.filter((id) => !taken.has(id)));
     changed = true;
   }
   const remaining = (state.queues[sid] ?? []).filter((id) => inScope.has(state.messages[id]?.channel_id ?? '')).length;

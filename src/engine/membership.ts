@@ -4,6 +4,7 @@ import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { memberChannel, memberLabel } from './lookup.ts';
 import { done, refused } from './outcome.ts';
+import { setQueue } from './deliver.ts';
 import { enforceRetention } from './retention.ts';
 import { foldClockOf } from './timer.ts';
 import { acceptedEnvelope, stepChannel, stepEnvelope, stepMember } from './transitions.ts';
@@ -53,8 +54,7 @@ function removeMember(state: State, ch: Channel, target: Member, now: number) {
     if (e?.channel_id === ch.id && e.delivery_status === 'pending') stepEnvelope(e, { type: 'REJECT', now });
     else keep.push(id);
   }
-  if (keep.length) state.queues[target.session_id] = keep;
-  else delete state.queues[target.session_id];
+  setQueue(state, target.session_id, keep);
   foldClockOf(ch, target.session_id, now);
   if (stepMember(target, { type: 'REMOVE', now }).removed) ch.members = ch.members.filter((m) => m !== target);
   delete ch.cooldown_until[target.session_id];

@@ -10,6 +10,19 @@ import { deliverability } from './receipts.ts';
 import { timerStatus } from './timer.ts';
 import type { Outcome } from './types.ts';
 
+/** One message as every read result shows it (inbox, history, archive): content framed. */
+export const messageView = (e: Envelope) => ({
+  message_id: e.message_id,
+  sender_role: e.sender_role,
+  recipient_role: e.recipient_role,
+  message_type: e.message_type,
+  content: frameContent(e.content),
+  timestamp: e.timestamp,
+  reply_to: e.reply_to,
+  hop_count: e.hop_count,
+  delivery_status: e.delivery_status,
+});
+
 const envelopesOf = (state: State, ch: Channel) => Object.values(state.messages).filter((e) => e.channel_id === ch.id);
 
 /** One envelope's receipt: its machine state and every transition it took. */
@@ -88,16 +101,10 @@ export function inbox(state: State, sid: string, args: { channel: unknown; limit
   const pending = (state.queues[sid] ?? [])
     .map((id) => state.messages[id])
     .filter((e): e is Envelope => !!e && e.channel_id === scoped.ch.id && e.delivery_status === 'pending');
-  const messages = pending.slice(0, limit).map((e) => ({
-    message_id: e.message_id,
-    sender_role: e.sender_role,
-    message_type: e.message_type,
-    content: frameContent(e.content),
-    timestamp: e.timestamp,
-    reply_to: e.reply_to,
-    hop_count: e.hop_count,
-    delivery_status: e.delivery_status,
-  }));
+  const messages = pending.slice(0, limit).map((e) => {
+    const { recipient_role: _own, ...view } = messageView(e); // the inbox is the caller's own
+    return view;
+  });
   return answered(state, ok(`${pending.length} pending message(s) on "${scoped.ch.name}" (preview only; nothing consumed).`, {
     pending: pending.length,
     messages,
@@ -115,16 +122,6 @@ export function history(state: State, sid: string, args: { channel: unknown; lim
   const all = [...hot, ...logged.filter((e) => e.channel_id === scoped.ch.id && !seen.has(e.message_id))].sort(
     (a, b) => b.timestamp - a.timestamp,
   );
-  const messages = all.slice(0, limit).map((e) => ({
-    message_id: e.message_id,
-    sender_role: e.sender_role,
-    recipient_role: e.recipient_role,
-    message_type: e.message_type,
-    content: frameContent(e.content),
-    timestamp: e.timestamp,
-    reply_to: e.reply_to,
-    hop_count: e.hop_count,
-    delivery_status: e.delivery_status,
-  }));
+  const messages = all.slice(0, limit).map(messageView);
   return answered(state, ok(`${messages.length} message(s) on "${scoped.ch.name}", newest first.`, { messages, untrusted_notice: UNTRUSTED_NOTICE }));
 }

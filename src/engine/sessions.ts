@@ -1,7 +1,8 @@
 // Saved sessions: save, resume, delete, archive reads (FEATURES.md §2.3, §2.6, §5.10).
 // Archives are read by the shell and passed in; an archive to write comes back in `writes`, and
 // the store writes it before it saves the tombstone, so a crash never loses the saved messages.
-import { frameContent, UNTRUSTED_NOTICE } from '../framing.ts';
+import { UNTRUSTED_NOTICE } from '../framing.ts';
+import { messageView } from './reads.ts';
 import type { Archive } from '../protocol/archive.ts';
 import {
   DEFAULT_ARCHIVE_LIMIT, FINAL_NOTE_CHARS, MAX_ARCHIVE_LIMIT, MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME,
@@ -228,16 +229,6 @@ export function archiveRead(
   if (!visible(a)) return refused(state, notArchivedMember());
   if (mode === 'summary') return answered(state, ok(`Archive of "${a.name}".`, { compact_context: compactContext(a), archive_id: a.channel_id }));
   const limit = readLimit(args.limit, DEFAULT_ARCHIVE_LIMIT, MAX_ARCHIVE_LIMIT);
-  const messages = [...a.messages].reverse().slice(0, limit).map((e) => ({
-    message_id: e.message_id,
-    sender_role: e.sender_role,
-    recipient_role: e.recipient_role,
-    message_type: e.message_type,
-    content: frameContent(e.content),
-    timestamp: e.timestamp,
-    reply_to: e.reply_to,
-    hop_count: e.hop_count,
-    delivery_status: e.delivery_status,
-  }));
+  const messages = [...a.messages].reverse().slice(0, limit).map(messageView);
   return answered(state, ok(`${messages.length} archived message(s) of "${a.name}", newest first.`, { messages, untrusted_notice: UNTRUSTED_NOTICE }));
 }
