@@ -5,7 +5,7 @@ import type { Hold } from '../../machines/index.ts';
 import { frameBatch, frameEnvelope, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
-import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
+import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
 import { channelById, findMember, memberChannel, recordError } from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
 import { enforceRetention } from './retention.ts';
@@ -59,7 +59,7 @@ function settleQueue(state: State, rid: string, now: number): boolean {
       continue;
     }
     const at = placement(state, e);
-    let status: Envelope['delivery_status'] = e.delivery_status;
+    let status: DeliveryStatus = e.delivery_status;
     if (!at) status = stepEnvelope(e, { type: 'REJECT', now });
     // §5.1 order: a paused or budget-held channel keeps its mail pending (it must not age out
     // while held). Only envelopes old enough to be past a window are offered to the machine,
