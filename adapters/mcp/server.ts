@@ -43,7 +43,7 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
   const server = new McpServer({ name: 'opencomms', version: VERSION }, { capabilities: { tools: {} } });
   const tools = toolsFor('mcp', opts.admin);
   for (const t of tools) server.registerTool(t.name, { description: t.description, inputSchema: t.shape }, async () => ({ content: [] }));
-  const byName = new Map(tools.map((t) => [t.name, t]));
+  const byName = new Map(tools.map((t) => [t.name, { def: t, schema: z.object(t.shape) }]));
   const worktree = normalisedDir(opts.project);
   const ctx = (pin: string): ToolContext => ({
     pin,
@@ -60,9 +60,10 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
   });
 
   server.server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    const tool = byName.get(req.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
-    const args = validate(tool, req.params.arguments ?? {});
+    const found = byName.get(req.params.name);
+    if (!found) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+    const tool = found.def;
+    const args = validate(tool, found.schema, req.params.arguments ?? {});
     try {
       return asToolResult(await call(rt, tool, args, opts.pin, ctx));
     } catch (e) {
@@ -74,15 +75,15 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
 }
 
 /** Required arguments (`key in args`) and JSON types, checked before anything runs. */
-function validate(tool: ToolDef, raw: Record<string, unknown>): Record<string, unknown> {
+function validate(tool: ToolDef, schema: z.ZodType, raw: Record<string, unknown>): Record<string, unknown> {
   const missing = tool.required.filter((k) => !(k in raw));
   if (missing.length) throw new McpError(ErrorCode.InvalidParams, `Missing required argument(s) for ${tool.name}: ${missing.join(', ')}`);
-  const parsed = z.object(tool.shape).safeParse(raw);
+  const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
     throw new McpError(ErrorCode.InvalidParams, `Invalid argument ${i.path.join('.') || '(arguments)'} for ${tool.name}: ${i.message}`);
   }
-  return parsed.data; // unknown keys (any identity-like ones included) are dropped, never obeyed
+  return parsed.data as Record<string, unknown>; // unknown keys (any identity-like ones included) are dropped, never obeyed
 }
 
 /** The identity gate of §7.2, then the engine. */
@@ -92,7 +93,7 @@ async function call(rt: Runtime, tool: ToolDef, args: Record<string, unknown>, p
   // delete_session is roster-free only for a saved session (it checks the archived roster); on a
   // live channel it is gated like every other tool (§7.2).
   if (!tool.bootstrap || tool.name === 'opencomms_delete_session') {
-    const state = await rt.read();
+    const state = await rt.peek();
     const live = Object.values(state.channels).some((c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === pin));
     const named = normaliseChannelName(args.channel);
     const ch = named === null ? undefined : state.channels[named];

@@ -106,7 +106,7 @@ export class Runtime {
     try {
       const prepared = await this.prepare(cmd);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
-      if (READ_ONLY.has(cmd.op)) return apply(await this.store.read(), prepared, this.env()).result;
+      if (READ_ONLY.has(cmd.op)) return apply((await this.store.peek()) as State, prepared, this.env()).result;
       const out = await this.store.mutate((draft) => {
         const o = apply(draft, prepared, this.env());
         return {
@@ -174,9 +174,14 @@ export class Runtime {
     return isArchiveId(key) ? readArchive(this.store.paths, key) : findArchiveByName(this.store.paths, key);
   }
 
-  /** A lock-free read of the current state. */
+  /** A lock-free read of the current state (a private copy). */
   read(): Promise<State> {
     return this.store.read();
+  }
+
+  /** A lock-free, copy-free look at the current state: read-only (gates, hooks, status). */
+  peek(): Promise<Readonly<State>> {
+    return this.store.peek();
   }
 
   private track<T>(p: Promise<T>): void {

@@ -60,6 +60,20 @@ export class FileStore {
     return withLock(this.paths, async (lock) => this.keep(await loadLocked(this.paths, this.loadOptions(lock))));
   }
 
+  /** Like read(), but when state.json is still the file this process last read or wrote it
+   *  returns the cached object itself, with no copy. The caller must treat it as read-only. */
+  async peek(): Promise<Readonly<State>> {
+    const c = this.cache;
+    if (c) {
+      const key = await statKey(this.paths.state);
+      if (key && this.cache === c && sameKey(key, c.pin.key)) {
+        storeStats.cacheHits++;
+        return (c.state ??= JSON.parse(c.text!) as State);
+      }
+    }
+    return this.read();
+  }
+
   /** fn gets a private draft to change in place; nothing is written unless it reports a change,
    *  and nothing at all if it throws. */
   async mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
