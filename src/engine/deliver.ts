@@ -275,21 +275,26 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const q = state.queues[sid] ?? [];
   const out: Envelope[] = [];
   const taken = new Set<string>();
-  const held = new Map<string, boolean>(); // per channel, decided once per pull
+  // Per channel, decided once per pull: whether it holds its mail, and how many hand-overs its
+  // budget still allows; the channel machine then counts them in one HAND_OVER.
+  const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
   for (const id of q) {
     if (out.length >= limit) break;
     const e = state.messages[id]!;
     if (!inScope.has(e.channel_id)) continue;
     const { ch, member } = placement(state, e)!;
-    if (!held.has(ch.id)) held.set(ch.id, channelHold(ch, env.now) !== null);
-    if (held.get(ch.id) || budgetLeft(ch) < 1) continue;
-    stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
+    let a = allowance.get(ch.id);
+    if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
+    if (a.handed >= a.left) continue;
     const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: windowOf(member) });
     taken.add(id);
     if (status !== 'delivered') continue;
+    a.handed++;
     (state.delivered_to[id] ??= []).includes(sid) || state.delivered_to[id]!.push(sid);
     out.push(e);
   }
+  for (const { ch, handed } of allowance.values())
+    if (handed) stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: handed });
   if (taken.size) {
     setQueue(state, sid, q.filter((id) => !taken.has(id)));
     changed = true;

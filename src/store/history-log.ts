@@ -1,6 +1,7 @@
 // Delivered history that left state.json: one append-only JSONL log per channel.
 // A crash between append and state save appends an envelope twice; readers keep the last line.
-import { mkdir, open, rm } from 'node:fs/promises';
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isArchiveId } from '../protocol/ids.ts';
@@ -16,6 +17,8 @@ function logFile(paths: Pick<StorePaths, 'history'>, channelId: string): string 
   return join(paths.history, `${channelId}.jsonl`);
 }
 
+/** Appends under the state lock, synchronously: it sits on the hot path of every commit and pull,
+ *  where thread-pool hops cost more than the small writes themselves. */
 export async function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[]): Promise<void> {
   const byFile = new Map<string, string[]>();
   for (const e of envelopes) {
@@ -23,25 +26,25 @@ export async function appendHistory(paths: Pick<StorePaths, 'history'>, envelope
     byFile.set(file, [...(byFile.get(file) ?? []), JSON.stringify(e)]);
   }
   if (byFile.size === 0) return;
-  await mkdir(paths.history, { recursive: true });
+  mkdirSync(paths.history, { recursive: true });
   for (const [file, lines] of byFile) {
-    const fh = await open(file, 'a+');
+    const fd = openSync(file, 'a+');
     try {
       // A torn last line (crash mid-append) must not swallow our first line.
-      const torn = !(await endsWithNewline(fh));
-      await fh.appendFile(`${torn ? '\n' : ''}${lines.join('\n')}\n`);
-      await fh.sync();
+      const torn = !endsWithNewline(fd);
+      writeSync(fd, `${torn ? '\n' : ''}${lines.join('\n')}\n`);
+      fsyncSync(fd);
     } finally {
-      await fh.close();
+      closeSync(fd);
     }
   }
 }
 
-async function endsWithNewline(fh: FileHandle): Promise<boolean> {
-  const { size } = await fh.stat();
+function endsWithNewline(fd: number): boolean {
+  const { size } = fstatSync(fd);
   if (size === 0) return true;
   const b = Buffer.alloc(1);
-  await fh.read(b, 0, 1, size - 1);
+  readSync(fd, b, 0, 1, size - 1);
   return b[0] === NL;
 }
 
