@@ -5,7 +5,7 @@
 import { watch } from 'chokidar';
 import { basename } from 'node:path';
 import type { StorePaths } from '../store/index.ts';
-import { RESCAN_INTERVAL_MS } from './limits.ts';
+import { RESCAN_INTERVAL_MS, WATCH_TRAILING_MS } from './limits.ts';
 
 export interface Watch {
   close(): Promise<void>;
@@ -31,6 +31,19 @@ export async function startWatch(paths: StorePaths, onChange: () => Promise<void
       running = null;
     })();
   };
+  // chokidar drops a change that follows the previous one within 5 ms (its per-file throttle,
+  // no trailing event), and two quick commits are common here: every event is followed by one
+  // trailing scan just past that window.
+  let trailing: NodeJS.Timeout | null = null;
+  const onEvent = () => {
+    fire();
+    if (trailing) clearTimeout(trailing);
+    trailing = setTimeout(() => {
+      trailing = null;
+      fire();
+    }, WATCH_TRAILING_MS);
+    trailing.unref();
+  };
   const stateName = basename(paths.state);
   const w = watch(paths.dir, {
     depth: 0,
@@ -38,13 +51,14 @@ export async function startWatch(paths: StorePaths, onChange: () => Promise<void
     atomic: false,
     ignored: (p: string) => p !== paths.dir && basename(p) !== stateName,
   });
-  w.on('add', fire).on('change', fire).on('error', (e) => log(`watch error: ${(e as Error).message}`));
+  w.on('add', onEvent).on('change', onEvent).on('error', (e) => log(`watch error: ${(e as Error).message}`));
   await new Promise<void>((resolve) => w.once('ready', () => resolve()));
   const interval = setInterval(fire, RESCAN_INTERVAL_MS);
   interval.unref();
   return {
     close: async () => {
       clearInterval(interval);
+      if (trailing) clearTimeout(trailing);
       await w.close();
       await running;
     },
