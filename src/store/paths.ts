@@ -1,5 +1,6 @@
 // Where every file of the store lives. One place, so no module builds a path of its own.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 export interface StorePaths {
@@ -48,7 +49,8 @@ export function resolvePaths(projectDir: string): StorePaths {
 /** Creates `.opencomms/`; the `.gitignore` is written only by whoever created the directory, so a
  *  user who edits or deletes it later is not overridden. */
 export async function ensureDir(paths: StorePaths): Promise<void> {
-  const created = await mkdir(paths.dir, { recursive: true });
+  // Synchronous: it runs before every mutation, and an existing directory costs one syscall.
+  const created = mkdirSync(paths.dir, { recursive: true });
   if (created === undefined) return;
   await writeFile(join(paths.dir, '.gitignore'), '*\n', { flag: 'wx' }).catch((e: NodeJS.ErrnoException) => {
     if (e.code !== 'EEXIST') throw e;
