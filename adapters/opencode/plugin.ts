@@ -4,12 +4,14 @@
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Caller } from '../../src/engine/index.ts';
+import { BATCH_SEPARATOR } from '../../src/framing.ts';
 import { ROLE_HEADER, CROSS_SERVER_FALLBACK_MS } from '../../src/protocol/limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { normaliseChannelName } from '../../src/engine/lookup.ts';
 import { processAlive, Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
 import { toolsFor, type ToolDef } from '../tools.ts';
+import { splitFrames } from './frames.ts';
 import { parseSlash, render, toToolCall, usageFor } from './slash.ts';
 
 /** The slice of the OpenCode SDK client the plugin uses (v1 client, `{data, error}` results). */
@@ -125,13 +127,18 @@ class Instance {
   }
 
   /** "Delivered" = the host accepted the prompt. After a crash, the batch may already be in the
-   *  session: its message ids are looked for first, so it is never injected twice. */
+   *  session: its message ids are looked for first, so it is never injected twice. A re-drained
+   *  batch may also hold newer mail (the swept envelopes come first): only the frames the session
+   *  does not hold yet are prompted. */
   private async prompt(rid: string, text: string, ids: string[], redelivery: boolean) {
     const s = this.input.client.session;
     if (redelivery) {
       const r = await s.messages({ path: { id: rid } }).catch(() => undefined);
       const seen = (r?.data ?? []).flatMap((m) => m.parts.map((p) => p.text ?? '')).join('\n');
-      if (ids.every((id) => seen.includes(id))) return;
+      const held = (id: string) => seen.includes(`| id: ${id} |`);
+      if (ids.every(held)) return;
+      const frames = splitFrames(text);
+      if (ids.some(held) && frames.length === ids.length) text = frames.filter((_, i) => !held(ids[i]!)).join(BATCH_SEPARATOR);
     }
     const body = { path: { id: rid }, body: { parts: [{ type: 'text' as const, text }] } };
     const r = s.promptAsync ? await s.promptAsync(body) : await s.prompt(body);
@@ -258,7 +265,10 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
         if (!r.ok && (r.data as { reason?: string }).reason === 'invalid_role' && (parsed.sub === 'create' || parsed.sub === 'join'))
           text += `\n${usageFor(parsed.sub)}`;
       }
-      out.parts = [{ ...(out.parts[0] ?? {}), type: 'text', text }];
+      // OpenCode 1.18 prompts with its own reference to this array (it never reads `out.parts`
+      // back): replace the contents in place; assigning a new array would be ignored.
+      const part = { ...(out.parts[0] ?? {}), type: 'text', text };
+      out.parts.splice(0, out.parts.length, part);
     },
   };
 };

@@ -28,6 +28,22 @@ describe('script lines', () => {
     expect(() => parseLine('CALL t {bad')).toThrow(/not JSON/);
   });
 
+  it('DELAY <ms> delays the reply of the line it prefixes (a slow model), and times are recorded', async () => {
+    expect(parseLine('DELAY 250 SAY slow')).toEqual({ kind: 'say', text: 'slow', delayMs: 250 });
+    expect(parseLine('DELAY 10 CALL ping {"n":1}')).toEqual({ kind: 'call', name: 'ping', args: { n: 1 }, delayMs: 10 });
+    expect(() => parseLine('DELAY x SAY no')).toThrow(/CALL or SAY/);
+    const fake = track(await startFakeOpenAIChat(['DELAY 300 SAY slow', 'SAY fast']));
+    const t0 = Date.now();
+    const slow = await post(`${fake.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'a' }] });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+    expect(JSON.parse(slow.text).choices[0].message.content).toBe('slow');
+    const [r] = fake.turns();
+    expect(r.repliedAt! - r.at).toBeGreaterThanOrEqual(290);
+    const t1 = Date.now();
+    await post(`${fake.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'b' }] });
+    expect(Date.now() - t1).toBeLessThan(290);
+  });
+
   it('fails at start on a malformed static line', async () => {
     await expect(startFakeAnthropic(['SAY ok', 'OOPS'])).rejects.toThrow(/CALL or SAY/);
   });

@@ -5,6 +5,8 @@
 //   CALL <tool_name> <json args>   the reply is one tool call (the turn goes on: the client runs
 //                                  the tool and sends the result in its next request)
 //   SAY <text>                     the reply is plain text (the turn ends)
+//   DELAY <ms> <line>              waits <ms> before answering with <line> (a slow model: the
+//                                  client's turn stays busy that long)
 // When a queue is used up, the fake falls back to an echo: `tool said: <result>` when the request
 // ends with a tool result, else `echo: <last user text>`.
 //
@@ -20,8 +22,8 @@ import type { AddressInfo } from 'node:net';
 export type Api = 'anthropic' | 'responses' | 'chat';
 
 export type Action =
-  | { kind: 'call'; name: string; args: Record<string, unknown> }
-  | { kind: 'say'; text: string };
+  | { kind: 'call'; name: string; args: Record<string, unknown>; delayMs?: number }
+  | { kind: 'say'; text: string; delayMs?: number };
 
 export interface ToolResult {
   id: string;
@@ -37,6 +39,10 @@ export interface ModelRequest {
   headers: http.IncomingHttpHeaders;
   /** The parsed JSON body (`{}` when empty or not JSON). */
   body: any;
+  /** Epoch ms when the whole request body had arrived. */
+  at: number;
+  /** Epoch ms when the reply was completely written (unset for non-model requests). */
+  repliedAt?: number;
   /** True for POSTs to the model endpoint; other paths (models list, count_tokens, …) are false. */
   isModelCall: boolean;
   /** All system / developer text, joined with newlines. */
@@ -80,6 +86,8 @@ export interface FakeServer {
 }
 
 export function parseLine(line: string): Action {
+  const d = /^\s*DELAY\s+(\d+)\s+([\s\S]*)$/.exec(line);
+  if (d) return { ...parseLine(d[2]), delayMs: Number(d[1]) };
   const m = /^\s*(CALL|SAY)\b ?([\s\S]*)$/.exec(line);
   if (!m) throw new Error(`fake script: a line must start with CALL or SAY: ${JSON.stringify(line)}`);
   if (m[1] === 'SAY') return { kind: 'say', text: m[2] };
@@ -187,7 +195,7 @@ export async function startFake(api: Api, script: Script | undefined, h: Handler
       }
       const path = (hreq.url ?? '/').split('?')[0];
       const req: ModelRequest = {
-        api, method: hreq.method ?? 'GET', url: hreq.url ?? '/', headers: hreq.headers, body,
+        api, method: hreq.method ?? 'GET', url: hreq.url ?? '/', headers: hreq.headers, body, at: Date.now(),
         isModelCall: hreq.method === 'POST' && h.isModelPath(path),
         system: '', userTexts: [], toolResults: [], endsWithToolResult: false, tools: [], aux: false,
       };
@@ -201,7 +209,19 @@ export async function startFake(api: Api, script: Script | undefined, h: Handler
         h.parse(req);
         const action: Action = req.aux ? { kind: 'say', text: h.auxText } : book.answer(req);
         if (req.aux) req.reply = action;
-        h.reply(req, action, res, ++seq);
+        const n = ++seq;
+        const send = () => {
+          if (res.destroyed) return; // the client gave up while the fake was "thinking"
+          try {
+            h.reply(req, action, res, n);
+            req.repliedAt = Date.now();
+          } catch (e) {
+            if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ error: { message: `fake ${api}: ${String(e)}` } }));
+          }
+        };
+        if (action.delayMs) setTimeout(send, action.delayMs);
+        else send();
       } catch (e) {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: `fake ${api}: ${String(e)}` } }));
