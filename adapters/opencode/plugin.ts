@@ -77,7 +77,7 @@ class Instance {
   /** Start-up after the host is serving: sweep, validate the roster against the host, watch. */
   async start() {
     await this.runtime.start();
-    const state = await this.runtime.read();
+    const state = await this.runtime.peek();
     for (const ch of Object.values(state.channels)) {
       if (ch.lifecycle !== 'active' || ch.worktree !== this.worktree) continue;
       for (const m of ch.members) {
@@ -104,7 +104,7 @@ class Instance {
   async markLocal(sid: string) {
     if (this.local.has(sid)) return;
     this.local.add(sid);
-    const state = await this.runtime.read();
+    const state = await this.runtime.peek();
     if (memberships(state, sid).length) await this.runtime.run({ op: 'claim', session: sid });
   }
 
@@ -151,7 +151,7 @@ class Instance {
     for (const r of recipients) {
       if (r.delivery_mode !== 'push' || this.local.has(r.session_id)) continue;
       setTimeout(async () => {
-        const state = await this.runtime.read().catch(() => null);
+        const state = await this.runtime.peek().catch(() => null);
         if (!state || !(state.queues[r.session_id] ?? []).length) return;
         const owners = memberships(state, r.session_id).map(({ m }) => m.owner);
         if (owners.some((o) => o && processAlive(o))) return;
@@ -178,7 +178,7 @@ class Instance {
       if (r.data?.parentID) return refuse('child_session', 'Only root sessions may link. Use the parent session.');
     }
     if (def.linked) {
-      const state = await this.runtime.read();
+      const state = await this.runtime.peek();
       const named = normaliseChannelName(args.channel);
       const tomb = named !== null && state.channels[named] && state.channels[named]!.lifecycle !== 'active';
       if (!tomb && memberships(state, sid).length === 0)
@@ -230,7 +230,7 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
     'experimental.chat.system.transform': async (i: { sessionID?: string }, out: { system: string[] }) => {
       if (!i.sessionID) return;
       await it.markLocal(i.sessionID);
-      const state = await it.runtime.read();
+      const state = await it.runtime.peek();
       for (const { ch, m } of memberships(state, i.sessionID))
         out.system.push(`${ROLE_HEADER}\nYou are ${m.role} in the OpenComms channel "${ch.name}".\n${m.role_prompt}`);
     },
@@ -247,7 +247,7 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
       const st = event.type === 'session.idle' ? 'idle' : event.type === 'session.status' ? p.status?.type : undefined;
       if (st === 'idle') {
         it.setStatus(sid, 'idle');
-        const state = await it.runtime.read();
+        const state = await it.runtime.peek();
         if (memberships(state, sid).some(({ m }) => m.stale)) await it.runtime.run({ op: 'clear_stale', session: sid });
         it.runtime.wake(sid);
       } else if (st === 'busy' || st === 'retry') it.setStatus(sid, 'busy');

@@ -34,6 +34,10 @@ export interface RuntimeOptions {
   log?: (line: string) => void;
 }
 
+/** A start-up sweep that meets a busy lock (5 s each) is retried this often before giving up:
+ *  a stuck holder is broken as stale within that time. */
+const START_SWEEP_ATTEMPTS = 3;
+
 /** Operations that never change state. */
 const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 'history', 'archive', 'read_state']);
 
@@ -82,7 +86,14 @@ export class Runtime {
 
   /** Start-up: sweep the in-flight mail of dead processes, then watch and deliver what is due. */
   async start(): Promise<void> {
-    await this.run({ op: 'sweep', alive: processAlive });
+    // The sweep must happen before this process delivers anything: a busy lock is waited out.
+    for (let attempt = 1; ; attempt++) {
+      const r = await this.run({ op: 'sweep', alive: processAlive });
+      if (r.ok || (r.data as { reason?: string } | undefined)?.reason !== 'state_busy' || attempt >= START_SWEEP_ATTEMPTS) {
+        if (!r.ok) this.log(`start-up sweep failed: ${r.message}`);
+        break;
+      }
+    }
     if (this.opts.watch && this.opts.driver) this.watcher = await startWatch(this.store.paths, () => this.scan(), this.log);
     await this.scan();
   }
