@@ -8,9 +8,31 @@ import { fileURLToPath } from 'node:url';
 import { newChannelId } from '../../src/protocol/ids.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import type { MutateOutcome } from '../../src/store/store.ts';
+import { ensureDir, resolvePaths, type StorePaths } from '../../src/store/paths.ts';
+import { afterEach, beforeEach } from 'vitest';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
+
+/** A fresh temp project per test (removed after it): `set` receives its dir and paths. Workers
+ *  are SIGKILLed first when the test leaves any running. */
+export function useTempProject(
+  set: (p: { dir: string; paths: StorePaths }) => void,
+  opts: { ensure?: boolean; workers?: Worker[] } = {},
+) {
+  let cleanup: () => Promise<void> = async () => {};
+  beforeEach(async () => {
+    const t = await tempProject();
+    cleanup = t.cleanup;
+    const paths = resolvePaths(t.dir);
+    if (opts.ensure) await ensureDir(paths);
+    set({ dir: t.dir, paths });
+  });
+  afterEach(async () => {
+    for (const w of opts.workers?.splice(0) ?? []) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+    await cleanup();
+  });
+}
 
 export async function tempProject(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'opencomms-store-'));

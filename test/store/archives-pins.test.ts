@@ -1,23 +1,17 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive,
 } from '../../src/store/archives.ts';
 import type { ArchiveInput } from '../../src/store/archives.ts';
-import { resolvePaths } from '../../src/store/paths.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
 import { listPins, readPin, writePin } from '../../src/store/pins.ts';
-import { member, tempProject } from '../helpers/store-fixtures.ts';
+import { member, useTempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
-let cleanup: () => Promise<void>;
 let paths: StorePaths;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempProject());
-  paths = resolvePaths(dir);
-});
-afterEach(() => cleanup());
+useTempProject((p) => ({ dir, paths } = p));
 
 const archive = (channel_id: string, name: string, saved_at: number): ArchiveInput => ({
   schema: 1, channel_id, name, parent_channel_id: null, description: null, summary: 's',

@@ -1,22 +1,16 @@
 import { appendFile, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Envelope, State } from '../../src/protocol/schema.ts';
 import { EnvelopeSchema } from '../../src/protocol/schema.ts';
 import { appendHistory, deleteHistory, readHistory } from '../../src/store/history-log.ts';
-import { resolvePaths } from '../../src/store/paths.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
 import { FileStore } from '../../src/store/store.ts';
-import { tempProject } from '../helpers/store-fixtures.ts';
+import { useTempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
-let cleanup: () => Promise<void>;
 let paths: StorePaths;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempProject());
-  paths = resolvePaths(dir);
-});
-afterEach(() => cleanup());
+useTempProject((p) => ({ dir, paths } = p));
 
 const env = (id: string, channel_id: string, content = id): Envelope =>
   EnvelopeSchema.parse({ message_id: id, channel_id, timestamp: 1, content, delivery_status: 'delivered' });

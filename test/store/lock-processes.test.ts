@@ -1,25 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ensureDir, resolvePaths } from '../../src/store/paths.ts';
-import type { StorePaths } from '../../src/store/paths.ts';
+import { describe, expect, it } from 'vitest';
 import { FileStore } from '../../src/store/store.ts';
-import { counterOf, incrementCounter, spawnWorker, tempProject } from '../helpers/store-fixtures.ts';
+import { counterOf, incrementCounter, spawnWorker, useTempProject } from '../helpers/store-fixtures.ts';
 import type { Worker } from '../helpers/store-fixtures.ts';
 
 let dir: string;
-let cleanup: () => Promise<void>;
-let paths: StorePaths;
 const workers: Worker[] = [];
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempProject());
-  paths = resolvePaths(dir);
-  await ensureDir(paths);
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) if (w.child.exitCode === null) w.child.kill('SIGKILL');
-  await cleanup();
-});
+useTempProject((p) => ({ dir } = p), { ensure: true, workers });
 
 describe('across processes', () => {
   it('4 processes × 250 locked increments → exactly 1000', async () => {

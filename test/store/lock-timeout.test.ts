@@ -1,25 +1,15 @@
 import { access } from 'node:fs/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RefusalError } from '../../src/protocol/result.ts';
-import { ensureDir, resolvePaths } from '../../src/store/paths.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
 import { FileStore } from '../../src/store/store.ts';
-import { incrementCounter, spawnWorker, tempProject } from '../helpers/store-fixtures.ts';
+import { incrementCounter, spawnWorker, useTempProject } from '../helpers/store-fixtures.ts';
 import type { Worker } from '../helpers/store-fixtures.ts';
 
 let dir: string;
-let cleanup: () => Promise<void>;
 let paths: StorePaths;
 const workers: Worker[] = [];
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempProject());
-  paths = resolvePaths(dir);
-  await ensureDir(paths);
-});
-afterEach(async () => {
-  for (const w of workers.splice(0)) if (w.child.exitCode === null) w.child.kill('SIGKILL');
-  await cleanup();
-});
+useTempProject((p) => ({ dir, paths } = p), { ensure: true, workers });
 
 describe('lock timeout', () => {
   it('a live holder for more than 5 s → state_busy after ~5 s, file untouched', async () => {

@@ -1,23 +1,14 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { withLock } from '../../src/store/lock.ts';
-import { ensureDir, resolvePaths } from '../../src/store/paths.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
 import { FileStore } from '../../src/store/store.ts';
-import { incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
+import { incrementCounter, useTempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
-let cleanup: () => Promise<void>;
 let paths: StorePaths;
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempProject());
-  paths = resolvePaths(dir);
-  await ensureDir(paths);
-});
-afterEach(async () => {
-  await cleanup();
-});
+useTempProject((p) => ({ dir, paths } = p), { ensure: true });
 
 describe('in one process', () => {
   it('nested acquisition is a programming error, not a deadlock', async () => {
