@@ -7,13 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useCleanups } from './cleanups.ts';
 import { startMcp } from '../helpers/mcp-client.ts';
 import type { McpHandle } from '../helpers/mcp-client.ts';
 import {
-  REPO_ROOT, bin, claudeArgs, codexArgs, configureClaude, configureCodex, describeRun, jsonLines, makeSandbox, run,
+  REPO_ROOT, bin, claudeArgs, codexArgs, configureClaude, configureCodex, describeRun, jsonLines, run,
 } from './env.ts';
-import type { McpServerSpec, RunResult, Sandbox } from './env.ts';
+import type { McpServerSpec, RunResult } from './env.ts';
 import { startFakeAnthropic, startFakeResponses } from './fake/index.ts';
 import type { FakeServer, ModelRequest } from './fake/index.ts';
 
@@ -27,19 +28,8 @@ const TOOLS = [
   'opencomms_save_session', 'opencomms_send', 'opencomms_status', 'opencomms_timer', 'opencomms_update_role',
 ];
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-const sandbox = (name: string): Sandbox => {
-  const sb = makeSandbox(name);
-  cleanups.push(() => sb.cleanup());
-  return sb;
-};
-const fake = <T extends FakeServer>(f: T): T => {
-  cleanups.push(() => f.close());
-  return f;
-};
+const { defer, sandbox } = useCleanups();
+const fake = <T extends FakeServer>(f: T): T => defer(f, (x) => x.close());
 
 /** A member id as `opencomms install-member` makes them. */
 const newPin = () => `sess_${randomBytes(12).toString('hex')}`;
@@ -81,7 +71,7 @@ async function sdkPeer(proj: string, pin: string, ms = 30_000): Promise<McpHandl
       // gone
     }
   }, ms);
-  cleanups.push(async () => {
+  defer(null, async () => {
     clearTimeout(watchdog);
     await h.close();
   });

@@ -10,9 +10,10 @@
 // never carry a marker, so a framed message cannot move a request to the sender's queue.
 import { readFileSync, watch } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useCleanups } from './cleanups.ts';
 import { frameBatch } from '../../src/framing.ts';
-import { makeSandbox, tail } from './env.ts';
+import { tail } from './env.ts';
 import type { Sandbox } from './env.ts';
 import { lastPrompt, startFakeOpenAIChat } from './fake/index.ts';
 import type { FakeServer, Line, ModelRequest, Script } from './fake/index.ts';
@@ -22,31 +23,10 @@ import {
 } from './opencode-harness.ts';
 import type { OcMessage, OcServer } from './opencode-harness.ts';
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) {
-    try {
-      await c();
-    } catch (e) {
-      console.error('cleanup:', e);
-    }
-  }
-});
-const sandbox = (name: string): Sandbox => {
-  const sb = makeSandbox(name);
-  cleanups.push(() => sb.cleanup());
-  return sb;
-};
-const fakeChat = async (script: Script): Promise<FakeServer> => {
-  const f = await startFakeOpenAIChat(script);
-  cleanups.push(() => f.close());
-  return f;
-};
-const serve = async (sb: Sandbox, env: Record<string, string>, fakes: FakeServer[], name = 'serve', args: string[] = []): Promise<OcServer> => {
-  const s = await startServe(sb, env, fakes, name, { args });
-  cleanups.push(() => s.stop());
-  return s;
-};
+const { defer, sandbox } = useCleanups();
+const fakeChat = async (script: Script): Promise<FakeServer> => defer(await startFakeOpenAIChat(script), (f) => f.close());
+const serve = async (sb: Sandbox, env: Record<string, string>, fakes: FakeServer[], name = 'serve', args: string[] = []): Promise<OcServer> =>
+  defer(await startServe(sb, env, fakes, name, { args }), (s) => s.stop());
 
 const BUILDER_PROMPT = 'ROLE-PROMPT-BUILDER: you write the code and ask the reviewer for reviews.';
 const REVIEWER_PROMPT = 'ROLE-PROMPT-REVIEWER: you review every patch you are sent and answer with findings.';
@@ -126,7 +106,7 @@ async function crashDuringDelivery(o: {
       const poll = setInterval(check, 1); // in case the watch event comes late
       // The whole delivery happened between two looks: a miss.
       const missed = setInterval(() => { if (!done && delivered() > deliveredBefore) finish({ hit: false, ids: [] }); }, 100);
-      cleanups.push(() => { if (!done) finish({ hit: false, ids: [] }); });
+      defer(null, () => { if (!done) finish({ hit: false, ids: [] }); });
     });
     // Only the call is queued: A's follow-up request (if its server lives to make it) takes the
     // echo fallback, so a killed turn leaves no line behind for the next attempt.

@@ -3,28 +3,17 @@
 // with the reason (bin() throws); nothing is skipped.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useCleanups } from './cleanups.ts';
 import {
   REAL_DIR, TOY_SERVER, VERSIONS, bin, claudeArgs, codexArgs, configureClaude, configureCodex, configureOpenCode,
-  describeRun, jsonLines, makeSandbox, run, start, toyServer, waitHttp,
+  describeRun, jsonLines, run, start, toyServer, waitHttp,
 } from './env.ts';
-import type { Sandbox } from './env.ts';
 import { startFakeAnthropic, startFakeOpenAIChat, startFakeResponses } from './fake/index.ts';
 import type { FakeServer } from './fake/index.ts';
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-const sandbox = (name: string): Sandbox => {
-  const sb = makeSandbox(name);
-  cleanups.push(() => sb.cleanup());
-  return sb;
-};
-const fake = <T extends FakeServer>(f: T): T => {
-  cleanups.push(() => f.close());
-  return f;
-};
+const { defer, sandbox } = useCleanups();
+const fake = <T extends FakeServer>(f: T): T => defer(f, (x) => x.close());
 const toyCalls = (log: string): any[] => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : []);
 
 describe('MCP Inspector CLI (v2 --cli) against the toy stdio server', () => {
@@ -191,7 +180,7 @@ describe('OpenCode against the fake OpenAI-compatible Chat Completions API', () 
     const PORT = 4096; // inside the namespace; the test reaches it through the `expose` relay
     const serve = await start(bin('opencode'), ['serve', '--port', String(PORT), '--hostname', '127.0.0.1'],
       { cwd: sb.proj, env, timeoutMs: 60_000, forward: [f.port], expose: [PORT] });
-    cleanups.push(() => serve.stop());
+    defer(serve, (x) => x.stop());
     const base = `http://127.0.0.1:${serve.ports.get(PORT)}`;
     await waitHttp(`${base}/global/health`, 20_000).catch((e) => { throw new Error(`${e.message}\n${serve.stderr()}`); });
 
