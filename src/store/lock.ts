@@ -3,6 +3,7 @@
 // we call it with retries:0 in our own loop so the 5000 ms deadline is exact.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mkdir, mkdirSync, realpath, realpathSync, rmdir, rmdirSync, stat, statSync, utimes, utimesSync } from 'node:fs';
 import lockfile from 'proper-lockfile';
 import {
   LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS,
@@ -18,6 +19,11 @@ export interface HeldLock {
 }
 
 const LOCK_RETRY_MIN_MS = 2;
+
+/** Plain node:fs for the lock instead of proper-lockfile's default graceful-fs: EMFILE must
+ *  surface at once (FEATURES.md §2.10), not be retried behind our back, and the synchronous
+ *  attempt copies this small object per call instead of graceful-fs's whole surface. */
+const LOCK_FS = { mkdir, mkdirSync, realpath, realpathSync, stat, statSync, rmdir, rmdirSync, utimes, utimesSync };
 
 export const stateBusy = () =>
   new RefusalError(
@@ -74,6 +80,7 @@ interface Handle extends HeldLock {
 async function acquire(paths: Pick<StorePaths, 'state' | 'lock'>, deadline: number): Promise<Handle> {
   let compromised: Error | null = null;
   const options: lockfile.LockOptions = {
+    fs: LOCK_FS,
     lockfilePath: paths.lock,
     realpath: false, // state.json may not exist yet
     stale: LOCK_STALE_MS,
