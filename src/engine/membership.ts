@@ -1,5 +1,5 @@
 // update_role, pause, resume, disconnect, kick / operator removal, markStale, clearStale.
-import { OPERATOR_ID, OPERATOR_ROLE } from '../protocol/limits.ts';
+import { OPERATOR_ID, OPERATOR_ROLE, SYSTEM_MESSAGE_TYPE } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { memberChannel, memberLabel } from './lookup.ts';
@@ -126,7 +126,7 @@ export function kick(state: State, caller: string | { operator: true }, args: Ki
       sender_role: operator ? OPERATOR_ROLE : me!.role,
       recipient_session_id: m.session_id,
       recipient_role: m.role,
-      message_type: 'system',
+      message_type: SYSTEM_MESSAGE_TYPE,
       content: notice,
       reply_to: null,
       hop_count: 0,
