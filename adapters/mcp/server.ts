@@ -8,7 +8,7 @@ import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotoco
 import * as z from 'zod';
 import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
-import { normaliseChannelName } from '../../src/engine/lookup.ts';
+import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
 import { VERSION } from '../../src/version.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { toolsFor, type ToolContext, type ToolDef } from '../tools.ts';
@@ -94,9 +94,8 @@ async function call(rt: Runtime, tool: ToolDef, args: Record<string, unknown>, p
   // live channel it is gated like every other tool (§7.2).
   if (!tool.bootstrap || tool.name === 'opencomms_delete_session') {
     const state = await rt.peek();
-    const live = Object.values(state.channels).some((c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === pin));
-    const named = normaliseChannelName(args.channel);
-    const ch = named === null ? undefined : state.channels[named];
+    const live = onLiveRoster(state, pin);
+    const ch = channelNamed(state, args.channel);
     const tombstone = ch !== undefined && ch.lifecycle !== 'active';
     const archiveOnly = tool.bootstrap === true && ch?.lifecycle !== 'active';
     if (!live && !tombstone && !archiveOnly)

@@ -8,7 +8,7 @@ import { BATCH_SEPARATOR } from '../../src/framing.ts';
 import { ROLE_HEADER, CROSS_SERVER_FALLBACK_MS } from '../../src/protocol/limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
-import { normaliseChannelName } from '../../src/engine/lookup.ts';
+import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
 import { processAlive, Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
 import { toolsFor, type ToolDef } from '../tools.ts';
 import { splitFrames } from './frames.ts';
@@ -105,7 +105,7 @@ class Instance {
     if (this.local.has(sid)) return;
     this.local.add(sid);
     const state = await this.runtime.peek();
-    if (memberships(state, sid).length) await this.runtime.run({ op: 'claim', session: sid });
+    if (onLiveRoster(state, sid)) await this.runtime.run({ op: 'claim', session: sid });
   }
 
   setStatus(sid: string, s: 'idle' | 'busy') {
@@ -179,9 +179,9 @@ class Instance {
     }
     if (def.linked) {
       const state = await this.runtime.peek();
-      const named = normaliseChannelName(args.channel);
-      const tomb = named !== null && state.channels[named] && state.channels[named]!.lifecycle !== 'active';
-      if (!tomb && memberships(state, sid).length === 0)
+      const named = channelNamed(state, args.channel);
+      const tomb = named !== undefined && named.lifecycle !== 'active';
+      if (!tomb && !onLiveRoster(state, sid))
         return refuse('not_linked', 'This session is in no OpenComms channel. Create or join one first.');
     }
     const actor = { sid, project_id: this.projectId, worktree: this.worktree };

@@ -9,6 +9,7 @@ import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protoc
 import { channelById, findMember, memberChannel, recordError } from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
 import { enforceRetention } from './retention.ts';
+import { hasInFlight } from './receipts.ts';
 import { stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
 import type { Effect, Env, Outcome } from './types.ts';
 
@@ -99,13 +100,11 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
     const { ch, member } = placement(state, e)!;
     let line = decided.get(ch.id);
     if (line === undefined) {
-      const inFlight = Object.values(state.messages).some(
-        (x) => x.channel_id === ch.id && x.recipient_session_id === rid && x.delivery_status === 'in_flight',
-      );
+      const inFlight = hasInFlight(state, ch, rid);
       const hold = channelHold(ch, env.now) ?? (member.stale ? 'stale' : null) ?? opts.hold ?? null;
-      const before = JSON.stringify([ch.cooldown_until[rid], ch.retry_at[rid], ch.holds[rid]]);
-      const next = stepRecipient(ch, rid, inFlight, { type: 'DRAIN', now: env.now, hold });
-      if (JSON.stringify([ch.cooldown_until[rid], ch.retry_at[rid], ch.holds[rid]]) !== before) changed = true;
+      const stepped = stepRecipient(ch, rid, inFlight, { type: 'DRAIN', now: env.now, hold });
+      const next = stepped.line;
+      if (stepped.changed) changed = true;
       // `delivering` with a batch already out is the machine's in-flight guard (DRAIN is not
       // enabled there): it holds, it never starts a second batch.
       line = next === 'delivering' && !inFlight ? 'delivering' : 'held';
@@ -148,7 +147,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
 }
 
 /** Settles the in-flight batch of one recipient: each id still in flight gets `event`. */
-function settleBatch(state: State, rid: string, ids: string[], now: number, settle: (e: Envelope) => void) {
+function settleBatch(state: State, rid: string, ids: string[], settle: (e: Envelope) => void) {
   const settled: Envelope[] = [];
   for (const id of ids) {
     const e = state.messages[id];
@@ -157,18 +156,15 @@ function settleBatch(state: State, rid: string, ids: string[], now: number, sett
     settled.push(e);
   }
   const channels = new Set(settled.map((e) => e.channel_id));
-  return { settled, channels: [...channels].map((id) => channelById(state, id)).filter((c): c is Channel => !!c && c.lifecycle === 'active'), now };
+  return { settled, channels: [...channels].map((id) => channelById(state, id)).filter((c): c is Channel => !!c && c.lifecycle === 'active') };
 }
-
-const stillInFlight = (state: State, ch: Channel, rid: string) =>
-  Object.values(state.messages).some((x) => x.channel_id === ch.id && x.recipient_session_id === rid && x.delivery_status === 'in_flight');
 
 /** The host accepted the prompt: the batch is delivered (ids pruned or purged meanwhile are skipped). */
 export function commitDelivery(state: State, rid: string, ids: string[], method: 'push' | 'spawn_push', env: Env): Outcome {
-  const { settled, channels } = settleBatch(state, rid, ids, env.now, (e) => stepEnvelope(e, { type: 'COMMIT', now: env.now, method }));
+  const { settled, channels } = settleBatch(state, rid, ids, (e) => stepEnvelope(e, { type: 'COMMIT', now: env.now, method }));
   const effects: Effect[] = [];
   for (const ch of channels) {
-    if (!stillInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'COMMIT', now: env.now });
+    if (!hasInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'COMMIT', now: env.now });
     if ((state.queues[rid] ?? []).length) effects.push({ type: 'ScheduleAt', recipient: rid, at: ch.cooldown_until[rid] ?? env.now });
   }
   const history = enforceRetention(state, env.now);
@@ -187,7 +183,7 @@ function requeueFront(state: State, rid: string, back: Envelope[], sortAll: bool
 /** The prompt threw: FIFO restored, error recorded, one retry after DELIVERY_RETRY_MS; dead
  *  letter once attempts reach MAX_DELIVERY_ATTEMPTS. */
 export function requeueDelivery(state: State, rid: string, ids: string[], error: string, env: Env): Outcome {
-  const { settled, channels } = settleBatch(state, rid, ids, env.now, (e) => stepEnvelope(e, { type: 'REQUEUE', now: env.now }));
+  const { settled, channels } = settleBatch(state, rid, ids, (e) => stepEnvelope(e, { type: 'REQUEUE', now: env.now }));
   if (!settled.length) return answered(state, ok('Nothing in flight to requeue.', { requeued: 0, failed: 0 }));
   const back = settled.filter((e) => e.delivery_status === 'pending');
   const dead = settled.filter((e) => e.delivery_status === 'failed');
@@ -227,7 +223,7 @@ export function sweepInFlight(state: State, alive: (by: string) => boolean, env:
     requeueFront(state, rid, list.filter((e) => e.delivery_status === 'pending'), true);
     for (const cid of new Set(list.map((e) => e.channel_id))) {
       const ch = channelById(state, cid);
-      if (ch?.lifecycle === 'active' && !stillInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'SWEEP', now: env.now });
+      if (ch?.lifecycle === 'active' && !hasInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'SWEEP', now: env.now });
     }
     if (state.queues[rid]?.length) wake.push(rid);
   }

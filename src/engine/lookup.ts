@@ -24,6 +24,16 @@ export const invalidRole = () =>
 
 export const isSentinelProject = (id: string) => (SENTINEL_PROJECT_IDS as readonly string[]).includes(id);
 
+/** The channel (live or tombstone) a raw argument names, normalised as every lookup is. */
+export const channelNamed = (state: Readonly<State>, raw: unknown): Channel | undefined => {
+  const name = normaliseChannelName(raw);
+  return name === null ? undefined : state.channels[name];
+};
+
+/** Whether `sid` is on the roster of any active channel. */
+export const onLiveRoster = (state: Readonly<State>, sid: string) =>
+  Object.values(state.channels).some((c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === sid));
+
 export const findMember = (ch: Channel, sid: string): Member | undefined => ch.members.find((m) => m.session_id === sid);
 
 export function tombstoneRefusal(ch: Channel): Refusal {

@@ -77,34 +77,34 @@ export function stepMember(m: Member, event: MemberEvent): { changed: boolean; r
 
 export type RecipientLine = 'ready' | 'cooling' | 'blocked' | 'delivering';
 
-/** Steps one recipient's delivery line on one channel; the line is stored in the channel's
- *  `cooldown_until` / `retry_at` / `holds` maps, and "delivering" is derived from in-flight mail. */
-export function stepRecipient(c: Channel, rid: string, inFlight: boolean, event: RecipientEvent): RecipientLine {
-  const record = {
-    in_flight: inFlight,
-    cooldown_until: c.cooldown_until[rid] ?? null,
-    retry_at: c.retry_at[rid] ?? null,
-    held_by: (c.holds[rid] as Hold | undefined) ?? null,
-    cooldown_ms: c.delivery_cooldown_ms,
-  };
-  const r = step(recipientPersistence, record, event);
-  if (r.changed) {
+/** A recipient's line as stored: the channel's `cooldown_until` / `retry_at` / `holds` maps, and
+ *  "delivering" derived from in-flight mail. */
+const recipientRecord = (c: Channel, rid: string, inFlight: boolean) => ({
+  in_flight: inFlight,
+  cooldown_until: c.cooldown_until[rid] ?? null,
+  retry_at: c.retry_at[rid] ?? null,
+  held_by: (c.holds[rid] as Hold | undefined) ?? null,
+  cooldown_ms: c.delivery_cooldown_ms,
+});
+
+/** Steps one recipient's delivery line on one channel; `changed` = a stored field changed. */
+export function stepRecipient(c: Channel, rid: string, inFlight: boolean, event: RecipientEvent): { line: RecipientLine; changed: boolean } {
+  const before = recipientRecord(c, rid, inFlight);
+  const r = step(recipientPersistence, before, event);
+  const changed =
+    r.changed &&
+    (r.record.cooldown_until !== before.cooldown_until || r.record.retry_at !== before.retry_at || r.record.held_by !== before.held_by);
+  if (changed) {
     setOrDelete(c.cooldown_until, rid, r.record.cooldown_until);
     setOrDelete(c.retry_at, rid, r.record.retry_at);
     setOrDelete(c.holds, rid, r.record.held_by);
   }
-  return r.snapshot.value as RecipientLine;
+  return { line: r.snapshot.value as RecipientLine, changed };
 }
 
 /** The line's state without changing anything (status, send receipts). */
 export function recipientLine(c: Channel, rid: string, inFlight: boolean): RecipientLine {
-  return recipientPersistence.toSnapshot({
-    in_flight: inFlight,
-    cooldown_until: c.cooldown_until[rid] ?? null,
-    retry_at: c.retry_at[rid] ?? null,
-    held_by: (c.holds[rid] as Hold | undefined) ?? null,
-    cooldown_ms: c.delivery_cooldown_ms,
-  }).value as RecipientLine;
+  return recipientPersistence.toSnapshot(recipientRecord(c, rid, inFlight)).value as RecipientLine;
 }
 
 function setOrDelete<V>(map: Record<string, V>, key: string, value: V | null) {

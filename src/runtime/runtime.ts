@@ -3,6 +3,7 @@
 // another process queued. A Runtime owns no state the file does not hold (caches aside).
 import { hostname } from 'node:os';
 import type { Hold } from '../../machines/index.ts';
+import { channelNamed } from '../engine/lookup.ts';
 import { apply, compactContext, nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
@@ -118,17 +119,7 @@ export class Runtime {
       const prepared = await this.prepare(cmd);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
       if (READ_ONLY.has(cmd.op)) return apply((await this.store.peek()) as State, prepared, this.env()).result;
-      const out = await this.store.mutate((draft) => {
-        const o = apply(draft, prepared, this.env());
-        return {
-          changed: o.changed,
-          result: o,
-          history: o.writes?.history,
-          archive: o.writes?.archive as never,
-          deleteArchive: o.writes?.deleteArchive,
-          deleteHistory: o.writes?.deleteHistory,
-        };
-      });
+      const out = await this.mutate(prepared);
       this.runEffects(out.effects);
       return out.result;
     } catch (e) {
@@ -145,22 +136,21 @@ export class Runtime {
       case 'send': {
         const id = cmd.args.reply_to;
         if (typeof id !== 'string' || !id) return cmd;
-        const state = await this.store.read();
+        const state = await this.store.peek();
         if (state.messages[id]) return cmd;
-        const ch = state.channels[typeof cmd.args.channel === 'string' ? cmd.args.channel.trim().toLowerCase() : ''];
+        const ch = channelNamed(state, cmd.args.channel);
         const parent = ch && (await findInHistory(paths, ch.id, id, PARENT_SCAN_LINES));
         return parent ? { ...cmd, parent } : cmd;
       }
       case 'join': {
         // Joiners of a resumed channel get the archive's compact context, never its messages.
-        const ch = (await this.store.read()).channels[typeof cmd.args.channel === 'string' ? cmd.args.channel.trim().toLowerCase() : ''];
+        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
         const archive = ch?.parent_channel_id ? await readArchive(paths, ch.parent_channel_id) : null;
         return archive ? { ...cmd, compact_context: compactContext(archive) } : cmd;
       }
       case 'history':
       case 'save_session': {
-        const name = typeof cmd.args.channel === 'string' ? cmd.args.channel.trim().toLowerCase() : '';
-        const ch = (await this.store.read()).channels[name];
+        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
         if (!ch) return cmd;
         const limit = cmd.op === 'history' ? HISTORY_READ_MAX : MAX_ARCHIVE_MESSAGES;
         return { ...cmd, logged: await readHistory(paths, ch.id, { limit }) };
@@ -242,13 +232,26 @@ export class Runtime {
     }
   }
 
+  /** One locked engine step: the store writes what the outcome asks for, then saves. */
+  private mutate(cmd: Command): Promise<Outcome> {
+    return this.store.mutate((draft) => {
+      const o = apply(draft, cmd, this.env());
+      const w = o.writes;
+      return {
+        changed: o.changed,
+        result: o,
+        history: w?.history,
+        archive: w?.archive as never,
+        deleteArchive: w?.deleteArchive,
+        deleteHistory: w?.deleteHistory,
+      };
+    });
+  }
+
   /** Like run(), but hands back the engine outcome so a drain's Prompt stays under the guard. */
   private async runOutcome(cmd: Command): Promise<Outcome | null> {
     try {
-      const out = await this.store.mutate((draft) => {
-        const o = apply(draft, cmd, this.env());
-        return { changed: o.changed, result: o, history: o.writes?.history };
-      });
+      const out = await this.mutate(cmd);
       this.runEffects(out.effects.filter((e) => e.type !== 'Prompt'));
       return out;
     } catch (e) {
