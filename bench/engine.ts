@@ -1,12 +1,13 @@
 // Engine + runtime figures (issue "Engine and delivery runtime"): send latency with and without
 // 100k delivered messages of history, the atomic-write floor, throughput with 1 and 4 processes,
 // cross-process wake latency, and the state size after the history run.
+import { resolvePaths } from '../src/store/index.ts';
 import { spawn } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { newMessageId, newCorrelationId } from '../src/protocol/ids.ts';
 import type { Envelope } from '../src/protocol/schema.ts';
-import { Runtime } from '../src/runtime/runtime.ts';
+import { openRuntime, type Runtime } from '../src/runtime/runtime.ts';
 import { appendHistory, writeAtomic } from '../src/store/index.ts';
 import { caller, emit, now, setupChannels, stats, withProject } from './lib.ts';
 
@@ -41,15 +42,15 @@ async function fillHistory(rt: Runtime, count: number) {
       delivered_at: t0 + i + 1, attempts: 1, delivery_method: 'pull', in_flight_by: null, in_flight_at: null,
       transitions: [['SEND', 'pending', t0 + i], ['PULL', 'delivered', t0 + i + 1]],
     });
-    if (batch.length === 10_000) await appendHistory(rt.store.paths, batch.splice(0));
+    if (batch.length === 10_000) await appendHistory(resolvePaths(rt.store.location), batch.splice(0));
   }
-  await appendHistory(rt.store.paths, batch);
+  await appendHistory(resolvePaths(rt.store.location), batch);
 }
 
 export async function engineBench() {
   const N = 1000;
   const empty = await withProject(async (dir) => {
-    const rt = new Runtime(dir);
+    const rt = openRuntime(dir);
     await setupChannels(rt, dir, CHANNELS);
     await timedSends(rt, 100, 'warm');
     const s = stats(await timedSends(rt, N, 'empty'));
@@ -60,14 +61,14 @@ export async function engineBench() {
 
   let floorOut = { p50: 0 };
   const history = await withProject(async (dir) => {
-    const rt = new Runtime(dir);
+    const rt = openRuntime(dir);
     await setupChannels(rt, dir, CHANNELS);
     const t = now();
     await fillHistory(rt, 100_000);
     emit('history_fill', { unit: 'ms', delivered_in_history: 100_000, took_ms: Math.round(now() - t) });
     await timedSends(rt, 100, 'warm');
     const s = stats(await timedSends(rt, N, 'history'));
-    const text = await readFile(rt.store.paths.state, 'utf8');
+    const text = await readFile(resolvePaths(rt.store.location).state, 'utf8');
     const floor: number[] = [];
     const scratch = join(dir, '.opencomms', 'floor.json');
     for (let i = 0; i < N; i++) {
@@ -76,7 +77,7 @@ export async function engineBench() {
       floor.push(now() - t1);
     }
     floorOut = stats(floor);
-    emit('state_json_bytes_after_history_run', { bytes: (await stat(rt.store.paths.state)).size, history_log_bytes: (await stat(join(rt.store.paths.history, `${(await rt.read()).channels['bench-0']!.id}.jsonl`))).size });
+    emit('state_json_bytes_after_history_run', { bytes: (await stat(resolvePaths(rt.store.location).state)).size, history_log_bytes: (await stat(join(resolvePaths(rt.store.location).history, `${(await rt.read()).channels['bench-0']!.id}.jsonl`))).size });
     await rt.close();
     return s;
   });
@@ -86,7 +87,7 @@ export async function engineBench() {
   emit('send_over_floor', { ratio: round(history.p50 / floorOut.p50), target: '<= 2' });
 
   await withProject(async (dir) => {
-    const rt = new Runtime(dir);
+    const rt = openRuntime(dir);
     await setupChannels(rt, dir, CHANNELS);
     let sends = 0;
     const t = now();
@@ -137,7 +138,7 @@ function child(args: string[]) {
 
 /** 4 processes, each sending to (and pulling for) its own channel, all under one lock. */
 async function contended(dir: string) {
-  const rt = new Runtime(dir);
+  const rt = openRuntime(dir);
   const PER = 400;
   for (let w = 0; w < 4; w++) {
     await rt.run({ op: 'create', caller: caller(dir, `a${w}`, 'push'), args: { channel: `w${w}`, role: 'A', role_prompt: 'send', rate_limit: 1000 } });
@@ -165,7 +166,7 @@ async function contended(dir: string) {
 
 /** Process A sends; process B owns the recipients and reports when the batch is in flight. */
 async function wake(dir: string) {
-  const rt = new Runtime(dir);
+  const rt = openRuntime(dir);
   const R = 25;
   await rt.run({ op: 'create', caller: caller(dir, 'a', 'push'), args: { channel: 'wake', role: 'A', role_prompt: 'send', rate_limit: 1000, max_members: 32 } });
   for (let i = 0; i < R; i++) await rt.run({ op: 'join', caller: caller(dir, `b${i}`, 'push'), args: { channel: 'wake', role: `B${i}`, role_prompt: 'receive' } });

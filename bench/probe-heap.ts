@@ -1,11 +1,11 @@
 // Local probe (not in `npm run bench`): heap after GC across many in-process sends (run with
 // node --expose-gc --import tsx), to tell a leak from heap sizing.
-import { Runtime } from '../src/runtime/runtime.ts';
+import { openRuntime } from '../src/runtime/runtime.ts';
 import { setupChannels, withProject } from './lib.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 await withProject(async (dir) => {
-  const rt = new Runtime(dir);
+  const rt = openRuntime(dir);
   await setupChannels(rt, dir, 6);
   for (let round = 0; round < 5; round++) {
     for (let i = 0; i < 2000; i++) {

@@ -3,11 +3,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { buildServer } from '../adapters/mcp/server.ts';
-import { Runtime } from '../src/runtime/runtime.ts';
+import { openRuntime } from '../src/runtime/runtime.ts';
 import { stats, withProject } from './lib.ts';
 
 await withProject(async (dir) => {
-  const rt = new Runtime(dir);
+  const rt = openRuntime(dir);
   const server = buildServer(rt, { host: 'mcp', admin: false, pin: 'sess_a', project: dir, projectId: 'local-project' });
   const [ct, st] = InMemoryTransport.createLinkedPair();
   await server.connect(st);

@@ -1,8 +1,8 @@
 // Local probe (not in `npm run bench`): a 100-message pull in-process through the runtime.
-import { Runtime } from '../src/runtime/runtime.ts';
+import { openRuntime } from '../src/runtime/runtime.ts';
 import { setupChannels, stats, withProject } from './lib.ts';
 await withProject(async (dir) => {
-  const rt = new Runtime(dir);
+  const rt = openRuntime(dir);
   await setupChannels(rt, dir, 3);
   const s: number[] = [];
   let k = 0;

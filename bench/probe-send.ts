@@ -1,8 +1,9 @@
+import { resolvePaths } from '../src/store/index.ts';
 // Local probe (not in `npm run bench`): in-process send latency on a small steady state.
-import { Runtime } from '../src/runtime/runtime.ts';
+import { openRuntime } from '../src/runtime/runtime.ts';
 import { setupChannels, stats, withProject } from './lib.ts';
 await withProject(async (dir) => {
-  const rt = new Runtime(dir);
+  const rt = openRuntime(dir);
   await setupChannels(rt, dir, 2);
   const s: number[] = [];
   let cpu = process.cpuUsage();
@@ -15,6 +16,6 @@ await withProject(async (dir) => {
   }
   const used = process.cpuUsage(cpu);
   console.log(`cpu per op (user+system, incl. one pull per 20 sends): ${((used.user + used.system) / 1000 / 1000).toFixed(3)} ms`);
-  console.log(JSON.stringify(stats(s.slice(100))), 'state bytes', (await import('node:fs')).statSync(rt.store.paths.state).size);
+  console.log(JSON.stringify(stats(s.slice(100))), 'state bytes', (await import('node:fs')).statSync(resolvePaths(rt.store.location).state).size);
   await rt.close();
 });

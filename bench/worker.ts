@@ -2,11 +2,11 @@
 // messages after the barrier, pulling its own mail every 20 sends; prints {sent, pulled}.
 import { access } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Runtime } from '../src/runtime/runtime.ts';
+import { openRuntime } from '../src/runtime/runtime.ts';
 
 const [mode, project, sender, reader, channel, count, barrier] = process.argv.slice(2);
 if (mode !== 'contend' || !barrier) throw new Error('usage: worker contend <project> <sender> <reader> <channel> <count> <barrier>');
-const rt = new Runtime(project!);
+const rt = openRuntime(project!);
 process.stdout.write('ready\n');
 for (;;) {
   try {

@@ -10,7 +10,7 @@ import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
 import { VERSION } from '../../src/version.ts';
-import { Runtime } from '../../src/runtime/runtime.ts';
+import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { toolsFor, type ToolContext, type ToolDef } from '../tools.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
 
@@ -113,7 +113,7 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   }
   const pin = readPin(env);
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
-  const rt = new Runtime(o.project, { log });
+  const rt = openRuntime(o.project, { log });
   await rt.start();
   log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn off, project ${o.project}`);
   const server = buildServer(rt, { host, admin: o.admin === true, pin, project: o.project, projectId });

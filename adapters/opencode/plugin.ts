@@ -9,7 +9,7 @@ import { ROLE_HEADER, CROSS_SERVER_FALLBACK_MS } from '../../src/protocol/limits
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
-import { processAlive, Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
+import { openRuntime, processAlive, type Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
 import { toolsFor, type ToolDef } from '../tools.ts';
 import { splitFrames } from './frames.ts';
 import { parseSlash, render, toToolCall, usageFor } from './slash.ts';
@@ -71,7 +71,7 @@ class Instance {
       hold: (rid) => this.hold(rid),
       deliver: (rid, text, ids, redelivery) => this.prompt(rid, text, ids, redelivery),
     };
-    this.runtime = new Runtime(input.directory, { driver, watch: true, log: this.log });
+    this.runtime = openRuntime(input.directory, { driver, watch: true, log: this.log });
   }
 
   /** Start-up after the host is serving: sweep, validate the roster against the host, watch. */

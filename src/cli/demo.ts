@@ -4,8 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Caller } from '../engine/index.ts';
-import { Runtime, type DeliveryDriver } from '../runtime/runtime.ts';
-import { readHistory } from '../store/index.ts';
+import { openRuntime, type DeliveryDriver } from '../runtime/runtime.ts';
 
 export async function demo(out: (line: string) => void = console.log): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'opencomms-demo-'));
@@ -21,7 +20,7 @@ export async function demo(out: (line: string) => void = console.log): Promise<n
       out(`\n--- prompt handed to ${rid} ---\n${text}\n--- end of prompt ---`);
     },
   };
-  const rt = new Runtime(dir, { driver });
+  const rt = openRuntime(dir, { driver });
   try {
     await rt.start();
     out(`OpenComms demo in ${dir}`);
@@ -40,7 +39,7 @@ export async function demo(out: (line: string) => void = console.log): Promise<n
     await rt.settled();
     const state = await rt.read();
     // Terminal envelopes leave state.json for the channel's history log in the same mutation.
-    const logged = await readHistory(rt.store.paths, state.channels.review!.id, { limit: 10 });
+    const logged = await rt.store.history(state.channels.review!.id, 10);
     const all = [...Object.values(state.messages), ...logged.reverse()];
     out('\nEnvelope transitions, as persisted (state.json for live mail, .opencomms/history/ once terminal):');
     for (const e of all) {

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { demo } from './demo.ts';
 import { VERSION } from '../version.ts';
-import { Runtime } from '../runtime/runtime.ts';
+import { openRuntime } from '../runtime/runtime.ts';
 
 
 const HELP = `opencomms ${VERSION} — messaging between AI coding sessions
@@ -52,7 +52,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'demo':
       return demo();
     case 'status': {
-      const rt = new Runtime(project);
+      const rt = openRuntime(project);
       const r = await rt.run({ op: 'operator_status' });
       await rt.close();
       if (values.json) process.stdout.write(`${JSON.stringify(r)}\n`);

@@ -1,4 +1,5 @@
 // The engine's vocabulary: who is calling, what comes out. Host-neutral: adapters translate.
+import type { Archive } from '../protocol/archive.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
 import type { ToolResult } from '../protocol/result.ts';
 
@@ -47,7 +48,7 @@ export type Effect =
 export interface Writes {
   /** Terminal envelopes leaving hot state for the per-channel history log. */
   history?: Envelope[];
-  archive?: unknown;
+  archive?: Archive;
   deleteArchive?: string;
   deleteHistory?: string[];
 }

@@ -8,10 +8,9 @@ import { apply, compactContext, nextDue, pendingRecipients, type Command, type E
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
-import { FileStore, findArchiveByName, findInHistory, listArchives, readArchive, readHistory } from '../store/index.ts';
+import { FileStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
-import { startWatch, type Watch } from './watch.ts';
 import { HISTORY_READ_MAX } from './limits.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
@@ -63,7 +62,6 @@ const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
   prefix === 'ocm' ? newMessageId() : prefix === 'chn' ? newChannelId() : newCorrelationId();
 
 export class Runtime {
-  readonly store: FileStore;
   private readonly delivering = new Set<string>();
   private readonly redrain = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
@@ -75,8 +73,7 @@ export class Runtime {
   /** Settles when every effect started so far has finished (tests, graceful shutdown). */
   private inflight = new Set<Promise<unknown>>();
 
-  constructor(readonly projectDir: string, private readonly opts: RuntimeOptions = {}) {
-    this.store = new FileStore(projectDir);
+  constructor(readonly store: Store, private readonly opts: RuntimeOptions = {}) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? ((line) => process.stderr.write(`[opencomms] ${line}\n`));
   }
@@ -95,7 +92,7 @@ export class Runtime {
         break;
       }
     }
-    if (this.opts.watch && this.opts.driver) this.watcher = await startWatch(this.store.paths, () => this.scan(), this.log);
+    if (this.opts.watch && this.opts.driver) this.watcher = await this.store.watch(() => this.scan(), this.log);
     await this.scan();
   }
 
@@ -105,7 +102,7 @@ export class Runtime {
     this.timer = null;
     await this.watcher?.close();
     await this.settled();
-    this.store.close();
+    await this.store.close();
   }
 
   /** Waits until effects started so far (prompts, commits, re-drains) are done. */
@@ -131,7 +128,6 @@ export class Runtime {
 
   /** Reads that belong outside the lock: history logs and archives are append-only or immutable. */
   private async prepare(cmd: Command): Promise<Command> {
-    const paths = this.store.paths;
     switch (cmd.op) {
       case 'send': {
         const id = cmd.args.reply_to;
@@ -139,13 +135,13 @@ export class Runtime {
         const state = await this.store.peek();
         if (state.messages[id]) return cmd;
         const ch = channelNamed(state, cmd.args.channel);
-        const parent = ch && (await findInHistory(paths, ch.id, id, PARENT_SCAN_LINES));
+        const parent = ch && (await this.store.findInHistory(ch.id, id, PARENT_SCAN_LINES));
         return parent ? { ...cmd, parent } : cmd;
       }
       case 'join': {
         // Joiners of a resumed channel get the archive's compact context, never its messages.
         const ch = channelNamed(await this.store.peek(), cmd.args.channel);
-        const archive = ch?.parent_channel_id ? await readArchive(paths, ch.parent_channel_id) : null;
+        const archive = ch?.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null;
         return archive ? { ...cmd, compact_context: compactContext(archive) } : cmd;
       }
       case 'history':
@@ -153,14 +149,14 @@ export class Runtime {
         const ch = channelNamed(await this.store.peek(), cmd.args.channel);
         if (!ch) return cmd;
         const limit = cmd.op === 'history' ? HISTORY_READ_MAX : MAX_ARCHIVE_MESSAGES;
-        return { ...cmd, logged: await readHistory(paths, ch.id, { limit }) };
+        return { ...cmd, logged: await this.store.history(ch.id, limit) };
       }
       case 'resume_session':
       case 'delete_session':
         return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
       case 'archive': {
         if (cmd.args.mode === undefined || cmd.args.mode === 'list' || cmd.args.mode === '' || cmd.args.mode === null)
-          return { ...cmd, archives: (await listArchives(paths)).archives };
+          return { ...cmd, archives: (await this.store.archives()).archives };
         const a = await this.archiveFor(cmd.args.channel);
         return { ...cmd, archives: a ? [a] : [] };
       }
@@ -172,7 +168,7 @@ export class Runtime {
   private async archiveFor(raw: unknown): Promise<Archive | null> {
     if (typeof raw !== 'string' || !raw.trim()) return null;
     const key = raw.trim();
-    return isArchiveId(key) ? readArchive(this.store.paths, key) : findArchiveByName(this.store.paths, key);
+    return isArchiveId(key) ? this.store.archive(key) : this.store.archiveByName(key);
   }
 
   /** A lock-free read of the current state (a private copy). */
@@ -241,7 +237,7 @@ export class Runtime {
         changed: o.changed,
         result: o,
         history: w?.history,
-        archive: w?.archive as never,
+        archive: w?.archive,
         deleteArchive: w?.deleteArchive,
         deleteHistory: w?.deleteHistory,
       };
@@ -301,3 +297,6 @@ export class Runtime {
     this.timer.unref?.();
   }
 }
+
+/** The edge's way to a runtime: the embedded file store of a project directory. */
+export const openRuntime = (projectDir: string, opts?: RuntimeOptions): Runtime => new Runtime(new FileStore(projectDir), opts);

@@ -1,7 +1,7 @@
 // The store the runtime uses: lock-free reads, locked mutations, and a fast path that skips
 // parse + validation when state.json is still the file this process last read or wrote.
-import { appendHistory, deleteHistory } from './history-log.ts';
-import { deleteArchive, writeArchive, type ArchiveInput } from './archives.ts';
+import { appendHistory, deleteHistory, findInHistory, readHistory } from './history-log.ts';
+import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { loadLockFree, loadLocked } from './load.ts';
 import type { Loaded, LoadOptions } from './load.ts';
 import { withLock } from './lock.ts';
@@ -13,20 +13,10 @@ import type { Pinned } from './state-file.ts';
 import type { AtomicFsOps } from './atomic.ts';
 import { parseState } from '../protocol/schema.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
+import type { MutateOutcome, Store, Watch } from './types.ts';
+import { watchStateFile } from './watch.ts';
 
 const VALIDATE_ON_SAVE = process.env.OPENCOMMS_VALIDATE_SAVE === '1' || process.env.VITEST !== undefined;
-
-export interface MutateOutcome<T> {
-  changed: boolean;
-  result: T;
-  /** Envelopes leaving state.json for the channel history logs (appended before the save). */
-  history?: Envelope[];
-  /** An archive to write before the save (a saved session's messages leave state with it). */
-  archive?: ArchiveInput;
-  /** Files to delete after the save (a deleted session's archive and history log). */
-  deleteArchive?: string;
-  deleteHistory?: string[];
-}
 
 export interface FileStoreOptions {
   /** false = always re-read and re-validate (benchmarks, debugging). */
@@ -44,12 +34,16 @@ interface Cached {
   text?: string;
 }
 
-export class FileStore {
+export class FileStore implements Store {
   readonly paths: StorePaths;
   private cache: Cached | null = null;
 
   constructor(projectDir: string, private readonly options: FileStoreOptions = {}) {
     this.paths = resolvePaths(projectDir);
+  }
+
+  get location(): string {
+    return this.paths.project;
   }
 
   /** Lock-free and fail-closed; takes the lock only to recover a corrupt file or to migrate. */
@@ -113,8 +107,32 @@ export class FileStore {
     });
   }
 
+  watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch> {
+    return watchStateFile(this.paths, onChange, log);
+  }
+
+  history(channelId: string, limit: number): Promise<Envelope[]> {
+    return readHistory(this.paths, channelId, { limit });
+  }
+
+  findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null> {
+    return findInHistory(this.paths, channelId, messageId, maxScan);
+  }
+
+  archive(id: string) {
+    return readArchive(this.paths, id);
+  }
+
+  archiveByName(name: string) {
+    return findArchiveByName(this.paths, name);
+  }
+
+  archives() {
+    return listArchives(this.paths);
+  }
+
   /** Releases the descriptor that pins the cached file. */
-  close(): void {
+  async close(): Promise<void> {
     this.setCache(null);
   }
 
@@ -156,4 +174,3 @@ export class FileStore {
   }
 }
 
-export const createStore = (projectDir: string, options?: FileStoreOptions) => new FileStore(projectDir, options);

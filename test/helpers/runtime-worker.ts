@@ -6,7 +6,7 @@
 //     `hang`, the first prompt never resolves (the crash window between drain and commit).
 import { access } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Runtime } from '../../src/runtime/runtime.ts';
+import { openRuntime } from '../../src/runtime/runtime.ts';
 
 const [mode, project, ...rest] = process.argv.slice(2);
 if (!project) throw new Error('usage: runtime-worker <mode> <project> ...');
@@ -23,7 +23,7 @@ async function barrier(file: string) {
 
 if (mode === 'send') {
   const [sid, channel, count, barrierFile, to] = rest;
-  const rt = new Runtime(project);
+  const rt = openRuntime(project);
   process.stdout.write('ready\n');
   await barrier(barrierFile!);
   let sent = 0;
@@ -38,7 +38,7 @@ if (mode === 'send') {
   const owned = new Set(rest[0]!.split(','));
   const hang = rest[1] === 'hang';
   let prompts = 0;
-  const rt = new Runtime(project, {
+  const rt = openRuntime(project, {
     watch: true,
     log: (l) => process.stderr.write(`${l}\n`),
     driver: {

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { newChannelId } from '../../src/protocol/ids.ts';
 import type { State } from '../../src/protocol/schema.ts';
-import type { MutateOutcome } from '../../src/store/store.ts';
+import type { MutateOutcome } from '../../src/store/index.ts';
 import { ensureDir, resolvePaths, type StorePaths } from '../../src/store/paths.ts';
 import { afterEach, beforeEach } from 'vitest';
 

@@ -6,9 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/engine/index.ts';
-import { Runtime } from '../../src/runtime/runtime.ts';
+import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
-import { readHistory } from '../../src/store/index.ts';
 
 const worker = join(import.meta.dirname, '..', 'helpers', 'runtime-worker.ts');
 let dir: string;
@@ -68,7 +67,7 @@ function start(args: string[]): Child {
 async function envelope(rt: Runtime, id: string): Promise<Envelope> {
   const state = await rt.read();
   if (state.messages[id]) return state.messages[id]!;
-  const logged = await readHistory(rt.store.paths, state.channels.c!.id, { limit: 1000 });
+  const logged = await rt.store.history(state.channels.c!.id, 1000);
   const e = logged.find((x) => x.message_id === id);
   if (!e) throw new Error(`envelope ${id} is neither live nor in the history log`);
   return e;
@@ -78,7 +77,7 @@ const prompts = (c: Child) => c.lines.filter((l) => l.startsWith('{')).map((l) =
 
 describe('runtime across processes', () => {
   it('4 processes sending concurrently to one recipient: every envelope present, FIFO per sender', async () => {
-    const rt = new Runtime(dir);
+    const rt = openRuntime(dir);
     const senders = ['s1', 's2', 's3', 's4'];
     expect((await rt.run({ op: 'create', caller: caller('r', 'pull'), args: { channel: 'c', role: 'R', role_prompt: 'read', rate_limit: 1000 } })).ok).toBe(true);
     for (const s of senders) expect((await rt.run({ op: 'join', caller: caller(s), args: { channel: 'c', role: s.toUpperCase(), role_prompt: 'send' } })).ok).toBe(true);
@@ -105,7 +104,7 @@ describe('runtime across processes', () => {
   }, 60_000);
 
   it('a process killed between drain and commit: the next start re-queues and delivers once, FIFO kept', async () => {
-    const rt = new Runtime(dir);
+    const rt = openRuntime(dir);
     await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
     await rt.run({ op: 'join', caller: caller('p'), args: { channel: 'c', role: 'P', role_prompt: 'receive' } });
     const sent: string[] = [];
@@ -136,7 +135,7 @@ describe('runtime across processes', () => {
   }, 60_000);
 
   it("a recipient owned by process B gets mail sent from process A without B being poked", async () => {
-    const rt = new Runtime(dir); // process A: no driver, owns nobody
+    const rt = openRuntime(dir); // process A: no driver, owns nobody
     await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
     await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'receive' } });
     const owner = start(['owner', dir, 'b']);

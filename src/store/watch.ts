@@ -4,14 +4,18 @@
 // coalesced into one follow-up scan instead.
 import { watch } from 'chokidar';
 import { basename } from 'node:path';
-import type { StorePaths } from '../store/index.ts';
-import { RESCAN_INTERVAL_MS, WATCH_TRAILING_MS } from './limits.ts';
+import type { StorePaths } from './paths.ts';
+import type { Watch } from './types.ts';
 
-export interface Watch {
-  close(): Promise<void>;
-}
+/** Safety-net rescan of state.json for mail a missed watch event left behind (FEATURES.md's
+ *  polling fallback interval). A rescan of a state this process already holds costs one stat. */
+export const RESCAN_INTERVAL_MS = 500;
 
-export async function startWatch(paths: StorePaths, onChange: () => Promise<void>, log: (l: string) => void): Promise<Watch> {
+/** A trailing scan after each watch event, just past chokidar's 5 ms per-file throttle, which
+ *  drops (never delays) a second change inside that window. */
+export const WATCH_TRAILING_MS = 10;
+
+export async function watchStateFile(paths: StorePaths, onChange: () => Promise<void>, log: (l: string) => void): Promise<Watch> {
   let running: Promise<void> | null = null;
   let again = false;
   const fire = () => {

@@ -1,0 +1,49 @@
+// The store behind the runtime, as one small interface (pg-boss keeps its database behind one the
+// same way): the engine and runtime never name a file. `FileStore` (state.json under a file lock)
+// is the embedded default, `MemoryStore` serves tests, and a networked store (row locks for drains,
+// LISTEN/NOTIFY for wake) implements the same methods later. Only the edges build a concrete store.
+import type { Archive } from '../protocol/archive.ts';
+import type { Envelope, State } from '../protocol/schema.ts';
+import type { InvalidFile } from './archives.ts';
+
+export interface MutateOutcome<T> {
+  changed: boolean;
+  result: T;
+  /** Envelopes leaving live state for the channel history logs (written before the state). */
+  history?: Envelope[];
+  /** An archive to write before the state (a saved session's messages leave state with it). */
+  archive?: Archive;
+  /** Removed after the state is written (a deleted session's archive and history log). */
+  deleteArchive?: string;
+  deleteHistory?: string[];
+}
+
+export interface Watch {
+  close(): Promise<void>;
+}
+
+export interface Store {
+  /** Where the state lives, for logs and operator output. */
+  readonly location: string;
+  /** A private copy of the current state; fail-closed (refusals are thrown as RefusalError). */
+  read(): Promise<State>;
+  /** The current state without a copy where possible: the caller must not change it. */
+  peek(): Promise<Readonly<State>>;
+  /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a
+   *  change, and nothing at all if it throws. */
+  mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T>;
+  /** Calls `onChange` (never concurrently with itself) whenever another process may have changed
+   *  the state; resolves once watching. */
+  watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch>;
+  /** A channel's envelopes that left live state, newest first, one per message id. */
+  history(channelId: string, limit: number): Promise<Envelope[]>;
+  /** One envelope of a channel's history by id, among the newest `maxScan`. */
+  findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null>;
+  /** An archive by channel id (null for a bad id, a missing or an invalid one). */
+  archive(id: string): Promise<Archive | null>;
+  /** The newest archive whose name matches case-insensitively. */
+  archiveByName(name: string): Promise<Archive | null>;
+  /** Every valid archive, newest first, and the invalid ones (doctor reports them). */
+  archives(): Promise<{ archives: Archive[]; invalid: InvalidFile[] }>;
+  close(): Promise<void>;
+}
