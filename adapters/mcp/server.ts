@@ -6,7 +6,9 @@ import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotoco
 import * as z from 'zod';
 import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
-import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
+import { channelNamed } from '../../src/engine/lookup.ts';
+import type { State } from '../../src/protocol/schema.ts';
+import { rosterGate } from '../../src/runtime/gates.ts';
 import { VERSION } from '../../src/version.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../src/runtime/worktree.ts';
@@ -55,12 +57,7 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
     if (!found) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
     const tool = found.def;
     const args = validate(tool, found.schema, req.params.arguments ?? {});
-    try {
-      return asToolResult(await call(rt, tool, args, opts.pin, ctx));
-    } catch (e) {
-      log(`internal error in ${tool.name}: ${(e as Error).stack ?? e}`);
-      throw new McpError(ErrorCode.InternalError, 'Internal error (details on the server log).');
-    }
+    return asToolResult(await call(rt, tool, args, opts.pin, ctx));
   });
   return server;
 }
@@ -77,22 +74,20 @@ function validate(tool: ToolDef, schema: z.ZodType, raw: Record<string, unknown>
   return parsed.data as Record<string, unknown>; // unknown keys (any identity-like ones included) are dropped, never obeyed
 }
 
+const identityNotMember = () =>
+  refuse('identity_not_member', 'Your pinned member id is on no channel roster (kicked, disconnected or reset). Join a channel again with opencomms_join.');
+
 /** The identity gate of §7.2, then the engine. */
 async function call(rt: Runtime, tool: ToolDef, args: Record<string, unknown>, pin: string | null, ctx: (pin: string) => ToolContext): Promise<ToolResult> {
   if (!pin)
     return refuse('identity_unpinned', 'This MCP server has no member identity (OPENCOMMS_MEMBER_ID is unset, blank or malformed). The operator must set it in this server\'s config; arguments can never supply an identity.');
-  // delete_session is roster-free only for a saved session (it checks the archived roster); on a
-  // live channel it is gated like every other tool (§7.2).
-  if (!tool.bootstrap || tool.name === 'opencomms_delete_session') {
-    const state = await rt.peek();
-    const live = onLiveRoster(state, pin);
-    const ch = channelNamed(state, args.channel);
-    const tombstone = ch !== undefined && ch.lifecycle !== 'active';
-    const archiveOnly = tool.bootstrap === true && ch?.lifecycle !== 'active';
-    if (!live && !tombstone && !archiveOnly)
-      return refuse('identity_not_member', 'Your pinned member id is on no channel roster (kicked, disconnected or reset). Join a channel again with opencomms_join.');
-  }
-  return rt.run(tool.command(args, ctx(pin)));
+  // Bootstrap tools need no live roster; delete_session is one only for a saved session (it
+  // checks the archived roster): on a live channel it is gated like every other tool.
+  const gate = (state: Readonly<State>) => {
+    if (tool.bootstrap && (tool.name !== 'opencomms_delete_session' || channelNamed(state, args.channel)?.lifecycle !== 'active')) return null;
+    return rosterGate(state, pin, args.channel, identityNotMember);
+  };
+  return rt.run(tool.command(args, ctx(pin)), gate);
 }
 
 export async function runMcpServer(o: McpOptions): Promise<number> {

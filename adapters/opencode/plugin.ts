@@ -7,7 +7,8 @@ import { BATCH_SEPARATOR } from '../../src/framing.ts';
 import { ROLE_HEADER, CROSS_SERVER_FALLBACK_MS } from '../../src/protocol/limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
-import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
+import { onLiveRoster } from '../../src/engine/lookup.ts';
+import { rosterGate } from '../../src/runtime/gates.ts';
 import { openRuntime, processAlive, type Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../src/runtime/worktree.ts';
 import { toolsFor, type ToolDef } from '../tools.ts';
@@ -96,8 +97,9 @@ class Instance {
   async markLocal(sid: string) {
     if (this.local.has(sid)) return;
     this.local.add(sid);
-    const state = await this.runtime.peek();
-    if (onLiveRoster(state, sid)) await this.runtime.run({ op: 'claim', session: sid });
+    // An unreadable state (incompatible, busy) is answered by the tool call itself, as a refusal.
+    const state = await this.runtime.peek().catch(() => null);
+    if (state && onLiveRoster(state, sid)) await this.runtime.run({ op: 'claim', session: sid });
   }
 
   setStatus(sid: string, s: 'idle' | 'busy') {
@@ -169,20 +171,16 @@ class Instance {
       }
       if (r.data?.parentID) return refuse('child_session', 'Only root sessions may link. Use the parent session.');
     }
-    if (def.linked) {
-      const state = await this.runtime.peek();
-      const named = channelNamed(state, args.channel);
-      const tomb = named !== undefined && named.lifecycle !== 'active';
-      if (!tomb && !onLiveRoster(state, sid))
-        return refuse('not_linked', 'This session is in no OpenComms channel. Create or join one first.');
-    }
+    const gate = def.linked ? (state: Readonly<State>) => rosterGate(state, sid, args.channel, notLinked) : undefined;
     const actor = { sid, project_id: this.projectId, worktree: this.worktree };
-    const result = await this.runtime.run(def.command(args, { pin: sid, caller: () => this.caller(sid), actor }));
+    const result = await this.runtime.run(def.command(args, { pin: sid, caller: () => this.caller(sid), actor }), gate);
     if (result.ok && def.name === 'opencomms_send')
       this.fallback((result.data as { recipients: Array<{ session_id: string; delivery_mode: string }> }).recipients);
     return result;
   }
 }
+
+const notLinked = () => refuse('not_linked', 'This session is in no OpenComms channel. Create or join one first.');
 
 const memberships = (state: State, sid: string) =>
   Object.values(state.channels).flatMap((ch) =>
@@ -222,7 +220,8 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
     'experimental.chat.system.transform': async (i: { sessionID?: string }, out: { system: string[] }) => {
       if (!i.sessionID) return;
       await it.markLocal(i.sessionID);
-      const state = await it.runtime.peek();
+      const state = await it.runtime.peek().catch(() => null);
+      if (!state) return;
       for (const { ch, m } of memberships(state, i.sessionID))
         out.system.push(`${ROLE_HEADER}\nYou are ${m.role} in the OpenComms channel "${ch.name}".\n${m.role_prompt}`);
     },
@@ -239,8 +238,8 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
       const st = event.type === 'session.idle' ? 'idle' : event.type === 'session.status' ? p.status?.type : undefined;
       if (st === 'idle') {
         it.setStatus(sid, 'idle');
-        const state = await it.runtime.peek();
-        if (memberships(state, sid).some(({ m }) => m.stale)) await it.runtime.run({ op: 'clear_stale', session: sid });
+        const state = await it.runtime.peek().catch(() => null);
+        if (state && memberships(state, sid).some(({ m }) => m.stale)) await it.runtime.run({ op: 'clear_stale', session: sid });
         it.runtime.wake(sid);
       } else if (st === 'busy' || st === 'retry') it.setStatus(sid, 'busy');
     },

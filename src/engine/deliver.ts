@@ -2,7 +2,7 @@
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
 import type { Hold } from '../../machines/index.ts';
-import { frameBatch, frameEnvelope, UNTRUSTED_NOTICE } from '../framing.ts';
+import { frameBatch, frameEnvelope, unframeable, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
@@ -74,6 +74,23 @@ function settleQueue(state: State, rid: string, now: number): boolean {
   return changed;
 }
 
+/** An envelope whose header the framer refuses (only a tampered state holds one) is rejected with
+ *  an error instead of stopping the recipient's mail. The error names no field value: the value
+ *  is what could not be shown safely. */
+function rejectUnframeable(state: State, e: Envelope, ch: Channel, now: number): boolean {
+  const bad = unframeable(e, ch.name);
+  if (!bad) return false;
+  stepEnvelope(e, { type: 'REJECT', now });
+  recordError(state, {
+    at: now,
+    reason: 'unsafe_header',
+    channel_id: ch.id,
+    session_id: e.recipient_session_id,
+    message: `An envelope was rejected instead of delivered: ${bad.message}. The state file was edited outside OpenComms.`,
+  });
+  return true;
+}
+
 export interface DrainOptions {
   /** A hold the host knows and the file does not: busy, not the owner, ineligible. */
   hold?: Hold | null;
@@ -113,6 +130,10 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
         effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });
     }
     if (line !== 'delivering' || budgetLeft(ch) < 1) continue;
+    if (rejectUnframeable(state, e, ch, env.now)) {
+      taken.add(id);
+      continue;
+    }
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
     if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: windowOf(member) }) !== 'in_flight') continue;
     (state.delivered_to[id] ??= []).includes(rid) || state.delivered_to[id]!.push(rid);
@@ -122,6 +143,8 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
   if (taken.size) {
     setQueue(state, rid, q.filter((id) => !taken.has(id)));
     changed = true;
+  }
+  if (batch.length) {
     const member = placement(state, batch[0]!)!.member;
     effects.push({
       type: 'Prompt',
@@ -136,7 +159,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
   const history = enforceRetention(state, env.now);
   return done(
     state,
-    ok(taken.size ? `Drained ${taken.size} envelope(s) for ${rid}.` : `Nothing to hand over to ${rid} now.`, {
+    ok(batch.length ? `Drained ${batch.length} envelope(s) for ${rid}.` : `Nothing to hand over to ${rid} now.`, {
       message_ids: batch.map((e) => e.message_id),
       remaining: (state.queues[rid] ?? []).length,
     }),
@@ -282,8 +305,9 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     let a = allowance.get(ch.id);
     if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
     if (a.handed >= a.left) continue;
-    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: windowOf(member) });
     taken.add(id);
+    if (rejectUnframeable(state, e, ch, env.now)) continue;
+    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: windowOf(member) });
     if (status !== 'delivered') continue;
     a.handed++;
     (state.delivered_to[id] ??= []).includes(sid) || state.delivered_to[id]!.push(sid);

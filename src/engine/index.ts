@@ -30,7 +30,7 @@ export type Command =
   | { op: 'disconnect'; sid: string; args: Ch }
   | { op: 'kick'; caller: string | { operator: true }; args: KickArgs }
   | { op: 'timer'; sid: string; args: TimerArgs }
-  | { op: 'save_session'; actor: Actor; args: Ch & { summary?: unknown }; logged?: Envelope[] }
+  | { op: 'save_session'; actor: Actor; args: Ch & { summary?: unknown }; logged?: Envelope[]; loggedIds?: ReadonlySet<string> }
   | { op: 'resume_session'; actor: Actor; args: Ch & { new_name?: unknown }; archive: Archive | null }
   | { op: 'delete_session'; actor: Actor; args: Ch & { confirm?: unknown }; archive: Archive | null }
   | { op: 'archive'; actor: Actor; args: { channel?: unknown; mode?: unknown; limit?: unknown }; archives: Archive[] }
@@ -58,7 +58,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'disconnect': return disconnect(state, cmd.sid, cmd.args, env);
     case 'kick': return kick(state, cmd.caller, cmd.args, env);
     case 'timer': return timer(state, cmd.sid, cmd.args, env);
-    case 'save_session': return save(state, cmd.actor, cmd.args, cmd.logged ?? [], env);
+    case 'save_session': return save(state, cmd.actor, cmd.args, cmd.logged ?? [], env, cmd.loggedIds);
     case 'resume_session': return resume(state, cmd.actor, cmd.args, cmd.archive, env);
     case 'delete_session': return deleteSession(state, cmd.actor, cmd.args, cmd.archive, env);
     case 'archive': return archiveRead(state, cmd.actor, cmd.args, cmd.archives);

@@ -7,7 +7,7 @@ import {
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import { capabilitiesFor, ChannelSchema, stalePolicyFor, type Channel, type Member, type State } from '../protocol/schema.ts';
 import {
-  findMember, invalidChannelName, invalidRole, isSentinelProject, lookupChannel, normaliseChannelName, normaliseRole,
+  findMember, invalidChannelName, invalidRole, isSentinelProject, liveChannel, normaliseChannelName, normaliseRole,
   tombstoneRefusal,
 } from './lookup.ts';
 import type { Caller, Env, Outcome } from './types.ts';
@@ -127,10 +127,9 @@ export interface JoinArgs {
 export function join(state: State, caller: Caller, args: JoinArgs, env: Env, compactContext?: string): Outcome {
   const role = normaliseRole(args.role);
   if (role === null) return refused(state, invalidRole());
-  const found = lookupChannel(state, args.channel);
+  const found = liveChannel(state, args.channel);
   if ('refusal' in found) return refused(state, found.refusal);
   const { ch } = found;
-  if (ch.lifecycle !== 'active') return refused(state, tombstoneRefusal(ch));
   if (contextMissing(caller))
     return refused(state, refuse('context_missing', 'The adapter supplied no session, project or worktree; report an adapter fault.'));
   const empty = ch.members.length === 0;

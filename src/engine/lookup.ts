@@ -51,23 +51,30 @@ export function tombstoneRefusal(ch: Channel): Refusal {
 export const channelNotFound = (name: string) =>
   refuse('channel_not_found', `No channel "${name}" in this project. Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree.`);
 
-/** An existing channel (live or tombstone) by raw name, or the refusal for a bad/missing name. */
-export function lookupChannel(state: State, raw: unknown): { ch: Channel } | { refusal: Refusal } {
-  const name = normaliseChannelName(raw);
-  if (name === null) return { refusal: invalidChannelName() };
-  const ch = state.channels[name];
-  return ch ? { ch } : { refusal: channelNotFound(name) };
+/** A caller's own channel argument as shown back to it: trimmed, lowercased, cut to a name's length. */
+export const shownName = (raw: unknown) => (typeof raw === 'string' ? raw.trim().toLowerCase().slice(0, MAX_CHANNEL_NAME) : '');
+
+/** An existing channel (live or tombstone) by raw name. A name no channel has is
+ *  `channel_not_found` whatever its spelling: only create and resume judge a new name's shape. */
+export function lookupChannel(state: Readonly<State>, raw: unknown): { ch: Channel } | { refusal: Refusal } {
+  const ch = channelNamed(state, raw);
+  return ch ? { ch } : { refusal: channelNotFound(shownName(raw)) };
+}
+
+/** channel_not_found → lifecycle_refused: an active channel by raw name. */
+export function liveChannel(state: Readonly<State>, raw: unknown): { ch: Channel } | { refusal: Refusal } {
+  const found = lookupChannel(state, raw);
+  if ('refusal' in found) return found;
+  return found.ch.lifecycle === 'active' ? found : { refusal: tombstoneRefusal(found.ch) };
 }
 
 /** channel_not_found → lifecycle_refused → not_member, the shared prefix of channel-scoped calls. */
 export function memberChannel(state: State, raw: unknown, sid: string): { ch: Channel; me: Member } | { refusal: Refusal } {
-  const found = lookupChannel(state, raw);
+  const found = liveChannel(state, raw);
   if ('refusal' in found) return found;
-  const { ch } = found;
-  if (ch.lifecycle !== 'active') return { refusal: tombstoneRefusal(ch) };
-  const me = findMember(ch, sid);
-  if (!me) return { refusal: refuse('not_member', `You are not a member of channel "${ch.name}". Join it first, or use a channel you belong to.`) };
-  return { ch, me };
+  const me = findMember(found.ch, sid);
+  if (!me) return { refusal: refuse('not_member', `You are not a member of channel "${found.ch.name}". Join it first, or use a channel you belong to.`) };
+  return { ch: found.ch, me };
 }
 
 export const channelById = (state: State, id: string): Channel | undefined =>

@@ -1,5 +1,5 @@
 // status, inbox, history: reads that change nothing (FEATURES.md §3.2, §3.5, §5.6).
-import { frameContent, UNTRUSTED_NOTICE } from '../framing.ts';
+import { frameContent, headerFieldProblem, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT, STATUS_ERRORS_SHOWN } from '../protocol/limits.ts';
 import { ok } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
@@ -18,7 +18,7 @@ export const messageView = (e: Envelope) => ({
   message_type: e.message_type,
   content: frameContent(e.content),
   timestamp: e.timestamp,
-  reply_to: e.reply_to,
+  reply_to: e.reply_to !== null && headerFieldProblem(e.reply_to) === null ? e.reply_to : null,
   hop_count: e.hop_count,
   delivery_status: e.delivery_status,
 });
@@ -34,7 +34,9 @@ export const receipt = (e: Envelope) => ({
   transitions: e.transitions.map(([event, to, at]) => ({ event, to, at })),
 });
 
-export function channelSummary(state: State, ch: Channel, now: number) {
+/** `forAgent`: the session description a member wrote reaches other agents framed as peer text;
+ *  the operator (CLI, console) sees it as written. */
+export function channelSummary(state: State, ch: Channel, now: number, forAgent = false) {
   const envs = envelopesOf(state, ch);
   const pendingOf = (sid: string) => envs.filter((e) => e.recipient_session_id === sid && e.delivery_status === 'pending').length;
   return {
@@ -42,7 +44,7 @@ export function channelSummary(state: State, ch: Channel, now: number) {
     name: ch.name,
     lifecycle: ch.lifecycle,
     paused: ch.paused,
-    description: ch.description,
+    description: ch.description !== null && forAgent ? frameContent(ch.description) : ch.description,
     parent_channel_id: ch.parent_channel_id,
     coordinator_session_id: ch.members[0]?.session_id ?? null,
     max_members: ch.max_members,
@@ -65,9 +67,10 @@ export function channelSummary(state: State, ch: Channel, now: number) {
   };
 }
 
-function report(state: State, channels: Channel[], now: number, errorVisible: (e: State['errors'][number]) => boolean) {
-  const summaries = channels.map((c) => channelSummary(state, c, now));
+function report(state: State, channels: Channel[], now: number, errorVisible: (e: State['errors'][number]) => boolean, forAgent: boolean) {
+  const summaries = channels.map((c) => channelSummary(state, c, now, forAgent));
   return {
+    ...(forAgent ? { untrusted_notice: UNTRUSTED_NOTICE } : {}),
     channels: summaries,
     total_messages: summaries.reduce((a, c) => a + c.total_messages, 0),
     pending_messages: summaries.reduce((a, c) => a + c.pending_messages, 0),
@@ -83,14 +86,14 @@ export function status(state: State, sid: string, args: { channel?: unknown }, n
     mine = mine.filter((c) => c.name === name);
   }
   const ids = new Set(mine.map((c) => c.id));
-  const data = report(state, mine, now, (e) => (e.channel_id !== undefined && ids.has(e.channel_id)) || e.session_id === sid);
+  const data = report(state, mine, now, (e) => (e.channel_id !== undefined && ids.has(e.channel_id)) || e.session_id === sid, true);
   return answered(state, ok(`${data.channels.length} channel(s), ${data.pending_messages} pending.`, data));
 }
 
 /** The operator's status: every live channel and every error. */
 export function operatorStatus(state: State, now: number): Outcome {
   const live = Object.values(state.channels).filter((c) => c.lifecycle === 'active');
-  const data = report(state, live, now, () => true);
+  const data = report(state, live, now, () => true, false);
   return answered(state, ok(`${data.channels.length} channel(s), ${data.pending_messages} pending.`, data));
 }
 

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import {
   MAX_CONTENT_CHARS, MAX_DESCRIPTION_CHARS, MAX_PROCESSED_CORRELATIONS, MESSAGE_TYPES,
 } from '../protocol/limits.ts';
+import { MESSAGE_ID_RE } from '../protocol/ids.ts';
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { memberChannel, memberLabel } from './lookup.ts';
@@ -12,6 +13,9 @@ import { enforceRetention } from './retention.ts';
 import { switchClockTo } from './timer.ts';
 import { acceptedEnvelope, stepChannel } from './transitions.ts';
 import type { Env, Outcome } from './types.ts';
+
+/** How much of a caller's `to` is echoed back in a refusal: a role or id is at most 64 chars. */
+const MAX_ECHOED_CHARS = 64;
 
 export interface SendArgs {
   channel: unknown;
@@ -56,7 +60,7 @@ export function resolveRecipients(ch: Channel, me: Member, to: unknown, broadcas
   if (typeof to === 'string' && to.trim() !== '') {
     const key = to.trim();
     const hit = others.find((m) => m.session_id === key) ?? others.find((m) => m.role.toLowerCase() === key.toLowerCase());
-    if (!hit) return refuse('recipient_not_found', `No other member matches "${key}". Use one of: ${roster.members.join(', ') || '(none)'}.`, roster);
+    if (!hit) return refuse('recipient_not_found', `No other member matches "${key.slice(0, MAX_ECHOED_CHARS)}". Use one of: ${roster.members.join(', ') || '(none)'}.`, roster);
     if (hit.stale) return refuse('recipient_stale', `${memberLabel(hit)} is stale (its session is gone). Ask the operator to repair the channel, or wait for it to rejoin.`, roster);
     return [hit];
   }
@@ -86,11 +90,15 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
   const type = args.type === undefined || args.type === null ? 'manual' : args.type;
   if (typeof type !== 'string' || !(MESSAGE_TYPES as readonly string[]).includes(type))
     return refused(state, refuse('invalid_message_type', `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`, { valid_types: [...MESSAGE_TYPES] }));
+  const replyTo = args.reply_to === undefined || args.reply_to === null || args.reply_to === '' ? null : args.reply_to;
+  // reply_to is written into the frame header of every recipient, outside the markers: only a
+  // message id may go there (an unknown but well-formed id still starts a new chain, SND-5).
+  if (replyTo !== null && (typeof replyTo !== 'string' || !MESSAGE_ID_RE.test(replyTo)))
+    return refused(state, refuse('invalid_argument', 'reply_to must be the message_id you are answering (ocm_ followed by 32 hex digits), or omitted.', { field: 'reply_to' }));
   const recipients = resolveRecipients(ch, me, args.to, args.broadcast === true);
   if (!Array.isArray(recipients)) return refused(state, recipients);
 
-  const parent =
-    typeof args.reply_to === 'string' ? (state.messages[args.reply_to] ?? (logged?.message_id === args.reply_to ? logged : undefined)) : undefined;
+  const parent = replyTo === null ? undefined : (state.messages[replyTo] ?? (logged?.message_id === replyTo ? logged : undefined));
   const inChain = parent !== undefined && parent.channel_id === ch.id;
   const hop = inChain ? parent.hop_count + 1 : 0;
   const gate = stepChannel(ch, { type: 'SEND', now: env.now, hop, content_key: contentKey(sid, content) });
@@ -114,7 +122,7 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
       recipient_role: r.role,
       message_type: type,
       content,
-      reply_to: typeof args.reply_to === 'string' && args.reply_to ? args.reply_to : null,
+      reply_to: replyTo,
       hop_count: hop,
       correlation_id: correlation,
       root_message_id: root,

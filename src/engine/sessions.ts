@@ -1,7 +1,7 @@
 // Saved sessions: save, resume, delete, archive reads (FEATURES.md §2.3, §2.6, §5.10).
 // Archives are read by the shell and passed in; an archive to write comes back in `writes`, and
 // the store writes it before it saves the tombstone, so a crash never loses the saved messages.
-import { UNTRUSTED_NOTICE } from '../framing.ts';
+import { frameContent, frameWritten, UNTRUSTED_NOTICE } from '../framing.ts';
 import { messageView } from './reads.ts';
 import type { Archive } from '../protocol/archive.ts';
 import {
@@ -12,7 +12,7 @@ import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
 import { newChannel } from './link.ts';
-import { channelNotFound, findMember, invalidChannelName, memberChannel, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
+import { channelNotFound, findMember, invalidChannelName, liveChannel, memberChannel, normaliseChannelName, shownName, tombstoneRefusal } from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
 import { forget } from './retention.ts';
 import { stepChannel, stepEnvelope } from './transitions.ts';
@@ -23,23 +23,24 @@ const isOperator = (a: Actor): a is Extract<Actor, { operator: true }> => 'opera
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function generatedSummary(ch: Channel, messages: Envelope[]): string {
+/** `count` = every message of the session; `messages` = the newest of them, oldest first. */
+function generatedSummary(ch: Channel, messages: Envelope[], count: number): string {
   if (!messages.length) return `Channel "${ch.name}" with ${ch.members.map((m) => m.role).join(', ') || 'no members'}; no messages.`;
   const roles = [...new Set(messages.map((m) => m.sender_role))];
   const last = messages.at(-1)!;
-  return `${messages.length} message(s) on "${ch.name}" between ${roles.join(', ')}, from ${iso(messages[0]!.timestamp)} to ${iso(last.timestamp)}; last from ${last.sender_role}.`;
+  return `${count} message(s) on "${ch.name}" between ${roles.join(', ')}, from ${iso(messages[0]!.timestamp)} to ${iso(last.timestamp)}; last from ${last.sender_role}.`;
 }
 
+/** What joiners of a resumed channel (and `mode=summary`) read. The summary and the final note
+ *  were written by members of the saved session, so they reach agents framed as peer text. */
 export function compactContext(a: Archive): string {
+  const written = [`Summary: ${a.summary}`, a.final_state_note ? `Final state: ${a.final_state_note}` : ''].filter(Boolean).join('\n');
   return [
     `OpenComms resumed session "${a.name}" (saved ${iso(a.saved_at)}).`,
     `Roles: ${a.members.map((m) => m.role).join(', ') || '(none)'}.`,
-    `Summary: ${a.summary}`,
-    a.final_state_note ? `Final state: ${a.final_state_note}` : '',
     `Messages archived: ${a.message_count}. Use opencomms_archive mode=messages channel=${a.channel_id} for more.`,
-  ]
-    .filter(Boolean)
-    .join('\n');
+    frameWritten(written, `members of the saved session "${a.name}"`),
+  ].join('\n');
 }
 
 /** Live envelopes of a channel (hot state) merged with its logged history, oldest first. */
@@ -64,18 +65,21 @@ function purge(state: State, ch: Channel, now: number, reject: boolean) {
 }
 
 function channelFor(state: State, actor: Actor, raw: unknown): { ch: Channel } | { refusal: Refusal } {
-  if (isOperator(actor)) {
-    const name = normaliseChannelName(raw);
-    if (name === null) return { refusal: invalidChannelName() };
-    const ch = state.channels[name];
-    if (!ch) return { refusal: channelNotFound(name) };
-    return ch.lifecycle === 'active' ? { ch } : { refusal: tombstoneRefusal(ch) };
-  }
+  if (isOperator(actor)) return liveChannel(state, raw);
   const scoped = memberChannel(state, raw, actor.sid);
   return 'refusal' in scoped ? scoped : { ch: scoped.ch };
 }
 
-export function save(state: State, actor: Actor, args: { channel: unknown; summary?: unknown }, logged: Envelope[], env: Env): Outcome {
+/** `logged` = the newest logged envelopes (the archive keeps at most MAX_ARCHIVE_MESSAGES);
+ *  `loggedIds` = every id in the channel's log, so message_count counts the whole session. */
+export function save(
+  state: State,
+  actor: Actor,
+  args: { channel: unknown; summary?: unknown },
+  logged: Envelope[],
+  env: Env,
+  loggedIds: ReadonlySet<string> = new Set(logged.map((e) => e.message_id)),
+): Outcome {
   const found = channelFor(state, actor, args.channel);
   if ('refusal' in found) return refused(state, found.refusal);
   const { ch } = found;
@@ -84,8 +88,10 @@ export function save(state: State, actor: Actor, args: { channel: unknown; summa
     return refused(state, refuse('summary_too_large', `The summary has ${given.length} chars; the limit is ${MAX_SUMMARY_CHARS}. Shorten it.`));
   const all = channelMessages(state, ch, logged);
   const messages = all.slice(-MAX_ARCHIVE_MESSAGES);
+  const hotOnly = Object.values(state.messages).filter((e) => e.channel_id === ch.id && !loggedIds.has(e.message_id)).length;
+  const messageCount = loggedIds.size + hotOnly;
   const me = isOperator(actor) ? null : findMember(ch, actor.sid)!;
-  const summary = given || generatedSummary(ch, all);
+  const summary = given || generatedSummary(ch, all, messageCount);
   const archive: Archive = {
     schema: 1,
     channel_id: ch.id,
@@ -99,7 +105,7 @@ export function save(state: State, actor: Actor, args: { channel: unknown; summa
     saved_at: env.now,
     saved_by: me?.session_id ?? null,
     saved_by_role: me?.role ?? null,
-    message_count: all.length,
+    message_count: messageCount,
     messages,
     final_state_note: (all.at(-1)?.content ?? '').slice(0, FINAL_NOTE_CHARS),
   };
@@ -107,9 +113,9 @@ export function save(state: State, actor: Actor, args: { channel: unknown; summa
   stepChannel(ch, { type: 'SAVE', now: env.now });
   return done(
     state,
-    ok(`Saved "${ch.name}" (${all.length} messages). Resume it with opencomms_resume_session channel=${ch.name}.`, {
+    ok(`Saved "${ch.name}" (${messageCount} messages). Resume it with opencomms_resume_session channel=${ch.name}.`, {
       archive_id: ch.id,
-      message_count: all.length,
+      message_count: messageCount,
       summary,
     }),
     [],
@@ -175,7 +181,7 @@ export function deleteSession(
     return refused(state, refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with confirm=true.'));
   const name = normaliseChannelName(args.channel);
   const ch = name === null ? undefined : state.channels[name];
-  if (!ch && !archive) return refused(state, name === null ? archiveNotFound() : channelNotFound(name));
+  if (!ch && !archive) return refused(state, channelNotFound(shownName(args.channel)));
   if (ch?.lifecycle === 'deleted') return refused(state, tombstoneRefusal(ch));
   if (ch?.lifecycle === 'active') {
     if (!isOperator(actor) && !findMember(ch, actor.sid))
@@ -195,11 +201,12 @@ export function deleteSession(
   });
 }
 
-export function archiveSummary(a: Archive) {
+/** `forAgent`: the description a member wrote reaches other agents framed as peer text. */
+export function archiveSummary(a: Archive, forAgent = false) {
   return {
     archive_id: a.channel_id,
     name: a.name,
-    description: a.description,
+    description: a.description !== null && forAgent ? frameContent(a.description) : a.description,
     saved_at: a.saved_at,
     saved_by_role: a.saved_by_role,
     message_count: a.message_count,
@@ -217,8 +224,8 @@ export function archiveRead(
   const mode = args.mode === undefined || args.mode === null || args.mode === '' ? 'list' : args.mode;
   const visible = (a: Archive) => isOperator(actor) || inRoster(a, actor.sid);
   if (mode === 'list') {
-    const list = archives.filter(visible).map(archiveSummary);
-    return answered(state, ok(`${list.length} saved session(s).`, { archives: list }));
+    const list = archives.filter(visible).map((a) => archiveSummary(a, !isOperator(actor)));
+    return answered(state, ok(`${list.length} saved session(s).`, { archives: list, untrusted_notice: UNTRUSTED_NOTICE }));
   }
   if (mode !== 'summary' && mode !== 'messages')
     return refused(state, refuse('invalid_argument', 'mode must be list, summary or messages.', { field: 'mode' }));

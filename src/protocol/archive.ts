@@ -1,13 +1,14 @@
 // A saved session's archive, `archives/<channel_id>.json` (FEATURES.md §2.6).
 import * as z from 'zod';
-import { ARCHIVE_ID_RE } from './ids.ts';
-import { MAX_ARCHIVE_MESSAGES, MAX_SUMMARY_CHARS } from './limits.ts';
+import { ARCHIVE_ID_RE, CHANNEL_NAME_RE } from './ids.ts';
+import { MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME, MAX_SUMMARY_CHARS } from './limits.ts';
 import { EnvelopeSchema, MemberSchema } from './schema.ts';
 
 export const ArchiveSchema = z.looseObject({
   schema: z.literal(1),
   channel_id: z.string().regex(ARCHIVE_ID_RE),
-  name: z.string(),
+  /** A channel name: it is shown to agents and matched by name, so a tampered one is refused. */
+  name: z.string().max(MAX_CHANNEL_NAME).regex(CHANNEL_NAME_RE),
   parent_channel_id: z.string().nullable().default(null),
   description: z.string().nullable().default(null),
   summary: z.string().max(MAX_SUMMARY_CHARS),

@@ -6,7 +6,7 @@ import type { Hold } from '../../machines/index.ts';
 import { channelNamed } from '../engine/lookup.ts';
 import { apply, compactContext, nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
-import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
+import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
 import { FileStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
@@ -110,9 +110,15 @@ export class Runtime {
     while (this.inflight.size) await Promise.allSettled([...this.inflight]);
   }
 
-  /** One command as a ToolResult: refusals and faults are data, never a throw. */
-  async run(cmd: Command): Promise<ToolResult> {
+  /** One command as a ToolResult: refusals and faults are data, never a throw. `gate` is an
+   *  adapter's pre-check on the current state (its identity or roster rule); a state that cannot
+   *  be read (incompatible, unreadable, busy) is a refusal there too, not a fault. */
+  async run(cmd: Command, gate?: (state: Readonly<State>) => Refusal | null): Promise<ToolResult> {
     try {
+      if (gate) {
+        const refusal = gate(await this.store.peek());
+        if (refusal) return refusal;
+      }
       const prepared = await this.prepare(cmd);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
       if (READ_ONLY.has(cmd.op)) return apply((await this.store.peek()) as State, prepared, this.env()).result;
@@ -121,9 +127,22 @@ export class Runtime {
       return out.result;
     } catch (e) {
       if (e instanceof RefusalError) return e.refusal;
-      this.log(`internal error in ${cmd.op}: ${(e as Error).stack ?? e}`);
-      return refuse('internal_error', 'Unexpected fault (logged). Retry once, then report it.');
+      return this.internalError(cmd.op, e);
     }
+  }
+
+  /** §3.2: an unexpected fault answers `internal_error`; its details go to the log and to
+   *  `state.errors` like every other failure, never into the message. */
+  private async internalError(op: string, e: unknown): Promise<Refusal> {
+    const detail = e instanceof Error ? e.message : String(e);
+    this.log(`internal error in ${op}: ${e instanceof Error ? (e.stack ?? detail) : detail}`);
+    if (op !== 'record_error') {
+      const entry = { at: this.now(), reason: 'internal_error', message: `Internal error in ${op}: ${detail}` };
+      await this.mutate({ op: 'record_error', entry }).catch((err: unknown) =>
+        this.log(`could not record the internal error: ${err instanceof Error ? err.message : String(err)}`),
+      );
+    }
+    return refuse('internal_error', 'Unexpected fault (logged). Retry once, then report it.');
   }
 
   /** Reads that belong outside the lock: history logs and archives are append-only or immutable. */
@@ -144,12 +163,15 @@ export class Runtime {
         const archive = ch?.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null;
         return archive ? { ...cmd, compact_context: compactContext(archive) } : cmd;
       }
-      case 'history':
+      case 'history': {
+        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        return ch ? { ...cmd, logged: await this.store.history(ch.id, HISTORY_READ_MAX) } : cmd;
+      }
       case 'save_session': {
         const ch = channelNamed(await this.store.peek(), cmd.args.channel);
         if (!ch) return cmd;
-        const limit = cmd.op === 'history' ? HISTORY_READ_MAX : MAX_ARCHIVE_MESSAGES;
-        return { ...cmd, logged: await this.store.history(ch.id, limit) };
+        const [logged, loggedIds] = await Promise.all([this.store.history(ch.id, MAX_ARCHIVE_MESSAGES), this.store.historyIds(ch.id)]);
+        return { ...cmd, logged, loggedIds };
       }
       case 'resume_session':
       case 'delete_session':

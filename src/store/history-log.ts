@@ -1,7 +1,7 @@
 // Delivered history that left state.json: one append-only JSONL log per channel.
 // A crash between append and state save appends an envelope twice; readers keep the last line.
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { open, readFile, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isArchiveId } from '../protocol/ids.ts';
@@ -126,6 +126,30 @@ export async function findInHistory(
     return found === null && ++scanned < maxScan;
   });
   return found;
+}
+
+/** Every distinct message id in a channel's log (a saved session's message_count counts all of
+ *  them, not only the newest the archive keeps). Lines are parsed as JSON only, without the
+ *  envelope schema: an id is all this needs. */
+export async function historyIds(paths: Pick<StorePaths, 'history'>, channelId: string): Promise<Set<string>> {
+  const ids = new Set<string>();
+  let text: string;
+  try {
+    text = await readFile(logFile(paths, channelId), 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return ids;
+    throw e;
+  }
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    try {
+      const id = (JSON.parse(line) as { message_id?: unknown }).message_id;
+      if (typeof id === 'string') ids.add(id);
+    } catch {
+      // a torn line: its envelope is written again whole, or is still live
+    }
+  }
+  return ids;
 }
 
 export async function deleteHistory(paths: Pick<StorePaths, 'history'>, channelId: string): Promise<void> {

@@ -13,7 +13,7 @@ export { classify, readStateFile, storeStats } from './state-file.ts';
 export { loadLockFree, loadLocked } from './load.ts';
 export type { Loaded } from './load.ts';
 export { convertV1, isPlaceholder, migrateV1, migrationPending, V1_ROLE_PROMPT } from './migrate.ts';
-export { appendHistory, deleteHistory, findInHistory, readHistory } from './history-log.ts';
+export { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
 export {
   ArchiveSchema, deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive,
 } from './archives.ts';

@@ -1,10 +1,13 @@
 // Cross-process lock on `.opencomms/.state.lock` (FEATURES.md §2.10; stack.md §5).
-// proper-lockfile makes the lock a directory (mkdir is atomic) and refreshes its mtime while held;
-// we call it with retries:0 in our own loop so the 5000 ms deadline is exact.
+// The lock is a directory: mkdir is atomic, so exactly one process creates it. Its holder
+// refreshes the directory's mtime; a lock not refreshed for LOCK_STALE_MS is stale and may be
+// broken. The holder proves the lock is still its own (same inode, refreshed recently) right
+// before every write, so a holder whose lock was broken notices before it writes, not on its next
+// refresh. Waiters sleep until the directory goes away (a file-system watch on `.opencomms/`, with
+// a short timer as the fallback) instead of polling at random intervals.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { mkdir, mkdirSync, realpath, realpathSync, rmdir, rmdirSync, stat, statSync, utimes, utimesSync } from 'node:fs';
-import lockfile from 'proper-lockfile';
+import { mkdirSync, rmdirSync, statSync, utimesSync, watch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import {
   LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS,
 } from '../protocol/limits.ts';
@@ -12,26 +15,19 @@ import { RefusalError, refuse } from '../protocol/result.ts';
 import type { StorePaths } from './paths.ts';
 
 export interface HeldLock {
-  /** Set when another process broke our lock (we were blocked longer than the stale window). */
+  /** Set when the lock was found broken (gone, or another process's now). */
   readonly compromised: Error | null;
-  /** Throws when the lock was lost: call before any write that relies on it. */
+  /** Throws unless the lock is still this holder's: call right before any write that relies on it. */
   assertHeld(): void;
 }
-
-const LOCK_RETRY_MIN_MS = 2;
-
-/** Plain node:fs for the lock instead of proper-lockfile's default graceful-fs: EMFILE must
- *  surface at once (FEATURES.md §2.10), not be retried behind our back, and the synchronous
- *  attempt copies this small object per call instead of graceful-fs's whole surface. */
-const LOCK_FS = { mkdir, mkdirSync, realpath, realpathSync, stat, statSync, rmdir, rmdirSync, utimes, utimesSync };
 
 export const stateBusy = () =>
   new RefusalError(
     refuse('state_busy', `State lock not acquired within ${LOCK_TIMEOUT_MS} ms; another process is writing. Retry shortly.`),
   );
 
-/** In-process FIFO per lock path: callers of one process queue here instead of polling the mkdir
- *  lock against each other (which is unfair and burns the retry budget). */
+/** In-process FIFO per lock path: callers of one process queue here instead of racing each
+ *  other for the directory (which is unfair and burns the deadline). */
 const queues = new Map<string, Promise<void>>();
 /** Locks held by the current async call chain; `active` goes false on release so that a timer
  *  created while holding does not look nested later. */
@@ -59,13 +55,13 @@ export async function withLock<T>(
   queues.set(paths.lock, mine);
   try {
     await prev;
-    const handle = await acquire(paths, deadline);
+    const handle = await acquire(paths.lock, deadline);
     const entry = { path: paths.lock, active: true };
     try {
       return await heldHere.run([...outer, entry], () => fn(handle));
     } finally {
       entry.active = false;
-      await handle.release();
+      handle.release();
     }
   } finally {
     leave();
@@ -74,55 +70,154 @@ export async function withLock<T>(
 }
 
 interface Handle extends HeldLock {
-  release(): Promise<void>;
+  release(): void;
 }
 
-async function acquire(paths: Pick<StorePaths, 'state' | 'lock'>, deadline: number): Promise<Handle> {
+const lost = (why: string) => new Error(`state lock lost (${why}); nothing saved`);
+
+async function acquire(lock: string, deadline: number): Promise<Handle> {
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      return hold(lock);
+    } catch (e) {
+      // EACCES/EROFS/EMFILE/ENOTDIR/...: at once. Only "someone holds it" waits.
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    if (breakIfStale(lock)) continue;
+    const left = deadline - Date.now();
+    if (left <= 0) throw stateBusy();
+    await released(lock, Math.min(left, LOCK_RETRY_MAX_MS));
+  }
+}
+
+/** Identity of one lock directory: ext4 hands a freed inode number to the next mkdir at once, so
+ *  the inode alone cannot tell our directory from a successor's; its change time can (a new
+ *  directory, or another holder's refresh, gives a new one). */
+const identity = (lock: string) => {
+  const st = statSync(lock, { bigint: true });
+  return `${st.ino}:${st.ctimeNs}`;
+};
+
+/** The lock as its holder sees it: its identity, and when the holder last refreshed it. */
+function hold(lock: string): Handle {
+  let mine = identity(lock);
+  let refreshedAt = Date.now();
   let compromised: Error | null = null;
-  const options: lockfile.LockOptions = {
-    fs: LOCK_FS,
-    lockfilePath: paths.lock,
-    realpath: false, // state.json may not exist yet
-    stale: LOCK_STALE_MS,
-    update: LOCK_UPDATE_MS,
-    retries: 0,
-    // The default throws from a timer, which would kill the process; the save checks the flag.
-    onCompromised: (err) => {
-      compromised = err;
-      process.stderr.write(`[opencomms] state lock lost: ${err.message}\n`);
+  const check = () => {
+    if (compromised) return;
+    let now: string;
+    try {
+      now = identity(lock);
+    } catch {
+      compromised = lost('the lock directory is gone');
+      return;
+    }
+    if (now !== mine) compromised = lost('another process holds it now');
+  };
+  const refresh = () => {
+    check();
+    if (compromised) return;
+    const now = new Date();
+    try {
+      utimesSync(lock, now, now);
+      mine = identity(lock);
+      refreshedAt = now.getTime();
+    } catch (e) {
+      compromised = lost(`refresh failed: ${(e as Error).message}`);
+    }
+  };
+  // Keeps a long holder from looking stale; the check before each write is what protects data.
+  const timer = setInterval(() => {
+    refresh();
+    if (compromised) {
+      process.stderr.write(`[opencomms] ${compromised.message}\n`);
+      clearInterval(timer);
+    }
+  }, LOCK_UPDATE_MS);
+  timer.unref();
+  return {
+    get compromised() {
+      return compromised;
+    },
+    assertHeld() {
+      // A refresh older than the update period is renewed first, so the lock is ours and fresh
+      // for at least LOCK_STALE_MS − LOCK_UPDATE_MS when the write that follows starts.
+      if (Date.now() - refreshedAt >= LOCK_UPDATE_MS) refresh();
+      else check();
+      if (compromised) throw compromised;
+    },
+    release() {
+      clearInterval(timer);
+      check();
+      // A broken lock is gone or someone else's now: removing it would be wrong.
+      if (compromised) return;
+      try {
+        rmdirSync(lock);
+      } catch (e) {
+        // The work is done (and maybe saved): a failed unlock must not turn it into an error. The
+        // lock goes stale and the next waiter breaks it.
+        process.stderr.write(`[opencomms] unlock failed: ${(e as Error).message}\n`);
+      }
     },
   };
-  for (let attempt = 0; ; attempt++) {
-    let release: () => Promise<void>;
-    try {
-      // First try synchronously: an uncontended mkdir costs microseconds, the async one a
-      // thread-pool round trip. Waiting (retries) stays asynchronous and yields the event loop.
-      if (attempt === 0) {
-        const releaseSync = lockfile.lockSync(paths.state, options);
-        release = async () => releaseSync();
-      } else release = await lockfile.lock(paths.state, options);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ELOCKED') throw e; // EACCES/EROFS/EMFILE/...: at once
-      const left = deadline - Date.now();
-      if (left <= 0) throw stateBusy();
-      const jitter = LOCK_RETRY_MIN_MS + Math.random() * (LOCK_RETRY_MAX_MS - LOCK_RETRY_MIN_MS);
-      await sleep(Math.min(left, jitter));
-      continue;
-    }
-    return {
-      get compromised() {
-        return compromised;
-      },
-      assertHeld() {
-        if (compromised) throw new Error(`state lock lost while writing (${compromised.message}); nothing saved`);
-      },
-      async release() {
-        // A compromised lock is already gone (or someone else's now): removing it would be wrong.
-        if (compromised) return;
-        // The work is done (and maybe saved): a failed unlock must not turn it into an error. The
-        // lock goes stale and is broken by the next waiter.
-        await release().catch((err: Error) => process.stderr.write(`[opencomms] unlock failed: ${err.message}\n`));
-      },
-    };
+}
+
+/** Removes the lock if it was not refreshed for LOCK_STALE_MS; true when the caller should retry
+ *  at once (broken, or already gone). */
+function breakIfStale(lock: string): boolean {
+  let st;
+  try {
+    st = statSync(lock);
+  } catch {
+    return true; // released between our mkdir and this stat
   }
+  if (Date.now() - st.mtimeMs <= LOCK_STALE_MS) return false;
+  // Re-read right before removing, so a holder that refreshed (or a new holder) is left alone.
+  try {
+    const again = statSync(lock);
+    if (again.ino !== st.ino || again.mtimeMs !== st.mtimeMs) return true;
+    rmdirSync(lock);
+    process.stderr.write(`[opencomms] broke a stale state lock (not refreshed for ${Math.round(Date.now() - st.mtimeMs)} ms)\n`);
+  } catch {
+    // gone already, or someone else broke it first
+  }
+  return true;
+}
+
+// ---- waiting for a release -------------------------------------------------------------------
+
+/** One watch per directory and process, made on first contention and kept: waiters are woken
+ *  when the lock directory is removed. */
+const watchers = new Map<string, { fsw: FSWatcher | null; waiters: Set<() => void> }>();
+
+function released(lock: string, maxMs: number): Promise<void> {
+  const dir = dirname(lock);
+  let w = watchers.get(dir);
+  if (!w) {
+    const entry: { fsw: FSWatcher | null; waiters: Set<() => void> } = { fsw: null, waiters: new Set() };
+    try {
+      const name = basename(lock);
+      entry.fsw = watch(dir, { persistent: false }, (_event, file) => {
+        if (file === name) for (const wake of entry.waiters) wake();
+      });
+      entry.fsw.on('error', () => {
+        entry.fsw?.close();
+        entry.fsw = null; // the timer fallback still wakes every waiter
+      });
+    } catch {
+      // No watch available (inotify limits): the timer alone paces the retries.
+    }
+    watchers.set(dir, (w = entry));
+  }
+  const waiters = w.waiters;
+  return new Promise<void>((resolve) => {
+    const wake = () => {
+      clearTimeout(timer);
+      waiters.delete(wake);
+      resolve();
+    };
+    const timer = setTimeout(wake, maxMs);
+    waiters.add(wake);
+  });
 }

@@ -61,6 +61,10 @@ export class MemoryStore implements Store {
     return out;
   }
 
+  async historyIds(channelId: string): Promise<Set<string>> {
+    return new Set((this.logs.get(channelId) ?? []).map((e) => e.message_id));
+  }
+
   async findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null> {
     const log = this.logs.get(channelId) ?? [];
     const hit = log.slice(-maxScan).reverse().find((e) => e.message_id === messageId);

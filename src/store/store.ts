@@ -1,8 +1,10 @@
 // The store the runtime uses: lock-free reads, locked mutations, and a fast path that skips
 // parse + validation when state.json is still the file this process last read or wrote.
-import { appendHistory, deleteHistory, findInHistory, readHistory } from './history-log.ts';
+import { existsSync } from 'node:fs';
+import { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { loadLockFree, loadLocked } from './load.ts';
+import { migrationPending } from './migrate.ts';
 import type { Loaded, LoadOptions } from './load.ts';
 import { withLock } from './lock.ts';
 import type { HeldLock } from './lock.ts';
@@ -11,12 +13,10 @@ import type { StorePaths } from './paths.ts';
 import { sameKey, saveState, serialize, statKey, storeStats, unpin } from './state-file.ts';
 import type { Pinned } from './state-file.ts';
 import type { AtomicFsOps } from './atomic.ts';
-import { parseState } from '../protocol/schema.ts';
+import { emptyState, parseState } from '../protocol/schema.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
 import type { MutateOutcome, Store, Watch } from './types.ts';
 import { watchStateFile } from './watch.ts';
-
-const VALIDATE_ON_SAVE = process.env.OPENCOMMS_VALIDATE_SAVE === '1' || process.env.VITEST !== undefined;
 
 export interface FileStoreOptions {
   /** false = always re-read and re-validate (benchmarks, debugging). */
@@ -71,22 +71,24 @@ export class FileStore implements Store {
   /** fn gets a private draft to change in place; nothing is written unless it reports a change,
    *  and nothing at all if it throws. */
   async mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+    // Nothing on disk yet: a call that would change nothing (a refusal, a start-up sweep with
+    // nothing to sweep) answers from an empty state and creates no file, not even `.opencomms/`.
+    // A change re-runs under the lock on whatever is there by then.
+    if (!existsSync(this.paths.dir) && !(await migrationPending(this.paths, null))) {
+      const dry = fn(emptyState());
+      if (!dry.changed) return dry.result;
+    }
     await ensureDir(this.paths);
     return withLock(this.paths, async (lock) => {
       const opts = this.loadOptions(lock);
       const draft = this.keep(await loadLocked(this.paths, opts));
       const out = fn(draft);
       if (!out.changed) return out.result;
-      // Under test (and with OPENCOMMS_VALIDATE_SAVE=1) every state is validated before it is
-      // written, so an engine bug fails the call instead of writing a file other processes would
-      // reset as corrupt. In production the check is skipped: it was a third of a send's cost,
-      // and every load from disk still validates.
-      let next = draft;
-      if (VALIDATE_ON_SAVE) {
-        const valid = parseState(draft);
-        if (!valid.ok) throw new Error(`refusing to save an invalid state (${valid.cause}); nothing was written`);
-        next = valid.state;
-      }
+      // Every state is validated before it is written: an engine bug fails the call instead of
+      // writing a file every other process would then reset as corrupt.
+      const valid = parseState(draft);
+      if (!valid.ok) throw new Error(`refusing to save an invalid state (${valid.cause}); nothing was written`);
+      const next = valid.state;
       if (out.history?.length) {
         lock.assertHeld();
         // Log first: a crash before the save duplicates a log line (de-duplicated on read)
@@ -113,6 +115,10 @@ export class FileStore implements Store {
 
   history(channelId: string, limit: number): Promise<Envelope[]> {
     return readHistory(this.paths, channelId, { limit });
+  }
+
+  historyIds(channelId: string): Promise<Set<string>> {
+    return historyIds(this.paths, channelId);
   }
 
   findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null> {

@@ -37,6 +37,8 @@ export interface Store {
   watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch>;
   /** A channel's envelopes that left live state, newest first, one per message id. */
   history(channelId: string, limit: number): Promise<Envelope[]>;
+  /** Every distinct message id in a channel's history. */
+  historyIds(channelId: string): Promise<Set<string>>;
   /** One envelope of a channel's history by id, among the newest `maxScan`. */
   findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null>;
   /** An archive by channel id (null for a bad id, a missing or an invalid one). */

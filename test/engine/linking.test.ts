@@ -263,7 +263,7 @@ describe('check order (§3.3)', () => {
     sim.refuse(createCmd('sess_a', {}), 'channel_exists');
   });
 
-  it('join: role → name → existence → lifecycle → project → worktree → membership → cap → role → prompt', () => {
+  it('join: role → existence (any spelling) → lifecycle → project → worktree → membership → cap → role → prompt', () => {
     const sim = new Sim();
     sim.ok(createCmd('sess_a', { max_members: 2 }));
     sim.join('sess_b', 'team', 'Reviewer');
@@ -271,7 +271,9 @@ describe('check order (§3.3)', () => {
     sim.ok({ op: 'save_session', actor: operatorActor(), args: { channel: 'saved-one' } });
     const all = { role_prompt: ' ' };
     sim.refuse(joinCmd('sess_c', { ...all, role: '!', channel: 'BAD NAME' }), 'invalid_role');
-    sim.refuse(joinCmd('sess_c', { ...all, channel: 'BAD NAME' }), 'invalid_channel_name');
+    // A name no channel holds is channel_not_found however it is spelled: only create judges a new
+    // name's shape, and a joiner must STOP rather than create (issue 8, item 3).
+    sim.refuse(joinCmd('sess_c', { ...all, channel: 'BAD NAME' }), 'channel_not_found');
     sim.refuse(joinCmd('sess_c', { ...all, channel: 'missing' }), 'channel_not_found');
     sim.refuse(joinCmd('sess_c', { ...all, channel: 'saved-one' }, { project_id: 'x', worktree: '/x' }), 'lifecycle_refused');
     sim.refuse(joinCmd('sess_a', { ...all }, { project_id: 'other', worktree: '/x' }), 'project_mismatch');
