@@ -2,15 +2,7 @@
 // A refused send is a named guard whose transition emits the `refuse` action with the protocol's
 // reason code; the engine reads it from the actions that `transition()` returns.
 import { assign, setup } from 'xstate';
-
-/** Fixed rate window (FEATURES.md §4): the count restarts when `now − window_start > 60000`. */
-export const RATE_WINDOW_MS = 60_000;
-
-/** Duplicate-window keys kept per channel, newest first. At the default rate (20 per minute)
- *  a channel cannot send more than 100 messages inside the 5-minute window, so 100 is exact
- *  there; a channel whose rate limit was raised keeps its last 100 contents, which still catches
- *  a looping agent, and its hot state stays ~6 KB instead of growing with the send rate. */
-export const MAX_SEEN_CONTENT = 100;
+import { MAX_SEEN_CONTENT, RATE_WINDOW_MS } from '../src/protocol/limits.ts';
 
 export type ChannelRefusal =
   | { reason: 'channel_paused' }

@@ -1,10 +1,7 @@
 // One envelope's delivery: the state value IS the protocol's `delivery_status` (PROTOCOL.md
 // "Delivery semantics", FEATURES.md §5.1). Pure: no clock, no I/O; every event carries `now`.
 import { assign, setup } from 'xstate';
-
-/** Dead letter after this many hand-overs (FEATURES.md §4 `MAX_DELIVERY_ATTEMPTS`): a message the
- *  host refused five times is poison, not bad luck. */
-export const MAX_DELIVERY_ATTEMPTS = 5;
+import { MAX_DELIVERY_ATTEMPTS } from '../src/protocol/limits.ts';
 
 export type DeliveryMethod = 'push' | 'spawn_push' | 'pull';
 

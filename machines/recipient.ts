@@ -3,10 +3,7 @@
 // Every state is recoverable from the stored fields: a batch in flight → delivering, a hold →
 // blocked, a deadline → cooling, nothing → ready.
 import { assign, setup } from 'xstate';
-
-/** One retry after a failed prompt (`DELIVERY_RETRY_MS`): long enough for a host hiccup to pass,
- *  short enough to feel live. */
-export const DELIVERY_RETRY_MS = 2000;
+import { DELIVERY_RETRY_MS } from '../src/protocol/limits.ts';
 
 /** Why pending mail is held instead of handed over. */
 export type Hold = 'paused' | 'budget' | 'busy' | 'not_owner' | 'ineligible' | 'stale';

@@ -5,17 +5,15 @@ import {
 } from '../protocol/limits.ts';
 import { MESSAGE_ID_RE } from '../protocol/ids.ts';
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
-import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
-import { memberChannel, memberLabel } from './lookup.ts';
+import type { Channel, Envelope, State } from '../protocol/schema.ts';
+import { memberChannel } from './lookup.ts';
+import { resolveRecipients } from './recipients.ts';
 import { done, refused } from './outcome.ts';
 import { deliverability } from './receipts.ts';
 import { enforceRetention } from './retention.ts';
 import { switchClockTo } from './timer.ts';
 import { acceptedEnvelope, stepChannel } from './transitions.ts';
 import type { Env, Outcome } from './types.ts';
-
-/** How much of a caller's `to` is echoed back in a refusal: a role or id is at most 64 chars. */
-const MAX_ECHOED_CHARS = 64;
 
 export interface SendArgs {
   channel: unknown;
@@ -43,34 +41,6 @@ const refusalOf = (r: { reason: string; budget?: string }, ch: Channel): Refusal
       return refuse('lifecycle_refused', `Channel "${ch.name}" is not active.`);
   }
 };
-
-/** §5.3: `to` / `broadcast` / the single peer; never a guess on 3+ members. Shared with timer switch. */
-export function resolveRecipients(ch: Channel, me: Member, to: unknown, broadcast: boolean): Member[] | Refusal {
-  const others = ch.members.filter((m) => m.session_id !== me.session_id);
-  const roster = { members: others.map(memberLabel) };
-  if (to !== undefined && to !== null && to !== '' && broadcast)
-    return refuse('invalid_argument', 'Give either `to` or `broadcast`, not both.', { field: 'to' });
-  if (broadcast) {
-    const live = others.filter((m) => !m.stale);
-    if (live.length) return live;
-    return others.length
-      ? refuse('recipient_stale', 'Every other member is stale (their sessions are gone). Ask the operator to repair the channel, or wait for a peer to rejoin.', roster)
-      : refuse('no_recipient', 'No other member is on this channel yet. Wait for a peer to join.');
-  }
-  if (typeof to === 'string' && to.trim() !== '') {
-    const key = to.trim();
-    const hit = others.find((m) => m.session_id === key) ?? others.find((m) => m.role.toLowerCase() === key.toLowerCase());
-    if (!hit) return refuse('recipient_not_found', `No other member matches "${key.slice(0, MAX_ECHOED_CHARS)}". Use one of: ${roster.members.join(', ') || '(none)'}.`, roster);
-    if (hit.stale) return refuse('recipient_stale', `${memberLabel(hit)} is stale (its session is gone). Ask the operator to repair the channel, or wait for it to rejoin.`, roster);
-    return [hit];
-  }
-  if (others.length === 0) return refuse('no_recipient', 'No other member is on this channel yet. Wait for a peer to join.');
-  if (others.length > 1)
-    return refuse('recipient_ambiguous', `${others.length} other members: name one with \`to\` (session id or role) or set broadcast=true.`, roster);
-  if (others[0]!.stale)
-    return refuse('recipient_stale', `${memberLabel(others[0]!)} is stale (its session is gone). Ask the operator to repair the channel, or wait for it to rejoin.`, roster);
-  return [others[0]!];
-}
 
 export const contentKey = (sender: string, content: string) =>
   `${sender}:${createHash('sha256').update(content).digest('hex').slice(0, 32)}`;

@@ -3,7 +3,7 @@ import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, State } from '../protocol/schema.ts';
 import { findMember, memberChannel } from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
-import { resolveRecipients } from './send.ts';
+import { resolveRecipients } from './recipients.ts';
 import type { Env, Outcome } from './types.ts';
 
 /** Adds the running segment to its owner and stops the clock. */

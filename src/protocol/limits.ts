@@ -18,7 +18,14 @@ export const MAX_MAX_MEMBERS = 32;
 export const DEFAULT_RATE_LIMIT = 20;
 export const MIN_RATE_LIMIT = 1;
 export const MAX_RATE_LIMIT = 1000;
+/** Fixed rate window (§4): the count restarts when `now − window_start > 60000`. */
 export const RATE_WINDOW_MS = 60_000;
+
+/** Duplicate-window keys kept per channel, newest first. At the default rate (20 per minute)
+ *  a channel cannot send more than 100 messages inside the 5-minute window, so 100 is exact
+ *  there; a channel whose rate limit was raised keeps its last 100 contents, which still catches
+ *  a looping agent, and its hot state stays ~6 KB instead of growing with the send rate. */
+export const MAX_SEEN_CONTENT = 100;
 
 /** Hop cap of a reply chain: request → response → follow-up → answer → last word; the 6th
  *  message of a chain is almost always a loop. */

@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Effect, Outcome } from '../../src/engine/index.ts';
-import { MAX_DELIVERY_ATTEMPTS } from '../../machines/index.ts';
+import { MAX_DELIVERY_ATTEMPTS } from '../../src/protocol/limits.ts';
 import { TERMINAL_STATUSES, type Envelope } from '../../src/protocol/schema.ts';
 import { caller, Sim, trailError, type Mode } from './fixtures.ts';
 
