@@ -294,9 +294,9 @@ export class Runtime {
   async scan(): Promise<void> {
     const d = this.opts.driver;
     if (!d || this.closed) return;
-    let state: State;
+    let state: Readonly<State>;
     try {
-      state = await this.store.read();
+      state = await this.store.peek(); // used synchronously below: no copy needed
     } catch (e) {
       this.log(`scan: ${(e as Error).message}`);
       return;

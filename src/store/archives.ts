@@ -15,11 +15,11 @@ export interface InvalidFile {
 
 const archiveFile = (paths: Pick<StorePaths, 'archives'>, id: string) => join(paths.archives, `${id}.json`);
 
-export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive: ArchiveInput): Promise<Archive> {
+export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive: ArchiveInput, durable = false): Promise<Archive> {
   if (!isArchiveId(archive.channel_id)) throw new Error(`archive: invalid channel id ${JSON.stringify(archive.channel_id)}`);
   const parsed = ArchiveSchema.parse(archive); // never write a file the reader would skip
   await mkdir(paths.archives, { recursive: true });
-  await writeAtomic(archiveFile(paths, parsed.channel_id), `${JSON.stringify(parsed, null, 2)}\n`, { tmpPrefix: '.arch' });
+  await writeAtomic(archiveFile(paths, parsed.channel_id), `${JSON.stringify(parsed, null, 2)}\n`, { tmpPrefix: '.arch', durable });
   return parsed;
 }
 

@@ -1,6 +1,6 @@
 // Temp-file-and-rename save (FEATURES.md §2.10): readers see the old file or the new one, never half.
-// The happy path is synchronous: a small write + fsync + rename costs ~0.1 ms of thread-pool hops
-// per call when async, which was most of a mutation's latency; only the retry waits are async.
+// The happy path is synchronous: thread-pool hops cost more than a small write and rename; only
+// the retry waits are async.
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -19,9 +19,49 @@ export interface WriteAtomicOptions {
   fsOps?: AtomicFsOps;
   /** Runs before every rename attempt; throwing aborts the save (a lost lock must not write). */
   guard?: () => void;
+  /** Survive power loss, not only a killed process: fsync the file before the rename and the
+   *  directory after it. Without it the rename alone keeps readers from ever seeing half a file. */
+  durable?: boolean;
+  /** Waits before each rename attempt (default RENAME_RETRY_DELAYS_MS). */
+  delays?: readonly number[];
+}
+
+/** Makes a rename itself durable. */
+function syncDir(dir: string) {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export const tempName = (prefix: string) => `${prefix}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+
+/** One attempt, synchronously (no await, so nothing else of this process runs in between);
+ *  throws when the rename fails, after removing the temp file. */
+export function writeAtomicSync(file: string, text: string, opts: Omit<WriteAtomicOptions, 'fsOps'> & { fsOps?: AtomicFsOps }): void {
+  const tmp = join(dirname(file), tempName(opts.tmpPrefix));
+  try {
+    const fd = openSync(tmp, 'wx');
+    try {
+      writeSync(fd, text);
+      if (opts.durable) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    opts.guard?.();
+    (opts.fsOps ?? realFs).rename(tmp, file);
+    if (opts.durable) syncDir(dirname(file));
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // never created, or already renamed away
+    }
+    throw e;
+  }
+}
 
 export async function writeAtomic(file: string, text: string, opts: WriteAtomicOptions): Promise<void> {
   const tmp = join(dirname(file), tempName(opts.tmpPrefix));
@@ -30,16 +70,17 @@ export async function writeAtomic(file: string, text: string, opts: WriteAtomicO
     const fd = openSync(tmp, 'wx');
     try {
       writeSync(fd, text);
-      fsyncSync(fd); // the rename must never expose a file whose bytes are still only in cache
+      if (opts.durable) fsyncSync(fd); // the rename must never expose bytes that are only in cache
     } finally {
       closeSync(fd);
     }
     let lastError: unknown;
-    for (const delay of RENAME_RETRY_DELAYS_MS) {
+    for (const delay of opts.delays ?? RENAME_RETRY_DELAYS_MS) {
       if (delay > 0) await sleep(delay);
       opts.guard?.();
       try {
         fsOps.rename(tmp, file);
+        if (opts.durable) syncDir(dirname(file));
         return;
       } catch (e) {
         lastError = e; // transient EBUSY/EPERM (Windows, network file systems): try again

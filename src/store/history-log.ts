@@ -18,8 +18,9 @@ function logFile(paths: Pick<StorePaths, 'history'>, channelId: string): string 
 }
 
 /** Appends under the state lock, synchronously: it sits on the hot path of every commit and pull,
- *  where thread-pool hops cost more than the small writes themselves. */
-export async function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[]): Promise<void> {
+ *  where thread-pool hops cost more than the small writes themselves, and nothing else of this
+ *  process may run between it and the state write that follows. */
+export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[], durable = false): void {
   const byFile = new Map<string, string[]>();
   for (const e of envelopes) {
     const file = logFile(paths, e.channel_id); // every id checked before anything is written
@@ -33,7 +34,7 @@ export async function appendHistory(paths: Pick<StorePaths, 'history'>, envelope
       // A torn last line (crash mid-append) must not swallow our first line.
       const torn = !endsWithNewline(fd);
       writeSync(fd, `${torn ? '\n' : ''}${lines.join('\n')}\n`);
-      fsyncSync(fd);
+      if (durable) fsyncSync(fd);
     } finally {
       closeSync(fd);
     }

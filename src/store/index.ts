@@ -1,6 +1,6 @@
 // Public surface of the state-file store.
-export { FileStore } from './store.ts';
-export type { FileStoreOptions } from './store.ts';
+export { FileStore, durabilityFromEnv } from './store.ts';
+export type { Durability, FileStoreOptions } from './store.ts';
 export { MemoryStore } from './memory.ts';
 export type { MutateOutcome, Store, Watch } from './types.ts';
 export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
@@ -11,7 +11,7 @@ export { stateBusy, withLock } from './lock.ts';
 export type { HeldLock, LockOptions } from './lock.ts';
 export { classify, readStateFile, storeStats } from './state-file.ts';
 export { loadLockFree, loadLocked } from './load.ts';
-export type { Loaded } from './load.ts';
+export type { Snapshot } from './load.ts';
 export { convertV1, isPlaceholder, migrateV1, migrationPending, V1_ROLE_PROMPT } from './migrate.ts';
 export { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
 export {

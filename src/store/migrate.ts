@@ -94,7 +94,7 @@ export async function migrateV1(
   const text = serialize(next);
   const pin = await saveState(paths, text, opts);
   const marker = { migrated_at: now, from: LEGACY_DIR, schema: 1 };
-  await writeAtomic(paths.marker, `${JSON.stringify(marker, null, 2)}\n`, { tmpPrefix: '.marker', guard: opts.guard });
+  await writeAtomic(paths.marker, `${JSON.stringify(marker, null, 2)}\n`, { tmpPrefix: '.marker', guard: opts.guard, durable: true });
   markerSeen.add(paths.marker);
   return { state: next, text, pin };
 }

@@ -17,6 +17,7 @@ export interface StorePaths {
   legacyPin: string;
   archives: string;
   history: string;
+  journal: string;
 }
 
 export const STORE_DIR = '.opencomms';
@@ -43,6 +44,7 @@ export function resolvePaths(projectDir: string): StorePaths {
     legacyPin: join(dir, 'member-pin.json'),
     archives: join(dir, 'archives'),
     history: join(dir, 'history'),
+    journal: join(dir, 'journal'),
   };
 }
 

@@ -27,7 +27,7 @@ export async function writePin(paths: PinPaths, pin: { member_id: string; host: 
     throw new RefusalError(refuse('invalid_argument', `Host label must match ${HOST_LABEL_RE}; nothing was written.`));
   const saved: Pin = { member_id: pin.member_id, host: pin.host, saved_at: now };
   await mkdir(paths.pins, { recursive: true });
-  await writeAtomic(pinFile(paths, saved.member_id), `${JSON.stringify(saved, null, 2)}\n`, { tmpPrefix: '.pin' });
+  await writeAtomic(pinFile(paths, saved.member_id), `${JSON.stringify(saved, null, 2)}\n`, { tmpPrefix: '.pin', durable: true });
   return saved;
 }
 

@@ -8,6 +8,7 @@ import { RefusalError, refuse } from '../protocol/result.ts';
 import { parseState } from '../protocol/schema.ts';
 import type { State } from '../protocol/schema.ts';
 import { writeAtomic } from './atomic.ts';
+import { JOURNAL_ID_RE } from './journal.ts';
 import type { AtomicFsOps } from './atomic.ts';
 import type { StorePaths } from './paths.ts';
 
@@ -37,8 +38,8 @@ const keyOf = (s: BigIntStats): FileKey => ({ dev: s.dev, ino: s.ino, size: s.si
 export const sameKey = (a: FileKey, b: FileKey) =>
   a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 
-/** Synchronous on purpose: it runs on every mutation, and a thread-pool hop costs more than the stat. */
-export async function statKey(file: string): Promise<FileKey | null> {
+/** Synchronous on purpose: it runs on every call, and a thread-pool hop costs more than the stat. */
+export function statKey(file: string): FileKey | null {
   try {
     return keyOf(statSync(file, { bigint: true }));
   } catch {
@@ -55,7 +56,7 @@ export const storeStats = { parses: 0, cacheHits: 0 };
 
 export type FileRead =
   | { kind: 'absent' }
-  | { kind: 'ok'; state: State; pin: Pinned }
+  | { kind: 'ok'; state: State; journalId: string | null; pin: Pinned }
   | { kind: 'corrupt'; cause: string; text: Buffer };
 
 const unreadable = (code: string, detail: string) =>
@@ -89,7 +90,7 @@ export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<F
     const out = classify(text.toString('utf8'));
     if (!out.ok) return { kind: 'corrupt', cause: out.cause, text };
     keep = true;
-    return { kind: 'ok', state: out.state, pin: { fd, key: keyOf(st) } };
+    return { kind: 'ok', state: out.state, journalId: out.journalId, pin: { fd, key: keyOf(st) } };
   } finally {
     if (!keep) await pClose(fd).catch(() => {});
   }
@@ -97,7 +98,7 @@ export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<F
 
 /** Text → state, or the cause of corruption. An integer schema_version other than ours is not
  *  corruption: it is a newer (or older) OpenComms' file and must never be touched. */
-export function classify(text: string): { ok: true; state: State } | { ok: false; cause: string } {
+export function classify(text: string): { ok: true; state: State; journalId: string | null } | { ok: false; cause: string } {
   storeStats.parses++;
   let raw: unknown;
   try {
@@ -116,15 +117,24 @@ export function classify(text: string): { ok: true; state: State } | { ok: false
         { schema_version: v },
       ),
     );
-  const parsed = parseState(raw);
-  return parsed.ok ? parsed : { ok: false, cause: parsed.cause };
+  // The additive `journal_id` names the journal that continues this snapshot (journal.ts).
+  const { journal_id: journal, ...rest } = raw as Record<string, unknown>;
+  const journalId = typeof journal === 'string' && JOURNAL_ID_RE.test(journal) ? journal : null;
+  const parsed = parseState(rest);
+  return parsed.ok ? { ok: true, state: parsed.state, journalId } : { ok: false, cause: parsed.cause };
 }
 
-export const serialize = (state: State) => `${JSON.stringify(state, null, 2)}\n`;
+/** Pretty JSON (§2); `journalId` names the journal that continues this snapshot, if any. */
+export function serialize(state: State, journalId: string | null = null): string {
+  if (!journalId) return `${JSON.stringify(state, null, 2)}\n`;
+  const head = { schema_version: state.schema_version, journal_id: journalId }; // first, for a reader's eye
+  return `${JSON.stringify({ ...head, ...state }, null, 2)}\n`;
+}
 
 export interface SaveOptions {
   guard?: () => void;
   fsOps?: AtomicFsOps;
+  durable?: boolean;
 }
 
 /** Atomic save; returns a pin on what was written. Only call under the lock: the file we open

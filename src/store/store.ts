@@ -1,111 +1,156 @@
-// The store the runtime uses: lock-free reads, locked mutations, and a fast path that skips
-// parse + validation when state.json is still the file this process last read or wrote.
-import { existsSync } from 'node:fs';
-import { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
+// The file store: state.json is a snapshot, and the journal it names holds every mutation since,
+// one appended line each (journal.ts). A process keeps the state as one live object and brings it
+// up to date by reading only what other processes appended; a mutation changes that object in
+// place through a change tracker (protocol/draft.ts) and appends what it changed. Every so often
+// the state is written whole again as a new snapshot with a new journal (compaction).
+//
+// The promises of the old whole-file rewrite hold: the lock serialises writers; a writer proves
+// it still holds the lock right before it writes; what is written is validated first; a process
+// killed at any point leaves whole lines and whole files (a journal line is one write() call, a
+// snapshot one rename); readers never apply a partial line. At the `durable` level every write is
+// also fsynced, so a power loss keeps it too.
+import { randomBytes } from 'node:crypto';
+import { existsSync, openSync, fstatSync, closeSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { applyOps, detach, raw, touchedBy, track, type Op } from '../protocol/draft.ts';
+import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
+import { ChannelSchema, EnvelopeSchema, ErrorEntrySchema, emptyState, type State } from '../protocol/schema.ts';
+import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
-import { loadLockFree, loadLocked } from './load.ts';
+import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
+import { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
+import { appendEntry, journalFile, readJournal, type Entry } from './journal.ts';
+import { loadLockFree, loadLocked, type Snapshot } from './load.ts';
+import { withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
-import type { Loaded, LoadOptions } from './load.ts';
-import { withLock } from './lock.ts';
-import type { HeldLock } from './lock.ts';
-import { ensureDir, resolvePaths } from './paths.ts';
-import type { StorePaths } from './paths.ts';
-import { sameKey, saveState, serialize, statKey, storeStats, unpin } from './state-file.ts';
-import type { Pinned } from './state-file.ts';
-import type { AtomicFsOps } from './atomic.ts';
-import { emptyState, parseState } from '../protocol/schema.ts';
-import type { Envelope, State } from '../protocol/schema.ts';
+import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
+import { sameKey, serialize, statKey, storeStats, unpin, type Pinned } from './state-file.ts';
 import type { MutateOutcome, Store, Watch } from './types.ts';
 import { watchStateFile } from './watch.ts';
 
+/** `default` survives a killed process (whole lines, atomic renames); `durable` also survives a
+ *  power loss (every write fsynced), like SQLite's synchronous=NORMAL and FULL. */
+export type Durability = 'default' | 'durable';
+
 export interface FileStoreOptions {
-  /** false = always re-read and re-validate (benchmarks, debugging). */
+  /** false = reload from disk for every call (benchmarks, debugging). */
   fastPath?: boolean;
   /** Tests inject a failing rename here. */
   fsOps?: AtomicFsOps;
+  /** Default: OPENCOMMS_DURABILITY, else `default`. */
+  durability?: Durability;
+  /** Journal size that triggers a new snapshot; tests make it small. */
+  compactBytes?: number;
 }
 
-/** The state as this process last saw it on disk: either the validated object, or the exact
- *  (validated, backfilled) text it saved, parsed on use: as cheap as a structuredClone and sharing
- *  nothing with the caller's draft or result. */
-interface Cached {
-  pin: Pinned;
-  state?: State;
-  text?: string;
+/** Every mutation is checked against a fresh load from disk under test (OPENCOMMS_VERIFY_WRITES=1
+ *  elsewhere): the proof that the journal records every change. */
+const VERIFY_WRITES = process.env.VITEST !== undefined || process.env.OPENCOMMS_VERIFY_WRITES === '1';
+
+export const durabilityFromEnv = (env: NodeJS.ProcessEnv = process.env): Durability =>
+  env.OPENCOMMS_DURABILITY === 'durable' ? 'durable' : 'default';
+
+/** The state as this process holds it, and how far into the files it has read. */
+interface Cache {
+  state: State;
+  /** A pin on the snapshot's inode (null: there was no state.json). */
+  pin: Pinned | null;
+  journalId: string | null;
+  /** Bytes of the journal applied, and entries. */
+  offset: number;
+  count: number;
+}
+
+/** What a mutation writes, taken out of the draft before anything is written. */
+interface Writes {
+  history: Envelope[];
+  archive: MutateOutcome<unknown>['archive'];
 }
 
 export class FileStore implements Store {
   readonly paths: StorePaths;
-  private cache: Cached | null = null;
+  readonly durability: Durability;
+  private cache: Cache | null = null;
+  /** Set when the journal was found damaged: the next access recovers it under the lock. */
+  private damage: string | null = null;
 
   constructor(projectDir: string, private readonly options: FileStoreOptions = {}) {
     this.paths = resolvePaths(projectDir);
+    this.durability = options.durability ?? durabilityFromEnv();
   }
 
   get location(): string {
     return this.paths.project;
   }
 
-  /** Lock-free and fail-closed; takes the lock only to recover a corrupt file or to migrate. */
+  private get durable() {
+    return this.durability === 'durable';
+  }
+
   async read(): Promise<State> {
-    const l = await loadLockFree(this.paths, this.loadOptions());
-    if (l) return this.keep(l);
-    await ensureDir(this.paths);
-    return withLock(this.paths, async (lock) => this.keep(await loadLocked(this.paths, this.loadOptions(lock))));
+    return structuredClone(await this.current());
   }
 
-  /** Like read(), but when state.json is still the file this process last read or wrote it
-   *  returns the cached object itself, with no copy. The caller must treat it as read-only. */
-  async peek(): Promise<Readonly<State>> {
-    const c = this.cache;
-    if (c) {
-      const key = await statKey(this.paths.state);
-      if (key && this.cache === c && sameKey(key, c.pin.key)) {
-        storeStats.cacheHits++;
-        return (c.state ??= JSON.parse(c.text!) as State);
-      }
-    }
-    return this.read();
+  /** The live state: read-only for the caller, and changed in place by later mutations. */
+  peek(): Promise<Readonly<State>> {
+    return this.current();
   }
 
-  /** fn gets a private draft to change in place; nothing is written unless it reports a change,
-   *  and nothing at all if it throws. */
   async mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     // Nothing on disk yet: a call that would change nothing (a refusal, a start-up sweep with
     // nothing to sweep) answers from an empty state and creates no file, not even `.opencomms/`.
-    // A change re-runs under the lock on whatever is there by then.
     if (!existsSync(this.paths.dir) && !(await migrationPending(this.paths, null))) {
       const dry = fn(emptyState());
       if (!dry.changed) return dry.result;
     }
     await ensureDir(this.paths);
     return withLock(this.paths, async (lock) => {
-      const opts = this.loadOptions(lock);
-      const draft = this.keep(await loadLocked(this.paths, opts));
-      const out = fn(draft);
-      if (!out.changed) return out.result;
-      // Every state is validated before it is written: an engine bug fails the call instead of
-      // writing a file every other process would then reset as corrupt.
-      const valid = parseState(draft);
-      if (!valid.ok) throw new Error(`refusing to save an invalid state (${valid.cause}); nothing was written`);
-      const next = valid.state;
-      if (out.history?.length) {
-        lock.assertHeld();
-        // Log first: a crash before the save duplicates a log line (de-duplicated on read)
-        // instead of losing the envelopes.
-        await appendHistory(this.paths, out.history);
+      const state = await this.locked(lock);
+      const draft = track(state);
+      let out: MutateOutcome<T>;
+      try {
+        out = fn(draft.root);
+      } catch (e) {
+        draft.rollback();
+        throw e;
       }
-      if (out.archive) {
-        lock.assertHeld();
-        await writeArchive(this.paths, out.archive);
+      const result = detach(out.result);
+      if (!out.changed) {
+        draft.rollback();
+        return result;
       }
-      const text = serialize(next);
-      this.setCache({ pin: await saveState(this.paths, text, opts), text });
-      // Deletions follow the save: a crash in between leaves an orphan file, never a live
+      const writes: Writes = { history: detach(out.history ?? []), archive: detach(out.archive) };
+      const invalid = checkEntities(draft.root, draft.touched());
+      if (invalid) {
+        draft.rollback();
+        throw new Error(`refusing to save an invalid state (${invalid}); nothing was written`);
+      }
+      const ops = draft.ops();
+      if (writes.archive) {
+        // The archive is written first (a crash never loses the saved messages), and while
+        // that waits, this process must see the old state: put it back, then apply again.
+        draft.rollback();
+        lock.assertHeld();
+        await writeArchive(this.paths, writes.archive, this.durable);
+        applyOps(state, ops);
+      }
+      try {
+        lock.assertHeld();
+        // Log first: a crash before the state write duplicates a log line (readers keep one per
+        // id) instead of losing the envelopes.
+        if (writes.history.length) appendHistory(this.paths, writes.history, this.durable);
+        await this.persist(state, ops, lock);
+      } catch (e) {
+        this.drop(); // memory may be ahead of disk now: the next access reloads
+        throw e;
+      }
+      if (VERIFY_WRITES) await this.verify(state);
+      // Deletions follow the write: a crash in between leaves an orphan file, never a live
       // channel whose archive is gone.
       if (out.deleteArchive) await deleteArchive(this.paths, out.deleteArchive);
       for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
-      return out.result;
+      return result;
     });
   }
 
@@ -137,46 +182,272 @@ export class FileStore implements Store {
     return listArchives(this.paths);
   }
 
-  /** Releases the descriptor that pins the cached file. */
+  /** Writes the state whole now (a new snapshot and journal); operators and tests use it to
+   *  leave state.json complete on its own. */
+  async compact(): Promise<void> {
+    if (!existsSync(this.paths.dir)) return;
+    await withLock(this.paths, async (lock) => this.snapshot(await this.locked(lock), lock));
+  }
+
+  /** Releases the descriptor that pins the cached snapshot. */
   async close(): Promise<void> {
-    this.setCache(null);
+    this.drop();
   }
 
-  private loadOptions(lock?: HeldLock): LoadOptions {
-    return {
-      cached: this.fromCache,
-      guard: lock && (() => lock.assertHeld()),
-      fsOps: this.options.fsOps,
-    };
+  // ---- reading ---------------------------------------------------------------------------------
+
+  /** The live state brought up to date, without the lock unless something must be repaired. */
+  private async current(): Promise<State> {
+    if (this.options.fastPath === false) this.drop();
+    for (;;) {
+      const hit = this.catchUp();
+      if (hit) return hit;
+      const seen = this.cache;
+      const snap = this.damage === null ? await loadLockFree(this.paths) : null;
+      // Another call of this process loaded (or a mutation wrote) meanwhile: use that, never
+      // put an older snapshot in its place.
+      if (this.cache !== seen) {
+        unpin(snap?.pin);
+        continue;
+      }
+      if (snap && this.adopt(snap)) return this.cache!.state;
+      await ensureDir(this.paths);
+      return withLock(this.paths, (lock) => this.locked(lock));
+    }
   }
 
-  private fromCache = async (): Promise<State | null> => {
+  /** Under the lock: up to date, with a corrupt snapshot or journal recovered. */
+  private async locked(lock: HeldLock): Promise<State> {
+    if (this.options.fastPath === false) this.drop();
+    const hit = this.catchUp();
+    if (hit) return hit;
+    if (this.damage === null) {
+      const snap = await loadLocked(this.paths, { guard: () => lock.assertHeld(), fsOps: this.options.fsOps });
+      if (this.adopt(snap)) return this.cache!.state;
+    }
+    await this.recoverJournal(lock);
+    return this.locked(lock);
+  }
+
+  /** The cached state with what other processes appended since applied; null when the snapshot
+   *  changed (or there is no cache) and must be loaded again. */
+  private catchUp(): State | null {
     const c = this.cache;
-    if (!c) return null;
-    const key = await statKey(this.paths.state);
-    // `this.cache === c` after the await: c's descriptor was still open during the stat, so its
-    // inode number could not have been reused by another file.
-    if (!key || this.cache !== c || !sameKey(key, c.pin.key)) return null;
+    if (!c || this.damage !== null) return null;
+    const key = statKey(this.paths.state);
+    if (c.pin ? !key || !sameKey(key, c.pin.key) : key !== null) {
+      this.drop();
+      return null;
+    }
     storeStats.cacheHits++;
-    return c.state ? structuredClone(c.state) : (JSON.parse(c.text!) as State);
-  };
-
-  /** Caches what a load produced and hands the caller a state it owns. */
-  private keep(l: Loaded): State {
-    if (this.options.fastPath === false) {
-      if (l.from === 'disk' || l.from === 'saved') unpin(l.pin);
-    } else if (l.from === 'disk') this.setCache({ pin: l.pin, state: structuredClone(l.state) });
-    else if (l.from === 'saved') this.setCache({ pin: l.pin, text: l.text });
-    return l.state;
+    if (!c.journalId) return c.state;
+    const file = journalFile(this.paths, c.journalId);
+    const size = statSync(file, { throwIfNoEntry: false })?.size;
+    if (size === undefined) {
+      if (c.offset === 0) return c.state; // nothing appended to this snapshot yet
+      this.drop(); // compacted away between our two stats
+      return null;
+    }
+    if (size === c.offset) return c.state;
+    return this.applyJournal(c, file) ? c.state : null;
   }
 
-  private setCache(c: Cached | null) {
-    if (c && this.options.fastPath === false) {
-      unpin(c.pin);
+  /** Takes a freshly loaded snapshot as the cache and applies its journal. false = the journal is
+   *  damaged (the good part is applied; `damage` says why). */
+  private adopt(snap: Snapshot): boolean {
+    this.drop();
+    const c: Cache = { state: snap.state, pin: snap.pin, journalId: snap.journalId, offset: 0, count: 0 };
+    this.cache = c;
+    return !c.journalId || this.applyJournal(c, journalFile(this.paths, c.journalId));
+  }
+
+  private applyJournal(c: Cache, file: string): boolean {
+    const r = readJournal(file, c.offset, c.count + 1);
+    if (r.kind === 'absent') {
+      if (c.offset === 0) return true;
+      this.drop();
+      return false;
+    }
+    for (const entry of r.entries) {
+      const problem = this.replay(c.state, entry);
+      if (problem) {
+        this.damage = `entry ${entry.n}: ${problem}`;
+        return false;
+      }
+      c.count++;
+    }
+    c.offset = r.offset;
+    if (r.kind === 'corrupt') {
+      this.damage = r.cause;
+      return false;
+    }
+    return true;
+  }
+
+  /** Applies one journal entry and checks what it touched, as a writer checks before writing. */
+  private replay(state: State, entry: Entry): string | null {
+    try {
+      applyOps(state, entry.ops);
+    } catch (e) {
+      return `cannot be applied (${(e as Error).message})`;
+    }
+    return checkEntities(state, touchedBy(entry.ops.map((op) => op[1])));
+  }
+
+  /** A damaged journal: the state up to the damage is kept, the journal is preserved beside it,
+   *  and a new snapshot (with an error naming both) replaces them (§2.7, for the journal). */
+  private async recoverJournal(lock: HeldLock) {
+    const c = this.cache!;
+    const cause = this.damage ?? 'unknown damage';
+    const at = Date.now();
+    const kept = `${c.journalId}.corrupt.${at}.jsonl`;
+    if (c.journalId) renameSync(journalFile(this.paths, c.journalId), join(this.paths.journal, kept));
+    raw(c.state).errors.push({
+      at,
+      reason: 'state_corrupt',
+      message: `The state journal was damaged (${cause}); it was preserved as journal/${kept} and the state before the damage was kept.`,
+    });
+    this.damage = null;
+    await this.snapshot(c.state, lock);
+  }
+
+  /** Under test: what is on disk, loaded afresh, must equal what this process holds. A write the
+   *  tracker did not record (a change through a plain reference) fails the mutation here. */
+  private async verify(state: State) {
+    const counted = { ...storeStats }; // the check's own loads are not the store's
+    const fresh = new FileStore(this.paths.project, { durability: this.durability });
+    const disk = await fresh.read();
+    await fresh.close();
+    Object.assign(storeStats, counted);
+    if (!isDeepStrictEqual(disk, raw(state))) {
+      this.drop();
+      throw new Error('journal check: the state on disk differs from the state in memory (a write was not recorded)');
+    }
+  }
+
+  private drop() {
+    if (this.cache) unpin(this.cache.pin);
+    this.cache = null;
+  }
+
+  // ---- writing ---------------------------------------------------------------------------------
+
+  /** The state after a mutation, on disk: one journal line, or a new snapshot when the journal
+   *  is due for compaction (or this snapshot has none yet). Synchronous unless a rename must be
+   *  retried: nothing else of this process may run while memory is ahead of disk. */
+  private async persist(state: State, ops: Op[], lock: HeldLock): Promise<void> {
+    const c = this.cache!;
+    if (!c.journalId || c.offset >= (this.options.compactBytes ?? JOURNAL_COMPACT_BYTES)) return this.snapshot(state, lock);
+    c.offset = appendEntry(this.paths, c.journalId, { n: c.count + 1, ops }, { durable: this.durable, guard: () => lock.assertHeld() });
+    c.count++;
+  }
+
+  /** Writes `state` whole as state.json with a new journal id, and removes the old journals. A
+   *  rename that fails is retried (§2.10) with the cache dropped, so that meanwhile this process
+   *  reads what is on disk, not what it failed to write; afterwards it reloads. */
+  private async snapshot(state: State, lock: HeldLock): Promise<void> {
+    const c = this.cache!;
+    const id = randomBytes(8).toString('hex');
+    const text = serialize(raw(state), id);
+    const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld(), fsOps: this.options.fsOps };
+    try {
+      writeAtomicSync(this.paths.state, text, opts);
+    } catch (e) {
+      if (lock.compromised) throw e;
+      this.drop();
+      await writeAtomic(this.paths.state, text, { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
+      this.removeJournals(id);
       return;
     }
-    if (this.cache && this.cache.pin !== c?.pin) unpin(this.cache.pin);
-    this.cache = c;
+    const fd = openSync(this.paths.state, 'r');
+    let pin: Pinned;
+    try {
+      const st = fstatSync(fd, { bigint: true });
+      pin = { fd, key: { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs } };
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+    unpin(c.pin);
+    Object.assign(c, { pin, journalId: id, offset: 0, count: 0 });
+    this.removeJournals(id);
+  }
+
+  /** Every journal but `keep` is inside the snapshot now (a crash before this leaves files
+   *  behind, never state); damaged ones stay for the operator. */
+  private removeJournals(keep: string) {
+    for (const f of listJournals(this.paths)) if (f !== `${keep}.jsonl` && !f.includes('.corrupt.')) unlinkSync(join(this.paths.journal, f));
   }
 }
 
+const listJournals = (paths: StorePaths): string[] => {
+  try {
+    return readdirSync(paths.journal);
+  } catch {
+    return [];
+  }
+};
+
+const STRING_LIST = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
+
+/** Whether zod's output has a field (a default) that its input lacks, at any depth. */
+function gainedDefaults(input: unknown, output: unknown): boolean {
+  if (typeof output !== 'object' || output === null) return false;
+  if (typeof input !== 'object' || input === null) return true;
+  if (Array.isArray(output)) return output.some((o, i) => gainedDefaults((input as unknown[])[i], o));
+  for (const [k, v] of Object.entries(output)) {
+    if (!(k in input)) return true;
+    if (typeof v === 'object' && v !== null && gainedDefaults((input as Record<string, unknown>)[k], v)) return true;
+  }
+  return false;
+}
+
+/** The first rule a written entity breaks (the structural rules of §2.7), or null. Only what a
+ *  mutation touched is checked: the rest was checked when it was written or loaded. An entity
+ *  missing a defaulted field gets it, written through `state` (so a draft records it): other
+ *  processes replay what is written here and must not see a field missing. */
+function checkEntities(state: State, touched: Map<string, Set<string> | null>): string | null {
+  const s = raw(state) as unknown as Record<string, Record<string, unknown>>;
+  const backfill = (collection: string, key: string, before: unknown, after: unknown) => {
+    if (gainedDefaults(before, after)) (state as unknown as Record<string, Record<string, unknown>>)[collection]![key] = after;
+  };
+  for (const [collection, keys] of touched) {
+    const all = s[collection];
+    if (collection === 'schema_version') {
+      if ((all as unknown) !== 2) return 'schema_version is not 2';
+      continue;
+    }
+    if (collection === 'errors') {
+      const list = all as unknown as unknown[];
+      if (!Array.isArray(list) || !list.every((e) => ErrorEntrySchema.safeParse(e).success)) return 'errors: an entry is malformed';
+      continue;
+    }
+    if (typeof all !== 'object' || all === null || Array.isArray(all)) return `${collection} is not an object`;
+    for (const key of keys ?? Object.keys(all)) {
+      if (!(key in all)) continue; // deleted
+      const v = all[key];
+      const where = `${collection}.${key}`;
+      if (collection === 'channels') {
+        const r = ChannelSchema.safeParse(v);
+        if (!r.success) return `${where}.${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`;
+        if (r.data.name !== key) return `${where}: key does not equal name "${r.data.name}"`;
+        if (r.data.lifecycle !== 'active' && r.data.members.length > 0) return `${where}: a ${r.data.lifecycle} channel has members`;
+        if (r.data.delivered_total === undefined) {
+          // §2.8, as on load: the hand-overs still visible in state.
+          const id = r.data.id;
+          r.data.delivered_total = Object.values(s.messages as Record<string, Envelope>).filter(
+            (e) => e.channel_id === id && (e.delivery_status === 'delivered' || e.delivery_status === 'in_flight'),
+          ).length;
+        }
+        backfill(collection, key, v, r.data);
+      } else if (collection === 'messages') {
+        const r = EnvelopeSchema.safeParse(v);
+        if (!r.success) return `${where}.${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`;
+        backfill(collection, key, v, r.data);
+      } else if (collection === 'queues' || collection === 'delivered_to') {
+        if (!STRING_LIST(v)) return `${where}: not a list of ids`;
+      } else return `${collection}: not part of the state`;
+    }
+  }
+  return null;
+}

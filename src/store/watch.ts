@@ -1,24 +1,24 @@
-// Owner-side wake: a chokidar watch on `.opencomms/` that calls `onChange` when state.json is
-// replaced, plus a periodic rescan as a safety net. No debounce: FEATURES.md suggests 150 ms, but
-// wake latency is a product figure (p50 ≤ 10 ms), and a change that arrives while a scan runs is
-// coalesced into one follow-up scan instead.
-import { watch } from 'chokidar';
+// Owner-side wake: calls `onChange` when another process changed the state, i.e. appended to the
+// journal (journal/<id>.jsonl) or replaced the snapshot (state.json), plus a periodic rescan as a
+// safety net. Node's own fs.watch (inotify on Linux): one event per write, no polling, no
+// throttle. No debounce either: FEATURES.md suggests 150 ms, but wake latency is a product
+// figure; a change that arrives while a scan runs is coalesced into one follow-up scan instead.
+import { watch, type FSWatcher } from 'node:fs';
 import { basename } from 'node:path';
 import type { StorePaths } from './paths.ts';
 import type { Watch } from './types.ts';
 
-/** Safety-net rescan of state.json for mail a missed watch event left behind (FEATURES.md's
- *  polling fallback interval). A rescan of a state this process already holds costs one stat. */
+/** Safety-net rescan for a missed event, and the retry of a watch that could not be set up (the
+ *  directory does not exist yet): FEATURES.md's polling fallback interval. A rescan of a state
+ *  this process already holds costs two stats. */
 export const RESCAN_INTERVAL_MS = 500;
-
-/** A trailing scan after each watch event, just past chokidar's 5 ms per-file throttle, which
- *  drops (never delays) a second change inside that window. */
-export const WATCH_TRAILING_MS = 10;
 
 export async function watchStateFile(paths: StorePaths, onChange: () => Promise<void>, log: (l: string) => void): Promise<Watch> {
   let running: Promise<void> | null = null;
   let again = false;
+  let closed = false;
   const fire = () => {
+    if (closed) return;
     if (running) {
       again = true;
       return;
@@ -31,39 +31,52 @@ export async function watchStateFile(paths: StorePaths, onChange: () => Promise<
         } catch (e) {
           log(`wake scan failed: ${(e as Error).message}`);
         }
-      } while (again);
+      } while (again && !closed);
       running = null;
     })();
   };
-  // chokidar drops a change that follows the previous one within 5 ms (its per-file throttle,
-  // no trailing event), and two quick commits are common here: every event is followed by one
-  // trailing scan just past that window.
-  let trailing: NodeJS.Timeout | null = null;
-  const onEvent = () => {
-    fire();
-    if (trailing) clearTimeout(trailing);
-    trailing = setTimeout(() => {
-      trailing = null;
-      fire();
-    }, WATCH_TRAILING_MS);
-    trailing.unref();
-  };
+
   const stateName = basename(paths.state);
-  const w = watch(paths.dir, {
-    depth: 0,
-    ignoreInitial: true,
-    atomic: false,
-    ignored: (p: string) => p !== paths.dir && basename(p) !== stateName,
-  });
-  w.on('add', onEvent).on('change', onEvent).on('error', (e) => log(`watch error: ${(e as Error).message}`));
-  await new Promise<void>((resolve) => w.once('ready', () => resolve()));
-  const interval = setInterval(fire, RESCAN_INTERVAL_MS);
+  const journalName = basename(paths.journal);
+  let dirWatch: FSWatcher | null = null;
+  let journalWatch: FSWatcher | null = null;
+  const open = (dir: string, onEvent: (file: string | null) => void): FSWatcher | null => {
+    try {
+      // Persistent: a process that waits to deliver mail stays alive until the watch is closed.
+      const w = watch(dir, { persistent: true }, (_event, file) => onEvent(file));
+      w.on('error', () => {
+        w.close();
+        if (w === dirWatch) dirWatch = null;
+        if (w === journalWatch) journalWatch = null;
+      });
+      return w;
+    } catch {
+      return null; // not there yet: the rescan tries again
+    }
+  };
+  const arm = () => {
+    if (closed) return;
+    dirWatch ??= open(paths.dir, (file) => {
+      if (file === stateName) fire();
+      else if (file === journalName) {
+        arm();
+        fire();
+      }
+    });
+    journalWatch ??= open(paths.journal, () => fire());
+  };
+  arm();
+  const interval = setInterval(() => {
+    arm();
+    fire();
+  }, RESCAN_INTERVAL_MS);
   interval.unref();
   return {
     close: async () => {
+      closed = true;
       clearInterval(interval);
-      if (trailing) clearTimeout(trailing);
-      await w.close();
+      dirWatch?.close();
+      journalWatch?.close();
       await running;
     },
   };

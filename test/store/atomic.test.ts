@@ -70,17 +70,18 @@ describe('writeAtomic', () => {
 });
 
 describe('store save through a failing rename', () => {
+  // compactBytes 0: every mutation writes a snapshot (state.json) instead of a journal line.
   it('keeps the previous state.json, leaves no temp, and saves once rename recovers', async () => {
     const good = new FileStore(dir);
     await good.mutate(incrementCounter);
     const file = join(dir, '.opencomms', 'state.json');
     const before = await readFile(file);
-    const bad = new FileStore(dir, { fsOps: flakyRename(Infinity).ops });
+    const bad = new FileStore(dir, { fsOps: flakyRename(Infinity).ops, compactBytes: 0 });
     await expect(bad.mutate(incrementCounter)).rejects.toThrow('EBUSY');
     expect(await readFile(file)).toEqual(before);
     expect((await readdir(join(dir, '.opencomms'))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     expect(counterOf(await bad.read())).toBe(1);
-    const twice = new FileStore(dir, { fsOps: flakyRename(2).ops });
+    const twice = new FileStore(dir, { fsOps: flakyRename(2).ops, compactBytes: 0 });
     expect(await twice.mutate(incrementCounter)).toBe(2);
     expect(counterOf(await good.read())).toBe(2);
     for (const s of [good, bad, twice]) s.close();

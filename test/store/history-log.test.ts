@@ -42,7 +42,7 @@ describe('history log', () => {
   });
 
   it('refuses a bad channel id before building a path', async () => {
-    await expect(appendHistory(paths, [env('m1', 'chn_a'), env('m2', '../evil')])).rejects.toThrow(/invalid channel id/);
+    expect(() => appendHistory(paths, [env('m1', 'chn_a'), env('m2', '../evil')])).toThrow(/invalid channel id/);
     await expect(readHistory(paths, 'chn_../x', { limit: 1 })).rejects.toThrow(/invalid channel id/);
     await expect(deleteHistory(paths, '../../etc')).rejects.toThrow(/invalid channel id/);
     expect(await readdir(dir)).toEqual([]); // nothing written, not even the good envelope

@@ -3,12 +3,13 @@
 // Server processes are started once and shared; every case works on its own channels.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMcp, type McpHandle } from '../../helpers/mcp-client.ts';
+import { editStateSync, readStateSync, stateBytes } from '../../helpers/state-files.ts';
 
 const root = join(import.meta.dirname, '..', '..', '..');
 const BIN = join(root, 'bin', 'opencomms.js');
@@ -211,17 +212,10 @@ let W2: RawServer; // raw, pinned
 let W3: RawServer; // --host generic: refused at start
 const handles: McpHandle[] = [];
 
-const statePath = () => join(project, '.opencomms', 'state.json');
-const stateText = () => readFileSync(statePath(), 'utf8');
-const readState = () => JSON.parse(stateText());
+const readState = (): any => readStateSync(project);
+const stateText = () => stateBytes(project);
 /** An operator's direct edit of state.json between calls (temp file + rename, like the store). */
-function editState(fn: (s: any) => void) {
-  const s = readState();
-  fn(s);
-  const tmp = join(project, '.opencomms', `operator-edit.${process.pid}.tmp`);
-  writeFileSync(tmp, `${JSON.stringify(s, null, 2)}\n`);
-  renameSync(tmp, statePath());
-}
+const editState = (fn: (s: any) => void) => editStateSync(project, fn);
 
 /** A 2-member channel: A creates (coordinator), B joins. */
 async function pair(channel: string, opts: Record<string, unknown> = {}) {

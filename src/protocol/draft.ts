@@ -1,0 +1,298 @@
+// Change tracking for in-place mutation of a state tree. A mutation changes the live state object
+// itself (no copy of the whole state per call) through a recording proxy that keeps
+// - an undo log, so a refusal or a fault puts every value back;
+// - the set of written paths, turned at the end into a few replayable operations (the store's
+//   journal line), with values read at that moment.
+// Pure data-structure code: no I/O, no clock.
+//
+// Reading through the proxy wraps every nested object; a scan over many entities would create a
+// proxy per entity, so read-only scans use `raw()`, which yields the plain (current) objects. A
+// write must go through the proxy: the store checks, under test, that what was recorded
+// reproduces the state exactly.
+
+export type Path = readonly string[];
+
+/** One replayable change. `s`: set the value at the path; `d`: delete it; `a`: append items to the
+ *  array at the path. Paths never overlap within one entry. */
+export type Op = readonly ['s', Path, unknown] | readonly ['d', Path] | readonly ['a', Path, unknown[]];
+
+const TARGET = Symbol('draft.target');
+
+type Obj = Record<string | symbol, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null;
+const isPlainObject = (v: unknown): v is Record<string, unknown> => isObject(v) && !Array.isArray(v);
+
+/** Whether a value is a draft proxy. */
+export const isDraft = (v: unknown): boolean => isObject(v) && (v as Obj)[TARGET] !== undefined;
+
+/** The plain object behind a draft proxy (or the value itself). For read-only scans. */
+export function raw<T>(v: T): T {
+  return isObject(v) ? (((v as Obj)[TARGET] as T | undefined) ?? v) : v;
+}
+
+/** Replaces every draft proxy inside a value by its plain object, so a value assigned into the
+ *  state never keeps a proxy (whose recorder is gone once the mutation ends). */
+function unwrapDeep(v: unknown, seen = new Set<object>()): unknown {
+  if (!isObject(v)) return v;
+  const t = (v as Obj)[TARGET] as object | undefined;
+  if (t) return t;
+  if (seen.has(v)) return v;
+  seen.add(v);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i];
+      if (isObject(x)) {
+        const u = unwrapDeep(x, seen);
+        if (u !== x) v[i] = u;
+      }
+    }
+  } else {
+    for (const k of Object.keys(v)) {
+      const x = (v as Obj)[k];
+      if (isObject(x)) {
+        const u = unwrapDeep(x, seen);
+        if (u !== x) (v as Obj)[k] = u;
+      }
+    }
+  }
+  return v;
+}
+
+interface Undo {
+  target: Obj;
+  key: string | symbol;
+  had: boolean;
+  old: unknown;
+}
+
+export interface Draft<T extends object> {
+  /** The object to hand to the mutation: reads and writes go to the live state, recorded. */
+  readonly root: T;
+  /** Puts back every value written through `root`, newest first. */
+  rollback(): void;
+  /** The written paths as operations, with the values they hold now. */
+  ops(): Op[];
+  /** The entities written, for validation: collection → keys, or null when the whole collection
+   *  (or a top-level field) was written. */
+  touched(): Map<string, Set<string> | null>;
+}
+
+/** How deep a written path is kept before it is cut to its entity field: `messages.<id>.status`
+ *  stays three deep, so a send writes its new envelope, not the whole `messages` map. */
+const MAX_DEPTH = 3;
+
+export function track<T extends object>(state: T): Draft<T> {
+  const undo: Undo[] = [];
+  const paths = new WeakMap<object, Path>();
+  const proxies = new WeakMap<object, object>();
+  /** Arrays written to: their length at the first write and whether every write only appended. */
+  const arrays = new Map<object, { path: Path; length: number; appendOnly: boolean }>();
+  /** Written paths (joined by \u0000) → the path and the value before the first write there. */
+  const written = new Map<string, { path: Path; old: unknown; hadOld: boolean }>();
+  let live = true;
+
+  const wrap = (target: object, path: Path): object => {
+    let p = proxies.get(target);
+    if (!p) {
+      paths.set(target, path);
+      p = new Proxy(target, handler);
+      proxies.set(target, p);
+    }
+    return p;
+  };
+
+  /** `next` is the value being written (undefined for a delete). */
+  const record = (target: Obj, key: string | symbol, had: boolean, old: unknown, next: unknown) => {
+    if (!live) throw new Error('draft: a write after the mutation ended (a proxy escaped)');
+    // Writing past an array's end grows its length with no write to `length`: undo that too.
+    if (Array.isArray(target) && key !== 'length' && typeof key === 'string' && Number(key) >= target.length)
+      undo.push({ target, key: 'length', had: true, old: target.length });
+    undo.push({ target, key, had, old });
+    // Shrinking an array through `length` drops elements with no delete per index: keep them.
+    if (Array.isArray(target) && key === 'length' && typeof next === 'number')
+      for (let i = next; i < target.length; i++) undo.push({ target, key: String(i), had: true, old: target[i] });
+    if (typeof key === 'symbol') return;
+    const base = paths.get(target)!;
+    if (Array.isArray(target)) {
+      let a = arrays.get(target);
+      if (!a) arrays.set(target, (a = { path: base, length: target.length, appendOnly: true }));
+      // Appending = writing new indices at or past the first-seen length, and never shrinking.
+      if (key === 'length') {
+        if (typeof next !== 'number' || next < a.length) a.appendOnly = false;
+      } else if (had || !(Number(key) >= a.length)) a.appendOnly = false;
+      return;
+    }
+    const full = [...base, key];
+    const cut = full.length > MAX_DEPTH ? full.slice(0, MAX_DEPTH) : full;
+    const id = cut.join('\u0000');
+    const w = written.get(id);
+    if (!w) written.set(id, { path: cut, old: cut.length === full.length ? old : undefined, hadOld: cut.length === full.length && had });
+    else if (cut.length < full.length) w.hadOld = false; // written inside too: no diff against the old value
+  };
+
+  const handler: ProxyHandler<Obj> = {
+    get(target, key, receiver) {
+      if (key === TARGET) return target;
+      const v = Reflect.get(target, key, receiver);
+      if (!isObject(v) || typeof key === 'symbol' || typeof v === 'function') return v;
+      return wrap(v, [...paths.get(target)!, key]);
+    },
+    set(target, key, value) {
+      const had = Object.prototype.hasOwnProperty.call(target, key);
+      const old = target[key];
+      const v = unwrapDeep(value);
+      if (had && old === v && key !== 'length') return true;
+      record(target, key, had, old, v);
+      target[key] = v;
+      return true;
+    },
+    deleteProperty(target, key) {
+      if (!Object.prototype.hasOwnProperty.call(target, key)) return true;
+      record(target, key, true, target[key], undefined);
+      delete target[key];
+      return true;
+    },
+    defineProperty(target, key, desc) {
+      const had = Object.prototype.hasOwnProperty.call(target, key);
+      record(target, key, had, target[key], desc.value);
+      return Reflect.defineProperty(target, key, { ...desc, value: unwrapDeep(desc.value) });
+    },
+  };
+
+  const root = wrap(state, []) as T;
+
+  const valueAt = (path: Path): { present: boolean; value: unknown } => {
+    let cur: unknown = state;
+    for (const k of path) {
+      if (!isObject(cur) || !Object.prototype.hasOwnProperty.call(cur, k)) return { present: false, value: undefined };
+      cur = (cur as Obj)[k];
+    }
+    return { present: true, value: cur };
+  };
+
+  return {
+    root,
+    rollback() {
+      for (let i = undo.length - 1; i >= 0; i--) {
+        const u = undo[i]!;
+        if (u.had) u.target[u.key] = u.old;
+        else delete u.target[u.key];
+      }
+      undo.length = 0;
+      live = false;
+    },
+    touched() {
+      return touchedBy([...written.values(), ...arrays.values()].map((w) => w.path));
+    },
+    ops() {
+      live = false;
+      // Every write is now a path: object fields (cut to MAX_DEPTH) and whole arrays.
+      const byPath = new Map<string, { path: Path; kind: 'set' | 'append'; from?: number; old?: unknown; hadOld?: boolean }>();
+      for (const [id, w] of written) byPath.set(id, { path: w.path, kind: 'set', old: w.old, hadOld: w.hadOld });
+      for (const a of arrays.values()) {
+        // An array inside a field below MAX_DEPTH is covered by that field's value.
+        const path = a.path.length > MAX_DEPTH ? a.path.slice(0, MAX_DEPTH) : a.path;
+        const id = path.join('\u0000');
+        const whole = path.length < a.path.length || !a.appendOnly;
+        const had = byPath.get(id);
+        // A field written as a whole covers the array; an append meeting any other write is a set.
+        if (had?.kind === 'set') {
+          had.hadOld = false; // its old value was changed in place: no diff against it
+          continue;
+        }
+        byPath.set(id, whole || had ? { path, kind: 'set' } : { path, kind: 'append', from: a.length });
+      }
+      // A path under another written path is covered by that path's value; an append covers
+      // nothing, so an array with writes inside its old elements is set whole.
+      const ids = [...byPath.keys()].sort();
+      const hasDescendant = (id: string) => ids.some((x) => x.startsWith(`${id}\u0000`));
+      for (const id of ids) {
+        const w = byPath.get(id)!;
+        if (w.kind === 'append' && hasDescendant(id)) byPath.set(id, { path: w.path, kind: 'set' });
+      }
+      const ops: Op[] = [];
+      let covering: string | null = null;
+      for (const id of ids) {
+        if (covering !== null && id.startsWith(`${covering}\u0000`)) continue;
+        covering = id;
+        const w = byPath.get(id)!;
+        const now = valueAt(w.path);
+        if (!now.present) ops.push(['d', w.path]);
+        else if (w.kind === 'append') {
+          const items = (now.value as unknown[]).slice(w.from);
+          if (items.length) ops.push(['a', w.path, items]);
+        } else if (w.hadOld && isPlainObject(w.old) && isPlainObject(now.value) && w.old !== now.value && !hasDescendant(id)) {
+          // A replaced map (a machine assigns a fresh object) nothing else wrote into: its
+          // changed keys only.
+          const before = w.old;
+          const after = now.value;
+          for (const k of Object.keys(before)) if (!(k in after)) ops.push(['d', [...w.path, k]]);
+          for (const [k, v] of Object.entries(after)) if (!(k in before) || before[k] !== v) ops.push(['s', [...w.path, k], v]);
+        } else ops.push(['s', w.path, now.value]);
+      }
+      return ops;
+    },
+  };
+}
+
+/** collection → the keys under it that these paths reach, or null for the whole collection. */
+export function touchedBy(paths: Iterable<Path>): Map<string, Set<string> | null> {
+  const out = new Map<string, Set<string> | null>();
+  for (const p of paths) {
+    if (!p.length) continue;
+    const top = p[0]!;
+    if (p.length === 1) {
+      out.set(top, null);
+      continue;
+    }
+    const s = out.get(top);
+    if (s === null) continue;
+    if (s) s.add(p[1]!);
+    else out.set(top, new Set([p[1]!]));
+  }
+  return out;
+}
+
+/** A copy of `v` with every draft proxy inside it replaced by a deep copy of its plain object, so
+ *  nothing handed out of a mutation aliases the live state. Plain parts are shared. */
+export function detach<T>(v: T): T {
+  if (!isObject(v)) return v;
+  if (isDraft(v)) return structuredClone(raw(v));
+  if (Array.isArray(v)) {
+    let copy: unknown[] | null = null;
+    for (let i = 0; i < v.length; i++) {
+      const d = detach(v[i]);
+      if (d !== v[i]) (copy ??= v.slice())[i] = d;
+    }
+    return (copy ?? v) as T;
+  }
+  let copy: Obj | null = null;
+  for (const k of Object.keys(v)) {
+    const x = (v as Obj)[k];
+    const d = detach(x);
+    if (d !== x) (copy ??= { ...(v as Obj) })[k] = d;
+  }
+  return (copy ?? v) as T;
+}
+
+/** Replays operations onto a plain state (the store's reload, another process's catch-up). */
+export function applyOps(state: object, ops: readonly Op[]): void {
+  for (const op of ops) {
+    const path = op[1];
+    let cur = state as Obj;
+    for (let i = 0; i < path.length - 1; i++) {
+      const k = path[i]!;
+      let next = cur[k];
+      if (!isObject(next)) cur[k] = next = {};
+      cur = next as Obj;
+    }
+    const last = path[path.length - 1]!;
+    if (op[0] === 's') cur[last] = op[2];
+    else if (op[0] === 'd') delete cur[last];
+    else {
+      const arr = cur[last];
+      if (Array.isArray(arr)) arr.push(...op[2]);
+      else cur[last] = [...op[2]];
+    }
+  }
+}

@@ -1,0 +1,116 @@
+// The journal: what changed since the snapshot in state.json, one line per mutation, appended under
+// the state lock. state.json names its journal (`journal_id`); the journal of another id is not
+// read (a compaction that wrote a new snapshot may leave the old one behind until it is removed).
+//
+// A line is `{"n":<1-based count>,"ops":[...]}` followed by "\n", written with one write() call:
+// a killed writer leaves a whole line or none. A line without its newline (power loss, or a reader
+// racing the writer) is not applied, and the next writer starts on a fresh line.
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Op } from '../protocol/draft.ts';
+import type { StorePaths } from './paths.ts';
+
+export const JOURNAL_ID_RE = /^[0-9a-f]{16}$/;
+
+export const journalFile = (paths: Pick<StorePaths, 'journal'>, id: string): string => {
+  if (!JOURNAL_ID_RE.test(id)) throw new Error(`journal: invalid id ${JSON.stringify(id)}`);
+  return join(paths.journal, `${id}.jsonl`);
+};
+
+export interface Entry {
+  n: number;
+  ops: Op[];
+}
+
+export type JournalRead =
+  | { kind: 'absent' }
+  | { kind: 'ok'; entries: Entry[]; offset: number; size: number }
+  | { kind: 'corrupt'; entries: Entry[]; offset: number; cause: string };
+
+const NL = 0x0a;
+
+/** Reads complete lines from `offset` to the end. `next` is the count the first entry must have. */
+export function readJournal(file: string, offset: number, next: number): JournalRead {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'absent' };
+    throw e;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size < offset) return { kind: 'corrupt', entries: [], offset, cause: `the journal shrank below offset ${offset}` };
+    const entries: Entry[] = [];
+    if (size === offset) return { kind: 'ok', entries, offset, size };
+    const buf = Buffer.allocUnsafe(size - offset);
+    let got = 0;
+    while (got < buf.length) {
+      const n = readSync(fd, buf, got, buf.length - got, offset + got);
+      if (n === 0) break;
+      got += n;
+    }
+    let start = 0;
+    let at = offset;
+    let expect = next;
+    for (;;) {
+      const end = buf.indexOf(NL, start);
+      if (end < 0 || end >= got) break; // an unterminated tail: not (yet) a whole entry
+      const line = buf.toString('utf8', start, end);
+      const consumed = end + 1 - start;
+      start = end + 1;
+      if (line === '') {
+        at += consumed; // the separator a writer adds after a torn tail
+        continue;
+      }
+      let entry: Entry;
+      try {
+        entry = JSON.parse(line) as Entry;
+      } catch {
+        // A torn line (a write cut by power loss): its mutation was never acknowledged, and the
+        // next writer wrote the same count again on a fresh line. Real damage breaks the count.
+        at += consumed;
+        continue;
+      }
+      if (entry.n !== expect || !Array.isArray(entry.ops))
+        return { kind: 'corrupt', entries, offset: at, cause: `entry ${expect} is out of sequence (${JSON.stringify(entry.n)})` };
+      entries.push(entry);
+      expect++;
+      at += consumed;
+    }
+    return { kind: 'ok', entries, offset: at, size };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export interface AppendOptions {
+  durable: boolean;
+  /** Runs right before the write: a writer whose lock was broken must not write. */
+  guard?: () => void;
+}
+
+/** Appends one entry; returns the journal's size after it (the offset a reader is now at, a torn
+ *  tail before it skipped). */
+export function appendEntry(paths: Pick<StorePaths, 'journal'>, id: string, entry: Entry, opts: AppendOptions): number {
+  mkdirSync(paths.journal, { recursive: true });
+  const fd = openSync(journalFile(paths, id), 'a+');
+  try {
+    const size = fstatSync(fd).size;
+    let text = `${JSON.stringify(entry)}\n`;
+    if (size > 0 && !endsWithNewline(fd, size)) text = `\n${text}`; // after a torn tail: a fresh line
+    opts.guard?.();
+    const bytes = Buffer.from(text);
+    writeSync(fd, bytes);
+    if (opts.durable) fsyncSync(fd);
+    return size + bytes.length;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function endsWithNewline(fd: number, size: number): boolean {
+  const b = Buffer.alloc(1);
+  readSync(fd, b, 0, 1, size - 1);
+  return b[0] === NL;
+}
