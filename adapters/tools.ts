@@ -10,6 +10,8 @@ export interface ToolContext {
   actor: { sid: string; project_id: string; worktree: string };
 }
 
+/** A tool as both adapters list and call it. `prepare` checks raw arguments against the tool's
+ *  schema and hands back the engine command with typed arguments, or the first problem. */
 export interface ToolDef {
   name: string;
   description: string;
@@ -23,7 +25,35 @@ export interface ToolDef {
   mcpOnly?: boolean;
   /** Channel-scoped: an OpenCode session in no channel gets `not_linked`. */
   linked?: boolean;
-  command(args: Record<string, unknown>, ctx: ToolContext): Command;
+  prepare(raw: Record<string, unknown>): Prepared;
+}
+
+export type Prepared =
+  | { ok: true; args: Record<string, unknown>; command: (ctx: ToolContext) => Command }
+  | { ok: false; problem: string };
+
+type Spec<S extends z.ZodRawShape> = Omit<ToolDef, 'prepare' | 'shape'> & {
+  shape: S;
+  command(args: z.output<z.ZodObject<S>>, ctx: ToolContext): Command;
+};
+
+/** One tool: its schema compiled once; unknown keys (any identity-like ones included) are dropped
+ *  by the parse, never obeyed. */
+function tool<S extends z.ZodRawShape>(spec: Spec<S>): ToolDef {
+  const schema = z.object(spec.shape);
+  const { command, ...def } = spec;
+  return {
+    ...def,
+    prepare(raw) {
+      const r = schema.safeParse(raw);
+      if (!r.success) {
+        const i = r.error.issues[0]!;
+        return { ok: false, problem: `Invalid argument ${i.path.join('.') || '(arguments)'} for ${spec.name}: ${i.message}` };
+      }
+      const args = r.data;
+      return { ok: true, args, command: (ctx) => command(args, ctx) };
+    },
+  };
 }
 
 const channel = z.string().describe('Channel name (lowercase letters, digits, "-", "_"; at most 64).');
@@ -33,7 +63,7 @@ const rolePrompt = z.string().describe('Standing instructions for yourself in th
 const spawnPush = z.boolean().describe('Have peers resume this session with the host CLI when mail arrives (spawn_push). Default false: you read mail with opencomms_pull.');
 
 export const TOOLS: ToolDef[] = [
-  {
+  tool({
     name: 'opencomms_create',
     description: 'Create a channel in this project and join it as its first member (the coordinator). Others join with opencomms_join.',
     shape: {
@@ -47,17 +77,17 @@ export const TOOLS: ToolDef[] = [
     },
     required: ['channel', 'role', 'role_prompt'],
     bootstrap: true,
-    command: (a, ctx) => ({ op: 'create', caller: ctx.caller(a.spawn_push === true), args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'create', caller: ctx.caller(a.spawn_push === true), args: a }),
+  }),
+  tool({
     name: 'opencomms_join',
     description: 'Join an existing channel under your own role. If the channel does not exist, STOP: do not create it; report to the operator.',
     shape: { channel, role, role_prompt: rolePrompt, spawn_push: spawnPush.optional() },
     required: ['channel', 'role', 'role_prompt'],
     bootstrap: true,
-    command: (a, ctx) => ({ op: 'join', caller: ctx.caller(a.spawn_push === true), args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'join', caller: ctx.caller(a.spawn_push === true), args: a }),
+  }),
+  tool({
     name: 'opencomms_send',
     linked: true,
     description: 'Send a message to another member: `to` (session id or role), broadcast=true, or omit both on a 2-member channel. Use reply_to to answer a message (keeps its thread).',
@@ -71,71 +101,71 @@ export const TOOLS: ToolDef[] = [
       session_description: z.string().optional().describe('A one-line description of the session (kept only the first time).'),
     },
     required: ['channel', 'content'],
-    command: (a, ctx) => ({ op: 'send', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'send', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_status',
     description: 'Your channels: members, their delivery state, pending mail, budgets, timer, receipts and recent errors.',
     shape: { channel: channel.optional() },
     required: [],
     command: (a, ctx) => ({ op: 'status', sid: ctx.pin, args: a }),
-  },
-  {
+  }),
+  tool({
     name: 'opencomms_inbox',
     linked: true,
     description: 'Preview your pending messages on a channel without consuming them. Use opencomms_pull to read them.',
     shape: { channel, limit: limit.optional() },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'inbox', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'inbox', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_pull',
     mcpOnly: true,
     description: 'Read (and mark delivered) your pending messages: one channel, or all of yours when channel is omitted. Peer text is framed as untrusted data.',
     shape: { channel: channel.optional(), limit: limit.optional() },
     required: [],
     command: (a, ctx) => ({ op: 'pull', sid: ctx.pin, args: a }),
-  },
-  {
+  }),
+  tool({
     name: 'opencomms_history',
     description: 'Recent messages of a channel, newest first (content framed as untrusted data).',
     shape: { channel, limit: limit.optional() },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'history', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'history', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_update_role',
     linked: true,
     description: 'Replace your own role prompt on a channel.',
     shape: { channel, role_prompt: rolePrompt },
     required: ['channel', 'role_prompt'],
-    command: (a, ctx) => ({ op: 'update_role', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'update_role', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_pause',
     linked: true,
     description: 'Pause a channel: sends are refused and delivery is held until opencomms_resume.',
     shape: { channel },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'pause', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'pause', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_resume',
     linked: true,
     description: 'Resume a paused channel; held mail is delivered.',
     shape: { channel },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'resume', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'resume', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_disconnect',
     linked: true,
     description: 'Leave a channel (your pending mail there is dropped). No host session is touched.',
     shape: { channel },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'disconnect', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'disconnect', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_kick',
     linked: true,
     description: 'Coordinator only: remove another member from a channel; the rest get a notice.',
@@ -146,9 +176,9 @@ export const TOOLS: ToolDef[] = [
     },
     required: ['channel'],
     admin: true,
-    command: (a, ctx) => ({ op: 'kick', caller: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'kick', caller: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_timer',
     linked: true,
     description: 'Chess clock per channel: start, stop, switch (to=), reset, status, set_limit (limit_ms, to=), clear_limit. Advisory only.',
@@ -159,32 +189,32 @@ export const TOOLS: ToolDef[] = [
       to: z.string().optional().describe('Member (id or role) for switch / set_limit.'),
     },
     required: ['channel', 'action'],
-    command: (a, ctx) => ({ op: 'timer', sid: ctx.pin, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'timer', sid: ctx.pin, args: a }),
+  }),
+  tool({
     name: 'opencomms_save_session',
     description: 'Archive a channel (messages, roster, summary) and close it; resume it later with opencomms_resume_session.',
     shape: { channel, summary: z.string().optional().describe('What was decided and what is open (at most 2000 chars).') },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'save_session', actor: ctx.actor, args: a as never }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'save_session', actor: ctx.actor, args: a }),
+  }),
+  tool({
     name: 'opencomms_resume_session',
     description: 'Start a new, empty channel linked to a saved session (by name or archive id); members then join it.',
     shape: { channel: z.string().describe('Saved session name or archive id (chn_...).'), new_name: z.string().optional() },
     required: ['channel'],
     bootstrap: true,
-    command: (a, ctx) => ({ op: 'resume_session', actor: ctx.actor, args: a as never, archive: null }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'resume_session', actor: ctx.actor, args: a, archive: null }),
+  }),
+  tool({
     name: 'opencomms_delete_session',
     description: 'Permanently delete a live channel (you must be a member) or a saved session (you must be in its roster). Needs confirm=true.',
     shape: { channel: z.string(), confirm: z.boolean().describe('Must be true.') },
     required: ['channel', 'confirm'],
     bootstrap: true,
-    command: (a, ctx) => ({ op: 'delete_session', actor: ctx.actor, args: a as never, archive: null }),
-  },
-  {
+    command: (a, ctx) => ({ op: 'delete_session', actor: ctx.actor, args: a, archive: null }),
+  }),
+  tool({
     name: 'opencomms_archive',
     description: 'Saved sessions you were part of: mode=list (default), summary or messages (channel = name or archive id).',
     shape: {
@@ -195,7 +225,7 @@ export const TOOLS: ToolDef[] = [
     required: [],
     bootstrap: true,
     command: (a, ctx) => ({ op: 'archive', actor: ctx.actor, args: a, archives: [] }),
-  },
+  }),
 ];
 
 /** The tools a host lists; `spawn_push` is an MCP-only argument. */

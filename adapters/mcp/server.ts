@@ -3,7 +3,6 @@
 // that a missing or mistyped argument is a JSON-RPC -32602, not an isError result.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import * as z from 'zod';
 import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { channelNamed } from '../../src/engine/lookup.ts';
@@ -12,7 +11,7 @@ import { rosterGate } from '../../src/runtime/gates.ts';
 import { VERSION } from '../../src/version.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../src/runtime/worktree.ts';
-import { toolsFor, type ToolContext, type ToolDef } from '../tools.ts';
+import { toolsFor, type Prepared, type ToolContext, type ToolDef } from '../tools.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
 
 const log = (line: string) => process.stderr.write(`[opencomms-mcp] ${line}\n`);
@@ -36,7 +35,7 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
   const server = new McpServer({ name: 'opencomms', version: VERSION }, { capabilities: { tools: {} } });
   const tools = toolsFor('mcp', opts.admin);
   for (const t of tools) server.registerTool(t.name, { description: t.description, inputSchema: t.shape }, async () => ({ content: [] }));
-  const byName = new Map(tools.map((t) => [t.name, { def: t, schema: z.object(t.shape) }]));
+  const byName = new Map(tools.map((t) => [t.name, t]));
   const worktree = normaliseWorktree(opts.project);
   const ctx = (pin: string): ToolContext => ({
     pin,
@@ -53,32 +52,29 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
   });
 
   server.server.setRequestHandler(CallToolRequestSchema, async (req) => {
-    const found = byName.get(req.params.name);
-    if (!found) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
-    const tool = found.def;
-    const args = validate(tool, found.schema, req.params.arguments ?? {});
-    return asToolResult(await call(rt, tool, args, opts.pin, ctx));
+    const tool = byName.get(req.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+    const prepared = validate(tool, req.params.arguments ?? {});
+    return asToolResult(await call(rt, tool, prepared, opts.pin, ctx));
   });
   return server;
 }
 
 /** Required arguments (`key in args`) and JSON types, checked before anything runs. */
-function validate(tool: ToolDef, schema: z.ZodType, raw: Record<string, unknown>): Record<string, unknown> {
+function validate(tool: ToolDef, raw: Record<string, unknown>): Extract<Prepared, { ok: true }> {
   const missing = tool.required.filter((k) => !(k in raw));
   if (missing.length) throw new McpError(ErrorCode.InvalidParams, `Missing required argument(s) for ${tool.name}: ${missing.join(', ')}`);
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const i = parsed.error.issues[0]!;
-    throw new McpError(ErrorCode.InvalidParams, `Invalid argument ${i.path.join('.') || '(arguments)'} for ${tool.name}: ${i.message}`);
-  }
-  return parsed.data as Record<string, unknown>; // unknown keys (any identity-like ones included) are dropped, never obeyed
+  const prepared = tool.prepare(raw);
+  if (!prepared.ok) throw new McpError(ErrorCode.InvalidParams, prepared.problem);
+  return prepared;
 }
 
 const identityNotMember = () =>
   refuse('identity_not_member', 'Your pinned member id is on no channel roster (kicked, disconnected or reset). Join a channel again with opencomms_join.');
 
 /** The identity gate of §7.2, then the engine. */
-async function call(rt: Runtime, tool: ToolDef, args: Record<string, unknown>, pin: string | null, ctx: (pin: string) => ToolContext): Promise<ToolResult> {
+async function call(rt: Runtime, tool: ToolDef, prepared: Extract<Prepared, { ok: true }>, pin: string | null, ctx: (pin: string) => ToolContext): Promise<ToolResult> {
+  const { args } = prepared;
   if (!pin)
     return refuse('identity_unpinned', 'This MCP server has no member identity (OPENCOMMS_MEMBER_ID is unset, blank or malformed). The operator must set it in this server\'s config; arguments can never supply an identity.');
   // Bootstrap tools need no live roster; delete_session is one only for a saved session (it
@@ -87,7 +83,7 @@ async function call(rt: Runtime, tool: ToolDef, args: Record<string, unknown>, p
     if (tool.bootstrap && (tool.name !== 'opencomms_delete_session' || channelNamed(state, args.channel)?.lifecycle !== 'active')) return null;
     return rosterGate(state, pin, args.channel, identityNotMember);
   };
-  return rt.run(tool.command(args, ctx(pin)), gate);
+  return rt.run(prepared.command(ctx(pin)), gate);
 }
 
 export async function runMcpServer(o: McpOptions): Promise<number> {

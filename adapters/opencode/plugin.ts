@@ -171,9 +171,11 @@ class Instance {
       }
       if (r.data?.parentID) return refuse('child_session', 'Only root sessions may link. Use the parent session.');
     }
+    const prepared = def.prepare(args);
+    if (!prepared.ok) return refuse('invalid_argument', prepared.problem);
     const gate = def.linked ? (state: Readonly<State>) => rosterGate(state, sid, args.channel, notLinked) : undefined;
     const actor = { sid, project_id: this.projectId, worktree: this.worktree };
-    const result = await this.runtime.run(def.command(args, { pin: sid, caller: () => this.caller(sid), actor }), gate);
+    const result = await this.runtime.run(prepared.command({ pin: sid, caller: () => this.caller(sid), actor }), gate);
     if (result.ok && def.name === 'opencomms_send')
       this.fallback((result.data as { recipients: Array<{ session_id: string; delivery_mode: string }> }).recipients);
     return result;

@@ -1,13 +1,18 @@
 // Receipts: what a sender is told about each recipient right now, from the recipient machine.
+import { raw } from '../protocol/draft.ts';
 import type { Channel, Member, State } from '../protocol/schema.ts';
 import { recipientLine } from './transitions.ts';
 
 export type Deliverability = 'ready' | 'cooling' | 'busy' | 'paused' | 'stale' | 'pull — waits for a read';
 
-export const hasInFlight = (state: State, ch: Channel, rid: string) =>
-  Object.values(state.messages).some(
-    (e) => e.channel_id === ch.id && e.recipient_session_id === rid && e.delivery_status === 'in_flight',
-  );
+/** Read-only scan of every live envelope: over the plain objects (`raw`), so a mutation's draft
+ *  does not wrap each envelope it passes. */
+export const hasInFlight = (state: State, ch: Channel, rid: string) => {
+  const id = ch.id;
+  for (const e of Object.values(raw(state.messages)))
+    if (e.delivery_status === 'in_flight' && e.recipient_session_id === rid && e.channel_id === id) return true;
+  return false;
+};
 
 export function deliverability(state: State, ch: Channel, m: Member, now: number): Deliverability {
   if (ch.paused) return 'paused';

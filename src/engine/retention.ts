@@ -2,6 +2,7 @@
 // channel leave state.json for the channel's history log (the store appends them before it saves),
 // and the live total is capped at MAX_PERSISTED_MESSAGES.
 import { HOT_TERMINAL_PER_CHANNEL, MAX_PERSISTED_MESSAGES } from '../protocol/limits.ts';
+import { raw } from '../protocol/draft.ts';
 import { TERMINAL_STATUSES, type Envelope, type State } from '../protocol/schema.ts';
 import { recordError } from './lookup.ts';
 
@@ -24,7 +25,8 @@ export function forget(state: State, id: string) {
 /** Returns the envelopes that left hot state for the history log. */
 export function enforceRetention(state: State, now: number): Envelope[] {
   const terminalByChannel = new Map<string, Envelope[]>();
-  for (const e of Object.values(state.messages))
+  // A read-only scan over the plain envelopes (`raw`); removal goes through `state`.
+  for (const e of Object.values(raw(state.messages)))
     if (TERMINAL_STATUSES.includes(e.delivery_status)) {
       const list = terminalByChannel.get(e.channel_id) ?? [];
       list.push(e);
@@ -39,7 +41,7 @@ export function enforceRetention(state: State, now: number): Envelope[] {
       moved.push(e);
     }
   }
-  const ids = Object.keys(state.messages);
+  const ids = Object.keys(raw(state.messages));
   if (ids.length > MAX_PERSISTED_MESSAGES) {
     // §4 Retention: over the cap, terminal envelopes go first (oldest first), then the oldest pending.
     const all = ids.map((id) => state.messages[id]!);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { REPO_ROOT, bin, configureOpenCode, start, tail, waitHttp } from './env.ts';
 import type { Proc, Sandbox } from './env.ts';
 import type { FakeServer } from './fake/index.ts';
+import { readStateSync } from '../helpers/state-files.ts';
 
 export const ROLE_HEADER = '## OpenComms role instructions';
 export const BEGIN = '<<<UNTRUSTED_PEER_MESSAGE>>>';
@@ -220,9 +221,9 @@ export function toolCalls(msgs: OcMessage[]): Array<{ tool: string; input: any; 
 /** The OpenComms ToolResult a tool call returned. */
 export const result = (c: { output: string }): { ok: boolean; message: string; data?: any } => JSON.parse(c.output);
 
+/** The state as any process loads it: state.json and the journal it names. */
 export function readState(proj: string): any {
-  const f = join(proj, '.opencomms', 'state.json');
-  return existsSync(f) ? JSON.parse(readFileSync(f, 'utf8')) : null;
+  return existsSync(join(proj, '.opencomms', 'state.json')) ? readStateSync(proj) : null;
 }
 
 /** Every envelope of the project's history logs (terminal envelopes leave state.json for them). */

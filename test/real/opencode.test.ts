@@ -8,7 +8,7 @@
 // Conversations of the fake: session A's first prompt carries `CONV-A`, B's carries `CONV-B`; the
 // fake keys every later request of that session by it (user texts accumulate). Message contents
 // never carry a marker, so a framed message cannot move a request to the sender's queue.
-import { readFileSync, watch } from 'node:fs';
+import { watch } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useCleanups } from './cleanups.ts';
@@ -62,7 +62,7 @@ async function linkedPair(name: string, script: { A: Line[]; B: Line[] }) {
 
 const inFlightBy = (proj: string, pid: number): string[] => {
   try {
-    const st = JSON.parse(readFileSync(join(proj, '.opencomms', 'state.json'), 'utf8'));
+    const st = readState(proj);
     return Object.values(st.messages).filter((e: any) => e.delivery_status === 'in_flight' && String(e.in_flight_by).startsWith(`${pid}@`)).map((e: any) => e.message_id);
   } catch {
     return [];
