@@ -31,7 +31,11 @@ export function readPin(env: NodeJS.ProcessEnv): string | null {
 
 export const asToolResult = (r: ToolResult) => ({ content: [{ type: 'text' as const, text: JSON.stringify(r) }], isError: !r.ok });
 
-export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' | 'admin'>> & { pin: string | null; project: string; projectId: string }) {
+export function buildServer(
+  rt: Runtime,
+  opts: Required<Pick<McpOptions, 'host' | 'admin'>> & { pin: string | null; project: string; projectId: string },
+  ready: Promise<void> = Promise.resolve(),
+) {
   const server = new McpServer({ name: 'opencomms', version: VERSION }, { capabilities: { tools: {} } });
   const tools = toolsFor('mcp', opts.admin);
   for (const t of tools) server.registerTool(t.name, { description: t.description, inputSchema: t.shape }, async () => ({ content: [] }));
@@ -55,6 +59,7 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
     const tool = byName.get(req.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
     const prepared = validate(tool, req.params.arguments ?? {});
+    await ready;
     return asToolResult(await call(rt, tool, prepared, opts.pin, ctx));
   });
   return server;
@@ -96,9 +101,10 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   const pin = readPin(env);
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
   const rt = openRuntime(o.project, { log });
-  await rt.start();
+  // The start-up sweep runs while the client initializes and lists tools; calls wait for it.
+  const started = rt.start();
   log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn off, project ${o.project}`);
-  const server = buildServer(rt, { host, admin: o.admin === true, pin, project: o.project, projectId });
+  const server = buildServer(rt, { host, admin: o.admin === true, pin, project: o.project, projectId }, started);
   const transport = new LineLimitedStdioTransport(process.stdin, process.stdout, { onLog: log });
   const closed = new Promise<void>((res) => {
     transport.onclose = () => res();

@@ -41,6 +41,9 @@ const START_SWEEP_ATTEMPTS = 3;
 /** Operations that never change state. */
 const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 'history', 'archive', 'read_state']);
 
+/** What a locked engine step hands back to the shell. */
+type Answer = Pick<Outcome, 'result' | 'effects'>;
+
 const PROCESS_TAG = `${process.pid}@${hostname()}`;
 
 /** A process is alive if it is on this host and signal 0 reaches it; another host's process
@@ -250,14 +253,15 @@ export class Runtime {
     }
   }
 
-  /** One locked engine step: the store writes what the outcome asks for, then saves. */
-  private mutate(cmd: Command): Promise<Outcome> {
+  /** One locked engine step: the store writes what the outcome asks for, then saves. Only the
+   *  answer and the effects come back out (the state stays the store's). */
+  private mutate(cmd: Command): Promise<Answer> {
     return this.store.mutate((draft) => {
       const o = apply(draft, cmd, this.env());
       const w = o.writes;
       return {
         changed: o.changed,
-        result: o,
+        result: { result: o.result, effects: o.effects },
         history: w?.history,
         archive: w?.archive,
         deleteArchive: w?.deleteArchive,
@@ -267,7 +271,7 @@ export class Runtime {
   }
 
   /** Like run(), but hands back the engine outcome so a drain's Prompt stays under the guard. */
-  private async runOutcome(cmd: Command): Promise<Outcome | null> {
+  private async runOutcome(cmd: Command): Promise<Answer | null> {
     try {
       const out = await this.mutate(cmd);
       this.runEffects(out.effects.filter((e) => e.type !== 'Prompt'));

@@ -29,7 +29,7 @@ describe('in one process', () => {
     const store = new FileStore(dir);
     await expect(
       withLock(paths, async (lock) => {
-        await rm(paths.lock, { recursive: true }); // what a waiter does when it judges us stale
+        await rm(paths.lock); // what a waiter does when it judges us stale
         await new Promise((r) => setTimeout(r, 1300)); // the 1 s refresh notices
         expect(lock.compromised).toBeInstanceOf(Error);
         lock.assertHeld();

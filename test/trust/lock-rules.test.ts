@@ -1,7 +1,7 @@
 // Issue 8, fix-first item 8: a writer whose lock was broken notices before it writes (not on its
 // next refresh), and every state is validated before it is saved, in production too.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { withLock } from '../../src/store/lock.ts';
@@ -15,8 +15,8 @@ useTempProject((p) => ({ dir, paths } = p), { ensure: true });
 
 /** What a waiter that judged us stale does: remove our lock and take its own. */
 const takeOver = () => {
-  rmdirSync(paths.lock);
-  mkdirSync(paths.lock);
+  unlinkSync(paths.lock);
+  closeSync(openSync(paths.lock, 'wx'));
 };
 
 describe('a broken lock is noticed before the write', () => {
@@ -32,8 +32,8 @@ describe('a broken lock is noticed before the write', () => {
       }),
     ).rejects.toThrow(/state lock lost/);
     // The new holder's lock was left alone on release.
-    expect(statSync(paths.lock).isDirectory()).toBe(true);
-    rmdirSync(paths.lock);
+    expect(statSync(paths.lock).isFile()).toBe(true);
+    unlinkSync(paths.lock);
   });
 
   it('a mutation whose lock is taken over mid-step saves nothing', async () => {
@@ -47,7 +47,7 @@ describe('a broken lock is noticed before the write', () => {
       }),
     ).rejects.toThrow(/state lock lost/);
     expect(readFileSync(paths.state, 'utf8')).toBe(before);
-    rmdirSync(paths.lock);
+    unlinkSync(paths.lock);
     expect(counterOf(await new FileStore(dir).read())).toBe(1);
     await store.close();
   });
@@ -55,10 +55,10 @@ describe('a broken lock is noticed before the write', () => {
   it('a removed lock (gone, not taken) is noticed the same way', async () => {
     await expect(
       withLock(paths, async (lock) => {
-        rmdirSync(paths.lock);
+        unlinkSync(paths.lock);
         lock.assertHeld();
       }),
-    ).rejects.toThrow(/the lock directory is gone/);
+    ).rejects.toThrow(/the lock file is gone/);
   });
 });
 
