@@ -1,9 +1,16 @@
-// Benchmark helpers: percentiles, one JSON line per figure, throw-away projects.
+// Benchmark helpers: percentiles, one JSON line per figure (each beside its target), throw-away
+// projects, MCP servers driven by the SDK client, and bundling a server the way ours is built.
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { build } from 'esbuild';
 import type { Caller } from '../src/engine/index.ts';
 import type { Runtime } from '../src/runtime/runtime.ts';
+
+export const ROOT = join(import.meta.dirname, '..');
 
 export function stats(samples: number[]) {
   const s = [...samples].sort((a, b) => a - b);
@@ -12,8 +19,15 @@ export function stats(samples: number[]) {
   return { p50: r(at(0.5)), p95: r(at(0.95)), p99: r(at(0.99)), n: s.length };
 }
 
+export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+
 export function emit(figure: string, fields: Record<string, unknown>) {
   process.stdout.write(`${JSON.stringify({ figure, ...fields })}\n`);
+}
+
+/** A ratio figure: the value, the floor it is divided by (measured in the same run), the target. */
+export function emitRatio(figure: string, value: number, floor: number, target: string, extra: Record<string, unknown> = {}) {
+  emit(figure, { ratio: round(value / floor), value: round(value, 3), floor: round(floor, 3), target, ...extra });
 }
 
 export async function withProject<T>(fn: (dir: string) => Promise<T>): Promise<T> {
@@ -40,3 +54,57 @@ export async function setupChannels(rt: Runtime, dir: string, k: number, sender 
 }
 
 export const now = () => performance.now();
+
+/** 200 characters, like an agent's short message. */
+export const message = (i: number) => `message ${i} `.padEnd(200, '.');
+
+export interface Mcp {
+  call(name: string, args: Record<string, unknown>): Promise<{ ok: boolean; message: string; data?: any }>;
+  pid: number;
+  close(): Promise<void>;
+}
+
+/** An SDK client over real stdio pipes to `node <args>`. */
+export async function connectMcp(args: string[], env: Record<string, string> = {}): Promise<Mcp> {
+  const transport = new StdioClientTransport({ command: process.execPath, args, env: { ...(process.env as Record<string, string>), ...env }, stderr: 'ignore' });
+  const client = new Client({ name: 'opencomms-bench', version: '0.0.0' });
+  await client.connect(transport);
+  return {
+    pid: transport.pid!,
+    async call(name, a) {
+      const r = (await client.callTool({ name, arguments: a })) as { content: Array<{ text: string }> };
+      return JSON.parse(r.content[0]!.text);
+    },
+    close: () => client.close(),
+  };
+}
+
+/** Bundles a TypeScript entry into one ES module, as scripts/build.ts bundles the MCP server. */
+export async function bundle(entry: string, outfile: string) {
+  await build({
+    entryPoints: [entry], outfile, bundle: true, platform: 'node', format: 'esm', target: 'node20', minify: true, logLevel: 'warning',
+    banner: { js: "import { createRequire as __ocRequire } from 'node:module'; const require = __ocRequire(import.meta.url);" },
+  });
+}
+
+/** Wall time from spawning `node <args>` to the answer of tools/list (after initialize). */
+export function spawnToToolsList(args: string[], env: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t = now();
+    const p = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env, ...env } });
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'bench', version: '0' } } };
+    p.stdin.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('"id":2')) {
+        resolve(now() - t);
+        p.kill();
+      }
+    });
+    p.on('error', reject);
+    p.on('exit', (code) => {
+      if (!out.includes('"id":2')) reject(new Error(`server exited (${code}) before tools/list`));
+    });
+  });
+}

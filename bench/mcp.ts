@@ -1,76 +1,225 @@
-// MCP figures (issue "MCP server"): SDK client → `opencomms mcp` over real stdio → persisted →
-// result; a 100-message pull; sustained sends/s with one call in flight; server RSS after 10k sends.
-import { readFile } from 'node:fs/promises';
-import { startMcp } from '../test/helpers/mcp-client.ts';
-import { emit, now, stats, withProject } from './lib.ts';
+// MCP figures, each divided by the append-only floor server measured in the same run (absolute
+// times move 3× between days on shared machines): one send per call in flight, sustained sends,
+// a read of 100 messages, start-up, memory, and four writers at once.
+import { spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ROOT, bundle, connectMcp, emit, emitRatio, message, now, round, spawnToToolsList, stats, withProject, type Mcp } from './lib.ts';
 
 const CHANNELS = 12;
+const SENDS = 1000;
+const WARM = 100;
+const SUSTAIN_MS = 3000;
+const READS = 15;
+const PIN_A = 'sess_benchaaaaaaaaaaaaaaaaaa';
+const PIN_B = 'sess_benchbbbbbbbbbbbbbbbbbb';
+
+const ours = (dir: string) => [join(ROOT, 'dist', 'opencomms-mcp.mjs'), dir];
 
 async function rssMb(pid: number) {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 102.4) / 10;
+  return round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024, 1);
+}
+
+/** A sender and a reader on the same project: `send(i)` and `read100()` for either server. */
+interface Pair {
+  send(i: number): Promise<void>;
+  /** Sends 100 to one place, then times the read of those 100. */
+  read100(round: number): Promise<number>;
+  /** Keeps the reader's queue drained between timed sends (OpenComms); nothing for the floor. */
+  housekeep(i: number): Promise<void>;
+  sender: Mcp;
+  close(): Promise<void>;
+}
+
+async function floorPair(dir: string, floorJs: string): Promise<Pair> {
+  const s = await connectMcp([floorJs, dir]);
+  return {
+    sender: s,
+    send: async (i) => {
+      const r = await s.call('send', { channel: `m${i % CHANNELS}`, content: message(i) });
+      if (!r.ok) throw new Error(r.message);
+    },
+    read100: async (k) => {
+      for (let i = 0; i < 100; i++) await s.call('send', { channel: `solo${k % 2}`, content: message(i) });
+      const t = now();
+      const r = await s.call('read', { limit: 100 });
+      const ms = now() - t;
+      if (r.data.messages.length !== 100) throw new Error('floor read returned too few');
+      return ms;
+    },
+    housekeep: async () => {},
+    close: () => s.close(),
+  };
+}
+
+async function oursPair(dir: string, env: Record<string, string> = {}): Promise<Pair> {
+  const a = await connectMcp(ours(dir), { OPENCOMMS_MEMBER_ID: PIN_A, ...env });
+  const b = await connectMcp(ours(dir), { OPENCOMMS_MEMBER_ID: PIN_B, ...env });
+  for (const name of [...Array.from({ length: CHANNELS }, (_, i) => `m${i}`), 'solo0', 'solo1']) {
+    await a.call('opencomms_create', { channel: name, role: 'A', role_prompt: 'send', rate_limit: 1000 });
+    await b.call('opencomms_join', { channel: name, role: 'B', role_prompt: 'read' });
+  }
+  return {
+    sender: a,
+    send: async (i) => {
+      const r = await a.call('opencomms_send', { channel: `m${i % CHANNELS}`, content: message(i) });
+      if (!r.ok) throw new Error(r.message);
+    },
+    read100: async (k) => {
+      const channel = `solo${k % 2}`; // two channels in turn: each stays under its rate limit
+      for (let i = 0; i < 100; i++) {
+        const r = await a.call('opencomms_send', { channel, content: `${message(i)} ${k}` });
+        if (!r.ok) throw new Error(r.message);
+      }
+      const t = now();
+      const r = await b.call('opencomms_pull', { channel, limit: 100 });
+      const ms = now() - t;
+      if (r.data.messages.length !== 100) throw new Error(`pull returned ${r.data.messages.length}`);
+      return ms;
+    },
+    housekeep: async (i) => {
+      if (i % 20 === 19) await b.call('opencomms_pull', { limit: 100 });
+    },
+    close: async () => {
+      await a.close();
+      await b.close();
+    },
+  };
+}
+
+interface Figures {
+  send: ReturnType<typeof stats>;
+  sustained: number;
+  read: ReturnType<typeof stats>;
+}
+
+async function measure(p: Pair): Promise<Figures> {
+  let i = 0;
+  for (; i < WARM; i++) {
+    await p.send(i);
+    await p.housekeep(i);
+  }
+  const rt: number[] = [];
+  for (let k = 0; k < SENDS; k++, i++) {
+    const t = now();
+    await p.send(i);
+    rt.push(now() - t);
+    await p.housekeep(i);
+  }
+  const start = i;
+  const t = now();
+  while (now() - t < SUSTAIN_MS) {
+    await p.send(i);
+    await p.housekeep(i++);
+  }
+  const sustained = (i - start) / ((now() - t) / 1000);
+  const reads: number[] = [];
+  for (let k = 0; k < READS; k++) reads.push(await p.read100(k));
+  return { send: stats(rt), sustained, read: stats(reads) };
+}
+
+/** One sender per process, `writers` at once, each with its own server on one project. */
+async function writers(dir: string, count: number, perWriter: number): Promise<number> {
+  const barrier = join(dir, `go-${count}`);
+  const kids = Array.from({ length: count }, (_, w) =>
+    spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'mcp-writer.ts'), dir, `w${count}x${w}`, String(perWriter), barrier], { stdio: ['ignore', 'pipe', 'inherit'] }),
+  );
+  const lines = kids.map((k) => {
+    let out = '';
+    k.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    return () => out;
+  });
+  const waitLine = (i: number, re: RegExp) =>
+    new Promise<string>((resolve, reject) => {
+      const t = setInterval(() => {
+        const m = lines[i]!().split('\n').find((l) => re.test(l));
+        if (m) {
+          clearInterval(t);
+          resolve(m);
+        }
+      }, 5);
+      kids[i]!.on('exit', (code) => {
+        if (!re.test(lines[i]!())) reject(new Error(`writer exited ${code}`));
+      });
+    });
+  await Promise.all(kids.map((_, i) => waitLine(i, /^ready/)));
+  const t = now();
+  await writeFile(barrier, '');
+  const done = await Promise.all(kids.map((_, i) => waitLine(i, /^\{/)));
+  const elapsed = (now() - t) / 1000;
+  const sent = done.map((l) => (JSON.parse(l) as { sent: number }).sent).reduce((a, b) => a + b, 0);
+  return sent / elapsed;
 }
 
 export async function mcpBench() {
-  await withProject(async (dir) => {
-    const a = await startMcp(dir, { pin: 'sess_benchaaaaaaaaaaaaaaaaaa' });
-    const b = await startMcp(dir, { pin: 'sess_benchbbbbbbbbbbbbbbbbbb' });
-    // m0..m11 share the rotating sends; solo0/solo1 carry only the single-channel pulls.
-    for (const name of [...Array.from({ length: CHANNELS }, (_, i) => `m${i}`), 'solo0', 'solo1']) {
-      await a.call('opencomms_create', { channel: name, role: 'A', role_prompt: 'send', rate_limit: 1000 });
-      await b.call('opencomms_join', { channel: name, role: 'B', role_prompt: 'read' });
-    }
-    let sends = 0;
-    const send = async () => {
-      const r = await a.call('opencomms_send', { channel: `m${sends % CHANNELS}`, content: `mcp ${sends}` });
-      if (!r.ok) throw new Error(r.message);
-      sends++;
-    };
-    for (let i = 0; i < 100; i++) await send();
-    await b.call('opencomms_pull', { limit: 100 });
+  await withProject(async (tmp) => {
+    const floorJs = join(tmp, 'floor-server.mjs');
+    await bundle(join(import.meta.dirname, 'floor-server.ts'), floorJs);
 
-    const rt: number[] = [];
-    for (let i = 0; i < 1000; i++) {
-      const t = now();
-      await send();
-      rt.push(now() - t);
-      if (sends % 20 === 0) await b.call('opencomms_pull', { limit: 100 });
-    }
-    emit('mcp_send_roundtrip', { unit: 'ms', ...stats(rt), target: 'p50 <= 1.2' });
-
-    // A member reading one channel (the common case), and one reading all 12 of its channels,
-    // which appends to (and fsyncs) one history log per channel.
-    for (const [figure, single] of [['mcp_pull_100', true], ['mcp_pull_100_across_12_channels', false]] as const) {
-      const pulls: number[] = [];
-      for (let k = 0; k < 15; k++) {
-        const channel = single ? `solo${k % 2}` : undefined; // two channels in turn: each stays under its rate limit
-        for (let i = 0; i < 100; i++) {
-          const r = await a.call('opencomms_send', { channel: channel ?? `m${sends % CHANNELS}`, content: `mcp ${sends++}` });
-          if (!r.ok) throw new Error(r.message);
-        }
-        const t = now();
-        const r = await b.call('opencomms_pull', { limit: 100, ...(channel ? { channel } : {}) });
-        pulls.push(now() - t);
-        if (r.data.messages.length !== 100) throw new Error(`pull returned ${r.data.messages.length}`);
+    const floor = await withProject(async (dir) => {
+      const p = await floorPair(dir, floorJs);
+      const f = await measure(p);
+      await p.close();
+      return f;
+    });
+    const mine = await withProject(async (dir) => {
+      const p = await oursPair(dir);
+      const f = await measure(p);
+      // Memory: after 10k sends in all, and how much it grew from the first thousand on.
+      const pid = p.sender.pid;
+      let i = 100_000;
+      while (i < 101_000) {
+        await p.send(i);
+        await p.housekeep(i++);
       }
-      emit(figure, { unit: 'ms', ...stats(pulls), target: 'p50 <= 2' });
-    }
+      const at1k = await rssMb(pid);
+      while (i < 110_000) {
+        await p.send(i);
+        await p.housekeep(i++);
+      }
+      emit('mcp_server_rss_after_10k_sends', { unit: 'MB', value: await rssMb(pid), after_1k: at1k, target: '<= 80, not growing with history' });
+      await p.close();
+      return f;
+    });
+    emit('mcp_send_roundtrip', { unit: 'ms', ...mine.send, floor: floor.send });
+    emitRatio('mcp_send_p50_over_floor', mine.send.p50, floor.send.p50, '<= 2 (best peer 2.65)');
+    emitRatio('mcp_sustained_over_floor', mine.sustained, floor.sustained, '>= 0.3 (best peer 0.18)', { unit: 'sends/s' });
+    emit('mcp_pull_100', { unit: 'ms', ...mine.read, floor_read_100: floor.read });
+    emitRatio('mcp_pull_100_p50_over_floor', mine.read.p50, floor.read.p50, '<= 2 (best peer 3.6)');
 
-    const start = sends;
-    const t = now();
-    while (now() - t < 3000) {
-      await send();
-      if (sends % 20 === 0) await b.call('opencomms_pull', { limit: 100 });
-    }
-    emit('mcp_sustained', { unit: 'sends/s', value: Math.round((sends - start) / ((now() - t) / 1000)), note: 'one call in flight; one pull per 20 sends', target: '>= 800' });
+    const durable = await withProject(async (dir) => {
+      const p = await oursPair(dir, { OPENCOMMS_DURABILITY: 'durable' });
+      const f = await measure(p);
+      await p.close();
+      return f;
+    });
+    emit('mcp_send_roundtrip_durable', { unit: 'ms', ...durable.send, sustained: round(durable.sustained), note: 'OPENCOMMS_DURABILITY=durable: every write fsynced' });
 
-    while (sends < 10_000) {
-      await send();
-      if (sends % 20 === 0) await b.call('opencomms_pull', { limit: 100 });
-    }
-    const pid = (a.client.transport as unknown as { pid: number | null }).pid!;
-    emit('mcp_server_rss_after_10k_sends', { unit: 'MB', value: await rssMb(pid), sends, target: '<= 100' });
-    await a.close();
-    await b.close();
+    // Start-up: spawn → tools/list answered, alternating so that load hits both alike.
+    const SPAWNS = 10;
+    const minimal: number[] = [];
+    const bundled: number[] = [];
+    const viaBin: number[] = [];
+    await withProject(async (dir) => {
+      const env = { OPENCOMMS_MEMBER_ID: PIN_A };
+      for (let k = 0; k < SPAWNS; k++) {
+        minimal.push(await spawnToToolsList([join(import.meta.dirname, 'minimal-server.mjs')]));
+        bundled.push(await spawnToToolsList(ours(dir), env));
+        viaBin.push(await spawnToToolsList([join(ROOT, 'bin', 'opencomms.js'), 'mcp', '--project', dir], env));
+      }
+    });
+    const m = stats(minimal).p50;
+    emitRatio('mcp_spawn_to_tools_list_over_minimal_sdk_server', stats(bundled).p50, m, '<= 1.0', {
+      unit: 'ms', command: 'node .opencomms/opencomms-mcp.mjs <project> (what the installers configure)',
+    });
+    emitRatio('mcp_spawn_to_tools_list_via_bin_over_minimal_sdk_server', stats(viaBin).p50, m, '<= 1.0', { unit: 'ms', command: 'node bin/opencomms.js mcp --project <dir>' });
+
+    // Four writers at once against one: each writer is its own process with its own server.
+    await withProject(async (dir) => {
+      const one = await writers(dir, 1, 600);
+      const four = await writers(dir, 4, 600);
+      emitRatio('mcp_4_writers_over_1', four, one, '>= 1.5', { unit: 'sends/s aggregate' });
+    });
   });
 }

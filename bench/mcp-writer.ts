@@ -1,0 +1,35 @@
+// Bench child: `mcp-writer <project> <tag> <count> <barrier>`: its own `opencomms mcp` server, a
+// channel of its own with a reader that joined and left, then <count> sends one at a time after
+// the barrier; prints {sent}.
+import { access } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ROOT, connectMcp, message } from './lib.ts';
+
+const [project, tag, count, barrier] = process.argv.slice(2);
+if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier>');
+const server = [join(ROOT, 'dist', 'opencomms-mcp.mjs'), project!];
+const pin = (who: string) => `sess_${`${tag}${who}`.replace(/[^A-Za-z0-9]/g, '').padEnd(24, '0').slice(0, 24)}`;
+const a = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('a') });
+const b = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('b') });
+const channel = `c-${tag}`.toLowerCase();
+await a.call('opencomms_create', { channel, role: 'Writer', role_prompt: 'send', rate_limit: 1000 });
+await b.call('opencomms_join', { channel, role: 'Reader', role_prompt: 'read' });
+await b.close();
+process.stdout.write('ready\n');
+for (;;) {
+  try {
+    await access(barrier);
+    break;
+  } catch {
+    await sleep(1);
+  }
+}
+let sent = 0;
+for (let i = 0; i < Number(count); i++) {
+  const r = await a.call('opencomms_send', { channel, content: message(i) });
+  if (r.ok) sent++;
+  else process.stderr.write(`refused: ${r.message}\n`);
+}
+process.stdout.write(`${JSON.stringify({ sent })}\n`);
+await a.close();
