@@ -1,8 +1,6 @@
 // `opencomms mcp`: one stdio MCP server serving exactly ONE pinned member (FEATURES.md §7).
 // McpServer lists the tools from their zod shapes; tools/call is answered by our own handler so
 // that a missing or mistyped argument is a JSON-RPC -32602, not an isError result.
-import { realpathSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import * as z from 'zod';
@@ -11,6 +9,7 @@ import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
 import { VERSION } from '../../src/version.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
+import { normaliseWorktree } from '../../src/runtime/worktree.ts';
 import { toolsFor, type ToolContext, type ToolDef } from '../tools.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
 
@@ -29,14 +28,6 @@ export function readPin(env: NodeJS.ProcessEnv): string | null {
   return raw && MEMBER_ID_RE.test(raw) ? raw : null;
 }
 
-const normalisedDir = (dir: string) => {
-  try {
-    return realpathSync(resolve(dir));
-  } catch {
-    return resolve(dir);
-  }
-};
-
 export const asToolResult = (r: ToolResult) => ({ content: [{ type: 'text' as const, text: JSON.stringify(r) }], isError: !r.ok });
 
 export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' | 'admin'>> & { pin: string | null; project: string; projectId: string }) {
@@ -44,7 +35,7 @@ export function buildServer(rt: Runtime, opts: Required<Pick<McpOptions, 'host' 
   const tools = toolsFor('mcp', opts.admin);
   for (const t of tools) server.registerTool(t.name, { description: t.description, inputSchema: t.shape }, async () => ({ content: [] }));
   const byName = new Map(tools.map((t) => [t.name, { def: t, schema: z.object(t.shape) }]));
-  const worktree = normalisedDir(opts.project);
+  const worktree = normaliseWorktree(opts.project);
   const ctx = (pin: string): ToolContext => ({
     pin,
     caller: (spawnPush) => ({

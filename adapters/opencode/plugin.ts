@@ -1,7 +1,6 @@
 // The OpenCode plugin (classic `Plugin` hooks API of @opencode-ai/plugin 1.18; FEATURES.md §6).
 // Bundled into `.opencode/plugins/opencomms.js` with no bare imports. It exports exactly ONE
 // plugin function. Identity comes from the tool context's `sessionID` only.
-import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Caller } from '../../src/engine/index.ts';
 import { BATCH_SEPARATOR } from '../../src/framing.ts';
@@ -10,6 +9,7 @@ import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
 import { openRuntime, processAlive, type Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
+import { normaliseWorktree } from '../../src/runtime/worktree.ts';
 import { toolsFor, type ToolDef } from '../tools.ts';
 import { splitFrames } from './frames.ts';
 import { parseSlash, render, toToolCall, usageFor } from './slash.ts';
@@ -41,14 +41,6 @@ interface HostEvent {
 const STATUS_RECHECK_MS = 2000;
 const OPENCODE_HOSTS = new Set(['opencode', 'generic', 'opencode-comms']);
 
-const normalise = (p: string) => {
-  try {
-    return realpathSync(resolve(p));
-  } catch {
-    return resolve(p);
-  }
-};
-
 const failed = (r: { error?: unknown } | undefined) => !r || r.error !== undefined;
 
 /** One instance per state dir and process: the host may load the file twice (directory and
@@ -62,7 +54,7 @@ class Instance {
   readonly projectId: string;
 
   constructor(readonly input: PluginInput) {
-    this.worktree = normalise(input.worktree && input.worktree !== '/' ? input.worktree : input.directory);
+    this.worktree = normaliseWorktree(input.worktree && input.worktree !== '/' ? input.worktree : input.directory);
     this.projectId = input.project?.id || 'global';
     this.log = (l) => process.stderr.write(`[opencomms] ${l}\n`);
     const driver: DeliveryDriver = {
@@ -204,7 +196,7 @@ const REGISTRY = Symbol.for('opencomms.opencode.instances');
 const instances: Map<string, Instance> = ((globalThis as Record<symbol, unknown>)[REGISTRY] ??= new Map()) as Map<string, Instance>;
 
 export const OpenCommsPlugin = async (input: PluginInput) => {
-  const key = normalise(resolve(input.directory, '.opencomms'));
+  const key = normaliseWorktree(resolve(input.directory, '.opencomms'));
   let inst = instances.get(key);
   if (!inst) {
     inst = new Instance(input);

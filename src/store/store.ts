@@ -107,7 +107,10 @@ export class FileStore implements Store {
     });
   }
 
-  watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch> {
+  async watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch> {
+    // A watcher may start before anything was written (a console on a fresh project): the
+    // directory must exist for the file watch to see state.json appear.
+    await ensureDir(this.paths);
     return watchStateFile(this.paths, onChange, log);
   }
 
