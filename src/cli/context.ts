@@ -2,10 +2,9 @@
 // the `--json` document, the exit codes of §9 and the operator identity of the CLI.
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { OperatorCaller } from '../engine/index.ts';
 import type { ToolResult } from '../protocol/result.ts';
 import { openRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.ts';
-import { normaliseWorktree } from '../runtime/worktree.ts';
+import { CLI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
 
 export interface Io {
   out(text: string): void;
@@ -21,8 +20,6 @@ export const processIo: Io = {
 export const EXIT_OK = 0;
 export const EXIT_FAIL = 1;
 
-/** The project id of operator actions from the CLI (a sentinel: joiners' ids are adopted). */
-export const CLI_PROJECT_ID = 'cli-local-project';
 
 export interface CliContext {
   io: Io;
@@ -33,11 +30,8 @@ export interface CliContext {
 /** `--project` may stand anywhere on the line (a program option commander reads everywhere). */
 export const projectOf = (cmd: Command): string => resolve((cmd.optsWithGlobals() as { project?: string }).project ?? process.cwd());
 
-export const operatorActor = (project: string, projectId = CLI_PROJECT_ID): OperatorCaller => ({
-  operator: true,
-  project_id: projectId,
-  worktree: normaliseWorktree(project),
-});
+/** The CLI acts as the operator with the `cli-local-project` sentinel (§5.10). */
+export const cliOperator = (project: string) => operatorActor(project, CLI_PROJECT_ID);
 
 /** Runs `fn` with a runtime on the project and always closes it. */
 export async function withRuntime<T>(project: string, fn: (rt: Runtime) => Promise<T>, opts?: RuntimeOptions): Promise<T> {

@@ -2,6 +2,7 @@
 // module under commands/ and one line here.
 import type { CliCommand } from './command.ts';
 import { channels } from './commands/channels.ts';
+import { consoleCommands } from './commands/console.ts';
 import { demoCommand } from './commands/demo.ts';
 import { doctor } from './commands/doctor.ts';
 import { install } from './commands/install.ts';
@@ -18,6 +19,7 @@ export const COMMANDS: readonly CliCommand[] = [
   session,
   joinCommandCli,
   watch,
+  consoleCommands,
   doctor,
   install,
   mcp,

@@ -2,7 +2,7 @@
 export { FileStore } from './store.ts';
 export type { FileStoreOptions } from './store.ts';
 export { MemoryStore } from './memory.ts';
-export type { MutateOutcome, Store, Watch } from './types.ts';
+export type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
 export type { StorePaths } from './paths.ts';
 export { writeAtomic } from './atomic.ts';

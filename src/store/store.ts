@@ -13,7 +13,7 @@ import type { Pinned } from './state-file.ts';
 import type { AtomicFsOps } from './atomic.ts';
 import { parseState } from '../protocol/schema.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
-import type { MutateOutcome, Store, Watch } from './types.ts';
+import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { watchStateFile } from './watch.ts';
 
 const VALIDATE_ON_SAVE = process.env.OPENCOMMS_VALIDATE_SAVE === '1' || process.env.VITEST !== undefined;
@@ -107,7 +107,7 @@ export class FileStore implements Store {
     });
   }
 
-  async watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch> {
+  async watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
     // A watcher may start before anything was written (a console on a fresh project): the
     // directory must exist for the file watch to see state.json appear.
     await ensureDir(this.paths);

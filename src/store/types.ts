@@ -22,6 +22,13 @@ export interface Watch {
   close(): Promise<void>;
 }
 
+/** What a watch callback is told besides "look again". */
+export interface WatchChange {
+  /** An archive was written or removed since the last call (the state itself may be unchanged:
+   *  an archive restored from a backup, or removed by hand). */
+  archives: boolean;
+}
+
 export interface Store {
   /** Where the state lives, for logs and operator output. */
   readonly location: string;
@@ -33,8 +40,8 @@ export interface Store {
    *  change, and nothing at all if it throws. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T>;
   /** Calls `onChange` (never concurrently with itself) whenever another process may have changed
-   *  the state; resolves once watching. */
-  watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch>;
+   *  the state or its archives; resolves once watching. */
+  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch>;
   /** A channel's envelopes that left live state, newest first, one per message id. */
   history(channelId: string, limit: number): Promise<Envelope[]>;
   /** One envelope of a channel's history by id, among the newest `maxScan`. */

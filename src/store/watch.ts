@@ -1,11 +1,11 @@
 // Owner-side wake: a chokidar watch on `.opencomms/` that calls `onChange` when state.json is
-// replaced, plus a periodic rescan as a safety net. No debounce: FEATURES.md suggests 150 ms, but
+// replaced or an archive is written or removed, plus a periodic rescan as a safety net. No debounce: FEATURES.md suggests 150 ms, but
 // wake latency is a product figure (p50 ≤ 10 ms), and a change that arrives while a scan runs is
 // coalesced into one follow-up scan instead.
 import { watch } from 'chokidar';
-import { basename } from 'node:path';
+import { basename, dirname } from 'node:path';
 import type { StorePaths } from './paths.ts';
-import type { Watch } from './types.ts';
+import type { Watch, WatchChange } from './types.ts';
 
 /** Safety-net rescan of state.json for mail a missed watch event left behind (FEATURES.md's
  *  polling fallback interval). A rescan of a state this process already holds costs one stat. */
@@ -15,9 +15,10 @@ export const RESCAN_INTERVAL_MS = 500;
  *  drops (never delays) a second change inside that window. */
 export const WATCH_TRAILING_MS = 10;
 
-export async function watchStateFile(paths: StorePaths, onChange: () => Promise<void>, log: (l: string) => void): Promise<Watch> {
+export async function watchStateFile(paths: StorePaths, onChange: (change: WatchChange) => Promise<void>, log: (l: string) => void): Promise<Watch> {
   let running: Promise<void> | null = null;
   let again = false;
+  let archives = false;
   const fire = () => {
     if (running) {
       again = true;
@@ -26,8 +27,10 @@ export async function watchStateFile(paths: StorePaths, onChange: () => Promise<
     running = (async () => {
       do {
         again = false;
+        const change = { archives };
+        archives = false;
         try {
-          await onChange();
+          await onChange(change);
         } catch (e) {
           log(`wake scan failed: ${(e as Error).message}`);
         }
@@ -49,13 +52,20 @@ export async function watchStateFile(paths: StorePaths, onChange: () => Promise<
     trailing.unref();
   };
   const stateName = basename(paths.state);
+  const isArchive = (p: string) => dirname(p) === paths.archives && p.endsWith('.json');
   const w = watch(paths.dir, {
-    depth: 0,
+    depth: 1,
     ignoreInitial: true,
     atomic: false,
-    ignored: (p: string) => p !== paths.dir && basename(p) !== stateName,
+    ignored: (p: string) => p !== paths.dir && p !== paths.archives && basename(p) !== stateName && !isArchive(p),
   });
-  w.on('add', onEvent).on('change', onEvent).on('error', (e) => log(`watch error: ${(e as Error).message}`));
+  w.on('all', (event, p) => {
+    if (isArchive(p)) {
+      if (event !== 'add' && event !== 'change' && event !== 'unlink') return;
+      archives = true;
+    } else if (p !== paths.state || (event !== 'add' && event !== 'change')) return;
+    onEvent();
+  }).on('error', (e) => log(`watch error: ${(e as Error).message}`));
   await new Promise<void>((resolve) => w.once('ready', () => resolve()));
   const interval = setInterval(fire, RESCAN_INTERVAL_MS);
   interval.unref();

@@ -22,7 +22,7 @@ describe('help', () => {
     for (const argv of [[], ['help'], ['--help']]) {
       const r = await cli(...argv);
       expect(r.code).toBe(0);
-      for (const name of ['status', 'channels', 'members', 'session', 'join-command|join', 'watch', 'doctor', 'install', 'mcp', 'demo', 'version', 'help'])
+      for (const name of ['status', 'channels', 'members', 'session', 'join-command|join', 'watch', 'gui', 'serve', 'doctor', 'install', 'mcp', 'demo', 'version', 'help'])
         expect(r.out).toContain(name);
       expect(r.out).toContain('--project <dir>');
     }

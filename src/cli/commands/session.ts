@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import type { ArchiveCard, LiveCard, SessionDetail } from '../../engine/operator.ts';
 import { refuse } from '../../protocol/result.ts';
 import type { CliCommand } from '../command.ts';
-import { answer, operatorActor, projectOf, withRuntime, type CliContext } from '../context.ts';
+import { answer, cliOperator, projectOf, withRuntime, type CliContext } from '../context.ts';
 
 const NO_DESCRIPTION = 'No description yet';
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -53,7 +53,7 @@ function register(program: Command, ctx: CliContext) {
   json(session.command('create <name>').description('an empty active session agents then join').option('--max-members <n>', 'members at most (2..32, default 8)')).action(
     async (name: string, o: { json?: boolean; maxMembers?: string }, cmd: Command) => {
       const project = projectOf(cmd);
-      const r = await withRuntime(project, (rt) => rt.run({ op: 'create_session', actor: operatorActor(project), args: { channel: name, max_members: o.maxMembers } }));
+      const r = await withRuntime(project, (rt) => rt.run({ op: 'create_session', actor: cliOperator(project), args: { channel: name, max_members: o.maxMembers } }));
       ctx.exit(answer(ctx.io, r, o.json, (d: { name: string }) => `${r.message}\nJoin commands: opencomms join-command ${d.name} --host <host>`));
     },
   );
@@ -61,7 +61,7 @@ function register(program: Command, ctx: CliContext) {
   json(session.command('save <name>').description('archive a live session (its mail is archived, not delivered)').option('--summary <text>', 'what the archive says (≤2000 chars)')).action(
     async (name: string, o: { json?: boolean; summary?: string }, cmd: Command) => {
       const project = projectOf(cmd);
-      const r = await withRuntime(project, (rt) => rt.run({ op: 'save_session', actor: operatorActor(project), args: { channel: name, summary: o.summary } }));
+      const r = await withRuntime(project, (rt) => rt.run({ op: 'save_session', actor: cliOperator(project), args: { channel: name, summary: o.summary } }));
       ctx.exit(answer(ctx.io, r, o.json, (d: { message_count: number }) => `Saved "${name}": ${d.message_count} message(s) archived.\nResume it with: opencomms session resume ${name.trim().toLowerCase()}`));
     },
   );
@@ -70,7 +70,7 @@ function register(program: Command, ctx: CliContext) {
     async (name: string, o: { json?: boolean; confirm?: boolean }, cmd: Command) => {
       const project = projectOf(cmd);
       const r = o.confirm
-        ? await withRuntime(project, (rt) => rt.run({ op: 'delete_session', actor: operatorActor(project), args: { channel: name, confirm: true }, archive: null }))
+        ? await withRuntime(project, (rt) => rt.run({ op: 'delete_session', actor: cliOperator(project), args: { channel: name, confirm: true }, archive: null }))
         : refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with --confirm.');
       ctx.exit(answer(ctx.io, r, o.json, () => r.message));
     },
@@ -79,7 +79,7 @@ function register(program: Command, ctx: CliContext) {
   json(session.command('resume <name>').description('a new empty session from a saved one').option('--as <new-name>', 'the new session name (default: the ladder name, name-r2 …)')).action(
     async (name: string, o: { json?: boolean; as?: string }, cmd: Command) => {
       const project = projectOf(cmd);
-      const r = await withRuntime(project, (rt) => rt.run({ op: 'resume_session', actor: operatorActor(project), args: { channel: name, new_name: o.as }, archive: null }));
+      const r = await withRuntime(project, (rt) => rt.run({ op: 'resume_session', actor: cliOperator(project), args: { channel: name, new_name: o.as }, archive: null }));
       ctx.exit(answer(ctx.io, r, o.json, (d: { name: string }) => `Resumed "${name}" as new session "${d.name}".\nJoin commands: opencomms join-command ${d.name} --host <host>`));
     },
   );
