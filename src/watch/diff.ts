@@ -83,8 +83,12 @@ export function diff(seen: Seen, state: Readonly<State>, logged: readonly Envelo
   for (const ch of Object.values(state.channels)) names.set(ch.id, ch.name);
   const receipts = new Map<string, Receipt>();
   const current = new Map<string, Envelope>();
-  for (const e of logged) current.set(e.message_id, e);
-  for (const e of Object.values(state.messages)) current.set(e.message_id, e); // live state wins
+  // The longer receipt is the newer copy: the state and the log are read one after the other,
+  // and a log line is written before the state that drops the envelope.
+  for (const e of [...Object.values(state.messages), ...logged]) {
+    const have = current.get(e.message_id);
+    if (!have || e.transitions.length > have.transitions.length) current.set(e.message_id, e);
+  }
 
   for (const e of current.values()) {
     const before = seen.receipts.get(e.message_id);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BIN, start, type Proc } from '../helpers/process.ts';
 import { send } from '../console/fixtures.ts';
+import { cli } from './fixtures.ts';
 
 let dir: string;
 const procs: Proc[] = [];
@@ -51,14 +52,14 @@ describe('opencomms serve / gui', () => {
     expect(await p.stop('SIGTERM')).toBe(0);
   });
 
-  it('refuses a non-loopback bind and a port out of range (exit 1)', async () => {
-    const bind = run('serve', '--bind', '0.0.0.0');
-    expect(await bind.exited).toBe(1);
-    expect(bind.stderr()).toContain('refusing to listen on "0.0.0.0": the console binds loopback only');
+  it('refuses a non-loopback bind and a port out of range (exit 1) before listening', async () => {
+    const bind = await cli('serve', '--bind', '0.0.0.0', '--project', dir);
+    expect(bind).toMatchObject({ code: 1, out: '' });
+    expect(bind.err).toContain('refusing to listen on "0.0.0.0": the console binds loopback only (127.0.0.1, localhost, ::1)');
     for (const port of ['0', '65536', 'http']) {
-      const p = run('serve', '--port', port);
-      expect(await p.exited).toBe(1);
-      expect(p.stderr()).toContain('--port must be a whole number from 1 to 65535');
+      const r = await cli('gui', '--no-open', '--port', port, '--project', dir);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain('--port must be a whole number from 1 to 65535');
     }
   });
 });
