@@ -234,36 +234,21 @@ async function copy(text) {
   }
 }
 
-function recipientsTable(v) {
-  if (!v.recipients.length) return h('p.muted', {}, 'No recipients yet.');
+/** A table of selectable rows: `row(item)` gives {selected, choose, label, dataset, cells}. */
+function selectTable(label, headers, items, row) {
   return scroll(
     'table.machine-table',
-    { 'aria-label': 'Recipients' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Recipient'), h('th', {}, 'Machine state'), h('th', {}, 'Pending'), h('th', {}, 'In flight'), h('th', {}, 'Cooldown until'))),
-    h(
-      'tbody',
-      {},
-      v.recipients.map((r) =>
-        selectableRow(
-          ui.recipient === r.session_id,
-          () => {
-            ui.recipient = r.session_id;
-            renderDetail();
-          },
-          `recipient ${r.role}`,
-          { recipient: r.session_id },
-          h('td', {}, r.role, ' ', h('span.muted', {}, r.delivery_mode)),
-          h('td', {}, h(`span.mstate.${r.machine_state}`, {}, r.state)),
-          h('td.num', {}, r.pending),
-          h('td.num', {}, r.in_flight),
-          h('td', {}, r.cooldown_until && r.cooldown_until > v.now ? clock(r.cooldown_until) : '—'),
-        ),
-      ),
-    ),
+    { 'aria-label': label },
+    h('thead', {}, h('tr', {}, headers.map((t) => h('th', {}, t)))),
+    h('tbody', {}, items.map((item) => selectableRow(row(item)))),
   );
 }
 
-function selectableRow(selected, choose, label, dataset, ...cells) {
+function selectableRow({ selected, choose, label, dataset, cells }) {
+  const pick = () => {
+    choose();
+    renderDetail();
+  };
   return h(
     'tr.selectable',
     {
@@ -271,11 +256,11 @@ function selectableRow(selected, choose, label, dataset, ...cells) {
       'aria-selected': selected ? 'true' : 'false',
       'aria-label': label,
       dataset,
-      onclick: choose,
+      onclick: pick,
       onkeydown: (e) => {
         if (e.key === 'Enter' || e.key === ' ') {
           e.preventDefault();
-          choose();
+          pick();
         }
       },
     },
@@ -283,36 +268,42 @@ function selectableRow(selected, choose, label, dataset, ...cells) {
   );
 }
 
+function recipientsTable(v) {
+  if (!v.recipients.length) return h('p.muted', {}, 'No recipients yet.');
+  return selectTable('Recipients', ['Recipient', 'Machine state', 'Pending', 'In flight', 'Cooldown until'], v.recipients, (r) => ({
+    selected: ui.recipient === r.session_id,
+    choose: () => (ui.recipient = r.session_id),
+    label: `recipient ${r.role}`,
+    dataset: { recipient: r.session_id },
+    cells: [
+      h('td', {}, r.role, ' ', h('span.muted', {}, r.delivery_mode)),
+      h('td', {}, h(`span.mstate.${r.machine_state}`, {}, r.state)),
+      h('td.num', {}, r.pending),
+      h('td.num', {}, r.in_flight),
+      h('td', {}, r.cooldown_until && r.cooldown_until > v.now ? clock(r.cooldown_until) : '—'),
+    ],
+  }));
+}
+
 function envelopesTable(v) {
   if (!v.envelopes.length) return h('p.muted', {}, 'No mail yet on this session.');
-  return scroll(
-    'table.machine-table',
-    { 'aria-label': 'Envelopes' },
-    h('thead', {}, h('tr', {}, h('th', {}, 'Envelope'), h('th', {}, 'From → to'), h('th', {}, 'Type'), h('th', {}, 'Status'), h('th', {}, 'Attempts'), h('th', {}, 'Age / window'), h('th', {}, 'Method'), h('th', {}, 'Held by'))),
-    h(
-      'tbody',
-      {},
-      v.envelopes.map((e) =>
-        selectableRow(
-          ui.envelope === e.message_id,
-          () => {
-            ui.envelope = e.message_id;
-            renderDetail();
-          },
-          `envelope ${e.sender_role} to ${e.recipient_role}, ${e.delivery_status}`,
-          { envelope: e.message_id, status: e.delivery_status },
-          h('td.mono', { title: e.message_id }, shortId(e.message_id)),
-          h('td', {}, `${e.sender_role} → ${e.recipient_role}`),
-          h('td', {}, e.message_type),
-          h('td', {}, h(`span.mstate.${e.delivery_status}`, {}, e.delivery_status)),
-          h('td.num', {}, `${e.attempts}/${e.max_attempts}`),
-          h('td', {}, `${secs(e.age_ms)} / ${e.window_ms === null ? 'no window' : secs(e.window_ms)}`),
-          h('td', {}, e.delivery_method ?? '—'),
-          h('td', {}, e.held_by ?? '—'),
-        ),
-      ),
-    ),
-  );
+  const headers = ['Envelope', 'From → to', 'Type', 'Status', 'Attempts', 'Age / window', 'Method', 'Held by'];
+  return selectTable('Envelopes', headers, v.envelopes, (e) => ({
+    selected: ui.envelope === e.message_id,
+    choose: () => (ui.envelope = e.message_id),
+    label: `envelope ${e.sender_role} to ${e.recipient_role}, ${e.delivery_status}`,
+    dataset: { envelope: e.message_id, status: e.delivery_status },
+    cells: [
+      h('td.mono', { title: e.message_id }, shortId(e.message_id)),
+      h('td', {}, `${e.sender_role} → ${e.recipient_role}`),
+      h('td', {}, e.message_type),
+      h('td', {}, h(`span.mstate.${e.delivery_status}`, {}, e.delivery_status)),
+      h('td.num', {}, `${e.attempts}/${e.max_attempts}`),
+      h('td', {}, `${secs(e.age_ms)} / ${e.window_ms === null ? 'no window' : secs(e.window_ms)}`),
+      h('td', {}, e.delivery_method ?? '—'),
+      h('td', {}, e.held_by ?? '—'),
+    ],
+  }));
 }
 
 function diagram(name, current, trail = []) {
