@@ -41,10 +41,10 @@ describe('session list and get', () => {
     expect(missing.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
   });
 
-  it('broken: an incompatible state refuses every session command with exit 1', async () => {
+  it('broken: an incompatible state refuses every session command and join-command with exit 1', async () => {
     await incompatibleState(dir);
-    for (const argv of [['list'], ['get', 'x'], ['create', 'x'], ['save', 'x'], ['delete', 'x', '--confirm'], ['resume', 'x']]) {
-      const r = await cli('session', ...argv, '--project', dir);
+    for (const argv of [['session', 'list'], ['session', 'get', 'x'], ['session', 'create', 'x'], ['session', 'save', 'x'], ['session', 'delete', 'x', '--confirm'], ['session', 'resume', 'x'], ['join-command', 'x']]) {
+      const r = await cli(...argv, '--project', dir);
       expect(r.code, argv.join(' ')).toBe(1);
       expect(r.err).toContain('schema_version 3');
     }
@@ -84,7 +84,8 @@ describe('CON-1 session create and join-command', () => {
     for (const host of JOIN_HOSTS) expect((await cli('join-command', 'review', '--host', host, '--project', dir)).code).toBe(0);
   });
 
-  it('refuses an unknown host, a missing session and a saved one', async () => {
+  it('refuses an unknown host, a missing session (empty project too) and a saved one', async () => {
+    expect((await cli('join-command', 'team', '--project', dir)).code).toBe(1);
     await liveProject(dir);
     const host = await cli('join-command', 'team', '--host', 'gemini', '--project', dir);
     expect(host.code).toBe(1);

@@ -10,6 +10,7 @@ import type { Caller } from '../../src/engine/index.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import type { WatchLine } from '../../src/watch/diff.ts';
 import { BIN, start, type Proc } from '../helpers/process.ts';
+import { cli, incompatibleState } from './fixtures.ts';
 
 const worker = join(import.meta.dirname, '..', 'helpers', 'runtime-worker.ts');
 let dir: string;
@@ -95,12 +96,13 @@ describe('opencomms watch', () => {
     expect(await text.stop('SIGTERM')).toBe(0);
   });
 
-  it('--channel shows one channel only; deleting it shows its mail discarded', async () => {
+  it('on an empty project: --channel shows one channel only; deleting it shows its mail discarded', async () => {
+    // Started before anything exists (no .opencomms/ yet): it sees the channels appear.
+    const w = await watch('--channel', 'BETA', '--json');
     for (const ch of ['alpha', 'beta']) {
       await must(rt.run({ op: 'create', caller: member(`sess_${ch}1`, 'pull'), args: { channel: ch, role: 'A', role_prompt: 'a' } }));
       await must(rt.run({ op: 'join', caller: member(`sess_${ch}2`, 'pull'), args: { channel: ch, role: 'B', role_prompt: 'b' } }));
     }
-    const w = await watch('--channel', 'BETA', '--json');
     await must(rt.run({ op: 'send', sid: 'sess_alpha1', args: { channel: 'alpha', content: 'alpha mail' } }));
     const b = await must(rt.run({ op: 'send', sid: 'sess_beta1', args: { channel: 'beta', content: 'beta mail' } }));
     const id = b.data.message_ids[0] as string;
@@ -108,6 +110,13 @@ describe('opencomms watch', () => {
     await must(rt.run({ op: 'delete_session', actor: { operator: true, project_id: 'cli-local-project', worktree: dir }, args: { channel: 'beta', confirm: true }, archive: null }));
     await w.waitFor(envelopeLine(id, 'discarded'));
     expect(w.lines.map(json).every((l) => l.channel === 'beta')).toBe(true);
+  });
+
+  it('on a broken project (schema 3) exits 1 with the reason', async () => {
+    await incompatibleState(dir);
+    const r = await cli('watch', '--project', dir);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain('schema_version 3');
   });
 
   it('refuses a malformed channel name (exit 1)', async () => {

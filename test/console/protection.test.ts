@@ -107,6 +107,19 @@ describe('bodies, unknown routes, faults', () => {
   });
 });
 
+describe('a broken project', () => {
+  it('answers every read with the state refusal (400, data.reason), never a 500', async () => {
+    await mkdir(join(c.dir, '.opencomms'), { recursive: true });
+    await writeFile(join(c.dir, '.opencomms', 'state.json'), JSON.stringify({ schema_version: 3 }));
+    for (const path of ['/api/sessions', '/api/sessions/x/members', '/api/sessions/x/deliveries', '/api/sessions/x/join-command']) {
+      const r = await c.req('GET', path);
+      expect(r.status, path).toBe(400);
+      expect(r.json.data.reason).toBe('state_incompatible');
+    }
+    expect((await c.req('POST', '/api/sessions', { body: { name: 'x' } })).json.data.reason).toBe('state_incompatible');
+  });
+});
+
 describe('binding', () => {
   it('listens on loopback only; a busy port is an error', async () => {
     expect(c.server.url).toBe(`http://127.0.0.1:${c.server.port}/`);
