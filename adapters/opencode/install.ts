@@ -4,7 +4,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { applyEdits, modify, parse, type ParseError } from 'jsonc-parser';
 import { ok, refuse, type Refusal, type ToolResult } from '../../src/protocol/result.ts';
 import { writeAtomic } from '../../src/store/index.ts';
@@ -17,6 +16,8 @@ export const BUNDLE_MARK = '// opencomms-plugin-bundle';
 /** The plugin and everything it imports in one ESM file with no bare imports (node: built-ins
  *  only). CommonJS dependencies get a real `require` through createRequire. */
 export async function bundlePlugin(): Promise<string> {
+  // Loaded when a bundle is built (install), not on every `opencomms` start.
+  const { build } = await import('esbuild');
   const out = await build({
     entryPoints: [join(PACKAGE_ROOT, 'adapters', 'opencode', 'plugin.ts')],
     bundle: true,

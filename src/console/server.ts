@@ -14,11 +14,9 @@ import { VERSION } from '../version.ts';
 import { loadAssets } from './assets.ts';
 import { EventHub } from './events.ts';
 import { forbidden } from './guard.ts';
+import { DEFAULT_PORT, MAX_BODY_CHARS } from './limits.ts';
 import { match } from './routes.ts';
 
-/** §4 Console: a request body over this many characters is refused (413) without being parsed. */
-export const MAX_BODY_CHARS = 1_000_000;
-export const DEFAULT_PORT = 4919;
 /** Longest header text copied into an error entry: enough to recognise the origin, no more. */
 const LOGGED_HEADER_CHARS = 200;
 

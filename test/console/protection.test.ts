@@ -5,7 +5,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { forbidden, isLoopbackHost } from '../../src/console/guard.ts';
-import { MAX_BODY_CHARS, startConsole } from '../../src/console/server.ts';
+import { MAX_BODY_CHARS } from '../../src/console/limits.ts';
+import { startConsole } from '../../src/console/server.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { useConsole } from './fixtures.ts';
 

@@ -1,10 +1,11 @@
 // `opencomms gui` / `opencomms serve` (FEATURES.md §9, §10): the web console on a loopback address.
 // `gui` also opens the browser (unless --no-open / --server); `serve` never does. A busy port or a
-// non-loopback --bind exits 1.
+// non-loopback --bind exits 1. The server is loaded only when it runs: every `opencomms` start
+// (an MCP server's included) stays lean.
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { LOOPBACK_BINDS } from '../../console/guard.ts';
-import { DEFAULT_PORT, startConsole } from '../../console/server.ts';
+import { DEFAULT_PORT } from '../../console/limits.ts';
 import type { CliCommand } from '../command.ts';
 import { EXIT_FAIL, EXIT_OK, projectOf, type CliContext } from '../context.ts';
 
@@ -38,6 +39,7 @@ async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
   }
   const project = projectOf(cmd);
   const log = (l: string) => ctx.io.err(`[opencomms-console] ${l}\n`);
+  const { startConsole } = await import('../../console/server.ts');
   let server;
   try {
     server = await startConsole({ project, port, host: o.bind, log });

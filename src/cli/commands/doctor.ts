@@ -1,6 +1,6 @@
 // `opencomms doctor [--fix] [--json]` (FEATURES.md §9): rows of [OK] / [WARN] / [FAIL]; exit 1 if
 // any FAIL remains.
-import { doctor as runDoctor, type DoctorReport } from '../../doctor/doctor.ts';
+import type { DoctorReport } from '../../doctor/doctor.ts';
 import type { CliCommand } from '../command.ts';
 import { EXIT_FAIL, EXIT_OK, projectOf } from '../context.ts';
 
@@ -15,6 +15,7 @@ export const doctor: CliCommand = {
       .option('--fix', 'remove stale locks and temp files, sweep orphaned in-flight mail, re-register the OpenCode plugin entry')
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { fix?: boolean; json?: boolean }, cmd) => {
+        const { doctor: runDoctor } = await import('../../doctor/doctor.ts'); // loaded when it runs
         const r = await runDoctor(projectOf(cmd), { fix: o.fix });
         // A failing report is still a report: its rows go to stdout either way; the exit code says FAIL.
         ctx.io.out(o.json ? `${JSON.stringify(r)}\n` : `${renderDoctor(r.data!, r.message)}\n`);

@@ -2,8 +2,6 @@
 // line per envelope / recipient / member machine transition as it happens in any process, until
 // Ctrl-C. `--json`: one JSON object per line, for scripts.
 import { normaliseChannelName } from '../../engine/lookup.ts';
-import { renderLine } from '../../watch/diff.ts';
-import { follow } from '../../watch/follow.ts';
 import type { CliCommand } from '../command.ts';
 import { EXIT_FAIL, EXIT_OK, projectOf } from '../context.ts';
 import { openRuntime } from '../../runtime/runtime.ts';
@@ -21,6 +19,7 @@ export const watch: CliCommand = {
           ctx.io.err(`opencomms: "${o.channel}" is not a channel name (lowercase letters, digits, "-", "_").\n`);
           return ctx.exit(EXIT_FAIL);
         }
+        const [{ renderLine }, { follow }] = await Promise.all([import('../../watch/diff.ts'), import('../../watch/follow.ts')]);
         const project = projectOf(cmd);
         const rt = openRuntime(project, { log: (l) => ctx.io.err(`[opencomms] ${l}\n`) });
         let w;
