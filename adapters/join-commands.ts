@@ -24,6 +24,8 @@ export interface JoinCommand {
   host: JoinHost;
   where: string;
   command: string;
+  /** Every host a join command exists for (the console's tabs). */
+  hosts: readonly JoinHost[];
 }
 
 export const isJoinHost = (h: unknown): h is JoinHost => (JOIN_HOSTS as readonly unknown[]).includes(h);
@@ -33,7 +35,7 @@ export function joinCommand(session: string, host: JoinHost, role = ROLE_PLACEHO
     host === 'opencode'
       ? `/OpenComms Join Channel=${session} As=${role} [role instructions]`
       : `opencomms_join(channel="${session}", role="${role}", role_prompt="..."${SPAWN_HOSTS.includes(host) ? ', spawn_push=true' : ''})`;
-  return { session, host, where: WHERE[host], command };
+  return { session, host, where: WHERE[host], command, hosts: JOIN_HOSTS };
 }
 
 /** The checked form both surfaces answer with: an unknown host is `invalid_argument`. */

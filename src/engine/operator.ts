@@ -7,7 +7,7 @@ import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
 import { ok, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
-import { agentState, deliveryView, type AgentState } from './deliveries.ts';
+import { AGENT_STATE_HELP, agentState, deliveryView, type AgentState } from './deliveries.ts';
 import { channelOf, clampOptions, nameTaken } from './link.ts';
 import { memberRow } from './reads.ts';
 import { channelNotFound, invalidChannelName, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
@@ -76,7 +76,7 @@ export function sessionList(state: State, archives: readonly Archive[]): Outcome
   return answered(state, ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived }));
 }
 
-export type SessionDetail =
+export type SessionDetail = (
   | ({ kind: 'live'; compact_context: string | null } & LiveCard)
   | {
       kind: 'archived';
@@ -88,7 +88,11 @@ export type SessionDetail =
       saved_at: number;
       message_count: number;
       agents: AgentView[];
-    };
+    }
+) & {
+  /** What Offline, Working and Idle mean (the console's tooltip). */
+  agent_state_help: string;
+};
 
 /**
  * A live session's roster with agent states (+ the compact context of the archive it was resumed
@@ -100,7 +104,7 @@ export function sessionGet(state: State, args: { channel: unknown }, archive: Ar
   const ch = name === null ? undefined : state.channels[name];
   if (ch?.lifecycle === 'active') {
     const compact = archive && archive.channel_id === ch.parent_channel_id ? compactContext(archive) : null;
-    const detail: SessionDetail = { kind: 'live', ...liveCard(state, ch), compact_context: compact };
+    const detail: SessionDetail = { kind: 'live', ...liveCard(state, ch), compact_context: compact, agent_state_help: AGENT_STATE_HELP };
     return answered(state, ok(`Session "${ch.name}": ${ch.members.length}/${ch.max_members} agent(s).`, detail));
   }
   if (!archive) {
@@ -118,6 +122,7 @@ export function sessionGet(state: State, args: { channel: unknown }, archive: Ar
     saved_at: archive.saved_at,
     message_count: archive.message_count,
     agents: archive.members.map((m) => ({ ...memberRow(m), state: 'Offline' as const })),
+    agent_state_help: AGENT_STATE_HELP,
   };
   return answered(state, ok(`Saved session "${archive.name}" (${archive.message_count} messages).`, detail));
 }

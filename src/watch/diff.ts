@@ -141,6 +141,7 @@ export function diff(seen: Seen, state: Readonly<State>, logged: readonly Envelo
 }
 
 const clock = (ms: number) => new Date(ms).toISOString().slice(11, 23);
+/** Characters of an id on a line: `ocm_` + 8 hex tells envelopes apart at a glance; --json has it all. */
 const ID_SHOWN = 12;
 
 /** One line of the terminal view, like `kubectl get -w`. */

@@ -9,6 +9,7 @@ import { DEFAULT_PORT } from '../../console/limits.ts';
 import type { CliCommand } from '../command.ts';
 import { EXIT_FAIL, EXIT_OK, projectOf, type CliContext } from '../context.ts';
 
+/** The largest TCP port number. */
 const MAX_PORT = 65_535;
 
 /** The platform's "open this URL" command (no shell; the URL is one argument). */

@@ -3,15 +3,11 @@
 // put in the page as text, never as markup. The machine diagrams are SVG the server draws; the
 // current state of the selected envelope or recipient gets the `current` class.
 
-const AGENT_HELP = 'Offline: the host session is gone (stale). Working: mail addressed to it on this session is pending or in flight. Idle: neither.';
-const HOSTS = [
-  ['opencode', 'OpenCode'],
-  ['claude-code', 'Claude Code'],
-  ['codex', 'Codex'],
-  ['claude-desktop', 'Claude Desktop'],
-  ['chatgpt', 'ChatGPT'],
-];
+/** How the tabs name the hosts the server lists (an unknown one shows its id). */
+const HOST_LABELS = { opencode: 'OpenCode', 'claude-code': 'Claude Code', codex: 'Codex', 'claude-desktop': 'Claude Desktop', chatgpt: 'ChatGPT' };
 const SUMMARY_TEMPLATE = 'Goal: \nDone: \nOpen questions: \nNext steps: ';
+/** A note stays long enough to read two lines, then gets out of the way. */
+const TOAST_MS = 6000;
 
 const ui = {
   sessions: { live: [], archived: [] },
@@ -51,7 +47,7 @@ function toast(message, kind = 'error') {
   t.className = `toast ${kind}`;
   t.hidden = false;
   clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => (t.hidden = true), 6000);
+  toast.timer = setTimeout(() => (t.hidden = true), TOAST_MS);
 }
 
 async function api(method, path, body) {
@@ -169,7 +165,7 @@ function renderSessions() {
   saved.replaceChildren(...(ui.sessions.archived.length ? ui.sessions.archived.map((s) => card(s, true)) : [h('li.muted', {}, 'No saved sessions.')]));
 }
 
-function agentRow(a, live) {
+function agentRow(a, live, help) {
   return h(
     'tr',
     {},
@@ -177,7 +173,7 @@ function agentRow(a, live) {
     h('td.mono', { title: a.session_id }, shortId(a.session_id)),
     h('td', {}, a.host),
     h('td', {}, a.delivery_mode),
-    h('td', {}, h(`span.agent.${a.state.toLowerCase()}`, { title: AGENT_HELP, tabindex: 0, 'aria-label': `${a.state}. ${AGENT_HELP}` }, a.state)),
+    h('td', {}, h(`span.agent.${a.state.toLowerCase()}`, { title: help, tabindex: 0, 'aria-label': `${a.state}. ${help}` }, a.state)),
     live
       ? h('td', {}, h('button.small', { type: 'button', onclick: () => removeAgent(a), 'aria-label': `Remove ${a.role}` }, 'Remove'))
       : h('td'),
@@ -190,8 +186,8 @@ function agentsTable(d) {
   return scroll(
     'table.agents',
     {},
-    h('thead', {}, h('tr', {}, h('th', {}, 'Role'), h('th', {}, 'Id'), h('th', {}, 'Host'), h('th', {}, 'Delivery'), h('th', {}, h('abbr', { title: AGENT_HELP }, 'State')), h('th', {}, ''))),
-    h('tbody', {}, d.agents.map((a) => agentRow(a, live))),
+    h('thead', {}, h('tr', {}, h('th', {}, 'Role'), h('th', {}, 'Id'), h('th', {}, 'Host'), h('th', {}, 'Delivery'), h('th', {}, h('abbr', { title: d.agent_state_help }, 'State')), h('th', {}, ''))),
+    h('tbody', {}, d.agents.map((a) => agentRow(a, live, d.agent_state_help))),
   );
 }
 
@@ -199,13 +195,13 @@ function joinPanel(d) {
   const tabs = h(
     'div.tabs',
     { role: 'tablist', 'aria-label': 'Host' },
-    HOSTS.map(([id, label]) =>
+    (ui.join?.hosts ?? [ui.host]).map((id) =>
       h('button.tab', { type: 'button', role: 'tab', 'aria-selected': ui.host === id ? 'true' : 'false', onclick: async () => {
         ui.host = id;
         await loadDetail();
         render();
         document.querySelector(`.tab[data-host="${id}"]`)?.focus();
-      }, dataset: { host: id } }, label),
+      }, dataset: { host: id } }, HOST_LABELS[id] ?? id),
     ),
   );
   const j = ui.join;
