@@ -1,96 +1,49 @@
-// The `opencomms` command. Every refusal is a message and exit code 1, never a stack trace.
-import { parseArgs } from 'node:util';
-import { resolve } from 'node:path';
-import { demo } from './demo.ts';
+// The `opencomms` command: commander parses (subcommands, generated help, `--project` anywhere),
+// the registry supplies the commands. Every refusal is a message and exit code 1, never a stack trace.
+import { Command, CommanderError } from 'commander';
 import { VERSION } from '../version.ts';
-import { openRuntime } from '../runtime/runtime.ts';
+import { EXIT_FAIL, EXIT_OK, processIo, type CliContext, type Io } from './context.ts';
+import { COMMANDS } from './registry.ts';
 
+const HELP_HINT = 'Run `opencomms help` for the list of commands.';
 
-const HELP = `opencomms ${VERSION} — messaging between AI coding sessions
-
-Usage: opencomms <command> [--project DIR] [--json]
-
-Commands:
-  demo                 a scripted round trip in a throw-away project (what \`npm start\` runs)
-  status               channels, members, pending mail and recent errors of the project
-  install opencode     write .opencode/plugins/opencomms.js and register it in opencode.json(c)
-  mcp [--host LABEL] [--admin]
-                       the MCP stdio server (identity from OPENCOMMS_MEMBER_ID)
-  version              print the version
-  help                 this text
-`;
-
-export async function main(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        project: { type: 'string' },
-        json: { type: 'boolean' },
-        host: { type: 'string' },
-        admin: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    process.stderr.write(`opencomms: ${(e as Error).message}\nRun \`opencomms help\` for usage.\n`);
-    return 1;
-  }
-  const { values, positionals } = parsed;
-  const [cmd = 'help'] = positionals;
-  const project = resolve(values.project ?? process.cwd());
-  switch (cmd) {
-    case 'help':
-      process.stdout.write(HELP);
-      return 0;
-    case 'version':
-      process.stdout.write(values.json ? `${JSON.stringify({ ok: true, message: `opencomms ${VERSION}`, data: { version: VERSION, schema: 2 } })}\n` : `opencomms ${VERSION} (state schema v2)\n`);
-      return 0;
-    case 'demo':
-      return demo();
-    case 'status': {
-      const rt = openRuntime(project);
-      const r = await rt.run({ op: 'operator_status' });
-      await rt.close();
-      if (values.json) process.stdout.write(`${JSON.stringify(r)}\n`);
-      else process.stdout.write(renderStatus(project, r));
-      return r.ok ? 0 : 1;
-    }
-    case 'install': {
-      const host = positionals[1];
-      if (host !== 'opencode') {
-        process.stderr.write(`opencomms: install supports: opencode${host ? ` (not "${host}")` : ''}.\n`);
-        return 1;
-      }
-      const { installOpenCode } = await import('../../adapters/opencode/install.ts');
-      const r = await installOpenCode(project, (l) => process.stderr.write(`warning: ${l}\n`));
-      process.stdout.write(values.json ? `${JSON.stringify(r)}\n` : `${r.message}\n`);
-      return r.ok ? 0 : 1;
-    }
-    case 'mcp': {
-      const { runMcpServer } = await import('../../adapters/mcp/server.ts');
-      return runMcpServer({ project, host: values.host, admin: values.admin === true });
-    }
-    default:
-      process.stderr.write(`opencomms: unknown command "${cmd}". Run \`opencomms help\` for the list.\n`);
-      return 1;
-  }
+export function buildProgram(ctx: CliContext): Command {
+  const program = new Command('opencomms')
+    .description(`OpenComms ${VERSION}: messaging between AI coding sessions in one project`)
+    .option('--project <dir>', 'the project directory (default: the current directory); allowed anywhere on the line')
+    .helpCommand('help [command]', 'usage of opencomms or of one command')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => ctx.io.out(s), writeErr: (s) => ctx.io.err(s) })
+    .showHelpAfterError(HELP_HINT)
+    .showSuggestionAfterError(true);
+  for (const c of COMMANDS) c.register(program, ctx);
+  // Subcommands inherit the same output, error and help handling.
+  for (const sub of program.commands) inherit(sub, program);
+  return program;
 }
 
-function renderStatus(project: string, r: { ok: boolean; message: string; data?: Record<string, unknown> }): string {
-  if (!r.ok) return `OpenComms ${VERSION} - project ${project}\n${r.message}\n`;
-  const d = r.data as { channels: Array<{ name: string; paused: boolean; members: Array<{ role: string; host: string; delivery_mode: string; stale: boolean }> }>; total_messages: number; pending_messages: number; errors: Array<{ message: string }> };
-  const lines = [`OpenComms ${VERSION} - project ${project}`, 'State schema: v2 at .opencomms/state.json',
-    `${d.channels.length} channel(s), ${d.total_messages} message(s), ${d.pending_messages} pending`];
-  for (const c of d.channels) {
-    lines.push(`${c.name}${c.paused ? ' [PAUSED]' : ''}`);
-    for (const m of c.members) lines.push(`  ${m.role} (${m.host}, delivery: ${m.delivery_mode})${m.stale ? ' [STALE]' : ''}`);
+function inherit(cmd: Command, from: Command) {
+  cmd.exitOverride().configureOutput(from.configureOutput()).showHelpAfterError(HELP_HINT);
+  for (const sub of cmd.commands) inherit(sub, from);
+}
+
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  let code = EXIT_OK;
+  const ctx: CliContext = { io, exit: (c) => void (code = c) };
+  const program = buildProgram(ctx);
+  if (argv.length === 0) {
+    program.outputHelp();
+    return EXIT_OK;
   }
-  for (const e of d.errors.slice(-5)) lines.push(`error: ${e.message.slice(0, 140)}`);
-  return `${lines.join('\n')}\n`;
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (e) {
+    // Usage errors were already printed by commander (naming the command or option, plus the hint).
+    if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT_OK : EXIT_FAIL;
+    io.err(`opencomms: internal error: ${(e as Error).message}\n`);
+    return EXIT_FAIL;
+  }
+  return code;
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/src/cli/main.ts')) {

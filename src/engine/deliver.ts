@@ -22,7 +22,7 @@ function placement(state: State, e: Envelope): { ch: Channel; member: Member } |
 }
 
 /** Whether the channel would refuse a hand-over now (paused, budget), without changing it. */
-function channelHold(ch: Channel, now: number): Hold | null {
+export function channelHold(ch: Channel, now: number): Hold | null {
   const probe = { ...ch, budgets: { ...ch.budgets } };
   const r = stepChannel(probe, { type: 'HAND_OVER', now, count: 0 });
   return r === null ? null : r.reason === 'channel_paused' ? 'paused' : 'budget';

@@ -8,20 +8,26 @@ import { commitDelivery, drain, pull, requeueDelivery, sweepInFlight, type Drain
 import { create, join, type CreateArgs, type JoinArgs } from './link.ts';
 import { claim, disconnect, kick, setPaused, setStale, updateRole, type KickArgs } from './membership.ts';
 import { answered, done } from './outcome.ts';
+import { createSession, deliveries, sessionGet, sessionList, type CreateSessionArgs } from './operator.ts';
 import { history, inbox, operatorStatus, status } from './reads.ts';
 import { send, type SendArgs } from './send.ts';
 import { archiveRead, deleteSession, resume, save, type Actor } from './sessions.ts';
 import { timer, type TimerArgs } from './timer.ts';
-import type { Caller, Env, Outcome } from './types.ts';
+import type { Caller, Env, OperatorCaller, Outcome } from './types.ts';
 
 type Ch = { channel: unknown };
 
 export type Command =
   | { op: 'create'; caller: Caller; args: CreateArgs }
+  | { op: 'create_session'; actor: OperatorCaller; args: CreateSessionArgs }
   | { op: 'join'; caller: Caller; args: JoinArgs; compact_context?: string }
   | { op: 'send'; sid: string; args: SendArgs; parent?: Envelope }
   | { op: 'status'; sid: string; args: { channel?: unknown } }
   | { op: 'operator_status' }
+  /** Operator reads; the shell reads archives and history logs into them (runtime `prepare`). */
+  | { op: 'session_list'; archives?: Archive[] }
+  | { op: 'session_get'; args: Ch; archive?: Archive | null }
+  | { op: 'deliveries'; args: Ch; logged?: Envelope[] }
   | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown } }
   | { op: 'history'; sid: string; args: Ch & { limit?: unknown }; logged?: Envelope[] }
   | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push' }
@@ -45,10 +51,14 @@ export type Command =
 export function apply(state: State, cmd: Command, env: Env): Outcome {
   switch (cmd.op) {
     case 'create': return create(state, cmd.caller, cmd.args, env);
+    case 'create_session': return createSession(state, cmd.actor, cmd.args, env);
     case 'join': return join(state, cmd.caller, cmd.args, env, cmd.compact_context);
     case 'send': return send(state, cmd.sid, cmd.args, env, cmd.parent);
     case 'status': return status(state, cmd.sid, cmd.args, env.now);
     case 'operator_status': return operatorStatus(state, env.now);
+    case 'session_list': return sessionList(state, cmd.archives ?? []);
+    case 'session_get': return sessionGet(state, cmd.args, cmd.archive ?? null);
+    case 'deliveries': return deliveries(state, cmd.args, cmd.logged ?? [], env.now);
     case 'inbox': return inbox(state, cmd.sid, cmd.args);
     case 'history': return history(state, cmd.sid, cmd.args, cmd.logged);
     case 'pull': return pull(state, cmd.sid, cmd.args, env, cmd.method);
@@ -76,7 +86,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
   }
 }
 
-export type { Caller, Effect, Env, Outcome, Writes } from './types.ts';
+export type { Caller, Effect, Env, OperatorCaller, Outcome, Writes } from './types.ts';
 export { nextDue, pendingRecipients } from './deliver.ts';
 export { compactContext, archiveSummary } from './sessions.ts';
 export type { Actor } from './sessions.ts';

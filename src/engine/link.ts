@@ -51,10 +51,22 @@ export function newChannel(fields: Pick<Channel, 'id' | 'name' | 'project_id' | 
   return ch;
 }
 
-type Clamp = { field: string; raw: unknown; def: number | null; min: number; max: number; nullable?: boolean };
+/** A new channel of `actor` (its project and worktree), minted now. */
+export const channelOf = (actor: { project_id: string; worktree: string }, name: string, env: Env, fields: Partial<Channel> = {}): Channel =>
+  newChannel({ id: env.mint('chn'), name, project_id: actor.project_id, worktree: actor.worktree, created_at: env.now, ...fields });
+
+/** A name a new channel cannot take: held by an active channel, or by a saved one (resume it);
+ *  a deleted tombstone's name is free (§2.3). */
+export function nameTaken(state: State, name: string, next: string): Refusal | null {
+  const existing = state.channels[name];
+  if (existing?.lifecycle === 'active') return refuse('channel_exists', `Channel "${name}" already exists. ${next}`);
+  return existing?.lifecycle === 'saved' ? tombstoneRefusal(existing) : null;
+}
+
+export type Clamp = { field: string; raw: unknown; def: number | null; min: number; max: number; nullable?: boolean };
 
 /** Options are floored and clamped; a value that is not a number is refused (`invalid_argument`). */
-function clampOptions(specs: Clamp[]): Record<string, number | null> | Refusal {
+export function clampOptions(specs: Clamp[]): Record<string, number | null> | Refusal {
   const out: Record<string, number | null> = {};
   for (const s of specs) {
     if (s.raw === undefined || (s.nullable && s.raw === null)) {
@@ -88,17 +100,10 @@ export function create(state: State, caller: Caller, args: CreateArgs, env: Env)
     { field: 'budget_messages', raw: args.budget_messages, def: null, min: MIN_BUDGET_MESSAGES, max: MAX_BUDGET_MESSAGES, nullable: true },
   ]);
   if ('ok' in opts) return refused(state, opts as Refusal);
-  const existing = state.channels[name];
-  if (existing?.lifecycle === 'active')
-    return refused(state, refuse('channel_exists', `Channel "${name}" already exists. Join it, or choose another name.`));
-  if (existing?.lifecycle === 'saved') return refused(state, tombstoneRefusal(existing));
+  const taken = nameTaken(state, name, 'Join it, or choose another name.');
+  if (taken) return refused(state, taken);
   const budgets = { max_runtime_ms: opts.budget_runtime_ms ?? null, max_delivered_messages: opts.budget_messages ?? null };
-  const ch = newChannel({
-    id: env.mint('chn'),
-    name,
-    project_id: caller.project_id,
-    worktree: caller.worktree,
-    created_at: env.now,
+  const ch = channelOf(caller, name, env, {
     max_members: opts.max_members!,
     rate_limit: opts.rate_limit!,
     max_hops: opts.max_hops!,

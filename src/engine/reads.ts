@@ -2,7 +2,7 @@
 import { frameContent, headerFieldProblem, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT, STATUS_ERRORS_SHOWN } from '../protocol/limits.ts';
 import { ok } from '../protocol/result.ts';
-import type { Channel, Envelope, State } from '../protocol/schema.ts';
+import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
 import { findMember, normaliseChannelName, memberChannel } from './lookup.ts';
 import { answered, refused } from './outcome.ts';
@@ -34,6 +34,16 @@ export const receipt = (e: Envelope) => ({
   transitions: e.transitions.map(([event, to, at]) => ({ event, to, at })),
 });
 
+/** A member as every operator and status view lists it. */
+export const memberRow = (m: Member) => ({
+  session_id: m.session_id,
+  role: m.role,
+  host: m.host,
+  surface: m.surface,
+  delivery_mode: m.delivery_mode,
+  stale: m.stale,
+});
+
 /** `forAgent`: the session description a member wrote reaches other agents framed as peer text;
  *  the operator (CLI, console) sees it as written. */
 export function channelSummary(state: State, ch: Channel, now: number, forAgent = false) {
@@ -49,12 +59,7 @@ export function channelSummary(state: State, ch: Channel, now: number, forAgent 
     coordinator_session_id: ch.members[0]?.session_id ?? null,
     max_members: ch.max_members,
     members: ch.members.map((m) => ({
-      session_id: m.session_id,
-      role: m.role,
-      host: m.host,
-      surface: m.surface,
-      delivery_mode: m.delivery_mode,
-      stale: m.stale,
+      ...memberRow(m),
       pending: pendingOf(m.session_id),
       deliverability: deliverability(state, ch, m, now),
     })),
@@ -77,6 +82,10 @@ function report(state: State, channels: Channel[], now: number, errorVisible: (e
     errors: state.errors.filter(errorVisible).slice(-STATUS_ERRORS_SHOWN),
   };
 }
+
+/** The data of status and operator_status. */
+export type StatusReport = ReturnType<typeof report>;
+export type ChannelSummary = ReturnType<typeof channelSummary>;
 
 /** An agent's status: only its own channels and the errors scoped to them or to it. */
 export function status(state: State, sid: string, args: { channel?: unknown }, now: number): Outcome {

@@ -11,15 +11,15 @@ import {
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
-import { newChannel } from './link.ts';
+import { channelOf } from './link.ts';
 import { channelNotFound, findMember, invalidChannelName, liveChannel, memberChannel, normaliseChannelName, shownName, tombstoneRefusal } from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
 import { forget } from './retention.ts';
 import { stepChannel, stepEnvelope } from './transitions.ts';
-import type { Env, Outcome } from './types.ts';
+import type { Env, OperatorCaller, Outcome } from './types.ts';
 
-export type Actor = { sid: string; project_id: string; worktree: string } | { operator: true; project_id: string; worktree: string };
-const isOperator = (a: Actor): a is Extract<Actor, { operator: true }> => 'operator' in a;
+export type Actor = { sid: string; project_id: string; worktree: string } | OperatorCaller;
+const isOperator = (a: Actor): a is OperatorCaller => 'operator' in a;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -150,12 +150,7 @@ export function resume(state: State, actor: Actor, args: { channel: unknown; new
   if (!isOperator(actor) && !inRoster(archive, actor.sid)) return refused(state, notArchivedMember());
   const name = resumeName(state, archive, args.new_name);
   if (typeof name !== 'string') return refused(state, name);
-  const ch = newChannel({
-    id: env.mint('chn'),
-    name,
-    project_id: actor.project_id,
-    worktree: actor.worktree,
-    created_at: env.now,
+  const ch = channelOf(actor, name, env, {
     parent_channel_id: archive.channel_id,
     description: archive.description,
     budgets: { max_runtime_ms: archive.budgets.max_runtime_ms ?? null, max_delivered_messages: archive.budgets.max_delivered_messages ?? null },

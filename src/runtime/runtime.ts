@@ -11,7 +11,7 @@ import type { State } from '../protocol/schema.ts';
 import { FileStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
-import { HISTORY_READ_MAX } from './limits.ts';
+import { DELIVERY_VIEW_LOGGED, HISTORY_READ_MAX } from './limits.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
 /** What a host adapter implements so the runtime can hand batches to its sessions. */
@@ -39,7 +39,7 @@ export interface RuntimeOptions {
 const START_SWEEP_ATTEMPTS = 3;
 
 /** Operations that never change state. */
-const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 'history', 'archive', 'read_state']);
+const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 'history', 'archive', 'read_state', 'session_list', 'session_get', 'deliveries']);
 
 /** What a locked engine step hands back to the shell. */
 type Answer = Pick<Outcome, 'result' | 'effects'>;
@@ -179,6 +179,18 @@ export class Runtime {
       case 'resume_session':
       case 'delete_session':
         return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
+      case 'session_list':
+        return { ...cmd, archives: (await this.store.archives()).archives };
+      case 'session_get': {
+        // A live session shows the compact context of the archive it was resumed from.
+        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        if (ch?.lifecycle === 'active') return { ...cmd, archive: ch.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null };
+        return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
+      }
+      case 'deliveries': {
+        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        return ch ? { ...cmd, logged: await this.store.history(ch.id, DELIVERY_VIEW_LOGGED) } : cmd;
+      }
       case 'archive': {
         if (cmd.args.mode === undefined || cmd.args.mode === 'list' || cmd.args.mode === '' || cmd.args.mode === null)
           return { ...cmd, archives: (await this.store.archives()).archives };

@@ -1,8 +1,8 @@
 // Public surface of the state-file store.
-export { FileStore, durabilityFromEnv } from './store.ts';
-export type { Durability, FileStoreOptions } from './store.ts';
+export { FileStore, durabilityFromEnv, inspectState } from './store.ts';
+export type { Durability, FileStoreOptions, Inspection } from './store.ts';
 export { MemoryStore } from './memory.ts';
-export type { MutateOutcome, Store, Watch } from './types.ts';
+export type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
 export type { StorePaths } from './paths.ts';
 export { writeAtomic } from './atomic.ts';

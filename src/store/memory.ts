@@ -4,7 +4,7 @@
 import type { Archive } from '../protocol/archive.ts';
 import { emptyState, type Envelope, type State } from '../protocol/schema.ts';
 import type { InvalidFile } from './archives.ts';
-import type { MutateOutcome, Store, Watch } from './types.ts';
+import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 
 export class MemoryStore implements Store {
   readonly location = 'memory';
@@ -12,7 +12,7 @@ export class MemoryStore implements Store {
   private tail: Promise<unknown> = Promise.resolve();
   private readonly logs = new Map<string, Envelope[]>();
   private readonly saved = new Map<string, Archive>();
-  private readonly watchers = new Set<() => Promise<void>>();
+  private readonly watchers = new Set<(change: WatchChange) => Promise<void>>();
 
   constructor(initial: State = emptyState()) {
     this.state = structuredClone(initial);
@@ -26,6 +26,13 @@ export class MemoryStore implements Store {
     return this.state;
   }
 
+  /** Every committed mutation replaces the state object, so a counter of them is the revision. */
+  private revisions = 0;
+
+  async revision(): Promise<string> {
+    return String(this.revisions);
+  }
+
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     // One mutation at a time, in call order: the in-memory counterpart of the file lock.
     const run = this.tail.then(() => {
@@ -35,16 +42,18 @@ export class MemoryStore implements Store {
       for (const e of out.history ?? []) this.logs.set(e.channel_id, [...(this.logs.get(e.channel_id) ?? []), structuredClone(e)]);
       if (out.archive) this.saved.set(out.archive.channel_id, structuredClone(out.archive));
       this.state = draft;
+      this.revisions++;
       if (out.deleteArchive) this.saved.delete(out.deleteArchive);
       for (const id of out.deleteHistory ?? []) this.logs.delete(id);
-      for (const w of this.watchers) void w().catch(() => {});
+      const archives = out.archive !== undefined || out.deleteArchive !== undefined;
+      for (const w of this.watchers) void w({ archives }).catch(() => {});
       return out.result;
     });
     this.tail = run.catch(() => {});
     return run;
   }
 
-  async watch(onChange: () => Promise<void>): Promise<Watch> {
+  async watch(onChange: (change: WatchChange) => Promise<void>): Promise<Watch> {
     this.watchers.add(onChange);
     return { close: async () => void this.watchers.delete(onChange) };
   }

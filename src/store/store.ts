@@ -25,8 +25,9 @@ import { loadLockFree, loadLocked, type Snapshot } from './load.ts';
 import { withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
 import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
-import { sameKey, serialize, statKey, storeStats, unpin, type Pinned } from './state-file.ts';
-import type { MutateOutcome, Store, Watch } from './types.ts';
+import { readStateFile, sameKey, serialize, statKey, storeStats, unpin, type Pinned } from './state-file.ts';
+import { RefusalError } from '../protocol/result.ts';
+import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { watchStateFile } from './watch.ts';
 
 /** `default` survives a killed process (whole lines, atomic renames); `durable` also survives a
@@ -97,6 +98,12 @@ export class FileStore implements Store {
     return this.current();
   }
 
+  async revision(): Promise<string> {
+    await this.current();
+    const c = this.cache;
+    return c ? `${c.pin?.key.ino ?? 0}:${c.pin?.key.ctimeNs ?? 0}:${c.journalId}:${c.offset}` : 'none';
+  }
+
   async mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     // Nothing on disk yet: a call that would change nothing (a refusal, a start-up sweep with
     // nothing to sweep) answers from an empty state and creates no file, not even `.opencomms/`.
@@ -154,7 +161,9 @@ export class FileStore implements Store {
     });
   }
 
-  watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch> {
+  /** A watch may start before anything exists (a console on a fresh project): it keeps trying to
+   *  watch the directories on its rescan, and creates nothing (a bare start writes no file). */
+  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
     return watchStateFile(this.paths, onChange, log);
   }
 
@@ -378,6 +387,37 @@ export class FileStore implements Store {
   private removeJournals(keep: string) {
     for (const f of listJournals(this.paths)) if (f !== `${keep}.jsonl` && !f.includes('.corrupt.')) unlinkSync(join(this.paths.journal, f));
   }
+}
+
+export type Inspection =
+  | { kind: 'absent' }
+  | { kind: 'ok'; state: State; journal: { id: string | null; entries: number; bytes: number } }
+  | { kind: 'corrupt'; cause: string }
+  | { kind: 'refused'; reason: string; message: string };
+
+/** The state as a load would see it (the snapshot and its journal, fail-closed), repairing
+ *  nothing: for doctor, which reports damage instead of recovering it. */
+export async function inspectState(projectDir: string): Promise<Inspection> {
+  const paths = resolvePaths(projectDir);
+  let r;
+  try {
+    r = await readStateFile(paths);
+  } catch (e) {
+    if (e instanceof RefusalError) return { kind: 'refused', reason: String(e.refusal.data?.reason), message: e.refusal.message };
+    throw e;
+  }
+  if (r.kind !== 'ok') return r.kind === 'absent' ? r : { kind: 'corrupt', cause: r.cause };
+  unpin(r.pin);
+  if (!r.journalId) return { kind: 'ok', state: r.state, journal: { id: null, entries: 0, bytes: 0 } };
+  const j = readJournal(journalFile(paths, r.journalId), 0, 1);
+  if (j.kind === 'absent') return { kind: 'ok', state: r.state, journal: { id: r.journalId, entries: 0, bytes: 0 } };
+  for (const entry of j.entries) {
+    applyOps(r.state, entry.ops);
+    const problem = checkEntities(r.state, touchedBy(entry.ops.map((op) => op[1])));
+    if (problem) return { kind: 'corrupt', cause: `journal entry ${entry.n}: ${problem}` };
+  }
+  if (j.kind === 'corrupt') return { kind: 'corrupt', cause: `journal: ${j.cause}` };
+  return { kind: 'ok', state: r.state, journal: { id: r.journalId, entries: j.entries.length, bytes: j.offset } };
 }
 
 const listJournals = (paths: StorePaths): string[] => {

@@ -22,19 +22,29 @@ export interface Watch {
   close(): Promise<void>;
 }
 
+/** What a watch callback is told besides "look again". */
+export interface WatchChange {
+  /** An archive was written or removed since the last call (the state itself may be unchanged:
+   *  an archive restored from a backup, or removed by hand). */
+  archives: boolean;
+}
+
 export interface Store {
   /** Where the state lives, for logs and operator output. */
   readonly location: string;
   /** A private copy of the current state; fail-closed (refusals are thrown as RefusalError). */
   read(): Promise<State>;
-  /** The current state without a copy where possible: the caller must not change it. */
+  /** The current state without a copy where possible: the caller must not change it, and it may
+   *  change in place under the caller at the next mutation (copy with `read()` to keep one). */
   peek(): Promise<Readonly<State>>;
+  /** A token that changes whenever the state changes (the live object itself may not). */
+  revision(): Promise<string>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a
    *  change, and nothing at all if it throws. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T>;
   /** Calls `onChange` (never concurrently with itself) whenever another process may have changed
-   *  the state; resolves once watching. */
-  watch(onChange: () => Promise<void>, log: (line: string) => void): Promise<Watch>;
+   *  the state or its archives; resolves once watching. */
+  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch>;
   /** A channel's envelopes that left live state, newest first, one per message id. */
   history(channelId: string, limit: number): Promise<Envelope[]>;
   /** Every distinct message id in a channel's history. */

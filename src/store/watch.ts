@@ -1,21 +1,23 @@
 // Owner-side wake: calls `onChange` when another process changed the state, i.e. appended to the
-// journal (journal/<id>.jsonl) or replaced the snapshot (state.json), plus a periodic rescan as a
-// safety net. Node's own fs.watch (inotify on Linux): one event per write, no polling, no
-// throttle. No debounce either: FEATURES.md suggests 150 ms, but wake latency is a product
-// figure; a change that arrives while a scan runs is coalesced into one follow-up scan instead.
+// journal (journal/<id>.jsonl) or replaced the snapshot (state.json), or wrote or removed an
+// archive; plus a periodic rescan as a safety net. Node's own fs.watch (inotify on Linux): one
+// event per write, no polling, no throttle. No debounce either: FEATURES.md suggests 150 ms, but
+// wake latency is a product figure; a change that arrives while a scan runs is coalesced into one
+// follow-up scan instead.
 import { watch, type FSWatcher } from 'node:fs';
 import { basename } from 'node:path';
 import type { StorePaths } from './paths.ts';
-import type { Watch } from './types.ts';
+import type { Watch, WatchChange } from './types.ts';
 
 /** Safety-net rescan for a missed event, and the retry of a watch that could not be set up (the
  *  directory does not exist yet): FEATURES.md's polling fallback interval. A rescan of a state
  *  this process already holds costs two stats. */
 export const RESCAN_INTERVAL_MS = 500;
 
-export async function watchStateFile(paths: StorePaths, onChange: () => Promise<void>, log: (l: string) => void): Promise<Watch> {
+export async function watchStateFile(paths: StorePaths, onChange: (change: WatchChange) => Promise<void>, log: (l: string) => void): Promise<Watch> {
   let running: Promise<void> | null = null;
   let again = false;
+  let archives = false;
   let closed = false;
   const fire = () => {
     if (closed) return;
@@ -26,8 +28,10 @@ export async function watchStateFile(paths: StorePaths, onChange: () => Promise<
     running = (async () => {
       do {
         again = false;
+        const change = { archives };
+        archives = false;
         try {
-          await onChange();
+          await onChange(change);
         } catch (e) {
           log(`wake scan failed: ${(e as Error).message}`);
         }
@@ -37,33 +41,45 @@ export async function watchStateFile(paths: StorePaths, onChange: () => Promise<
   };
 
   const stateName = basename(paths.state);
-  const journalName = basename(paths.journal);
-  let dirWatch: FSWatcher | null = null;
-  let journalWatch: FSWatcher | null = null;
-  const open = (dir: string, onEvent: (file: string | null) => void): FSWatcher | null => {
+  const subdirs = new Set([basename(paths.journal), basename(paths.archives)]);
+  const watchers = new Map<string, FSWatcher>();
+  const open = (dir: string, onEvent: (file: string | null) => void) => {
+    if (watchers.has(dir)) return;
     try {
       // Persistent: a process that waits to deliver mail stays alive until the watch is closed.
       const w = watch(dir, { persistent: true }, (_event, file) => onEvent(file));
       w.on('error', () => {
         w.close();
-        if (w === dirWatch) dirWatch = null;
-        if (w === journalWatch) journalWatch = null;
+        watchers.delete(dir);
       });
-      return w;
+      watchers.set(dir, w);
     } catch {
-      return null; // not there yet: the rescan tries again
+      // not there yet: the rescan tries again
     }
   };
+  const storeDir = basename(paths.dir);
   const arm = () => {
     if (closed) return;
-    dirWatch ??= open(paths.dir, (file) => {
+    // Until `.opencomms/` exists (a fresh project), the project directory tells when it appears.
+    if (!watchers.has(paths.dir))
+      open(paths.project, (file) => {
+        if (file !== storeDir) return;
+        arm();
+        fire();
+      });
+    open(paths.dir, (file) => {
       if (file === stateName) fire();
-      else if (file === journalName) {
+      else if (file !== null && subdirs.has(file)) {
         arm();
         fire();
       }
     });
-    journalWatch ??= open(paths.journal, () => fire());
+    open(paths.journal, () => fire());
+    open(paths.archives, (file) => {
+      if (!file?.endsWith('.json')) return;
+      archives = true;
+      fire();
+    });
   };
   arm();
   const interval = setInterval(() => {
@@ -75,8 +91,8 @@ export async function watchStateFile(paths: StorePaths, onChange: () => Promise<
     close: async () => {
       closed = true;
       clearInterval(interval);
-      dirWatch?.close();
-      journalWatch?.close();
+      for (const w of watchers.values()) w.close();
+      watchers.clear();
       await running;
     },
   };

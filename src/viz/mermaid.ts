@@ -1,6 +1,7 @@
 // Mermaid `stateDiagram-v2` from a machine definition: states, guards on edges, and the reason
 // code of every refusing transition, so a reader sees each send gate without opening the code.
 import type { AnyStateMachine, AnyStateNode, AnyTransitionDefinition } from 'xstate';
+import { toSvg, type MachineJson } from './svg.ts';
 
 const nodeId = (n: AnyStateNode) => n.id.replace(/[^A-Za-z0-9_]/g, '_');
 
@@ -40,6 +41,7 @@ export function renderAll(machines: Record<string, AnyStateMachine>): Record<str
   for (const [name, m] of Object.entries(machines)) {
     files[`${name}.mmd`] = toMermaid(m);
     files[`${name}.json`] = JSON.stringify(m.toJSON(), null, 2) + '\n';
+    files[`${name}.svg`] = toSvg(JSON.parse(files[`${name}.json`]!) as MachineJson);
   }
   return files;
 }

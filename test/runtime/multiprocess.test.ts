@@ -1,6 +1,5 @@
 // Several real processes on one project: concurrent senders, a crash between drain and commit,
 // and the owner-side wake (a recipient's owner delivers mail another process queued).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,16 +7,17 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/engine/index.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
+import { start, type Proc } from '../helpers/process.ts';
 
 const worker = join(import.meta.dirname, '..', 'helpers', 'runtime-worker.ts');
 let dir: string;
-const children: ChildProcess[] = [];
+const children: Proc[] = [];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'oc-mp-'));
 });
 afterEach(async () => {
-  for (const c of children.splice(0)) c.kill('SIGKILL');
+  for (const c of children.splice(0)) await c.stop('SIGKILL');
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -25,42 +25,11 @@ const caller = (session_id: string, delivery_mode = 'push'): Caller => ({
   session_id, host: 'test', surface: 'cli', delivery_mode, host_session_id: session_id, project_id: 'local-project', worktree: dir,
 });
 
-interface Child {
-  proc: ChildProcess;
-  lines: string[];
-  waitFor(pred: (line: string) => boolean, ms?: number): Promise<string>;
-}
-
-function start(args: string[]): Child {
-  const proc = spawn(process.execPath, ['--import', 'tsx', worker, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(proc);
-  const lines: string[] = [];
-  const waiters: Array<() => void> = [];
-  let buf = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      lines.push(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      waiters.splice(0).forEach((w) => w());
-    }
-  });
-  let err = '';
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const waitFor = (pred: (l: string) => boolean, ms = 15_000) =>
-    new Promise<string>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`timeout; lines: ${lines.join(' | ')}; stderr: ${err}`)), ms);
-      const check = () => {
-        const hit = lines.find(pred);
-        if (hit !== undefined) {
-          clearTimeout(t);
-          resolve(hit);
-        } else waiters.push(check);
-      };
-      check();
-    });
-  return { proc, lines, waitFor };
+/** A runtime worker process (test/helpers/runtime-worker.ts), killed after the test. */
+function startWorker(args: string[]): Proc {
+  const p = start(['--import', 'tsx', worker, ...args]);
+  children.push(p);
+  return p;
 }
 
 /** Live envelopes are in state.json; terminal ones have moved to the channel's history log. */
@@ -73,7 +42,7 @@ async function envelope(rt: Runtime, id: string): Promise<Envelope> {
   return e;
 }
 
-const prompts = (c: Child) => c.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { rid: string; ids: string[] });
+const prompts = (c: Proc) => c.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { rid: string; ids: string[] });
 
 describe('runtime across processes', () => {
   it('4 processes sending concurrently to one recipient: every envelope present, FIFO per sender', async () => {
@@ -82,7 +51,7 @@ describe('runtime across processes', () => {
     expect((await rt.run({ op: 'create', caller: caller('r', 'pull'), args: { channel: 'c', role: 'R', role_prompt: 'read', rate_limit: 1000 } })).ok).toBe(true);
     for (const s of senders) expect((await rt.run({ op: 'join', caller: caller(s), args: { channel: 'c', role: s.toUpperCase(), role_prompt: 'send' } })).ok).toBe(true);
     const barrier = join(dir, 'go');
-    const kids = senders.map((s) => start(['send', dir, s, 'c', '50', barrier, 'R']));
+    const kids = senders.map((s) => startWorker(['send', dir, s, 'c', '50', barrier, 'R']));
     await Promise.all(kids.map((k) => k.waitFor((l) => l === 'ready')));
     await writeFile(barrier, '');
     await Promise.all(kids.map((k) => k.waitFor((l) => l.startsWith('sent'), 30_000)));
@@ -112,15 +81,14 @@ describe('runtime across processes', () => {
       const r = await rt.run({ op: 'send', sid: 'a', args: { channel: 'c', content: `m${i}` } });
       sent.push(...((r.data as { message_ids: string[] }).message_ids));
     }
-    const first = start(['owner', dir, 'p', 'hang']);
+    const first = startWorker(['owner', dir, 'p', 'hang']);
     await first.waitFor((l) => l.startsWith('{'));
     expect(prompts(first)[0]!.ids).toEqual(sent);
     let state = await rt.read();
     expect(sent.map((id) => state.messages[id]!.delivery_status)).toEqual(['in_flight', 'in_flight', 'in_flight']);
-    first.proc.kill('SIGKILL');
-    await new Promise((r) => first.proc.once('exit', r));
+    await first.stop('SIGKILL');
 
-    const second = start(['owner', dir, 'p']);
+    const second = startWorker(['owner', dir, 'p']);
     await second.waitFor((l) => l.startsWith('{'));
     await new Promise((r) => setTimeout(r, 300));
     const delivered = prompts(second).flatMap((p) => p.ids);
@@ -138,7 +106,7 @@ describe('runtime across processes', () => {
     const rt = openRuntime(dir); // process A: no driver, owns nobody
     await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
     await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'receive' } });
-    const owner = start(['owner', dir, 'b']);
+    const owner = startWorker(['owner', dir, 'b']);
     await owner.waitFor((l) => l === 'ready');
     const r = await rt.run({ op: 'send', sid: 'a', args: { channel: 'c', content: 'wake up' } });
     const [id] = (r.data as { message_ids: string[] }).message_ids;

@@ -3,8 +3,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Caller } from '../engine/index.ts';
-import { openRuntime, type DeliveryDriver } from '../runtime/runtime.ts';
+import type { Caller } from '../../engine/index.ts';
+import { openRuntime, type DeliveryDriver } from '../../runtime/runtime.ts';
+import type { CliCommand } from '../command.ts';
 
 export async function demo(out: (line: string) => void = console.log): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'opencomms-demo-'));
@@ -54,3 +55,12 @@ export async function demo(out: (line: string) => void = console.log): Promise<n
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+export const demoCommand: CliCommand = {
+  register(program, ctx) {
+    program
+      .command('demo')
+      .description('a scripted round trip in a throw-away project (what `npm start` runs)')
+      .action(async () => ctx.exit(await demo((line) => ctx.io.out(`${line}\n`))));
+  },
+};

@@ -1,0 +1,42 @@
+// `opencomms channels [--json]` and `opencomms members <channel> [--json]` (FEATURES.md §9):
+// the live channels, and one channel's roster.
+import type { LiveCard, SessionDetail } from '../../engine/operator.ts';
+import { refuse } from '../../protocol/result.ts';
+import type { CliCommand } from '../command.ts';
+import { answer, projectOf, withRuntime } from '../context.ts';
+
+export const renderChannels = (live: LiveCard[]) =>
+  live.length
+    ? live.map((c) => `${c.name}${c.paused ? ' [paused]' : ''} (${c.agents.length} members)`).join('\n')
+    : 'No live channels in this project. Create one with `opencomms session create <name>`.';
+
+export const renderMembers = (d: SessionDetail) =>
+  d.agents.length
+    ? d.agents.map((m) => `${m.role}: host=${m.host} surface=${m.surface} delivery=${m.delivery_mode}${m.stale ? ' [STALE]' : ''}`).join('\n')
+    : `"${d.name}" has no members yet.`;
+
+export const channels: CliCommand = {
+  register(program, ctx) {
+    program
+      .command('channels')
+      .description('the live channels, with member counts')
+      .option('--json', 'one {ok, message, data} document')
+      .action(async (o: { json?: boolean }, cmd) => {
+        const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_list' }));
+        ctx.exit(answer(ctx.io, r, o.json, (d: { live: LiveCard[] }) => renderChannels(d.live)));
+      });
+    program
+      .command('members <channel>')
+      .description("one live channel's members")
+      .option('--json', 'one {ok, message, data} document')
+      .action(async (channel: string, o: { json?: boolean }, cmd) => {
+        const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_get', args: { channel } }));
+        // members lists a live roster only: a saved session's archive is `session get`.
+        const live = r.ok && (r.data as SessionDetail).kind === 'live';
+        const out = r.ok && !live
+          ? refuse('lifecycle_refused', `"${channel}" is a saved session, not a live channel: see \`opencomms session get ${channel}\`, or resume it.`, { lifecycle: 'saved' })
+          : r;
+        ctx.exit(answer(ctx.io, out, o.json, renderMembers));
+      });
+  },
+};

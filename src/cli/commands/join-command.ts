@@ -1,0 +1,28 @@
+// `opencomms join-command <session> [--host H] [--role R] [--json]` (alias `join`; FEATURES.md §9,
+// §10.4): what to paste into a host so its session joins. The session must be live.
+import { DEFAULT_JOIN_HOST, JOIN_HOSTS, joinCommandResult, renderJoinCommand } from '../../../adapters/join-commands.ts';
+import type { SessionDetail } from '../../engine/operator.ts';
+import { refuse } from '../../protocol/result.ts';
+import type { CliCommand } from '../command.ts';
+import { answer, projectOf, withRuntime } from '../context.ts';
+
+export const joinCommandCli: CliCommand = {
+  register(program, ctx) {
+    program
+      .command('join-command <session>')
+      .alias('join')
+      .description('the command that makes a host session join <session>')
+      .option('--host <host>', `${JOIN_HOSTS.join(' | ')}`, DEFAULT_JOIN_HOST)
+      .option('--role <role>', 'the role the joining agent takes (default: a <role> placeholder)')
+      .option('--json', 'one {ok, message, data} document')
+      .action(async (name: string, o: { host: string; role?: string; json?: boolean }, cmd) => {
+        const live = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_get', args: { channel: name } }));
+        const r = !live.ok
+          ? live
+          : (live.data as SessionDetail).kind !== 'live'
+            ? refuse('lifecycle_refused', `"${name}" is saved: resume it first (\`opencomms session resume ${name}\`), then join the new session.`, { lifecycle: 'saved' })
+            : joinCommandResult((live.data as SessionDetail).name, o.host, o.role);
+        ctx.exit(answer(ctx.io, r, o.json, renderJoinCommand));
+      });
+  },
+};

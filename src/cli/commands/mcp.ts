@@ -1,0 +1,17 @@
+// `opencomms mcp [--host LABEL] [--admin]` (FEATURES.md §7): the MCP stdio server for one member.
+import type { CliCommand } from '../command.ts';
+import { projectOf } from '../context.ts';
+
+export const mcp: CliCommand = {
+  register(program, ctx) {
+    program
+      .command('mcp')
+      .description('the MCP stdio server for one member (identity from OPENCOMMS_MEMBER_ID)')
+      .option('--host <label>', 'host label of the members it creates (default mcp)')
+      .option('--admin', 'also offer opencomms_kick')
+      .action(async (o: { host?: string; admin?: boolean }, cmd) => {
+        const { runMcpServer } = await import('../../../adapters/mcp/server.ts');
+        ctx.exit(await runMcpServer({ project: projectOf(cmd), host: o.host, admin: o.admin === true }));
+      });
+  },
+};

@@ -1,0 +1,51 @@
+// Server-sent events of the console (FEATURES.md §10.2 GET /api/events): `hello` on connect,
+// `refresh` whenever the state or an archive changed (any process: the store's watch) or the
+// console itself acted, and a `: ping` comment every SSE_PING_MS so idle connections stay open.
+import type { ServerResponse } from 'node:http';
+
+/** §4 Console: a ping every 10 s, well inside the idle timeouts of browsers and proxies. */
+export const SSE_PING_MS = 10_000;
+
+export type RefreshReason = 'session_created' | 'session_deleted' | 'session_saved' | 'session_resumed' | 'member_removed';
+
+export class EventHub {
+  private readonly clients = new Set<ServerResponse>();
+  private readonly ping: NodeJS.Timeout;
+
+  constructor() {
+    this.ping = setInterval(() => this.write(': ping\n\n'), SSE_PING_MS);
+    this.ping.unref();
+  }
+
+  get size(): number {
+    return this.clients.size;
+  }
+
+  add(res: ServerResponse, hello: object): void {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write(frame('hello', hello));
+    this.clients.add(res);
+    res.on('close', () => this.clients.delete(res));
+  }
+
+  refresh(data: { at: number } | { reason: RefreshReason }): void {
+    this.write(frame('refresh', data));
+  }
+
+  close(): void {
+    clearInterval(this.ping);
+    for (const c of this.clients) c.end();
+    this.clients.clear();
+  }
+
+  private write(text: string) {
+    for (const c of this.clients) c.write(text);
+  }
+}
+
+const frame = (event: string, data: object) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;

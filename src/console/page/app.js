@@ -1,0 +1,464 @@
+// The OpenComms console page (FEATURES.md §10.3). Plain ES module, no build, no CDN. Every view is
+// re-read from the API on each SSE `refresh` (the page never polls); every peer-written string is
+// put in the page as text, never as markup. The machine diagrams are SVG the server draws; the
+// current state of the selected envelope or recipient gets the `current` class.
+
+/** How the tabs name the hosts the server lists (an unknown one shows its id). */
+const HOST_LABELS = { opencode: 'OpenCode', 'claude-code': 'Claude Code', codex: 'Codex', 'claude-desktop': 'Claude Desktop', chatgpt: 'ChatGPT' };
+const SUMMARY_TEMPLATE = 'Goal: \nDone: \nOpen questions: \nNext steps: ';
+/** A note stays long enough to read two lines, then gets out of the way. */
+const TOAST_MS = 6000;
+
+const ui = {
+  sessions: { live: [], archived: [] },
+  selected: decodeURIComponent(location.hash.replace(/^#\/session\//, '')) || null,
+  detail: null,
+  deliveries: null,
+  machines: null,
+  envelope: null,
+  recipient: null,
+  host: 'opencode',
+  join: null,
+};
+
+// ---- small DOM helpers ----------------------------------------------------------------------
+
+/** `h('tag.class', {attr: v, onclick: fn}, ...children)`: children are nodes or text. */
+function h(spec, attrs = {}, ...children) {
+  const [tag, ...classes] = spec.split('.');
+  const el = document.createElement(tag);
+  if (classes.length) el.className = classes.join(' ');
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+const $ = (id) => document.getElementById(id);
+/** A table in a box that scrolls sideways on a narrow window instead of overflowing the page. */
+const scroll = (...args) => h('div.scroll', {}, h(...args));
+
+function toast(message, kind = 'error') {
+  const t = $('toast');
+  t.textContent = message;
+  t.className = `toast ${kind}`;
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (t.hidden = true), TOAST_MS);
+}
+
+async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let json;
+  try {
+    json = await res.json();
+  } catch {
+    json = { ok: false, message: `${method} ${path}: HTTP ${res.status}` };
+  }
+  return json;
+}
+
+/** An action: on refusal the message (it says what to do) is shown; on success, a note. */
+async function act(method, path, body, done) {
+  const r = await api(method, path, body);
+  if (!r.ok) return toast(r.message), null;
+  if (done) toast(done(r), 'ok');
+  return r;
+}
+
+const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0');
+const secs = (ms) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 3_600_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 3_600_000).toFixed(1)} h`);
+const shortId = (id) => (id.length > 14 ? `${id.slice(0, 12)}…` : id);
+
+// ---- loading ---------------------------------------------------------------------------------
+
+async function loadAll() {
+  const list = await api('GET', '/api/sessions');
+  if (list.ok) ui.sessions = list.data;
+  else toast(list.message);
+  if (ui.selected) await loadDetail();
+  render();
+}
+
+async function loadDetail() {
+  const name = encodeURIComponent(ui.selected);
+  const d = await api('GET', `/api/sessions/${name}/members`);
+  if (!d.ok) {
+    ui.detail = null;
+    ui.deliveries = null;
+    ui.selected = null;
+    history.replaceState(null, '', '#');
+    return;
+  }
+  ui.detail = d.data;
+  if (d.data.kind === 'live') {
+    const [v, j] = await Promise.all([api('GET', `/api/sessions/${name}/deliveries`), api('GET', `/api/sessions/${name}/join-command?host=${ui.host}`)]);
+    ui.deliveries = v.ok ? v.data : null;
+    ui.join = j.ok ? j.data : null;
+  } else {
+    ui.deliveries = null;
+    ui.join = null;
+  }
+}
+
+/** SSE refreshes arrive in bursts (one per file event); one reload runs at a time, plus one more
+ *  if another refresh came meanwhile. */
+let loading = null;
+let again = false;
+function refresh() {
+  if (loading) {
+    again = true;
+    return loading;
+  }
+  loading = (async () => {
+    do {
+      again = false;
+      await loadAll();
+    } while (again);
+    loading = null;
+  })();
+  return loading;
+}
+
+function select(name) {
+  ui.selected = name;
+  ui.envelope = null;
+  ui.recipient = null;
+  history.replaceState(null, '', name ? `#/session/${encodeURIComponent(name)}` : '#');
+  refresh();
+}
+
+// ---- rendering -------------------------------------------------------------------------------
+
+function badge(text, kind = '') {
+  return h(`span.badge${kind ? `.${kind}` : ''}`, {}, text);
+}
+
+function card(s, archived) {
+  const count = archived ? `${s.message_count} messages` : `${s.agents.length}/${s.max_members} agents`;
+  const name = s.name;
+  const current = ui.selected === name && (ui.detail?.kind === 'archived') === archived;
+  return h(
+    'li',
+    {},
+    h(
+      'button.card',
+      { type: 'button', 'aria-current': current ? 'true' : undefined, dataset: { session: name }, onclick: () => select(name) },
+      h('span.card-head', {}, h('strong', {}, name), archived ? badge(`saved ${new Date(s.saved_at).toISOString().slice(0, 10)}`, 'saved') : badge(s.lifecycle, 'active'), s.paused ? badge('paused', 'paused') : null),
+      h('span.card-count', {}, count),
+      h('span.card-desc', {}, s.description ?? 'No description yet'),
+    ),
+  );
+}
+
+function renderSessions() {
+  const live = $('live-list');
+  const saved = $('saved-list');
+  live.replaceChildren(...(ui.sessions.live.length ? ui.sessions.live.map((s) => card(s, false)) : [h('li.muted', {}, 'No live sessions.')]));
+  saved.replaceChildren(...(ui.sessions.archived.length ? ui.sessions.archived.map((s) => card(s, true)) : [h('li.muted', {}, 'No saved sessions.')]));
+}
+
+function agentRow(a, live, help) {
+  return h(
+    'tr',
+    {},
+    h('td', {}, a.role),
+    h('td.mono', { title: a.session_id }, shortId(a.session_id)),
+    h('td', {}, a.host),
+    h('td', {}, a.delivery_mode),
+    h('td', {}, h(`span.agent.${a.state.toLowerCase()}`, { title: help, tabindex: 0, 'aria-label': `${a.state}. ${help}` }, a.state)),
+    live
+      ? h('td', {}, h('button.small', { type: 'button', onclick: () => removeAgent(a), 'aria-label': `Remove ${a.role}` }, 'Remove'))
+      : h('td'),
+  );
+}
+
+function agentsTable(d) {
+  const live = d.kind === 'live';
+  if (!d.agents.length) return h('p.muted', {}, 'No agents yet. Give one of the join commands below to an agent.');
+  return scroll(
+    'table.agents',
+    {},
+    h('thead', {}, h('tr', {}, h('th', {}, 'Role'), h('th', {}, 'Id'), h('th', {}, 'Host'), h('th', {}, 'Delivery'), h('th', {}, h('abbr', { title: d.agent_state_help }, 'State')), h('th', {}, ''))),
+    h('tbody', {}, d.agents.map((a) => agentRow(a, live, d.agent_state_help))),
+  );
+}
+
+function joinPanel(d) {
+  const tabs = h(
+    'div.tabs',
+    { role: 'tablist', 'aria-label': 'Host' },
+    (ui.join?.hosts ?? [ui.host]).map((id) =>
+      h('button.tab', { type: 'button', role: 'tab', 'aria-selected': ui.host === id ? 'true' : 'false', onclick: async () => {
+        ui.host = id;
+        await loadDetail();
+        render();
+        document.querySelector(`.tab[data-host="${id}"]`)?.focus();
+      }, dataset: { host: id } }, HOST_LABELS[id] ?? id),
+    ),
+  );
+  const j = ui.join;
+  return h(
+    'section.panel',
+    { 'aria-labelledby': 'join-title' },
+    h('h3', { id: 'join-title' }, 'Join command'),
+    tabs,
+    j ? h('p.muted', {}, `Run ${j.where}:`) : null,
+    j
+      ? h('div.copyline', {}, h('code', { id: 'join-code' }, j.command), h('button.small', { type: 'button', onclick: () => copy(j.command) }, 'Copy'))
+      : h('p.muted', {}, `No join command for "${d.name}".`),
+  );
+}
+
+async function copy(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    toast('Copied.', 'ok');
+  } catch {
+    const r = document.createRange();
+    r.selectNodeContents($('join-code'));
+    getSelection().removeAllRanges();
+    getSelection().addRange(r);
+    toast('Selected: press Ctrl+C to copy.', 'ok');
+  }
+}
+
+/** A table of selectable rows: `row(item)` gives {selected, choose, label, dataset, cells}. */
+function selectTable(label, headers, items, row) {
+  return scroll(
+    'table.machine-table',
+    { 'aria-label': label },
+    h('thead', {}, h('tr', {}, headers.map((t) => h('th', {}, t)))),
+    h('tbody', {}, items.map((item) => selectableRow(row(item)))),
+  );
+}
+
+function selectableRow({ selected, choose, label, dataset, cells }) {
+  const pick = () => {
+    choose();
+    renderDetail();
+  };
+  return h(
+    'tr.selectable',
+    {
+      tabindex: 0,
+      'aria-selected': selected ? 'true' : 'false',
+      'aria-label': label,
+      dataset,
+      onclick: pick,
+      onkeydown: (e) => {
+        if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault();
+          pick();
+        }
+      },
+    },
+    ...cells,
+  );
+}
+
+function recipientsTable(v) {
+  if (!v.recipients.length) return h('p.muted', {}, 'No recipients yet.');
+  return selectTable('Recipients', ['Recipient', 'Machine state', 'Pending', 'In flight', 'Cooldown until'], v.recipients, (r) => ({
+    selected: ui.recipient === r.session_id,
+    choose: () => (ui.recipient = r.session_id),
+    label: `recipient ${r.role}`,
+    dataset: { recipient: r.session_id },
+    cells: [
+      h('td', {}, r.role, ' ', h('span.muted', {}, r.delivery_mode)),
+      h('td', {}, h(`span.mstate.${r.machine_state}`, {}, r.state)),
+      h('td.num', {}, r.pending),
+      h('td.num', {}, r.in_flight),
+      h('td', {}, r.cooldown_until && r.cooldown_until > v.now ? clock(r.cooldown_until) : '—'),
+    ],
+  }));
+}
+
+function envelopesTable(v) {
+  if (!v.envelopes.length) return h('p.muted', {}, 'No mail yet on this session.');
+  const headers = ['Envelope', 'From → to', 'Type', 'Status', 'Attempts', 'Age / window', 'Method', 'Held by'];
+  return selectTable('Envelopes', headers, v.envelopes, (e) => ({
+    selected: ui.envelope === e.message_id,
+    choose: () => (ui.envelope = e.message_id),
+    label: `envelope ${e.sender_role} to ${e.recipient_role}, ${e.delivery_status}`,
+    dataset: { envelope: e.message_id, status: e.delivery_status },
+    cells: [
+      h('td.mono', { title: e.message_id }, shortId(e.message_id)),
+      h('td', {}, `${e.sender_role} → ${e.recipient_role}`),
+      h('td', {}, e.message_type),
+      h('td', {}, h(`span.mstate.${e.delivery_status}`, {}, e.delivery_status)),
+      h('td.num', {}, `${e.attempts}/${e.max_attempts}`),
+      h('td', {}, `${secs(e.age_ms)} / ${e.window_ms === null ? 'no window' : secs(e.window_ms)}`),
+      h('td', {}, e.delivery_method ?? '—'),
+      h('td', {}, e.held_by ?? '—'),
+    ],
+  }));
+}
+
+function diagram(name, current, trail = []) {
+  const box = h(`figure.diagram${name === 'envelope' || name === 'recipient' ? '.wide' : ''}`, { dataset: { machine: name } }, h('figcaption', {}, name, current ? h('span.muted', {}, ` · ${current}`) : h('span.muted', {}, ' · select a row')));
+  const svgText = ui.machines?.[name];
+  if (!svgText) return box;
+  // Our own server's SVG (no peer text in it): parsed as markup, then marked up by state.
+  const doc = new DOMParser().parseFromString(svgText, 'image/svg+xml');
+  const svg = document.importNode(doc.documentElement, true);
+  if (current) svg.querySelector(`[data-state="${CSS.escape(current)}"]`)?.classList.add('current');
+  for (let i = 1; i < trail.length; i++)
+    svg.querySelector(`.edge[data-from="${CSS.escape(trail[i - 1])}"][data-to="${CSS.escape(trail[i])}"]`)?.classList.add('taken');
+  box.append(svg);
+  return box;
+}
+
+function receipt(e) {
+  if (!e) return h('p.muted', {}, 'Select an envelope to see its receipt trail.');
+  const t0 = e.transitions[0]?.at ?? e.timestamp;
+  return h(
+    'ol.trail',
+    { 'aria-label': `Receipt of ${e.message_id}` },
+    e.transitions.map((t, i) =>
+      h('li', {}, h('span.mono', {}, clock(t.at)), ' ', h('span.muted', {}, `+${t.at - t0} ms`), ' ', h('strong', {}, t.event), ' → ', h(`span.mstate.${t.to}`, {}, t.to), i === e.transitions.length - 1 ? h('span.muted', {}, ' (now)') : null),
+    ),
+  );
+}
+
+function deliveryPanel(v) {
+  const env = v.envelopes.find((e) => e.message_id === ui.envelope) ?? null;
+  const rec = v.recipients.find((r) => r.session_id === ui.recipient) ?? null;
+  const trail = env ? ['pending', ...env.transitions.slice(1).map((t) => t.to)] : [];
+  return h(
+    'section.panel',
+    { 'aria-labelledby': 'delivery-title' },
+    h('h3', { id: 'delivery-title' }, 'Delivery machines ', h('span.muted', {}, `channel ${v.channel_state}`)),
+    h('div.split', {}, h('div', {}, h('h4', {}, 'Recipients'), recipientsTable(v)), h('div', {}, h('h4', {}, 'Receipt'), receipt(env))),
+    h('h4', {}, 'Envelopes'),
+    envelopesTable(v),
+    h(
+      'div.diagrams',
+      {},
+      diagram('envelope', env?.delivery_status ?? null, trail),
+      diagram('recipient', rec?.machine_state ?? null),
+      diagram('channel', v.channel_state),
+      diagram('member', rec?.member_state ?? null),
+    ),
+  );
+}
+
+function renderDetail() {
+  const main = $('detail');
+  const d = ui.detail;
+  if (!d) return main.replaceChildren(h('p.muted.empty', {}, 'Select a session, or create one.'));
+  const live = d.kind === 'live';
+  const actions = live
+    ? [h('button', { type: 'button', onclick: saveSession }, 'Save session…'), h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…')]
+    : [h('button', { type: 'button', onclick: resumeSession }, 'Resume as new…'), h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…')];
+  const focused = document.activeElement?.closest?.('tr.selectable')?.dataset;
+  const parts = [
+    h(
+      'header.detail-head',
+      {},
+      h('h2', {}, d.name),
+      live ? badge('active', 'active') : badge('saved', 'saved'),
+      live && d.paused ? badge('paused', 'paused') : null,
+      h('span.muted', {}, live ? `${d.agents.length}/${d.max_members} agents` : `${d.message_count} messages · saved ${new Date(d.saved_at).toLocaleString()}`),
+      h('div.actions', {}, actions),
+    ),
+    h('p.desc', {}, d.description ?? 'No description yet'),
+    !live ? h('section.panel', {}, h('h3', {}, 'Summary'), h('pre.summary', {}, d.summary)) : null,
+    live && d.compact_context ? h('details.panel', {}, h('summary', {}, 'Resumed from a saved session'), h('pre.summary', {}, d.compact_context)) : null,
+    h('section.panel', { 'aria-labelledby': 'agents-title' }, h('h3', { id: 'agents-title' }, 'Agents'), agentsTable(d)),
+    live ? joinPanel(d) : null,
+    live && ui.deliveries ? deliveryPanel(ui.deliveries) : null,
+  ];
+  main.replaceChildren(...parts.filter(Boolean));
+  // Keep keyboard focus on the row it was on across a re-render.
+  if (focused?.envelope) main.querySelector(`tr[data-envelope="${CSS.escape(focused.envelope)}"]`)?.focus();
+  else if (focused?.recipient) main.querySelector(`tr[data-recipient="${CSS.escape(focused.recipient)}"]`)?.focus();
+}
+
+function render() {
+  renderSessions();
+  renderDetail();
+}
+
+// ---- actions ---------------------------------------------------------------------------------
+
+function ask(dialog) {
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => resolve(dialog.returnValue), { once: true });
+    dialog.returnValue = '';
+    dialog.showModal();
+  });
+}
+
+async function removeAgent(a) {
+  await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/members/remove`, { target_session_id: a.session_id }, (r) => r.message);
+}
+
+async function saveSession() {
+  $('save-summary').value = SUMMARY_TEMPLATE;
+  if ((await ask($('save-dialog'))) !== 'save') return;
+  const text = $('save-summary').value.trim();
+  const summary = text === SUMMARY_TEMPLATE.trim() ? '' : text;
+  await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/save`, summary ? { summary } : {}, (r) => r.message);
+}
+
+async function resumeSession() {
+  $('resume-name').value = '';
+  if ((await ask($('resume-dialog'))) !== 'resume') return;
+  const newName = $('resume-name').value.trim();
+  const r = await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/resume`, newName ? { new_name: newName } : {}, (x) => x.message);
+  if (r) select(r.data.name);
+}
+
+async function deleteSession() {
+  const d = ui.detail;
+  $('delete-text').textContent =
+    d.kind === 'live'
+      ? `"${d.name}" and its pending mail are deleted for good; its agents keep their host sessions.`
+      : `The saved archive of "${d.name}" is deleted for good; it cannot be resumed afterwards.`;
+  if ((await ask($('delete-dialog'))) !== 'delete') return;
+  if (await act('DELETE', `/api/sessions/${encodeURIComponent(ui.selected)}`, undefined, (r) => r.message)) select(null);
+}
+
+$('create').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const name = $('create-name').value.trim();
+  const max = $('create-max').value.trim();
+  const r = await act('POST', '/api/sessions', { name, ...(max ? { max_members: Number(max) } : {}) }, (x) => x.message);
+  if (r) {
+    $('create-name').value = '';
+    select(r.data.name);
+  }
+});
+
+// ---- live updates ------------------------------------------------------------------------------
+
+function connect() {
+  const es = new EventSource('/api/events');
+  const live = $('live');
+  es.addEventListener('hello', (e) => {
+    const hello = JSON.parse(e.data);
+    $('project').textContent = hello.project;
+    live.textContent = 'live';
+    live.className = 'live on';
+    refresh();
+  });
+  es.addEventListener('refresh', () => refresh());
+  es.addEventListener('error', () => {
+    live.textContent = 'disconnected — reconnecting…';
+    live.className = 'live off';
+  });
+}
+
+(async () => {
+  const m = await api('GET', '/api/machines');
+  if (m.ok) ui.machines = m.data;
+  connect();
+})();

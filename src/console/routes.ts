@@ -1,0 +1,109 @@
+// The console API (FEATURES.md §10.2): each route is one engine operation through the runtime, as
+// the operator (project id `gui-local-project`). Success answers 200 with the ToolResult; an
+// operation refusal answers 400 with it (`data.reason`).
+import { DEFAULT_JOIN_HOST, joinCommandResult } from '../../adapters/join-commands.ts';
+import type { OperatorCaller } from '../engine/index.ts';
+import type { SessionDetail } from '../engine/operator.ts';
+import { refuse, type ToolResult } from '../protocol/result.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import type { RefreshReason } from './events.ts';
+
+export interface RouteContext {
+  rt: Runtime;
+  actor: OperatorCaller;
+  /** Decoded path parameters. */
+  params: string[];
+  query: URLSearchParams;
+  body: Record<string, unknown>;
+}
+
+export interface Reply {
+  status: number;
+  body: unknown;
+  /** A refresh to announce when the operation succeeded. */
+  refresh?: RefreshReason;
+}
+
+export type Handler = (c: RouteContext) => Promise<Reply>;
+
+export interface Route {
+  method: string;
+  pattern: RegExp;
+  handler: Handler;
+}
+
+/** 200, or 400 for a refusal; an unexpected fault (`internal_error`) is the server's: 500. */
+const statusOf = (r: ToolResult<object>) => (r.ok ? 200 : (r.data as { reason?: string } | undefined)?.reason === 'internal_error' ? 500 : 400);
+const answer = (r: ToolResult<object>, refresh?: RefreshReason): Reply => ({ status: statusOf(r), body: r, ...(r.ok && refresh ? { refresh } : {}) });
+
+async function joinCommand(c: RouteContext): Promise<Reply> {
+  const live = await c.rt.run({ op: 'session_get', args: { channel: c.params[0] } });
+  if (!live.ok) return answer(live);
+  const d = live.data as SessionDetail;
+  if (d.kind !== 'live') return answer(refuse('lifecycle_refused', `"${d.name}" is saved: resume it first, then join the new session.`, { lifecycle: 'saved' }));
+  const host = c.query.get('host') ?? DEFAULT_JOIN_HOST;
+  const role = c.query.get('role') ?? undefined;
+  return answer(joinCommandResult(d.name, host, role));
+}
+
+const SESSION = /^\/api\/sessions\/([^/]+)$/;
+const SUB = (tail: string) => new RegExp(`^/api/sessions/([^/]+)/${tail}$`);
+
+export const ROUTES: readonly Route[] = [
+  { method: 'GET', pattern: /^\/api\/sessions$/, handler: async (c) => answer(await c.rt.run({ op: 'session_list' })) },
+  {
+    method: 'POST',
+    pattern: /^\/api\/sessions$/,
+    handler: async (c) =>
+      answer(await c.rt.run({ op: 'create_session', actor: c.actor, args: { channel: c.body.name, max_members: c.body.max_members } }), 'session_created'),
+  },
+  {
+    method: 'DELETE',
+    pattern: SESSION,
+    // The click (and its confirm dialog) is the confirmation.
+    handler: async (c) => answer(await c.rt.run({ op: 'delete_session', actor: c.actor, args: { channel: c.params[0], confirm: true }, archive: null }), 'session_deleted'),
+  },
+  {
+    method: 'POST',
+    pattern: SUB('save'),
+    handler: async (c) => answer(await c.rt.run({ op: 'save_session', actor: c.actor, args: { channel: c.params[0], summary: c.body.summary } }), 'session_saved'),
+  },
+  {
+    method: 'POST',
+    pattern: SUB('resume'),
+    handler: async (c) =>
+      answer(await c.rt.run({ op: 'resume_session', actor: c.actor, args: { channel: c.params[0], new_name: c.body.new_name }, archive: null }), 'session_resumed'),
+  },
+  { method: 'GET', pattern: SUB('members'), handler: async (c) => answer(await c.rt.run({ op: 'session_get', args: { channel: c.params[0] } })) },
+  {
+    method: 'POST',
+    pattern: SUB('members/remove'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run({
+          op: 'kick',
+          caller: { operator: true },
+          args: { channel: c.params[0], target_session_id: c.body.target_session_id, target_role: c.body.target_role },
+        }),
+        'member_removed',
+      ),
+  },
+  { method: 'GET', pattern: SUB('join-command'), handler: joinCommand },
+  { method: 'GET', pattern: SUB('deliveries'), handler: async (c) => answer(await c.rt.run({ op: 'deliveries', args: { channel: c.params[0] } })) },
+];
+
+export function match(method: string, path: string): { route: Route; params: string[] } | 'wrong_method' | null {
+  let pathMatched = false;
+  for (const route of ROUTES) {
+    const m = route.pattern.exec(path);
+    if (!m) continue;
+    pathMatched = true;
+    if (route.method !== method) continue;
+    try {
+      return { route, params: m.slice(1).map((p) => decodeURIComponent(p)) };
+    } catch {
+      return null; // a malformed %-escape names no session
+    }
+  }
+  return pathMatched ? 'wrong_method' : null;
+}

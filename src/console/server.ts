@@ -1,0 +1,197 @@
+// `opencomms gui` / `serve` (FEATURES.md §10): node:http on a loopback address, one project, one
+// embedded page. Every request passes the Host and cross-site checks (403, recorded in
+// state.errors), a body cap (413), the route table (404 names method and path), and never shows
+// a stack trace (500, details in state.errors and on stderr). The page is refreshed by SSE when
+// any process changes the state or an archive (the store's watch).
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
+import { openRuntime, type Runtime } from '../runtime/runtime.ts';
+import { GUI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
+import type { Watch } from '../store/index.ts';
+import { VERSION } from '../version.ts';
+import { loadAssets } from './assets.ts';
+import { EventHub } from './events.ts';
+import { forbidden } from './guard.ts';
+import { DEFAULT_PORT, MAX_BODY_CHARS } from './limits.ts';
+import { match } from './routes.ts';
+
+/** Longest header text copied into an error entry: enough to recognise the origin, no more. */
+const LOGGED_HEADER_CHARS = 200;
+
+/** Everything the page may load comes from this server (§10: no CDN, no external request). */
+const SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+export interface ConsoleOptions {
+  project: string;
+  port?: number;
+  host?: string;
+  log?: (line: string) => void;
+}
+
+export interface ConsoleServer {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+class BodyTooLarge extends Error {}
+class BadJson extends Error {}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const decoder = new StringDecoder('utf8');
+    let text = '';
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return; // drained, never kept
+      text += decoder.write(chunk);
+      if (text.length > MAX_BODY_CHARS) {
+        over = true;
+        text = '';
+        reject(new BodyTooLarge());
+      }
+    });
+    req.on('end', () => {
+      if (over) return;
+      text += decoder.end();
+      if (text.length > MAX_BODY_CHARS) reject(new BodyTooLarge());
+      else resolve(text);
+    });
+    req.on('error', reject);
+  });
+}
+
+function parseBody(text: string): Record<string, unknown> {
+  if (!text.trim()) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new BadJson();
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new BadJson();
+  return v as Record<string, unknown>;
+}
+
+const header = (req: IncomingMessage, name: string) => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+function send(res: ServerResponse, status: number, body: unknown, type = 'application/json; charset=utf-8') {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text), ...SECURITY_HEADERS });
+  res.end(text);
+}
+
+const failure = (message: string, data?: Record<string, unknown>) => ({ ok: false, message, ...(data ? { data } : {}) });
+
+export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer> {
+  const log = opts.log ?? ((l: string) => process.stderr.write(`[opencomms-console] ${l}\n`));
+  const rt: Runtime = openRuntime(opts.project, { log });
+  const actor = operatorActor(opts.project, GUI_PROJECT_ID);
+  const assets = loadAssets();
+  const events = new EventHub();
+
+  const record = (reason: string, message: string) =>
+    rt.run({ op: 'record_error', entry: { at: Date.now(), reason, message } }).then((r) => {
+      if (!r.ok) log(`could not record "${message}": ${r.message}`);
+    });
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const method = req.method ?? 'GET';
+    const url = new URL(req.url ?? '/', 'http://console.invalid');
+    const path = url.pathname;
+    const why = forbidden({
+      method,
+      host: header(req, 'host'),
+      origin: header(req, 'origin'),
+      referer: header(req, 'referer'),
+      secFetchSite: header(req, 'sec-fetch-site'),
+    });
+    if (why) {
+      req.resume();
+      await record('console_forbidden', `Console refused ${method} ${path.slice(0, LOGGED_HEADER_CHARS)}: ${why.slice(0, LOGGED_HEADER_CHARS)}.`);
+      return send(res, 403, failure(`Forbidden: ${why}. The console answers only loopback pages.`));
+    }
+    let body: Record<string, unknown> = {};
+    if (method !== 'GET' && method !== 'HEAD') {
+      try {
+        body = parseBody(await readBody(req));
+      } catch (e) {
+        if (e instanceof BodyTooLarge) {
+          res.setHeader('connection', 'close');
+          return send(res, 413, failure(`Request body over ${MAX_BODY_CHARS} characters.`));
+        }
+        if (e instanceof BadJson) return send(res, 400, failure('The request body is not a JSON object.', { reason: 'invalid_argument' }));
+        throw e;
+      }
+    }
+    if (method === 'GET' && path === '/api/events') return events.add(res, { at: Date.now(), project: opts.project, version: VERSION });
+    const asset = method === 'GET' ? assets.get(path) : undefined;
+    if (asset) return send(res, 200, asset.body, asset.type);
+    const found = match(method, path);
+    if (found === null || found === 'wrong_method')
+      return send(res, 404, failure(`No route for ${method} ${path}.${found === 'wrong_method' ? ' That path exists for another method.' : ''}`, { method, path }));
+    // A fault inside the runtime is already logged and recorded in state.errors by the runtime.
+    const reply = await found.route.handler({ rt, actor, params: found.params, query: url.searchParams, body });
+    send(res, reply.status, reply.body);
+    if (reply.refresh) events.refresh({ reason: reply.refresh });
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(async (e: unknown) => {
+      log(`internal error in ${req.method} ${req.url}: ${(e as Error).stack ?? e}`);
+      await record('internal_error', `Console: internal error in ${req.method} ${(req.url ?? '').slice(0, LOGGED_HEADER_CHARS)}: ${(e as Error).message}`).catch(() => {});
+      if (!res.headersSent) send(res, 500, failure('Internal error; the details are in the OpenComms error log (`opencomms status`).'));
+      else res.end();
+    });
+  });
+
+  // Any process's change (or an archive's) refreshes the page; an unchanged state (the store's
+  // periodic rescan) sends nothing.
+  let last: string | null = null;
+  let watch: Watch | null = null;
+  const revision = () => rt.store.revision().catch((e: Error) => e.message);
+  const onChange = async (change: { archives: boolean }) => {
+    const now = await revision();
+    if (now !== last || change.archives) events.refresh({ at: Date.now() });
+    last = now;
+  };
+
+  const host = opts.host ?? '127.0.0.1';
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(opts.port ?? DEFAULT_PORT, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    last = await revision();
+    watch = await rt.store.watch(onChange, log);
+  } catch (e) {
+    await watch?.close();
+    server.close();
+    await rt.close();
+    throw e;
+  }
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
+    async close() {
+      await watch?.close();
+      events.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await rt.close();
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// The store's files as doctor sees them (FEATURES.md §2, §9): state load without recovering
+// anything, corrupt backups, the migration marker, the lock and temp-file leftovers. Doctor
+// diagnoses the embedded file store, so it is the one operator tool that names its files; it
+// never changes them except through the fixes §9 allows (fix.ts).
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { LOCK_STALE_MS } from '../protocol/limits.ts';
+import { inspectState, resolvePaths, type Inspection, type StorePaths } from '../store/index.ts';
+import { processAlive } from '../runtime/runtime.ts';
+
+export type Level = 'OK' | 'WARN' | 'FAIL';
+export interface Row {
+  level: Level;
+  check: string;
+  detail: string;
+}
+export const row = (level: Level, check: string, detail: string): Row => ({ level, check, detail });
+
+/** Doctor never prints a member id in full (§9, INS-7): the first SHORT_ID_CHARS and `...`. */
+const SHORT_ID_CHARS = 12;
+export const shortId = (id: string) => (id.length > SHORT_ID_CHARS ? `${id.slice(0, SHORT_ID_CHARS)}...` : id);
+
+export type StateLoad = Inspection;
+
+/** Loads the state the way every load does (state.json and its journal), but recovers nothing:
+ *  damage is reported, not replaced (the next operation preserves and replaces it, §2.7). */
+export const loadState = (paths: StorePaths): Promise<StateLoad> => inspectState(paths.project);
+
+export async function migrationMarker(project: string): Promise<string | null> {
+  try {
+    const m = JSON.parse(await readFile(resolvePaths(project).marker, 'utf8')) as { migrated_at?: unknown };
+    return typeof m.migrated_at === 'number' ? new Date(m.migrated_at).toISOString() : 'an unknown time';
+  } catch {
+    return null;
+  }
+}
+
+export const legacyStatePresent = (paths: StorePaths) => existsSync(paths.legacyState);
+
+async function names(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch {
+    return [];
+  }
+}
+
+export const corruptBackups = async (paths: StorePaths) => (await names(paths.dir)).filter((n) => /^state\.corrupt\.\d+\.json$/.test(n)).sort();
+
+/** The lock's age, or null when nobody holds it. A holder refreshes it every second, so a lock
+ *  older than LOCK_STALE_MS belongs to a process that died or hangs. */
+export async function lockAge(paths: StorePaths, now: number): Promise<number | null> {
+  try {
+    return now - (await stat(paths.lock)).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+export const isStaleLock = (age: number | null) => age !== null && age > LOCK_STALE_MS;
+
+/** Temp files of atomic saves (`<prefix>.<pid>.<8 hex>.tmp`, §2) left behind by a process that
+ *  is gone; a live writer's temp file is its save in progress. */
+export interface TempFile {
+  file: string;
+  pid: number;
+  alive: boolean;
+}
+const TEMP_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
+
+export async function tempFiles(paths: StorePaths): Promise<TempFile[]> {
+  const out: TempFile[] = [];
+  for (const dir of [paths.dir, paths.archives, paths.pins]) {
+    for (const n of await names(dir)) {
+      const m = TEMP_RE.exec(n);
+      if (!m) continue;
+      const pid = Number(m[1]);
+      out.push({ file: join(dir, n), pid, alive: processAlive(`${pid}@${hostname()}`) });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,139 @@
+// Operator-only operations of the CLI and the console (FEATURES.md §9 `session …`, §10.2): an
+// empty active session that agents then join, and the reads behind session cards, session detail
+// and the live machine view. The operator sees every channel and archive and is bound by no
+// roster; its project id is a sentinel, so a session's first joiner sets its identity (CON-6).
+import type { Archive } from '../protocol/archive.ts';
+import { isArchiveId } from '../protocol/ids.ts';
+import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
+import { ok, type Refusal } from '../protocol/result.ts';
+import type { Channel, Envelope, State } from '../protocol/schema.ts';
+import { AGENT_STATE_HELP, agentState, deliveryView, type AgentState } from './deliveries.ts';
+import { channelOf, clampOptions, nameTaken } from './link.ts';
+import { memberRow } from './reads.ts';
+import { channelNotFound, invalidChannelName, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
+import { answered, done, refused } from './outcome.ts';
+import { archiveNotFound, archiveSummary, compactContext } from './sessions.ts';
+import type { Env, OperatorCaller, Outcome } from './types.ts';
+
+export interface CreateSessionArgs {
+  channel: unknown;
+  max_members?: unknown;
+}
+
+/** An empty active session; a `deleted` tombstone's name is reused, a `saved` one blocks it. */
+export function createSession(state: State, actor: OperatorCaller, args: CreateSessionArgs, env: Env): Outcome {
+  const name = normaliseChannelName(args.channel);
+  if (name === null) return refused(state, invalidChannelName());
+  const opts = clampOptions([
+    { field: 'max_members', raw: args.max_members, def: DEFAULT_MAX_MEMBERS, min: MIN_MAX_MEMBERS, max: MAX_MAX_MEMBERS, nullable: true },
+  ]);
+  if ('ok' in opts) return refused(state, opts as Refusal);
+  const taken = nameTaken(state, name, 'Open that session, or choose another name.');
+  if (taken) return refused(state, taken);
+  const ch = channelOf(actor, name, env, { max_members: opts.max_members! });
+  state.channels[name] = ch;
+  return done(
+    state,
+    ok(`Created empty session "${name}" (0/${ch.max_members} agents). Agents join it with the join command.`, {
+      channel_id: ch.id,
+      name,
+      max_members: ch.max_members,
+    }),
+  );
+}
+
+export interface AgentView {
+  session_id: string;
+  role: string;
+  host: string;
+  surface: string;
+  delivery_mode: string;
+  stale: boolean;
+  state: AgentState;
+}
+
+const agentsOf = (state: Readonly<State>, ch: Channel): AgentView[] => ch.members.map((m) => ({ ...memberRow(m), state: agentState(state, ch, m) }));
+
+/** One live session card (§10.2 GET /api/sessions). */
+export const liveCard = (state: Readonly<State>, ch: Channel) => ({
+  name: ch.name,
+  channel_id: ch.id,
+  lifecycle: ch.lifecycle,
+  parent_channel_id: ch.parent_channel_id,
+  description: ch.description,
+  max_members: ch.max_members,
+  paused: ch.paused,
+  agents: agentsOf(state, ch),
+});
+export type LiveCard = ReturnType<typeof liveCard>;
+export type ArchiveCard = ReturnType<typeof archiveSummary>;
+
+/** Every live session (tombstones skipped, §2.3) and every archive, newest first (§3.5: the
+ *  operator sees all). `archives` come from the store, newest first. */
+export function sessionList(state: State, archives: readonly Archive[]): Outcome {
+  const live = Object.values(state.channels).filter((c) => c.lifecycle === 'active').sort((a, b) => a.name.localeCompare(b.name)).map((c) => liveCard(state, c));
+  const archived = archives.map((a) => archiveSummary(a));
+  return answered(state, ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived }));
+}
+
+export type SessionDetail = (
+  | ({ kind: 'live'; compact_context: string | null } & LiveCard)
+  | {
+      kind: 'archived';
+      name: string;
+      archive_id: string;
+      lifecycle: 'saved';
+      description: string | null;
+      summary: string;
+      saved_at: number;
+      message_count: number;
+      agents: AgentView[];
+    }
+) & {
+  /** What Offline, Working and Idle mean (the console's tooltip). */
+  agent_state_help: string;
+};
+
+/**
+ * A live session's roster with agent states (+ the compact context of the archive it was resumed
+ * from), or a saved session's archive view, where every agent is Offline. `archive` is, for a
+ * live session, its parent's archive; otherwise the archive the name or id resolves to.
+ */
+export function sessionGet(state: State, args: { channel: unknown }, archive: Archive | null): Outcome {
+  const name = normaliseChannelName(args.channel);
+  const ch = name === null ? undefined : state.channels[name];
+  if (ch?.lifecycle === 'active') {
+    const compact = archive && archive.channel_id === ch.parent_channel_id ? compactContext(archive) : null;
+    const detail: SessionDetail = { kind: 'live', ...liveCard(state, ch), compact_context: compact, agent_state_help: AGENT_STATE_HELP };
+    return answered(state, ok(`Session "${ch.name}": ${ch.members.length}/${ch.max_members} agent(s).`, detail));
+  }
+  if (!archive) {
+    if (ch) return refused(state, tombstoneRefusal(ch));
+    if (name === null && !isArchiveId(args.channel)) return refused(state, invalidChannelName());
+    return refused(state, name === null ? archiveNotFound() : channelNotFound(name));
+  }
+  const detail: SessionDetail = {
+    kind: 'archived',
+    name: archive.name,
+    archive_id: archive.channel_id,
+    lifecycle: 'saved',
+    description: archive.description,
+    summary: archive.summary,
+    saved_at: archive.saved_at,
+    message_count: archive.message_count,
+    agents: archive.members.map((m) => ({ ...memberRow(m), state: 'Offline' as const })),
+    agent_state_help: AGENT_STATE_HELP,
+  };
+  return answered(state, ok(`Saved session "${archive.name}" (${archive.message_count} messages).`, detail));
+}
+
+/** The live machine view of one session (§10.3); `logged` = its newest history-log envelopes. */
+export function deliveries(state: State, args: { channel: unknown }, logged: readonly Envelope[], now: number): Outcome {
+  const name = normaliseChannelName(args.channel);
+  if (name === null) return refused(state, invalidChannelName());
+  const ch = state.channels[name];
+  if (!ch) return refused(state, channelNotFound(name));
+  if (ch.lifecycle !== 'active') return refused(state, tombstoneRefusal(ch));
+  const view = deliveryView(state, ch, logged, now);
+  return answered(state, ok(`${view.envelopes.length} envelope(s), ${view.recipients.length} recipient(s) on "${ch.name}".`, view));
+}

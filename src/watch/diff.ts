@@ -1,0 +1,154 @@
+// `opencomms watch` as a pure function: what changed between what was already reported and the
+// state now. Envelope lines come from each envelope's own receipt (`transitions`), so they carry
+// the time the machine moved, not the time we noticed; an envelope that went terminal has left
+// state.json for its history log, and the shell passes it in `logged`. Recipient and member lines
+// compare the derived recipient-machine state (the console's, engine/deliveries.ts) and the
+// member machine state before and after.
+import { TERMINAL_STATUSES, type Envelope, type State } from '../protocol/schema.ts';
+import { recipientView, type RecipientState } from '../engine/deliveries.ts';
+
+export type WatchLine =
+  | {
+      kind: 'envelope';
+      at: number;
+      channel: string;
+      message_id: string;
+      sender_role: string;
+      recipient_role: string;
+      /** The machine event (SEND, DRAIN, COMMIT, PULL, REQUEUE, SWEEP, TICK, REJECT), or PURGE
+       *  when live mail left state with its session: `archived` (saved) or `discarded` (deleted). */
+      event: string;
+      from: string | null;
+      to: string;
+      /** Hand-overs (DRAIN, PULL) so far, this transition included. */
+      attempt: number;
+    }
+  | {
+      kind: 'recipient';
+      at: number;
+      channel: string;
+      session_id: string;
+      role: string;
+      /** null when the member just joined; `removed` when it left the channel. */
+      from: RecipientState | 'stale' | null;
+      to: RecipientState | 'stale' | 'removed';
+    };
+
+interface Receipt {
+  /** Transitions already reported. */
+  n: number;
+  channel_id: string;
+  /** The last reported status. */
+  status: string;
+  sender_role: string;
+  recipient_role: string;
+}
+
+/** What has been reported so far. */
+export interface Seen {
+  receipts: Map<string, Receipt>;
+  /** `<channel_id>:<session_id>` → the last reported recipient state. */
+  recipients: Map<string, { channel: string; role: string; state: RecipientState | 'stale' }>;
+  /** Channel names by id, for envelopes whose channel is gone. */
+  names: Map<string, string>;
+}
+
+export const emptySeen = (): Seen => ({ receipts: new Map(), recipients: new Map(), names: new Map() });
+
+/** Events that hand an envelope over (each counts an attempt, §5.1). */
+const HAND_OVERS = new Set(['DRAIN', 'PULL']);
+
+const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);
+
+/** A recipient's line as watch shows it: a stale member is `stale` whatever its mail does. */
+function recipientStates(state: Readonly<State>, now: number) {
+  const out = new Map<string, { channel: string; role: string; state: RecipientState | 'stale' }>();
+  for (const ch of Object.values(state.channels)) {
+    if (ch.lifecycle !== 'active') continue;
+    for (const m of ch.members)
+      out.set(`${ch.id}:${m.session_id}`, { channel: ch.name, role: m.role, state: m.stale ? 'stale' : recipientView(state, ch, m, now).state });
+  }
+  return out;
+}
+
+/**
+ * Lines for everything that moved since `seen`, oldest first, and the new `seen`. `logged` are
+ * envelopes read from history logs (newest tails and any vanished envelope found there); `read`
+ * names the channels whose log tail was read this time: a reported terminal envelope of such a
+ * channel that is no longer in its tail is forgotten, so `seen` stays bounded.
+ */
+export function diff(seen: Seen, state: Readonly<State>, logged: readonly Envelope[], read: ReadonlySet<string>, now: number, silent = false): { lines: WatchLine[]; seen: Seen } {
+  const lines: WatchLine[] = [];
+  const names = new Map(seen.names);
+  for (const ch of Object.values(state.channels)) names.set(ch.id, ch.name);
+  const receipts = new Map<string, Receipt>();
+  const current = new Map<string, Envelope>();
+  // The longer receipt is the newer copy: the state and the log are read one after the other,
+  // and a log line is written before the state that drops the envelope.
+  for (const e of [...Object.values(state.messages), ...logged]) {
+    const have = current.get(e.message_id);
+    if (!have || e.transitions.length > have.transitions.length) current.set(e.message_id, e);
+  }
+
+  for (const e of current.values()) {
+    const before = seen.receipts.get(e.message_id);
+    const from = before?.n ?? 0;
+    let attempt = 0;
+    e.transitions.forEach(([event, to, at], i) => {
+      if (HAND_OVERS.has(event)) attempt++;
+      if (silent || i < from) return;
+      lines.push({
+        kind: 'envelope', at, channel: names.get(e.channel_id) ?? e.channel_id, message_id: e.message_id,
+        sender_role: e.sender_role, recipient_role: e.recipient_role, event, from: i > 0 ? e.transitions[i - 1]![1] : null, to, attempt,
+      });
+    });
+    receipts.set(e.message_id, {
+      n: Math.max(from, e.transitions.length), channel_id: e.channel_id, status: e.delivery_status,
+      sender_role: e.sender_role, recipient_role: e.recipient_role,
+    });
+  }
+  for (const [id, r] of seen.receipts) {
+    if (receipts.has(id)) continue;
+    // Reported to its end and out of a tail we read: it cannot come back, forget it.
+    if (isTerminal(r.status) && read.has(r.channel_id)) continue;
+    if (isTerminal(r.status)) {
+      receipts.set(id, r);
+      continue;
+    }
+    // Live mail that left state with no log record: its session was saved (the archive holds it)
+    // or deleted (discarded).
+    const saved = Object.values(state.channels).some((c) => c.id === r.channel_id && c.lifecycle === 'saved');
+    if (!silent)
+      lines.push({
+        kind: 'envelope', at: now, channel: names.get(r.channel_id) ?? r.channel_id, message_id: id, sender_role: r.sender_role,
+        recipient_role: r.recipient_role, event: 'PURGE', from: r.status, to: saved ? 'archived' : 'discarded', attempt: 0,
+      });
+  }
+
+  const recipients = recipientStates(state, now);
+  if (!silent) {
+    for (const [key, r] of recipients) {
+      const before = seen.recipients.get(key);
+      if (before?.state !== r.state)
+        lines.push({ kind: 'recipient', at: now, channel: r.channel, session_id: key.slice(key.indexOf(':') + 1), role: r.role, from: before?.state ?? null, to: r.state });
+    }
+    for (const [key, r] of seen.recipients)
+      if (!recipients.has(key))
+        lines.push({ kind: 'recipient', at: now, channel: r.channel, session_id: key.slice(key.indexOf(':') + 1), role: r.role, from: r.state, to: 'removed' });
+  }
+  lines.sort((a, b) => a.at - b.at);
+  return { lines, seen: { receipts, recipients, names } };
+}
+
+const clock = (ms: number) => new Date(ms).toISOString().slice(11, 23);
+/** Characters of an id on a line: `ocm_` + 8 hex tells envelopes apart at a glance; --json has it all. */
+const ID_SHOWN = 12;
+
+/** One line of the terminal view, like `kubectl get -w`. */
+export function renderLine(l: WatchLine): string {
+  if (l.kind === 'envelope') {
+    const move = l.from === null ? `${l.event} → ${l.to}` : `${l.from} → ${l.to} (${l.event}${HAND_OVERS.has(l.event) ? `, attempt ${l.attempt}` : ''})`;
+    return `${clock(l.at)}  ${l.channel}  envelope   ${l.message_id.slice(0, ID_SHOWN)}…  ${l.sender_role} → ${l.recipient_role}  ${move}`;
+  }
+  return `${clock(l.at)}  ${l.channel}  recipient  ${l.role} (${l.session_id.slice(0, ID_SHOWN)})  ${l.from ?? 'joined'} → ${l.to}`;
+}

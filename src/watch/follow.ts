@@ -1,0 +1,72 @@
+// The shell of `opencomms watch`: the store's watch wakes it whenever any process changed the
+// state (no polling loop of its own); it reads what the pure diff needs (the state, the history
+// tails of the channels that changed, and the record of any envelope that left live state) and
+// hands out the lines.
+import type { Envelope, State } from '../protocol/schema.ts';
+import type { Store, Watch } from '../store/index.ts';
+import { diff, emptySeen, type Seen, type WatchLine } from './diff.ts';
+
+/** Newest history-log envelopes read per changed channel: they catch mail that was sent and went
+ *  terminal between two wake-ups (never seen live); a burst larger than this is still found,
+ *  envelope by envelope, because it was seen live before it vanished. */
+export const WATCH_LOG_TAIL = 50;
+/** How far back a vanished envelope is looked for in its history log: it left live state in the
+ *  mutation that woke us, so it is among the newest lines unless a larger burst followed. */
+export const WATCH_FIND_SCAN = 10_000;
+
+export interface FollowOptions {
+  /** Only this channel's lines (a normalised name). */
+  channel?: string;
+  now?: () => number;
+  log: (line: string) => void;
+  onLines(lines: WatchLine[]): void;
+}
+
+const activeChannels = (s: Readonly<State>) => Object.values(s.channels).filter((c) => c.lifecycle === 'active');
+
+async function tails(store: Store, ids: Iterable<string>): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for (const id of ids) out.push(...(await store.history(id, WATCH_LOG_TAIL)));
+  return out;
+}
+
+/** Channels whose record changed (a send, a hand-over, a join, …): their log tail is read. */
+function changedChannels(prev: Readonly<State>, next: Readonly<State>): Set<string> {
+  const before = new Map(Object.values(prev.channels).map((c) => [c.id, JSON.stringify(c)]));
+  return new Set(activeChannels(next).filter((c) => before.get(c.id) !== JSON.stringify(c)).map((c) => c.id));
+}
+
+export async function follow(store: Store, opts: FollowOptions): Promise<Watch> {
+  const now = opts.now ?? Date.now;
+  let prev = await store.read(); // a copy: the live state changes in place
+  let revision = await store.revision();
+  // Everything that exists now counts as reported: watch shows what happens from here on.
+  const all = new Set(activeChannels(prev).map((c) => c.id));
+  let seen: Seen = diff(emptySeen(), prev, await tails(store, all), all, now(), true).seen;
+
+  const onChange = async () => {
+    // The same revision is the same state: no copy, and only the clock can move recipients.
+    const now_ = await store.revision();
+    const next = now_ === revision ? prev : await store.read();
+    revision = now_;
+    let logged: Envelope[] = [];
+    const read = next === prev ? new Set<string>() : changedChannels(prev, next);
+    if (next !== prev) {
+      logged = await tails(store, read);
+      const found = new Set(logged.map((e) => e.message_id));
+      for (const [id, e] of Object.entries(prev.messages)) {
+        if (next.messages[id] || found.has(id)) continue;
+        const hit = await store.findInHistory(e.channel_id, id, WATCH_FIND_SCAN);
+        if (hit) logged.push(hit);
+      }
+    }
+    // An unchanged state still moves recipients on time alone (a cooldown ends): the store's
+    // periodic rescan lands here too, and only recipient lines can come out of it.
+    const r = diff(seen, next, logged, read, now());
+    seen = r.seen;
+    prev = next;
+    const lines = opts.channel ? r.lines.filter((l) => l.channel === opts.channel) : r.lines;
+    if (lines.length) opts.onLines(lines);
+  };
+  return store.watch(onChange, opts.log);
+}

@@ -1,0 +1,94 @@
+// The command line itself (FEATURES.md §9, INS-6): generated help, exit codes, unknown commands
+// named and pointed to help, `--project` in any position, and the real binary answering the same.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildProgram } from '../../src/cli/main.ts';
+import { COMMANDS } from '../../src/cli/registry.ts';
+import { VERSION } from '../../src/version.ts';
+import { cli } from './fixtures.ts';
+
+const bin = join(import.meta.dirname, '..', '..', 'bin', 'opencomms.js');
+const run = promisify(execFile);
+let dir: string;
+beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-cli-'))));
+afterEach(() => rm(dir, { recursive: true, force: true }));
+
+describe('help', () => {
+  it('no arguments and `help` print the usage list and exit 0', async () => {
+    for (const argv of [[], ['help'], ['--help']]) {
+      const r = await cli(...argv);
+      expect(r.code).toBe(0);
+      for (const name of ['status', 'channels', 'members', 'session', 'join-command|join', 'watch', 'gui', 'serve', 'doctor', 'install', 'mcp', 'demo', 'version', 'help'])
+        expect(r.out).toContain(name);
+      expect(r.out).toContain('--project <dir>');
+    }
+  });
+
+  it('`help <command>` shows that command, its subcommands and options', async () => {
+    const r = await cli('help', 'session');
+    expect(r.code).toBe(0);
+    for (const sub of ['list', 'get', 'create', 'save', 'delete', 'resume']) expect(r.out).toMatch(new RegExp(`\\n\\s+${sub} `));
+    expect((await cli('session', 'create', '--help')).out).toContain('--max-members <n>');
+  });
+
+  it('every command of the registry is in the generated help', async () => {
+    const listed = (await cli('help')).out;
+    const program = buildProgram({ io: { out: () => {}, err: () => {} }, exit: () => {} });
+    expect(program.commands.length).toBeGreaterThanOrEqual(COMMANDS.length);
+    for (const c of program.commands) expect(listed).toMatch(new RegExp(`^\\s+${c.name()}\\b`, 'm'));
+  });
+});
+
+describe('INS-6 unknown commands and --project anywhere', () => {
+  it('an unknown command exits 1, names itself and points to help', async () => {
+    const r = await cli('frobnicate', '--project', dir);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("unknown command 'frobnicate'");
+    expect(r.err).toContain('opencomms help');
+    expect(r.out).toBe('');
+    const sub = await cli('session', 'explode');
+    expect(sub.code).toBe(1);
+    expect(sub.err).toContain("unknown command 'explode'");
+  });
+
+  it('unknown options and missing arguments are usage errors (exit 1)', async () => {
+    const opt = await cli('status', '--bogus');
+    expect(opt.code).toBe(1);
+    expect(opt.err).toContain("unknown option '--bogus'");
+    const arg = await cli('members');
+    expect(arg.code).toBe(1);
+    expect(arg.err).toContain("missing required argument 'channel'");
+  });
+
+  it('--project works before the command, between subcommands and at the end', async () => {
+    expect((await cli('--project', dir, 'session', 'create', 'a')).code).toBe(0);
+    expect((await cli('session', '--project', dir, 'create', 'b')).code).toBe(0);
+    expect((await cli('session', 'create', 'c', '--project', dir)).code).toBe(0);
+    expect((await cli('session', 'create', `--project=${dir}`, 'd')).code).toBe(0);
+    const list = await cli('channels', '--json', '--project', dir);
+    expect(list.json().data.live.map((c: { name: string }) => c.name)).toEqual(['a', 'b', 'c', 'd']);
+  });
+});
+
+describe('version', () => {
+  it('prints the version and the schema, or one JSON document', async () => {
+    const t = await cli('version');
+    expect(t).toMatchObject({ code: 0, out: `opencomms ${VERSION} (state schema v2)\n`, err: '' });
+    expect((await cli('version', '--json')).json()).toEqual({ ok: true, message: `opencomms ${VERSION} (state schema v2)`, data: { version: VERSION, schema: 2 } });
+  });
+});
+
+describe('the real binary', () => {
+  it('exits 1 on an unknown command with the hint on stderr, 0 with one JSON document on a read', async () => {
+    const bad = await run(process.execPath, [bin, 'nope', '--project', dir]).catch((e: { code: number; stderr: string; stdout: string }) => e);
+    expect(bad).toMatchObject({ code: 1, stdout: '' });
+    expect((bad as { stderr: string }).stderr).toMatch(/unknown command 'nope'[\s\S]*opencomms help/);
+    const ok = await run(process.execPath, [bin, 'status', '--project', dir, '--json']);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ ok: true, data: { channels: [], pending_messages: 0 } });
+    expect(ok.stdout.trim().split('\n')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,134 @@
+// The pure diff behind `opencomms watch`: envelope lines from receipts (with their own times),
+// terminal envelopes found in the history log, mail that appeared and settled between two looks,
+// purges on save/delete, recipient and member lines, and a bounded memory of what was reported.
+import { describe, expect, it } from 'vitest';
+import { diff, emptySeen, renderLine, type Seen, type WatchLine } from '../../src/watch/diff.ts';
+import { idsOf, mustPrompt, operatorActor, Sim } from '../engine/fixtures.ts';
+
+/** A watcher over a Sim: each look() reads the state and, like the shell, the log tails. */
+function watcher(sim: Sim) {
+  const all = () => new Set(Object.values(sim.state.channels).map((c) => c.id));
+  const tails = () => [...all()].flatMap((id) => sim.logged(id).slice(0, 50));
+  let seen: Seen = diff(emptySeen(), sim.state, tails(), all(), sim.now, true).seen;
+  return {
+    look(): WatchLine[] {
+      const r = diff(seen, structuredClone(sim.state), tails(), all(), sim.now);
+      seen = r.seen;
+      return r.lines;
+    },
+    get seen() {
+      return seen;
+    },
+  };
+}
+const moves = (lines: WatchLine[]) =>
+  lines.map((l) => (l.kind === 'envelope' ? `${l.message_id.slice(-2)} ${l.event} ${l.from ?? '∅'}→${l.to}` : `${l.role} ${l.from ?? '∅'}→${l.to}`));
+
+function team() {
+  const sim = new Sim();
+  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Reader', 'pull']], { rate_limit: 100 });
+  return sim;
+}
+
+describe('envelope lines', () => {
+  it('report each transition once, with the receipt time, through to a terminal state that left state.json', () => {
+    const sim = team();
+    const w = watcher(sim);
+    expect(w.look()).toEqual([]);
+    const [id] = idsOf(sim.send('sess_a', 'team', 'hello', { to: 'Reviewer' }));
+    const sentAt = sim.now;
+    const sent = w.look();
+    expect(sent.filter((l) => l.kind === 'envelope')).toEqual([
+      { kind: 'envelope', at: sentAt, channel: 'team', message_id: id, sender_role: 'Lead', recipient_role: 'Reviewer', event: 'SEND', from: null, to: 'pending', attempt: 0 },
+    ]);
+    sim.advance(10);
+    const p = mustPrompt(sim.drain('sess_b'));
+    expect(moves(w.look())).toEqual([`${id!.slice(-2)} DRAIN pending→in_flight`, 'Reviewer ready→delivering']);
+    sim.advance(5);
+    sim.commit(p);
+    expect(sim.hot(id!)).toBeUndefined();
+    const done = w.look();
+    expect(done[0]).toMatchObject({ kind: 'envelope', event: 'COMMIT', from: 'in_flight', to: 'delivered', at: sim.now, attempt: 1 });
+    expect(moves(done)).toEqual([`${id!.slice(-2)} COMMIT in_flight→delivered`, 'Reviewer delivering→cooling']);
+    // Nothing is reported twice.
+    expect(w.look()).toEqual([]);
+  });
+
+  it('mail that was sent and pulled between two looks is reported from the log tail, in order', () => {
+    const sim = team();
+    const w = watcher(sim);
+    const [id] = idsOf(sim.send('sess_a', 'team', 'for the reader', { to: 'Reader' }));
+    sim.advance(3);
+    sim.ok({ op: 'pull', sid: 'sess_c', args: {} });
+    const lines = w.look().filter((l) => l.kind === 'envelope');
+    expect(moves(lines)).toEqual([`${id!.slice(-2)} SEND ∅→pending`, `${id!.slice(-2)} PULL pending→delivered`]);
+    expect(lines[1]!.at - lines[0]!.at).toBe(3);
+  });
+
+  it('a save purges live mail as archived, a delete as discarded; old history is never re-reported', () => {
+    const sim = team();
+    sim.send('sess_a', 'team', 'earlier', { to: 'Reader' });
+    sim.ok({ op: 'pull', sid: 'sess_c', args: {} });
+    const w = watcher(sim);
+    const [pending] = idsOf(sim.send('sess_a', 'team', 'still pending', { to: 'Reviewer' }));
+    w.look();
+    sim.ok({ op: 'save_session', actor: operatorActor(), args: { channel: 'team' } });
+    const saved = w.look();
+    expect(saved.filter((l) => l.kind === 'envelope')).toMatchObject([{ message_id: pending, event: 'PURGE', from: 'pending', to: 'archived' }]);
+    expect(moves(saved.filter((l) => l.kind === 'recipient'))).toEqual(['Lead ready→removed', 'Reviewer ready→removed', 'Reader ready→removed']);
+
+    const sim2 = team();
+    const w2 = watcher(sim2);
+    const [x] = idsOf(sim2.send('sess_a', 'team', 'x', { to: 'Reviewer' }));
+    w2.look();
+    sim2.ok({ op: 'delete_session', actor: operatorActor(), args: { channel: 'team', confirm: true }, archive: null });
+    expect(w2.look().filter((l) => l.kind === 'envelope')).toMatchObject([{ message_id: x, event: 'PURGE', to: 'discarded' }]);
+  });
+
+  it('forgets terminal envelopes that left the log tail it read (bounded memory)', () => {
+    const sim = team();
+    const w = watcher(sim);
+    for (let i = 0; i < 60; i++) {
+      sim.send('sess_a', 'team', `m${i}`, { to: 'Reader' });
+      sim.advance(1);
+    }
+    sim.ok({ op: 'pull', sid: 'sess_c', args: { limit: 100 } });
+    w.look();
+    expect(w.seen.receipts.size).toBeLessThanOrEqual(50);
+  });
+});
+
+describe('recipient and member lines', () => {
+  it('paused, stale, joined and removed members; a cooldown ending on time alone', () => {
+    const sim = team();
+    const w = watcher(sim);
+    sim.send('sess_a', 'team', 'x', { to: 'Reviewer' });
+    w.look();
+    sim.ok({ op: 'pause', sid: 'sess_a', args: { channel: 'team' } });
+    expect(moves(w.look())).toEqual(['Reviewer ready→blocked:paused']);
+    sim.ok({ op: 'resume', sid: 'sess_a', args: { channel: 'team' } });
+    sim.commit(mustPrompt(sim.drain('sess_b')));
+    expect(moves(w.look()).filter((m) => m.startsWith('Reviewer'))).toEqual(['Reviewer blocked:paused→cooling']);
+    sim.advance(1001);
+    expect(moves(w.look())).toEqual(['Reviewer cooling→ready']);
+    sim.ok({ op: 'mark_stale', session: 'sess_c' });
+    expect(moves(w.look())).toEqual(['Reader ready→stale']);
+    sim.join('sess_d', 'team', 'Newcomer');
+    expect(moves(w.look())).toEqual(['Newcomer ∅→ready']);
+    sim.ok({ op: 'kick', caller: { operator: true }, args: { channel: 'team', target_role: 'Newcomer' } });
+    const kicked = moves(w.look());
+    expect(kicked).toContain('Newcomer ready→removed');
+  });
+});
+
+describe('renderLine', () => {
+  it('prints one kubectl-style line per transition', () => {
+    const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
+    expect(renderLine({ kind: 'envelope', at, channel: 'team', message_id: 'ocm_0123456789abcdef', sender_role: 'Lead', recipient_role: 'Reviewer', event: 'DRAIN', from: 'pending', to: 'in_flight', attempt: 2 }))
+      .toBe('03:04:05.678  team  envelope   ocm_01234567…  Lead → Reviewer  pending → in_flight (DRAIN, attempt 2)');
+    expect(renderLine({ kind: 'envelope', at, channel: 'team', message_id: 'ocm_0123456789abcdef', sender_role: 'Lead', recipient_role: 'Reviewer', event: 'SEND', from: null, to: 'pending', attempt: 0 }))
+      .toBe('03:04:05.678  team  envelope   ocm_01234567…  Lead → Reviewer  SEND → pending');
+    expect(renderLine({ kind: 'recipient', at, channel: 'team', session_id: 'sess_bbbbbbbbbbbbbbbb', role: 'Reviewer', from: 'ready', to: 'blocked:paused' }))
+      .toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb)  ready → blocked:paused');
+  });
+});
