@@ -86,9 +86,11 @@ export function track<T extends object>(state: T): Draft<T> {
   const paths = new WeakMap<object, Path>();
   const proxies = new WeakMap<object, object>();
   /** Arrays written to: their length at the first write and whether every write only appended. */
-  const arrays = new Map<object, { path: Path; length: number; appendOnly: boolean }>();
+  const arrays = new Map<object, { path: Path; length: number; appendOnly: boolean; seq: number }>();
   /** Written paths (joined by \u0000) → the path and the value before the first write there. */
-  const written = new Map<string, { path: Path; old: unknown; hadOld: boolean }>();
+  const written = new Map<string, { path: Path; old: unknown; hadOld: boolean; seq: number }>();
+  /** Order of first writes: ops come out in it, so a replay adds new keys in the writer's order. */
+  let seq = 0;
   let live = true;
 
   const wrap = (target: object, path: Path): object => {
@@ -115,7 +117,7 @@ export function track<T extends object>(state: T): Draft<T> {
     const base = paths.get(target)!;
     if (Array.isArray(target)) {
       let a = arrays.get(target);
-      if (!a) arrays.set(target, (a = { path: base, length: target.length, appendOnly: true }));
+      if (!a) arrays.set(target, (a = { path: base, length: target.length, appendOnly: true, seq: seq++ }));
       // Appending = writing new indices at or past the first-seen length, and never shrinking.
       if (key === 'length') {
         if (typeof next !== 'number' || next < a.length) a.appendOnly = false;
@@ -126,7 +128,7 @@ export function track<T extends object>(state: T): Draft<T> {
     const cut = full.length > MAX_DEPTH ? full.slice(0, MAX_DEPTH) : full;
     const id = cut.join('\u0000');
     const w = written.get(id);
-    if (!w) written.set(id, { path: cut, old: cut.length === full.length ? old : undefined, hadOld: cut.length === full.length && had });
+    if (!w) written.set(id, { path: cut, old: cut.length === full.length ? old : undefined, hadOld: cut.length === full.length && had, seq: seq++ });
     else if (cut.length < full.length) w.hadOld = false; // written inside too: no diff against the old value
   };
 
@@ -187,8 +189,8 @@ export function track<T extends object>(state: T): Draft<T> {
     ops() {
       live = false;
       // Every write is now a path: object fields (cut to MAX_DEPTH) and whole arrays.
-      const byPath = new Map<string, { path: Path; kind: 'set' | 'append'; from?: number; old?: unknown; hadOld?: boolean }>();
-      for (const [id, w] of written) byPath.set(id, { path: w.path, kind: 'set', old: w.old, hadOld: w.hadOld });
+      const byPath = new Map<string, { path: Path; kind: 'set' | 'append'; seq: number; from?: number; old?: unknown; hadOld?: boolean }>();
+      for (const [id, w] of written) byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, old: w.old, hadOld: w.hadOld });
       for (const a of arrays.values()) {
         // An array inside a field below MAX_DEPTH is covered by that field's value.
         const path = a.path.length > MAX_DEPTH ? a.path.slice(0, MAX_DEPTH) : a.path;
@@ -200,7 +202,8 @@ export function track<T extends object>(state: T): Draft<T> {
           had.hadOld = false; // its old value was changed in place: no diff against it
           continue;
         }
-        byPath.set(id, whole || had ? { path, kind: 'set' } : { path, kind: 'append', from: a.length });
+        const first = Math.min(a.seq, had?.seq ?? a.seq);
+        byPath.set(id, whole || had ? { path, kind: 'set', seq: first } : { path, kind: 'append', seq: first, from: a.length });
       }
       // A path under another written path is covered by that path's value; an append covers
       // nothing, so an array with writes inside its old elements is set whole.
@@ -208,13 +211,17 @@ export function track<T extends object>(state: T): Draft<T> {
       const hasDescendant = (id: string) => ids.some((x) => x.startsWith(`${id}\u0000`));
       for (const id of ids) {
         const w = byPath.get(id)!;
-        if (w.kind === 'append' && hasDescendant(id)) byPath.set(id, { path: w.path, kind: 'set' });
+        if (w.kind === 'append' && hasDescendant(id)) byPath.set(id, { path: w.path, kind: 'set', seq: w.seq });
       }
-      const ops: Op[] = [];
+      const covered = new Set<string>();
       let covering: string | null = null;
       for (const id of ids) {
-        if (covering !== null && id.startsWith(`${covering}\u0000`)) continue;
-        covering = id;
+        if (covering !== null && id.startsWith(`${covering}\u0000`)) covered.add(id);
+        else covering = id;
+      }
+      const order = ids.filter((id) => !covered.has(id)).sort((a, b) => byPath.get(a)!.seq - byPath.get(b)!.seq);
+      const ops: Op[] = [];
+      for (const id of order) {
         const w = byPath.get(id)!;
         const now = valueAt(w.path);
         if (!now.present) ops.push(['d', w.path]);

@@ -108,13 +108,24 @@ describe('track', () => {
     (d.root.messages as Record<string, unknown>).m3 = { s: 'pending' };
     d.root.channels.c.seen = { ...d.root.channels.c.seen, k2: 2 };
     d.root.channels.c.rate.n = 2;
+    // In the order of the first writes, so that a replay adds new keys in the writer's order.
     expect(d.ops()).toEqual([
-      ['s', ['channels', 'c', 'rate'], { n: 2 }],
-      ['s', ['channels', 'c', 'seen', 'k2'], 2],
+      ['a', ['queues', 'r'], ['m3']],
       ['a', ['messages', 'm1', 't'], [['DRAIN']]],
       ['s', ['messages', 'm3'], { s: 'pending' }],
-      ['a', ['queues', 'r'], ['m3']],
+      ['s', ['channels', 'c', 'seen', 'k2'], 2],
+      ['s', ['channels', 'c', 'rate'], { n: 2 }],
     ]);
+  });
+
+  it("new keys of a map arrive in the writer's order on replay", () => {
+    const before = { messages: { a: 1 } as Record<string, number> };
+    const live = structuredClone(before);
+    const d = track(live);
+    for (const k of ['z', 'm', 'b', 'y']) d.root.messages[k] = 2;
+    const replayed = structuredClone(before);
+    applyOps(replayed, d.ops());
+    expect(Object.keys(replayed.messages)).toEqual(['a', 'z', 'm', 'b', 'y']);
   });
 
   it('a value assigned into the state never keeps a proxy, and raw() reads the plain objects', () => {
