@@ -49,7 +49,8 @@ interface Ctx {
 }
 type Scenario = (t: Ctx) => Promise<void>;
 
-/** Replaces state.json by `bad` (bytes, or a directory) for the duration of `fn`, then puts it back. */
+/** Replaces the (existing) state.json by `bad`, bytes or a directory, for the duration of `fn`,
+ *  then puts the real one back. */
 async function withBrokenStateFile(bad: string | 'directory', fn: () => Promise<void>) {
   const file = statePath(p.dir);
   const kept = `${file}.kept`;
@@ -360,6 +361,7 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     // A state file of another schema version: refused, never overwritten. (Roster-gated tools
     // through MCP are issue 8 item 2; a bootstrap tool reaches the store directly.)
     const other = '{"schema_version": 3, "from": "the future"}\n';
+    await ok(t.A, 'opencomms_create', { channel: 'state_incompatible-home', role: 'Alpha', role_prompt: 'p' });
     await withBrokenStateFile(other, async () => {
       const r = await t.refuse(t.A, 'opencomms_create', { channel: 'state_incompatible', role: 'Alpha', role_prompt: 'p' });
       expect(r.data.schema_version).toBe(3);
