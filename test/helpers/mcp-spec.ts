@@ -32,6 +32,8 @@ export const ROSTER_GATED = [
 ];
 /** Argument names that would carry an identity; no tool may accept one (§7.2). */
 export const IDENTITY_ARGS = ['session_id', 'sender_session_id', 'member_id', 'pin', 'OPENCOMMS_MEMBER_ID'];
+/** Every identity-like argument, naming `pin`: what a caller trying to act as `pin` would add. */
+export const posingAs = (pin: string): Record<string, string> => Object.fromEntries(IDENTITY_ARGS.map((k) => [k, pin]));
 
 /** Valid arguments for every tool, naming `channel`. */
 export const sampleArgs = (channel: string): Record<string, Record<string, unknown>> => ({
