@@ -117,6 +117,9 @@ export function useMcpProject<N extends string>(servers: Record<N, ServerSpec>, 
 async function leaveEverything(h: McpHandle | undefined) {
   if (!h) return;
   const st = await h.call('opencomms_status', {});
-  if (!st.ok) return; // unpinned, or already on no roster
+  if (!st.ok) {
+    expect(['identity_unpinned', 'identity_not_member'], st.message).toContain(st.data?.reason); // no pin, or on no roster
+    return;
+  }
   for (const c of st.data.channels as Array<{ name: string }>) await ok(h, 'opencomms_disconnect', { channel: c.name });
 }

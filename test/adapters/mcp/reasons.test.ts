@@ -37,16 +37,12 @@ function snapshot(): string | null {
   }
 }
 
-interface Ctx {
-  A: McpHandle;
-  B: McpHandle;
-  C: McpHandle;
-  E: McpHandle;
-  U: McpHandle;
-  pin: Record<'A' | 'B' | 'C' | 'E', string>;
-  /** The scenario's refusal: its reason must be the table key; state.json must not change. */
+/** The file's servers, their pins, and the scenario's own refusal assertion. */
+type Ctx = typeof p.h & {
+  pin: typeof p.pin;
+  /** A refusal whose reason is the table key; state.json must not change unless `writes` says why. */
   refuse(h: McpHandle, tool: string, args: Record<string, unknown>, opts?: { writes?: string }): Promise<Result>;
-}
+};
 type Scenario = (t: Ctx) => Promise<void>;
 
 /** Replaces the (existing) state.json by `bad`, bytes or a directory, for the duration of `fn`,
