@@ -68,12 +68,15 @@ export function liveChannel(state: Readonly<State>, raw: unknown): { ch: Channel
   return found.ch.lifecycle === 'active' ? found : { refusal: tombstoneRefusal(found.ch) };
 }
 
+export const notMember = (ch: Channel) =>
+  refuse('not_member', `You are not a member of channel "${ch.name}". Join it first, or use a channel you belong to.`);
+
 /** channel_not_found → lifecycle_refused → not_member, the shared prefix of channel-scoped calls. */
 export function memberChannel(state: State, raw: unknown, sid: string): { ch: Channel; me: Member } | { refusal: Refusal } {
   const found = liveChannel(state, raw);
   if ('refusal' in found) return found;
   const me = findMember(found.ch, sid);
-  if (!me) return { refusal: refuse('not_member', `You are not a member of channel "${found.ch.name}". Join it first, or use a channel you belong to.`) };
+  if (!me) return { refusal: notMember(found.ch) };
   return { ch: found.ch, me };
 }
 

@@ -12,7 +12,7 @@ import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
 import { channelOf } from './link.ts';
-import { channelNotFound, findMember, invalidChannelName, liveChannel, memberChannel, normaliseChannelName, shownName, tombstoneRefusal } from './lookup.ts';
+import { channelNotFound, findMember, invalidChannelName, liveChannel, memberChannel, normaliseChannelName, notMember, shownName, tombstoneRefusal } from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
 import { forget } from './retention.ts';
 import { stepChannel, stepEnvelope } from './transitions.ts';
@@ -180,7 +180,7 @@ export function deleteSession(
   if (ch?.lifecycle === 'deleted') return refused(state, tombstoneRefusal(ch));
   if (ch?.lifecycle === 'active') {
     if (!isOperator(actor) && !findMember(ch, actor.sid))
-      return refused(state, refuse('not_member', `You are not a member of "${ch.name}".`));
+      return refused(state, notMember(ch));
     purge(state, ch, env.now, true);
     stepChannel(ch, { type: 'DELETE', now: env.now });
     // Its envelopes already moved to the channel's history log go too: a deleted session carries no context.

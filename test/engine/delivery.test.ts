@@ -152,11 +152,8 @@ describe('DLV-3 stale windows', () => {
     expect(dataOf(o).message_ids).toEqual([id]);
     expect(sim.msg(id!)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'pull', delivered_at: sim.now, attempts: 1 });
     expect(sim.ch('team').delivered_total).toBe(1);
-    // Terminal now: it leaves hot state (with its delivered_to row) in the same mutation, unless
-    // the per-channel hot window keeps it.
-    expect(sim.hot(id!) === undefined).toBe(sim.history.some((e) => e.message_id === id));
-    if (sim.hot(id!)) expect(sim.state.delivered_to[id!]).toEqual(['sess_b']);
-    else expect(sim.state.delivered_to[id!]).toBeUndefined();
+    expect(sim.queue('sess_b')).toEqual([]);
+    expect(dataOf(sim.ok({ op: 'pull', sid: 'sess_b', args: { channel: 'team' } })).message_ids).toEqual([]);
   });
 });
 

@@ -228,12 +228,17 @@ describe('LNK-11 project and worktree', () => {
     }
   });
 
-  it('worktrees compare as the normalised strings the shell supplies', () => {
-    // The shell normalises spellings (trailing slash, `..`) to one absolute path before the
-    // engine sees them; equal normalised paths match.
+  it('worktrees compare as plain strings: any other string is worktree_mismatch, the same string joins', () => {
+    // The engine does no path arithmetic: the shell hands it one normalised spelling per directory
+    // (normaliseWorktree, test/runtime/worktree.test.ts; end to end in test/adapters/mcp/tools.test.ts).
     const sim = new Sim();
     sim.create('sess_a', 'team', 'Lead');
+    for (const other of ['/work/projects/beta', `${WORKTREE}/`, '/work/projects/x/../alpha', WORKTREE.toUpperCase(), 'work/projects/alpha']) {
+      const o = sim.refuse(joinCmd('sess_b', {}, { worktree: other }), 'worktree_mismatch');
+      expect(o.result.message).toContain(WORKTREE);
+    }
     sim.ok(joinCmd('sess_b', {}, { worktree: WORKTREE }));
+    expect(sim.ch('team')).toMatchObject({ worktree: WORKTREE, members: [{ session_id: 'sess_a' }, { session_id: 'sess_b' }] });
   });
 
   it('an empty (resumed) channel adopts the first joiner’s worktree and real project id', () => {

@@ -1,7 +1,7 @@
 // FEATURES.md §12 Reads (RD-1..3): status, inbox, history and archive reads change nothing.
 import { describe, expect, it } from 'vitest';
 import type { Archive } from '../../src/protocol/archive.ts';
-import { BEGIN_MARKER, END_MARKER } from '../../src/framing.ts';
+import { BEGIN_MARKER, END_MARKER, UNTRUSTED_NOTICE } from '../../src/framing.ts';
 import { dataOf, idsOf, memberActor, mustPrompt, operatorActor, Sim } from './fixtures.ts';
 
 type Msg = { message_id: string; content: string; delivery_status: string; timestamp: number; reply_to: string | null };
@@ -140,7 +140,8 @@ describe('RD-2 history and inbox', () => {
     expect(ib.pending).toBe(3);
     expect(ib.messages.map((m) => m.message_id)).toEqual(ids);
     expect(ib.messages[0]!.content).toBe(`${BEGIN_MARKER}\nt0\n${END_MARKER}`);
-    expect(ib.untrusted_notice).toBeTruthy();
+    expect(ib.untrusted_notice).toBe(UNTRUSTED_NOTICE);
+    expect(ib.untrusted_notice).toContain(BEGIN_MARKER);
     expect(dataOf<{ messages: unknown[]; pending: number }>(read(sim, { op: 'inbox', sid: 'sess_b', args: { channel: 'team', limit: 1 } }))).toMatchObject({ pending: 3, messages: [expect.anything()] });
     // Inbox never drains: the mail is still there for delivery.
     expect(mustPrompt(sim.drain('sess_b')).message_ids).toEqual([...ids, expect.any(String)]);

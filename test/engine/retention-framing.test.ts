@@ -76,6 +76,23 @@ describe('RF-1 retention', () => {
     expect(sim.queue('sess_b')).toEqual([]);
   });
 
+  it('a pull moves what it delivered beyond the hot window out in the same mutation, delivered_to rows with it', () => {
+    const sim = new Sim();
+    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer', 'pull']], { rate_limit: 1000 });
+    const ids = Array.from({ length: HOT + 2 }, (_, i) => idsOf(sim.send('sess_a', 'team', `p${i}`))[0]!);
+    const o = sim.ok({ op: 'pull', sid: 'sess_b', args: { limit: 100 } });
+    expect(dataOf(o).message_ids).toEqual(ids);
+    const moved = ids.slice(0, 2); // the oldest two: HOT stay hot
+    expect(o.writes?.history?.map((e) => e.message_id)).toEqual(moved);
+    expect(o.writes?.history?.every((e) => e.delivery_status === 'delivered' && e.delivery_method === 'pull')).toBe(true);
+    for (const id of moved) {
+      expect(sim.hot(id)).toBeUndefined();
+      expect(sim.state.delivered_to[id]).toBeUndefined();
+    }
+    for (const id of ids.slice(2)) expect(sim.state.delivered_to[id]).toEqual(['sess_b']);
+    expect(terminal(hotOf(sim, 'team')).map((e) => e.message_id)).toEqual(ids.slice(2));
+  });
+
   /** Live envelopes built directly (a fixture, not thousands of sends): pending copies of a template. */
   function inject(sim: Sim, template: Envelope, n: number, status: 'pending' | 'delivered' = 'pending'): string[] {
     const ids: string[] = [];

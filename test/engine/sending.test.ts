@@ -2,6 +2,7 @@
 // SND-7 (simultaneous senders in several processes) needs the store's lock and real processes; it
 // belongs to the store/runtime suites. Its engine half (FIFO per recipient) is a property test.
 import { describe, expect, it } from 'vitest';
+import { apply } from '../../src/engine/index.ts';
 import { EnvelopeSchema } from '../../src/protocol/schema.ts';
 import { dataOf, idsOf, mustPrompt, Sim } from './fixtures.ts';
 
@@ -221,17 +222,20 @@ describe('SND-5 reply chains', () => {
     const first = idsOf(sim.send('sess_a', 'team', 'question'))[0]!;
     sim.commit(mustPrompt(sim.drain('sess_b')));
     expect(sim.msg(first).delivery_status).toBe('delivered');
-    const logged = sim.history.find((e) => e.message_id === first);
-    // Sim.prepare looks the parent up in the log when it is not hot, as the runtime does.
+    // The delivered parent left hot state for the log: the engine alone no longer knows it...
+    expect(sim.hot(first)).toBeUndefined();
+    const logged = sim.history.find((e) => e.message_id === first)!;
+    expect(logged).toMatchObject({ message_id: first, delivery_status: 'delivered' });
+    const alone = apply(structuredClone(sim.state), { op: 'send', sid: 'sess_b', args: { channel: 'team', content: 'unlinked', reply_to: first } }, sim.env());
+    expect(dataOf(alone).hop_count).toBe(0);
+    // ...and a reply continues the chain once the shell hands the logged parent in (Sim.prepare does, as the runtime does).
     const reply = sim.send('sess_b', 'team', 'answer', { reply_to: first });
     expect(dataOf(reply).hop_count).toBe(1);
     expect(dataOf(reply).correlation_id).toBe(sim.msg(first).correlation_id);
     expect(sim.msg(idsOf(reply)[0]!).root_message_id).toBe(first);
-    if (logged) {
-      // A parent handed in for another id is ignored: new chain.
-      const wrong = sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x', reply_to: 'ocm_' + '9'.repeat(32) }, parent: logged });
-      expect(dataOf(wrong).hop_count).toBe(0);
-    }
+    // A parent handed in for another id is ignored: new chain.
+    const wrong = sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x', reply_to: 'ocm_' + '9'.repeat(32) }, parent: logged });
+    expect(dataOf(wrong).hop_count).toBe(0);
   });
 
   it('an unknown reply_to, or one from another channel, starts a new chain at hop 0', () => {

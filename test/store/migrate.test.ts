@@ -103,11 +103,11 @@ describe('schema 1 → 2 migration', () => {
     const real = await putV2({ channels: { work: channel('work', [member('sess_x', 'Lead')]) } });
     const s = await open().read();
     expect(Object.keys(s.channels)).toEqual(['work']);
+    expect(await readFile(oc('state.json'))).toEqual(real); // the load wrote nothing
     await open().mutate(incrementCounter);
     expect(await exists(oc('MIGRATED_FROM_V1'))).toBe(false);
     expect(await exists(oc('state.v1.bak.json'))).toBe(false);
     expect(JSON.parse(await readFile(oc('state.json'), 'utf8')).channels.work.members).toHaveLength(1);
-    void real;
   });
 
   const tampered: [string, unknown][] = [

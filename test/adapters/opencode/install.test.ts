@@ -52,6 +52,7 @@ describe('install opencode', () => {
     const bad = await installOpenCode(dir);
     expect(bad).toMatchObject({ ok: false, data: { reason: 'config_malformed' } });
     expect(existsSync(join(dir, '.opencode'))).toBe(false);
+    expect(await readFile(join(dir, 'opencode.json'), 'utf8')).toBe('{ "plugin": [ ');
     await writeFile(join(dir, 'opencode.json'), '{ "plugin": 3 }');
     expect(await installOpenCode(dir)).toMatchObject({ ok: false, data: { reason: 'config_malformed' } });
     expect(await readFile(join(dir, 'opencode.json'), 'utf8')).toBe('{ "plugin": 3 }');
@@ -65,6 +66,11 @@ describe('install opencode', () => {
     const warnings: string[] = [];
     expect((await installOpenCode(dir, (w) => warnings.push(w))).ok).toBe(true);
     expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(PLUGIN_PATH);
+    expect((await readFile(join(dir, PLUGIN_PATH), 'utf8')).startsWith(BUNDLE_MARK)).toBe(true); // replaced by ours
     expect(await readFile(join(dir, '.opencode', 'plugins', 'other.js'), 'utf8')).toBe('export const Other = 1;');
+    // Ours is replaced silently on the next install.
+    expect((await installOpenCode(dir, (w) => warnings.push(w))).ok).toBe(true);
+    expect(warnings).toHaveLength(1);
   }, 30_000);
 });
