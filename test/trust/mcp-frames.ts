@@ -42,8 +42,8 @@ const toolNames = tools.map((t) => t.name);
 
 // ---- JSON types of each tool argument, read from the zod shapes ------------------------------------
 
-type JsonType = 'string' | 'number' | 'boolean';
-interface Field {
+export type JsonType = 'string' | 'number' | 'boolean';
+export interface Field {
   type: JsonType;
   nullable: boolean;
 }
@@ -58,7 +58,7 @@ function fieldOf(schema: z.ZodType): Field {
   return { type: s._zod.def.type as JsonType, nullable };
 }
 
-const fieldsOf = (t: ToolDef): Record<string, Field> => Object.fromEntries(Object.entries(t.shape).map(([k, s]) => [k, fieldOf(s as z.ZodType)]));
+export const fieldsOf = (t: ToolDef): Record<string, Field> => Object.fromEntries(Object.entries(t.shape).map(([k, s]) => [k, fieldOf(s as z.ZodType)]));
 
 // ---- building blocks --------------------------------------------------------------------------------
 
