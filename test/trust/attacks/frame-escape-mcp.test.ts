@@ -14,9 +14,8 @@ import { newMemberId } from '../../../src/protocol/ids.ts';
 import { openRuntime, type Runtime } from '../../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../../src/runtime/worktree.ts';
 import { startMcp, type McpHandle } from '../../helpers/mcp-client.ts';
-import { breaches, outsideFrame, PAYLOADS, resultBreaches, NEUTRALISED } from './oracle.ts';
+import { breaches, NEUTRALISED, outsideFrame, PAYLOADS, PROMPT_CANARY, receivedBreaches, type Received } from './oracle.ts';
 
-const PROMPT_CANARY = 'CANARYROLEPROMPT';
 const X = newMemberId(); // the attacker
 const R = newMemberId(); // a pull recipient behind its own MCP server
 const P = 'sess_push_recipient'; // a push recipient, delivered by an owner runtime in this process
@@ -27,7 +26,7 @@ let recipient: McpHandle;
 let owner: Runtime;
 const prompts: Array<{ ids: string[]; text: string }> = [];
 /** Every text the recipients' models received, by where it came from. */
-const received: Array<[string, string, 'result' | 'prompt']> = [];
+const received: Received[] = [];
 
 const text = async (h: McpHandle, tool: string, args: Record<string, unknown>) => {
   const r = (await h.raw(tool, args)) as { content: Array<{ text: string }> };
@@ -103,7 +102,7 @@ describe('every peer-controlled string stays inside the frame (MCP)', () => {
     for (const m of pulled.data.messages) forP.delete(m.message_id);
     for (let t = 0; t < 200 && prompts.flatMap((x) => x.ids).length < forP.size; t++) await new Promise((r) => setTimeout(r, 50));
     expect(new Set(prompts.flatMap((x) => x.ids))).toEqual(forP);
-    for (const x of prompts) received.push(['push prompt', x.text, 'prompt']);
+    for (const x of prompts) received.push(['push prompt', x.text, 'text']);
     // Not vacuous: every payload's marker arrived, neutralised.
     expect(prompts.map((x) => x.text).join('').split(NEUTRALISED).length - 1).toBeGreaterThanOrEqual(PAYLOADS.length - 1);
   }, 30_000);
@@ -138,8 +137,6 @@ describe('every peer-controlled string stays inside the frame (MCP)', () => {
 
   it('nothing the recipients received breaks the frame; the attacker\'s role prompt reached nobody', () => {
     expect(received.length).toBeGreaterThan(10);
-    const found = received.flatMap(([where, t, kind]) => (kind === 'prompt' ? breaches(where, t) : resultBreaches(where, t)));
-    expect(found).toEqual([]);
-    expect(received.filter(([, t]) => t.includes(PROMPT_CANARY)).map(([w]) => w)).toEqual([]);
+    expect(receivedBreaches(received)).toEqual([]);
   });
 });

@@ -6,16 +6,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { breaches, PAYLOADS, resultBreaches } from './oracle.ts';
+import { PAYLOADS, PROMPT_CANARY, receivedBreaches, type Received } from './oracle.ts';
 import { openCode, type OpenCode } from './opencode-plugin.ts';
 
-const PROMPT_CANARY = 'CANARYROLEPROMPT';
 const X = 'ses_attacker';
 const R = 'ses_reader';
 
 let dir: string;
 let oc: OpenCode;
-const received: Array<[string, string, 'result' | 'text']> = [];
+const received: Received[] = [];
 const result = async (where: string, name: string, args: Record<string, unknown>) => {
   const t = await oc.tool(R, name, args);
   received.push([where, t, 'result']);
@@ -89,8 +88,6 @@ describe('every peer-controlled string stays inside the frame (OpenCode plugin)'
 
   it('nothing the recipient received breaks the frame; the attacker\'s role prompt reached it nowhere', () => {
     expect(received.length).toBeGreaterThan(10);
-    const found = received.flatMap(([where, t, kind]) => (kind === 'result' ? resultBreaches(where, t) : breaches(where, t)));
-    expect(found).toEqual([]);
-    expect(received.filter(([, t]) => t.includes(PROMPT_CANARY)).map(([w]) => w)).toEqual([]);
+    expect(receivedBreaches(received)).toEqual([]);
   });
 });

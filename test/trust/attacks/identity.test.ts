@@ -4,16 +4,14 @@
 // plugin in-process (whose tools receive the arguments as given, unfiltered). Whatever it tries,
 // the action is the pinned member's (MCP) or the calling session's (OpenCode), and the victim's
 // rows, mail and archives are untouched.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Caller } from '../../../src/engine/index.ts';
 import { newMemberId } from '../../../src/protocol/ids.ts';
 import type { State } from '../../../src/protocol/schema.ts';
 import { openRuntime, type Runtime } from '../../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../../src/runtime/worktree.ts';
 import { startMcp } from '../../helpers/mcp-client.ts';
+import { tempDirs } from '../../helpers/temp-dirs.ts';
 import { IDENTITY_KEYS } from '../mcp-frames.ts';
 import { mcpCaller } from '../mcp-fixture.ts';
 import { openCode } from './opencode-plugin.ts';
@@ -43,13 +41,7 @@ const spoof = (victim: string) =>
     ]),
   );
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), 'opencomms-identity-'));
-  dirs.push(d);
-  return d;
-};
+const tempDir = tempDirs('opencomms-identity-');
 
 async function mcpSurface(): Promise<Surface> {
   const dir = tempDir();

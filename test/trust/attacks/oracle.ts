@@ -104,3 +104,18 @@ export function resultBreaches(where: string, json: string, payloads: Payload[] 
   walk(JSON.parse(json), '');
   return out;
 }
+
+/** The attacker's role prompt carries this word: it must reach no other member, framed or not. */
+export const PROMPT_CANARY = 'CANARYROLEPROMPT';
+
+/** One thing a recipient's model received: a tool result (JSON text) or plain text (a prompt,
+ *  slash output, system text). */
+export type Received = [where: string, text: string, kind: 'result' | 'text'];
+
+/** Every breach in what the recipients received, and every place the role prompt reached. */
+export function receivedBreaches(received: Received[]): string[] {
+  return [
+    ...received.flatMap(([where, t, kind]) => (kind === 'result' ? resultBreaches(where, t) : breaches(where, t))),
+    ...received.filter(([, t]) => t.includes(PROMPT_CANARY)).map(([where]) => `${where}: the attacker's role prompt arrived`),
+  ];
+}

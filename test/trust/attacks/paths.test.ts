@@ -3,13 +3,13 @@
 // tool that takes one, over a real MCP server and the OpenCode plugin, and not one byte changes
 // anywhere in the temp tree (the project, its `.opencomms/`, and a sibling directory). A tampered
 // state whose channel id is a path cannot make the store write outside `.opencomms/` either.
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readPin, writePin } from '../../../src/store/pins.ts';
 import { resolvePaths } from '../../../src/store/paths.ts';
 import { startMcp } from '../../helpers/mcp-client.ts';
+import { tempDirs } from '../../helpers/temp-dirs.ts';
 import { snapshotTree } from '../../helpers/tree.ts';
 import { seedMcpProject } from '../mcp-fixture.ts';
 import { openCode } from './opencode-plugin.ts';
@@ -40,12 +40,10 @@ const attacks = (name: string): Array<[string, Record<string, unknown>]> => [
   ['opencomms_status', { channel: name }],
 ];
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+const tempDir = tempDirs('opencomms-paths-');
 /** A temp root holding the project and a sibling directory an escape would land in. */
 function tree() {
-  const root = mkdtempSync(join(tmpdir(), 'opencomms-paths-'));
-  dirs.push(root);
+  const root = tempDir();
   mkdirSync(join(root, 'project'));
   mkdirSync(join(root, 'sibling'));
   writeFileSync(join(root, 'sibling', 'keep.txt'), 'untouched\n');

@@ -4,27 +4,21 @@
 // aliases a channel) is preserved byte for byte as state.corrupt.<ms>.json and its contents are
 // never honoured; a pin file whose name is not its member id is refused; a lock left by a
 // SIGKILLed holder does not wedge the project.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LOCK_STALE_MS, LOCK_TIMEOUT_MS } from '../../../src/protocol/limits.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
 import { listPins, readPin, writePin } from '../../../src/store/pins.ts';
 import { resolvePaths } from '../../../src/store/paths.ts';
 import { startMcp } from '../../helpers/mcp-client.ts';
 import { spawnWorker } from '../../helpers/store-fixtures.ts';
+import { tempDirs } from '../../helpers/temp-dirs.ts';
 import { snapshotTree } from '../../helpers/tree.ts';
 import { seedMcpProject } from '../mcp-fixture.ts';
 import { openCode } from './opencode-plugin.ts';
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), 'opencomms-files-'));
-  dirs.push(d);
-  return d;
-};
+const tempDir = tempDirs('opencomms-files-');
 /** Replaces state.json the way an editor or another tool would: a new file in its place. */
 const plant = (dir: string, text: string) => {
   const file = join(dir, '.opencomms', 'state.json');
