@@ -19,6 +19,7 @@
 //   order with no message overtaking an earlier one, and within one prompt a stream's messages
 //   are in send order. A crash re-delivers a batch it may have handed over already (repeats are
 //   counted as duplicates above), never a newer message before an older one.
+import { MESSAGE_ID_RE } from '../../src/protocol/ids.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
 import { parseToken, sendOrder, type Origin } from './plan.ts';
 import type { CheckRecord, Incarnation, PromptRecord, WriterRecord } from './records.ts';
@@ -135,7 +136,7 @@ export function analyse(ev: Evidence): Report {
         recordedSends.add(k);
         for (const id of r.ids) accepted.add(id);
         const held = new Set(storeSends.get(k) ?? []);
-        if (r.ids.length !== held.size || r.ids.some((id) => !held.has(id))) {
+        if (r.ids.length !== held.size || r.ids.some((id) => !held.has(id) || !MESSAGE_ID_RE.test(id))) {
           record_mismatches++;
           note('record_mismatches', `${k} recorded ids ${r.ids.join(',')} but the store holds ${[...held].join(',') || 'none'}`);
         }
