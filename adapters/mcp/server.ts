@@ -12,6 +12,7 @@ import { VERSION } from '../../src/version.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../src/runtime/worktree.ts';
 import { toolsFor, type Prepared, type ToolContext, type ToolDef } from '../tools.ts';
+import { invalidParams } from './params.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
 
 const log = (line: string) => process.stderr.write(`[opencomms-mcp] ${line}\n`);
@@ -110,6 +111,12 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
     transport.onclose = () => res();
   });
   await server.connect(transport);
+  const handle = transport.onmessage!;
+  transport.onmessage = (m) => {
+    const refusal = invalidParams(m);
+    if (refusal) void transport.send(refusal).catch((e: Error) => log(`could not answer invalid params: ${e.message}`));
+    else handle(m);
+  };
   await closed;
   await rt.close();
   return 0;

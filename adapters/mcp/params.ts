@@ -1,0 +1,28 @@
+// Request params checked against the schema of the method this server handles, before the SDK
+// sees them (FEATURES.md §7.3: a wrong JSON type is -32602). The SDK parses params inside its
+// handler wrapper and answers a failure with -32603 Internal error and a dump of the zod issues:
+// that is neither the contract's code nor a message an agent can act on.
+import {
+  CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, PingRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+/** The requests this server answers; any other method is the SDK's -32601. */
+const HANDLED = new Map<string, { safeParse(v: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }>(
+  [InitializeRequestSchema, PingRequestSchema, ListToolsRequestSchema, CallToolRequestSchema].map((s) => [s.shape.method.value, s]),
+);
+
+/** The -32602 answer for a request whose params its method's schema refuses, or null. */
+export function invalidParams(m: JSONRPCMessage): JSONRPCMessage | null {
+  if (!('method' in m) || !('id' in m)) return null; // notifications and responses get no answer
+  const schema = HANDLED.get(m.method);
+  if (!schema) return null;
+  const r = schema.safeParse({ method: m.method, params: m.params });
+  if (r.success) return null;
+  const issue = r.error!.issues[0]!;
+  return {
+    jsonrpc: '2.0',
+    id: m.id,
+    error: { code: ErrorCode.InvalidParams, message: `Invalid params for ${m.method}: ${issue.path.map(String).join('.') || '(params)'}: ${issue.message}` },
+  };
+}
