@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { ROOT, bundle, connectMcp, emit, emitRatio, message, now, round, spawnToToolsList, stats, withProject, type Mcp } from './lib.ts';
 
 const CHANNELS = 12;
+/** Channels the memory figure rotates over: 10k sends stay under every channel's 1000 a minute. */
+const RSS_CHANNELS = 40;
 const SENDS = 1000;
 const WARM = 100;
 const SUSTAIN_MS = 3000;
@@ -23,7 +25,8 @@ async function rssMb(pid: number) {
 
 /** A sender and a reader on the same project: `send(i)` and `read100()` for either server. */
 interface Pair {
-  send(i: number): Promise<void>;
+  /** One send, to one of the first `spread` channels in turn. */
+  send(i: number, spread?: number): Promise<void>;
   /** Sends 100 to one place, then times the read of those 100. */
   read100(round: number): Promise<number>;
   /** Keeps the reader's queue drained between timed sends (OpenComms); nothing for the floor. */
@@ -36,8 +39,8 @@ async function floorPair(dir: string, floorJs: string): Promise<Pair> {
   const s = await connectMcp([floorJs, dir]);
   return {
     sender: s,
-    send: async (i) => {
-      const r = await s.call('send', { channel: `m${i % CHANNELS}`, content: message(i) });
+    send: async (i, spread = CHANNELS) => {
+      const r = await s.call('send', { channel: `m${i % spread}`, content: message(i) });
       if (!r.ok) throw new Error(r.message);
     },
     read100: async (k) => {
@@ -56,14 +59,14 @@ async function floorPair(dir: string, floorJs: string): Promise<Pair> {
 async function oursPair(dir: string, env: Record<string, string> = {}): Promise<Pair> {
   const a = await connectMcp(ours(dir), { OPENCOMMS_MEMBER_ID: PIN_A, ...env });
   const b = await connectMcp(ours(dir), { OPENCOMMS_MEMBER_ID: PIN_B, ...env });
-  for (const name of [...Array.from({ length: CHANNELS }, (_, i) => `m${i}`), 'solo0', 'solo1']) {
+  for (const name of [...Array.from({ length: RSS_CHANNELS }, (_, i) => `m${i}`), 'solo0', 'solo1']) {
     await a.call('opencomms_create', { channel: name, role: 'A', role_prompt: 'send', rate_limit: 1000 });
     await b.call('opencomms_join', { channel: name, role: 'B', role_prompt: 'read' });
   }
   return {
     sender: a,
-    send: async (i) => {
-      const r = await a.call('opencomms_send', { channel: `m${i % CHANNELS}`, content: message(i) });
+    send: async (i, spread = CHANNELS) => {
+      const r = await a.call('opencomms_send', { channel: `m${i % spread}`, content: message(i) });
       if (!r.ok) throw new Error(r.message);
     },
     read100: async (k) => {
@@ -170,12 +173,12 @@ export async function mcpBench() {
       const pid = p.sender.pid;
       let i = 100_000;
       while (i < 101_000) {
-        await p.send(i);
+        await p.send(i, RSS_CHANNELS);
         await p.housekeep(i++);
       }
       const at1k = await rssMb(pid);
       while (i < 110_000) {
-        await p.send(i);
+        await p.send(i, RSS_CHANNELS);
         await p.housekeep(i++);
       }
       emit('mcp_server_rss_after_10k_sends', { unit: 'MB', value: await rssMb(pid), after_1k: at1k, target: '<= 80, not growing with history' });

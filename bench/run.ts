@@ -1,8 +1,10 @@
-// `npm run bench`: every figure as one JSON line {figure, p50, p95, p99, n, ...}.
+// `npm run bench`: every figure as one JSON line {figure, ..., target}; ratios carry the floor
+// they are divided by, measured in the same run. `npm run bench -- engine` or `-- mcp` runs one part.
 import { engineBench } from './engine.ts';
 import { mcpBench } from './mcp.ts';
 
+const only = process.argv[2];
 const t = performance.now();
-await engineBench();
-await mcpBench();
+if (!only || only === 'engine') await engineBench();
+if (!only || only === 'mcp') await mcpBench();
 process.stdout.write(`${JSON.stringify({ figure: 'bench_wall_time', unit: 's', value: Math.round((performance.now() - t) / 100) / 10 })}\n`);

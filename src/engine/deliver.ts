@@ -11,6 +11,7 @@ import { answered, done, refused } from './outcome.ts';
 import { enforceRetention } from './retention.ts';
 import { hasInFlight } from './receipts.ts';
 import { stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
+import { raw } from '../protocol/draft.ts';
 import type { Effect, Env, Outcome } from './types.ts';
 
 /** A live channel and the recipient's row on it, or why the envelope can never be delivered. */
@@ -33,6 +34,17 @@ const budgetLeft = (ch: Channel) =>
   ch.budgets.max_delivered_messages === null ? Infinity : Math.max(0, ch.budgets.max_delivered_messages - ch.delivered_total);
 
 const windowOf = (m: Member) => m.stale_policy.window_ms;
+
+/** The envelopes queued for a recipient (what a drain or pull can settle or hand over). */
+function queuedEnvelopes(state: State, rid: string): Envelope[] {
+  const out: Envelope[] = [];
+  const messages = raw(state.messages);
+  for (const id of raw(state.queues)[rid] ?? []) {
+    const e = messages[id];
+    if (e) out.push(e);
+  }
+  return out;
+}
 
 /** An empty queue is removed rather than kept as `[]`. */
 export function setQueue(state: State, rid: string, ids: string[]) {
@@ -104,6 +116,7 @@ export interface DrainOptions {
  * only after this state is saved, so a crash can never lose a batch that was prompted.
  */
 export function drain(state: State, rid: string, env: Env, opts: DrainOptions = {}): Outcome {
+  const touched = queuedEnvelopes(state, rid);
   let changed = settleQueue(state, rid, env.now);
   const effects: Effect[] = [];
   const q = state.queues[rid] ?? [];
@@ -156,7 +169,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       redelivery: batch.some((e) => e.attempts > 1),
     });
   }
-  const history = enforceRetention(state, env.now);
+  const history = enforceRetention(state, env.now, touched);
   return done(
     state,
     ok(batch.length ? `Drained ${batch.length} envelope(s) for ${rid}.` : `Nothing to hand over to ${rid} now.`, {
@@ -190,7 +203,7 @@ export function commitDelivery(state: State, rid: string, ids: string[], method:
     if (!hasInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'COMMIT', now: env.now });
     if ((state.queues[rid] ?? []).length) effects.push({ type: 'ScheduleAt', recipient: rid, at: ch.cooldown_until[rid] ?? env.now });
   }
-  const history = enforceRetention(state, env.now);
+  const history = enforceRetention(state, env.now, settled);
   return done(state, ok(`Committed ${settled.length} envelope(s) for ${rid}.`, { delivered: settled.map((e) => e.message_id) }), effects,
     history.length ? { history } : undefined, settled.length > 0 || history.length > 0);
 }
@@ -224,7 +237,7 @@ export function requeueDelivery(state: State, rid: string, ids: string[], error:
     session_id: rid,
     message: `Delivery to session ${rid} failed (${error}); ${back.length} re-queued${dead.length ? `, ${dead.length} dead-lettered after the maximum attempts` : ''}.`,
   });
-  const history = enforceRetention(state, env.now);
+  const history = enforceRetention(state, env.now, settled);
   return done(state, ok(`Re-queued ${back.length}, failed ${dead.length}.`, { requeued: back.length, failed: dead.length }), effects,
     history.length ? { history } : undefined);
 }
@@ -290,6 +303,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     return refused(state, refuse('pull_not_allowed', "This member's capabilities exclude pull. Ask the operator."));
   const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_PULL_LIMIT);
   const inScope = new Set(scope.map((c) => c.id));
+  const touched = queuedEnvelopes(state, sid);
   let changed = settleQueue(state, sid, env.now);
   const q = state.queues[sid] ?? [];
   const out: Envelope[] = [];
@@ -322,7 +336,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const remaining = (state.queues[sid] ?? []).filter((id) => inScope.has(state.messages[id]?.channel_id ?? '')).length;
   const nameOf = (cid: string) => channelById(state, cid)?.name ?? cid;
   const messages = out.map((e) => ({ channel: nameOf(e.channel_id), message_id: e.message_id, framed: frameEnvelope(e, nameOf(e.channel_id)) }));
-  const history = enforceRetention(state, env.now);
+  const history = enforceRetention(state, env.now, touched);
   return done(
     state,
     ok(out.length ? `${out.length} message(s); ${remaining} still pending.` : 'No new messages.', {

@@ -1,10 +1,14 @@
 // Hot state stays small: terminal envelopes beyond the newest HOT_TERMINAL_PER_CHANNEL of a
 // channel leave state.json for the channel's history log (the store appends them before it saves),
 // and the live total is capped at MAX_PERSISTED_MESSAGES.
-import { HOT_TERMINAL_PER_CHANNEL, MAX_PERSISTED_MESSAGES } from '../protocol/limits.ts';
+import { HOT_TERMINAL_PER_CHANNEL, MAX_BATCH, MAX_PERSISTED_MESSAGES } from '../protocol/limits.ts';
 import { raw } from '../protocol/draft.ts';
 import { TERMINAL_STATUSES, type Envelope, type State } from '../protocol/schema.ts';
 import { recordError } from './lookup.ts';
+
+/** In-flight envelopes are not in any queue: this many are allowed for before the exact count
+ *  is taken (a batch for each of 50 recipients at once). */
+const MAX_IN_FLIGHT_ALLOWANCE = 50 * MAX_BATCH;
 
 const lastChange = (e: Envelope) => e.transitions.at(-1)?.[2] ?? e.timestamp;
 
@@ -22,12 +26,13 @@ export function forget(state: State, id: string) {
   }
 }
 
-/** Returns the envelopes that left hot state for the history log. */
-export function enforceRetention(state: State, now: number): Envelope[] {
+/** Moves the terminal envelopes among `candidates` beyond each channel's hot window out of state
+ *  (oldest first); returns them for the history log. A read-only look at the plain envelopes;
+ *  removal goes through `state`. */
+function moveTerminal(state: State, candidates: Iterable<Envelope>): Envelope[] {
   const terminalByChannel = new Map<string, Envelope[]>();
-  // A read-only scan over the plain envelopes (`raw`); removal goes through `state`.
-  for (const e of Object.values(raw(state.messages)))
-    if (TERMINAL_STATUSES.includes(e.delivery_status)) {
+  for (const e of candidates)
+    if (TERMINAL_STATUSES.includes(e.delivery_status) && raw(state.messages)[e.message_id]) {
       const list = terminalByChannel.get(e.channel_id) ?? [];
       list.push(e);
       terminalByChannel.set(e.channel_id, list);
@@ -41,6 +46,22 @@ export function enforceRetention(state: State, now: number): Envelope[] {
       moved.push(e);
     }
   }
+  return moved;
+}
+
+/** Returns the envelopes that left hot state for the history log. `touched` = the envelopes this
+ *  operation may have made terminal (its hot path passes them, so the cost follows the operation,
+ *  not the number of live envelopes); without it every live envelope is looked at. */
+export function enforceRetention(state: State, now: number, touched?: Iterable<Envelope>): Envelope[] {
+  const moved = moveTerminal(state, touched ?? Object.values(raw(state.messages)));
+  // Terminal envelopes never stay, so the live count is the pending (queued) plus the in-flight
+  // ones; the queues' lengths, one per recipient, tell cheaply when the cap may be near.
+  let queued = 0;
+  for (const q of Object.values(raw(state.queues))) queued += q.length;
+  if (HOT_TERMINAL_PER_CHANNEL === 0 && queued <= MAX_PERSISTED_MESSAGES - MAX_IN_FLIGHT_ALLOWANCE) return moved;
+  // Near the cap: every terminal envelope left over (a state written with a larger hot window)
+  // goes before any live one is counted.
+  if (touched) moved.push(...moveTerminal(state, Object.values(raw(state.messages))));
   const ids = Object.keys(raw(state.messages));
   if (ids.length > MAX_PERSISTED_MESSAGES) {
     // §4 Retention: over the cap, terminal envelopes go first (oldest first), then the oldest pending.

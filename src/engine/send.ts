@@ -104,7 +104,7 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
   }
   switchClockTo(ch, recipients[0]!.session_id, env.now);
   const description = recordDescription(ch, args.session_description);
-  const history = enforceRetention(state, env.now);
+  const history = enforceRetention(state, env.now, []); // a send makes no envelope terminal
   const data = {
     message_ids: ids,
     recipients: recipients.map((r) => ({

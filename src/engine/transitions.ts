@@ -7,17 +7,23 @@ import {
 } from '../../machines/index.ts';
 import { initialTransition } from 'xstate';
 import { envelopeMachine } from '../../machines/index.ts';
+import { raw } from '../protocol/draft.ts';
 import type { Channel, Envelope, Member } from '../protocol/schema.ts';
 
-const envelopeRecord = (e: Envelope): EnvelopeRecord => ({
-  delivery_status: e.delivery_status,
-  timestamp: e.timestamp,
-  attempts: e.attempts,
-  delivered_at: e.delivered_at,
-  delivery_method: e.delivery_method,
-  in_flight_by: e.in_flight_by,
-  in_flight_at: e.in_flight_at,
-});
+// Machine records are read from the plain objects (`raw`): a machine only reads them and returns
+// new values, which are written back through the draft so the change is recorded.
+const envelopeRecord = (draft: Envelope): EnvelopeRecord => {
+  const e = raw(draft);
+  return {
+    delivery_status: e.delivery_status,
+    timestamp: e.timestamp,
+    attempts: e.attempts,
+    delivered_at: e.delivered_at,
+    delivery_method: e.delivery_method,
+    in_flight_by: e.in_flight_by,
+    in_flight_at: e.in_flight_at,
+  };
+};
 
 /** The envelope machine's initial state, computed once (initialTransition builds an actor, which
  *  costs more than the rest of a send); only the timestamp differs between envelopes. */
@@ -38,20 +44,23 @@ export function stepEnvelope(e: Envelope, event: EnvelopeEvent): EnvelopeStatus 
   return e.delivery_status;
 }
 
-const channelRecord = (c: Channel): ChannelRecord => ({
-  lifecycle: c.lifecycle,
-  paused: c.paused,
-  created_at: c.created_at,
-  paused_at: c.paused_at,
-  lifecycle_at: c.lifecycle_at,
-  rate: c.rate,
-  rate_limit: c.rate_limit,
-  max_hops: c.max_hops,
-  stale_event_ms: c.stale_event_ms,
-  seen_content: c.seen_content,
-  budgets: { max_runtime_ms: c.budgets.max_runtime_ms, max_delivered_messages: c.budgets.max_delivered_messages },
-  delivered_total: c.delivered_total,
-});
+const channelRecord = (draft: Channel): ChannelRecord => {
+  const c = raw(draft);
+  return {
+    lifecycle: c.lifecycle,
+    paused: c.paused,
+    created_at: c.created_at,
+    paused_at: c.paused_at,
+    lifecycle_at: c.lifecycle_at,
+    rate: c.rate,
+    rate_limit: c.rate_limit,
+    max_hops: c.max_hops,
+    stale_event_ms: c.stale_event_ms,
+    seen_content: c.seen_content,
+    budgets: { max_runtime_ms: c.budgets.max_runtime_ms, max_delivered_messages: c.budgets.max_delivered_messages },
+    delivered_total: c.delivered_total,
+  };
+};
 
 /** Applies a channel event; returns the refusal its gate emitted, or null. */
 export function stepChannel(c: Channel, event: ChannelEvent): ChannelRefusal | null {
@@ -79,13 +88,16 @@ export type RecipientLine = 'ready' | 'cooling' | 'blocked' | 'delivering';
 
 /** A recipient's line as stored: the channel's `cooldown_until` / `retry_at` / `holds` maps, and
  *  "delivering" derived from in-flight mail. */
-const recipientRecord = (c: Channel, rid: string, inFlight: boolean) => ({
-  in_flight: inFlight,
-  cooldown_until: c.cooldown_until[rid] ?? null,
-  retry_at: c.retry_at[rid] ?? null,
-  held_by: (c.holds[rid] as Hold | undefined) ?? null,
-  cooldown_ms: c.delivery_cooldown_ms,
-});
+const recipientRecord = (draft: Channel, rid: string, inFlight: boolean) => {
+  const c = raw(draft);
+  return {
+    in_flight: inFlight,
+    cooldown_until: c.cooldown_until[rid] ?? null,
+    retry_at: c.retry_at[rid] ?? null,
+    held_by: (c.holds[rid] as Hold | undefined) ?? null,
+    cooldown_ms: c.delivery_cooldown_ms,
+  };
+};
 
 /** Steps one recipient's delivery line on one channel; `changed` = a stored field changed. */
 export function stepRecipient(c: Channel, rid: string, inFlight: boolean, event: RecipientEvent): { line: RecipientLine; changed: boolean } {

@@ -72,9 +72,6 @@ export interface Draft<T extends object> {
   rollback(): void;
   /** The written paths as operations, with the values they hold now. */
   ops(): Op[];
-  /** The entities written, for validation: collection → keys, or null when the whole collection
-   *  (or a top-level field) was written. */
-  touched(): Map<string, Set<string> | null>;
 }
 
 /** How deep a written path is kept before it is cut to its entity field: `messages.<id>.status`
@@ -183,9 +180,6 @@ export function track<T extends object>(state: T): Draft<T> {
       undo.length = 0;
       live = false;
     },
-    touched() {
-      return touchedBy([...written.values(), ...arrays.values()].map((w) => w.path));
-    },
     ops() {
       live = false;
       // Every write is now a path: object fields (cut to MAX_DEPTH) and whole arrays.
@@ -240,24 +234,6 @@ export function track<T extends object>(state: T): Draft<T> {
       return ops;
     },
   };
-}
-
-/** collection → the keys under it that these paths reach, or null for the whole collection. */
-export function touchedBy(paths: Iterable<Path>): Map<string, Set<string> | null> {
-  const out = new Map<string, Set<string> | null>();
-  for (const p of paths) {
-    if (!p.length) continue;
-    const top = p[0]!;
-    if (p.length === 1) {
-      out.set(top, null);
-      continue;
-    }
-    const s = out.get(top);
-    if (s === null) continue;
-    if (s) s.add(p[1]!);
-    else out.set(top, new Set([p[1]!]));
-  }
-  return out;
 }
 
 /** A copy of `v` with every draft proxy inside it replaced by a deep copy of its plain object, so

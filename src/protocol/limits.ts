@@ -54,8 +54,12 @@ export const MAX_PULL_LIMIT = 100;
  *  watch); 5 s means nobody owns the session. */
 export const CROSS_SERVER_FALLBACK_MS = 5000;
 
-/** Envelopes kept in state.json at most (live + recent terminal). */
-export const MAX_PERSISTED_MESSAGES = 2000;
+/** Live envelopes kept at most; past it the oldest pending is pruned (with an error). FEATURES.md
+ *  says 2000, a bound on what every mutation rewrote when state.json was rewritten whole. With
+ *  the journal a live envelope costs a mutation nothing, so the cap only bounds memory (~1 KB an
+ *  envelope in every process that holds the state): 20,000 lets a member that is away for a day
+ *  keep its mail (a backlog of 10,000 is a benchmark figure), where 2000 dropped accepted mail. */
+export const MAX_PERSISTED_MESSAGES = 20_000;
 
 /** Terminal envelopes kept in hot state per channel: none. An envelope leaves state.json for its
  *  channel's append-only history log in the same locked mutation that makes it terminal, so

@@ -13,9 +13,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, openSync, fstatSync, closeSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { applyOps, detach, raw, touchedBy, track, type Op } from '../protocol/draft.ts';
+import { applyOps, detach, raw, track, type Op } from '../protocol/draft.ts';
 import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
-import { ChannelSchema, EnvelopeSchema, ErrorEntrySchema, emptyState, type State } from '../protocol/schema.ts';
+import { emptyState, type State } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
@@ -28,6 +28,7 @@ import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
 import { readStateFile, sameKey, serialize, statKey, storeStats, unpin, type Pinned } from './state-file.ts';
 import { RefusalError } from '../protocol/result.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
+import { checkOps } from './validate.ts';
 import { watchStateFile } from './watch.ts';
 
 /** `default` survives a killed process (whole lines, atomic renames); `durable` also survives a
@@ -128,12 +129,12 @@ export class FileStore implements Store {
         return result;
       }
       const writes: Writes = { history: detach(out.history ?? []), archive: detach(out.archive) };
-      const invalid = checkEntities(draft.root, draft.touched());
-      if (invalid) {
+      const checked = checkOps(state, draft.ops(), true);
+      if (checked.problem) {
         draft.rollback();
-        throw new Error(`refusing to save an invalid state (${invalid}); nothing was written`);
+        throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
       }
-      const ops = draft.ops();
+      const { ops } = checked;
       if (writes.archive) {
         // The archive is written first (a crash never loses the saved messages), and while
         // that waits, this process must see the old state: put it back, then apply again.
@@ -300,7 +301,7 @@ export class FileStore implements Store {
     } catch (e) {
       return `cannot be applied (${(e as Error).message})`;
     }
-    return checkEntities(state, touchedBy(entry.ops.map((op) => op[1])));
+    return checkOps(state, entry.ops, false).problem;
   }
 
   /** A damaged journal: the state up to the damage is kept, the journal is preserved beside it,
@@ -413,7 +414,7 @@ export async function inspectState(projectDir: string): Promise<Inspection> {
   if (j.kind === 'absent') return { kind: 'ok', state: r.state, journal: { id: r.journalId, entries: 0, bytes: 0 } };
   for (const entry of j.entries) {
     applyOps(r.state, entry.ops);
-    const problem = checkEntities(r.state, touchedBy(entry.ops.map((op) => op[1])));
+    const problem = checkOps(r.state, entry.ops, false).problem;
     if (problem) return { kind: 'corrupt', cause: `journal entry ${entry.n}: ${problem}` };
   }
   if (j.kind === 'corrupt') return { kind: 'corrupt', cause: `journal: ${j.cause}` };
@@ -428,66 +429,3 @@ const listJournals = (paths: StorePaths): string[] => {
   }
 };
 
-const STRING_LIST = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
-
-/** Whether zod's output has a field (a default) that its input lacks, at any depth. */
-function gainedDefaults(input: unknown, output: unknown): boolean {
-  if (typeof output !== 'object' || output === null) return false;
-  if (typeof input !== 'object' || input === null) return true;
-  if (Array.isArray(output)) return output.some((o, i) => gainedDefaults((input as unknown[])[i], o));
-  for (const [k, v] of Object.entries(output)) {
-    if (!(k in input)) return true;
-    if (typeof v === 'object' && v !== null && gainedDefaults((input as Record<string, unknown>)[k], v)) return true;
-  }
-  return false;
-}
-
-/** The first rule a written entity breaks (the structural rules of §2.7), or null. Only what a
- *  mutation touched is checked: the rest was checked when it was written or loaded. An entity
- *  missing a defaulted field gets it, written through `state` (so a draft records it): other
- *  processes replay what is written here and must not see a field missing. */
-function checkEntities(state: State, touched: Map<string, Set<string> | null>): string | null {
-  const s = raw(state) as unknown as Record<string, Record<string, unknown>>;
-  const backfill = (collection: string, key: string, before: unknown, after: unknown) => {
-    if (gainedDefaults(before, after)) (state as unknown as Record<string, Record<string, unknown>>)[collection]![key] = after;
-  };
-  for (const [collection, keys] of touched) {
-    const all = s[collection];
-    if (collection === 'schema_version') {
-      if ((all as unknown) !== 2) return 'schema_version is not 2';
-      continue;
-    }
-    if (collection === 'errors') {
-      const list = all as unknown as unknown[];
-      if (!Array.isArray(list) || !list.every((e) => ErrorEntrySchema.safeParse(e).success)) return 'errors: an entry is malformed';
-      continue;
-    }
-    if (typeof all !== 'object' || all === null || Array.isArray(all)) return `${collection} is not an object`;
-    for (const key of keys ?? Object.keys(all)) {
-      if (!(key in all)) continue; // deleted
-      const v = all[key];
-      const where = `${collection}.${key}`;
-      if (collection === 'channels') {
-        const r = ChannelSchema.safeParse(v);
-        if (!r.success) return `${where}.${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`;
-        if (r.data.name !== key) return `${where}: key does not equal name "${r.data.name}"`;
-        if (r.data.lifecycle !== 'active' && r.data.members.length > 0) return `${where}: a ${r.data.lifecycle} channel has members`;
-        if (r.data.delivered_total === undefined) {
-          // §2.8, as on load: the hand-overs still visible in state.
-          const id = r.data.id;
-          r.data.delivered_total = Object.values(s.messages as Record<string, Envelope>).filter(
-            (e) => e.channel_id === id && (e.delivery_status === 'delivered' || e.delivery_status === 'in_flight'),
-          ).length;
-        }
-        backfill(collection, key, v, r.data);
-      } else if (collection === 'messages') {
-        const r = EnvelopeSchema.safeParse(v);
-        if (!r.success) return `${where}.${r.error.issues[0]?.path.join('.')}: ${r.error.issues[0]?.message}`;
-        backfill(collection, key, v, r.data);
-      } else if (collection === 'queues' || collection === 'delivered_to') {
-        if (!STRING_LIST(v)) return `${where}: not a list of ids`;
-      } else return `${collection}: not part of the state`;
-    }
-  }
-  return null;
-}

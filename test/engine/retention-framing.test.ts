@@ -2,7 +2,7 @@
 // (state.json) keeps every live envelope plus at most HOT_TERMINAL_PER_CHANNEL terminal ones per
 // channel (currently none); every other terminal envelope leaves through `writes.history` in the
 // same mutation that made it terminal (the store appends it to the channel's log before saving).
-// The 2000-envelope cap of §4 still bounds live mail. RF-2 is a benchmark. RF-3..5: framing.
+// The live-envelope cap (MAX_PERSISTED_MESSAGES) still bounds live mail. RF-2 is a benchmark. RF-3..5: framing.
 import { describe, expect, it } from 'vitest';
 import { BEGIN_MARKER, BATCH_SEPARATOR, END_MARKER, frameEnvelope, NEUTRALISED } from '../../src/framing.ts';
 import { HOT_TERMINAL_PER_CHANNEL, MAX_PERSISTED_MESSAGES } from '../../src/protocol/limits.ts';
@@ -116,7 +116,7 @@ describe('RF-1 retention', () => {
     return ids;
   }
 
-  it('caps live mail at 2000: the oldest pending is pruned (one error counts it); in_flight never is', () => {
+  it('caps live mail at MAX_PERSISTED_MESSAGES: the oldest pending is pruned (one error counts it); in_flight never is', () => {
     const sim = new Sim();
     sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
     for (let i = 0; i < 20; i++) sim.send('sess_a', 'team', `f${i}`);

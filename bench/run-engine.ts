@@ -1,4 +1,0 @@
-// `npx tsx bench/run-engine.ts`: only the engine and runtime figures.
-import { engineBench } from './engine.ts';
-
-await engineBench();
