@@ -11,6 +11,7 @@ import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { channelNamed, onLiveRoster } from '../../src/engine/lookup.ts';
 import { VERSION } from '../../src/version.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
+import { spawnDriver } from '../spawn.ts';
 import { toolsFor, type ToolContext, type ToolDef } from '../tools.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
 
@@ -113,9 +114,11 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   }
   const pin = readPin(env);
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
-  const rt = openRuntime(o.project, { log });
+  // Spawn delivery runs for this instance's own sends and their re-drains (§7.1, §8.4).
+  const spawn = spawnDriver(o.project, env);
+  const rt = openRuntime(o.project, { log, spawn });
   await rt.start();
-  log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn off, project ${o.project}`);
+  log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn ${spawn.enabled ? 'on' : 'off'}, project ${o.project}`);
   const server = buildServer(rt, { host, admin: o.admin === true, pin, project: o.project, projectId });
   const transport = new LineLimitedStdioTransport(process.stdin, process.stdout, { onLog: log });
   const closed = new Promise<void>((res) => {

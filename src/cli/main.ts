@@ -13,7 +13,13 @@ Usage: opencomms <command> [--project DIR] [--json]
 Commands:
   demo                 a scripted round trip in a throw-away project (what \`npm start\` runs)
   status               channels, members, pending mail and recent errors of the project
-  install opencode     write .opencode/plugins/opencomms.js and register it in opencode.json(c)
+  install <host>       opencode | claude-code | codex: install the integration (claude-desktop:
+                       print its manual config; chatgpt: not installable)
+  uninstall <host>     remove only what install added (state, pins and archives stay)
+  install-member [--host LABEL] [--id ID]
+                       pin a member id for a host (default claude-code) and fill its MCP config
+  bind --session ID [--host LABEL] [--id ID]
+                       bind a host session (default codex: its thread id) to a pinned member
   mcp [--host LABEL] [--admin]
                        the MCP stdio server (identity from OPENCOMMS_MEMBER_ID)
   version              print the version
@@ -33,6 +39,9 @@ export async function main(argv: string[]): Promise<number> {
         host: { type: 'string' },
         admin: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
+        id: { type: 'string' },
+        name: { type: 'string' },
+        session: { type: 'string' },
       },
     });
   } catch (e) {
@@ -59,16 +68,20 @@ export async function main(argv: string[]): Promise<number> {
       else process.stdout.write(renderStatus(project, r));
       return r.ok ? 0 : 1;
     }
-    case 'install': {
-      const host = positionals[1];
-      if (host !== 'opencode') {
-        process.stderr.write(`opencomms: install supports: opencode${host ? ` (not "${host}")` : ''}.\n`);
-        return 1;
-      }
-      const { installOpenCode } = await import('../../adapters/opencode/install.ts');
-      const r = await installOpenCode(project, (l) => process.stderr.write(`warning: ${l}\n`));
-      process.stdout.write(values.json ? `${JSON.stringify(r)}\n` : `${r.message}\n`);
-      return r.ok ? 0 : 1;
+    case 'install':
+    case 'uninstall':
+    case 'install-member':
+    case 'bind': {
+      const hosts = await import('./hosts.ts');
+      const warn = (l: string) => process.stderr.write(`warning: ${l}\n`);
+      const { result, code } =
+        cmd === 'install' ? await hosts.install(positionals[1], project, { warn })
+        : cmd === 'uninstall' ? await hosts.uninstall(positionals[1], project)
+        : cmd === 'install-member' ? await hosts.installMember(project, { host: values.host, id: values.id ?? values.name })
+        : await hosts.bindSession(project, { host: values.host, session: values.session, id: values.id ?? values.name });
+      if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+      else (result.ok ? process.stdout : process.stderr).write(`${result.ok ? '' : 'opencomms: '}${result.message}\n`);
+      return code;
     }
     case 'mcp': {
       const { runMcpServer } = await import('../../adapters/mcp/server.ts');

@@ -2,7 +2,7 @@
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
 import type { Hold } from '../../machines/index.ts';
-import { frameBatch, frameEnvelope, UNTRUSTED_NOTICE } from '../framing.ts';
+import { BATCH_SEPARATOR, frameBatch, frameEnvelope, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
@@ -10,6 +10,7 @@ import { channelById, findMember, memberChannel, recordError } from './lookup.ts
 import { answered, done, refused } from './outcome.ts';
 import { enforceRetention } from './retention.ts';
 import { hasInFlight } from './receipts.ts';
+import { staleWindow } from './eligibility.ts';
 import { stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
 import type { Effect, Env, Outcome } from './types.ts';
 
@@ -32,7 +33,6 @@ function channelHold(ch: Channel, now: number): Hold | null {
 const budgetLeft = (ch: Channel) =>
   ch.budgets.max_delivered_messages === null ? Infinity : Math.max(0, ch.budgets.max_delivered_messages - ch.delivered_total);
 
-const windowOf = (m: Member) => m.stale_policy.window_ms;
 
 /** An empty queue is removed rather than kept as `[]`. */
 export function setQueue(state: State, rid: string, ids: string[]) {
@@ -41,14 +41,12 @@ export function setQueue(state: State, rid: string, ids: string[]) {
 }
 
 /** A cheap pre-filter for the envelope machine's `isPastStaleWindow` guard (which decides). */
-const mayBeStale = (e: Envelope, m: Member, now: number) => {
-  const w = windowOf(m);
-  return w !== null && now - e.timestamp > w;
-};
+const mayBeStale = (e: Envelope, w: number | null, now: number) => w !== null && now - e.timestamp > w;
 
 /** Drops dead queue entries and settles envelopes that can no longer be delivered (rejected,
  *  stale). Returns true when anything changed. */
-function settleQueue(state: State, rid: string, now: number): boolean {
+function settleQueue(state: State, rid: string, env: Env): boolean {
+  const now = env.now;
   const q = state.queues[rid];
   if (!q) return false;
   let changed = false;
@@ -65,8 +63,10 @@ function settleQueue(state: State, rid: string, now: number): boolean {
     // §5.1 order: a paused or budget-held channel keeps its mail pending (it must not age out
     // while held). Only envelopes old enough to be past a window are offered to the machine,
     // so a drain's cost follows the stale ones, not the queue's length.
-    else if (mayBeStale(e, at.member, now) && channelHold(at.ch, now) === null)
-      status = stepEnvelope(e, { type: 'TICK', now, window_ms: windowOf(at.member) });
+    else {
+      const w = staleWindow(at.member, env.spawnHosts);
+      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null) status = stepEnvelope(e, { type: 'TICK', now, window_ms: w });
+    }
     if (status === 'pending') keep.push(id);
     else changed = true;
   }
@@ -77,9 +77,18 @@ function settleQueue(state: State, rid: string, now: number): boolean {
 export interface DrainOptions {
   /** A hold the host knows and the file does not: busy, not the owner, ineligible. */
   hold?: Hold | null;
-  /** Upper bound on the batch (spawn argv budget); default MAX_BATCH. */
+  /** Upper bound on the batch; default MAX_BATCH. */
   max?: number;
+  /** Upper bound on the framed batch in UTF-8 bytes (spawn: the batch is one argv element): the
+   *  longest FIFO prefix that fits is taken. */
+  maxBytes?: number;
 }
+
+const utf8 = new TextEncoder();
+/** The UTF-8 size of one envelope's frame as frameBatch joins it (the separator counted once per
+ *  frame after the first). */
+export const frameBytes = (e: Envelope, channelName: string, first: boolean) =>
+  utf8.encode(frameEnvelope(e, channelName)).length + (first ? 0 : utf8.encode(BATCH_SEPARATOR).length);
 
 /**
  * Drains one push recipient: settles its queue, asks the recipient machine of each channel whether
@@ -87,13 +96,14 @@ export interface DrainOptions {
  * only after this state is saved, so a crash can never lose a batch that was prompted.
  */
 export function drain(state: State, rid: string, env: Env, opts: DrainOptions = {}): Outcome {
-  let changed = settleQueue(state, rid, env.now);
+  let changed = settleQueue(state, rid, env);
   const effects: Effect[] = [];
   const q = state.queues[rid] ?? [];
   const batch: Envelope[] = [];
   const max = Math.min(opts.max ?? MAX_BATCH, MAX_BATCH);
   const decided = new Map<string, 'delivering' | 'held'>();
   const taken = new Set<string>();
+  let bytes = 0;
   for (const id of q) {
     if (batch.length >= max) break;
     const e = state.messages[id]!;
@@ -113,8 +123,11 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
         effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });
     }
     if (line !== 'delivering' || budgetLeft(ch) < 1) continue;
+    const size = opts.maxBytes === undefined ? 0 : frameBytes(e, ch.name, batch.length === 0);
+    if (opts.maxBytes !== undefined && bytes + size > opts.maxBytes) break;
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
-    if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: windowOf(member) }) !== 'in_flight') continue;
+    if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: staleWindow(member, env.spawnHosts) }) !== 'in_flight') continue;
+    bytes += size;
     (state.delivered_to[id] ??= []).includes(rid) || state.delivered_to[id]!.push(rid);
     batch.push(e);
     taken.add(id);
@@ -267,7 +280,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     return refused(state, refuse('pull_not_allowed', "This member's capabilities exclude pull. Ask the operator."));
   const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_PULL_LIMIT);
   const inScope = new Set(scope.map((c) => c.id));
-  let changed = settleQueue(state, sid, env.now);
+  let changed = settleQueue(state, sid, env);
   const q = state.queues[sid] ?? [];
   const out: Envelope[] = [];
   const taken = new Set<string>();
@@ -282,7 +295,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     let a = allowance.get(ch.id);
     if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
     if (a.handed >= a.left) continue;
-    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: windowOf(member) });
+    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: staleWindow(member, env.spawnHosts) });
     taken.add(id);
     if (status !== 'delivered') continue;
     a.handed++;
@@ -321,7 +334,8 @@ export const pendingRecipients = (state: State, local?: (sid: string) => boolean
 
 /** The earliest time something becomes due for these recipients: a cooldown or retry ends, or a
  *  pending push envelope passes its stale window. The shell arms one timer for it. */
-export function nextDue(state: State, recipients: string[], now: number): number | null {
+export function nextDue(state: State, recipients: string[], env: Pick<Env, 'now' | 'spawnHosts'>): number | null {
+  const now = env.now;
   let due = Infinity;
   for (const rid of recipients) {
     for (const id of state.queues[rid] ?? []) {
@@ -331,7 +345,7 @@ export function nextDue(state: State, recipients: string[], now: number): number
       if (!at) return now;
       // Held mail (paused, budget) waits for a resume, which wakes its recipients: no deadline.
       if (channelHold(at.ch, now) !== null) continue;
-      const w = windowOf(at.member);
+      const w = staleWindow(at.member, env.spawnHosts);
       if (w !== null) due = Math.min(due, e.timestamp + w + 1);
       for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]]) if (t !== undefined && t > now) due = Math.min(due, t);
     }
