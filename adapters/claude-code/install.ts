@@ -3,7 +3,7 @@
 // Nothing here touches the disk; adapters/install/files.ts writes the plan atomically.
 import { join } from 'node:path';
 import type { Refusal } from '../../src/protocol/result.ts';
-import { HOOK_RUNNER, MCP_BUNDLE, isOurBundle } from '../install/bundles.ts';
+import { HOOK_RUNNER, MCP_BUNDLE, HOST_BUNDLES, RUNNER_BUNDLES, bundlePath, bundlePaths, removeBundles, writeBundles, type BundleName } from '../install/bundles.ts';
 import type { FileChange } from '../install/files.ts';
 import { hooksShapeError, registerHooks, registersRunner, unregisterHooks, type HookGroup } from '../install/hook-config.ts';
 import { append, isObject, newJsonFile, parseObject, remove, type JsonObject } from '../install/json.ts';
@@ -16,8 +16,7 @@ export const claudePaths = (project: string) => ({
   settings: join(project, '.claude', 'settings.json'),
   mcp: join(project, '.mcp.json'),
   command: join(project, '.claude', 'commands', 'opencomms.md'),
-  runner: join(project, '.opencomms', HOOK_RUNNER),
-  server: join(project, '.opencomms', MCP_BUNDLE),
+  ...bundlePaths(project),
 });
 
 /** Synchronous hooks wait for this long at most; the runner answers an empty queue in tens of ms. */
@@ -87,13 +86,13 @@ function readConfigs(project: string, files: Map<string, string | null>) {
   return { p, settingsText, mcpText, settings, mcp };
 }
 
-export function planClaudeInstall(project: string, files: Map<string, string | null>, bundles: { runner: string; server: string }, pin: string | null): InstallPlan | Refusal {
+export function planClaudeInstall(project: string, files: Map<string, string | null>, bundles: Record<BundleName, string>, pin: string | null): InstallPlan | Refusal {
   const cfg = readConfigs(project, files);
   if (isRefusal(cfg)) return cfg;
   const { p, settingsText, mcpText, settings, mcp } = cfg;
   const settingsOut = registerHooks(settingsText ?? '{}\n', settings ?? {}, claudeHookGroups());
   let mcpOut = mcpText ?? '{}\n';
-  const server = { type: 'stdio', command: 'node', args: serverArgs(p.server, project, HOST), env: memberEnv(pin) };
+  const server = { type: 'stdio', command: 'node', args: serverArgs(bundlePath(project, MCP_BUNDLE), project, HOST), env: memberEnv(pin) };
   if (!isObject(mcp?.mcpServers)) mcpOut = append(mcpOut, [], { opencomms: server }, 'mcpServers');
   else if (!('opencomms' in mcp.mcpServers)) mcpOut = append(mcpOut, ['mcpServers'], server, 'opencomms');
   const notes = [
@@ -102,8 +101,7 @@ export function planClaudeInstall(project: string, files: Map<string, string | n
   ];
   return {
     changes: [
-      { path: p.runner, content: bundles.runner },
-      { path: p.server, content: bundles.server },
+      ...writeBundles(project, HOST_BUNDLES, bundles),
       { path: p.settings, content: settingsText === null ? newJsonFile(parseObject(settingsOut)!) : settingsOut },
       { path: p.mcp, content: mcpText === null ? newJsonFile(parseObject(mcpOut)!) : mcpOut },
       { path: p.command, content: COMMAND_MD },
@@ -132,8 +130,8 @@ export function planClaudeUninstall(project: string, files: Map<string, string |
     changes.push({ path: p.mcp, content: emptied(out) ? null : out });
   }
   if (files.get(p.command) !== null) changes.push({ path: p.command, content: null });
-  if (!others.runnerUsed && isOurBundle(HOOK_RUNNER, files.get(p.runner) ?? null)) changes.push({ path: p.runner, content: null });
-  if (!others.serverUsed && isOurBundle(MCP_BUNDLE, files.get(p.server) ?? null)) changes.push({ path: p.server, content: null });
+  if (!others.runnerUsed) changes.push(...removeBundles(project, RUNNER_BUNDLES, files));
+  if (!others.serverUsed) changes.push(...removeBundles(project, [MCP_BUNDLE], files));
   return { changes, notes: [] };
 }
 

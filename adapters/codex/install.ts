@@ -4,7 +4,7 @@
 // once it is reviewed (`/hooks`) or under `--dangerously-bypass-hook-trust`: the plan says so.
 import { join } from 'node:path';
 import type { Refusal } from '../../src/protocol/result.ts';
-import { HOOK_RUNNER, MCP_BUNDLE, isOurBundle } from '../install/bundles.ts';
+import { HOOK_RUNNER, MCP_BUNDLE, HOST_BUNDLES, RUNNER_BUNDLES, bundlePath, bundlePaths, removeBundles, writeBundles, type BundleName } from '../install/bundles.ts';
 import type { FileChange } from '../install/files.ts';
 import { hooksShapeError, registerHooks, registersRunner, unregisterHooks, type HookGroup } from '../install/hook-config.ts';
 import { newJsonFile, parseObject } from '../install/json.ts';
@@ -18,8 +18,7 @@ export const HOST = 'codex';
 export const codexPaths = (project: string) => ({
   config: join(project, '.codex', 'config.toml'),
   hooks: join(project, '.codex', 'hooks.json'),
-  runner: join(project, '.opencomms', HOOK_RUNNER),
-  server: join(project, '.opencomms', MCP_BUNDLE),
+  ...bundlePaths(project),
 });
 
 /** Codex's default hook timeout is 600 s; the runner answers in tens of ms, so 15 s as for Claude. */
@@ -27,12 +26,12 @@ const HOOK_TIMEOUT_S = 15;
 
 /** Codex sets no project variable for hooks: the runner and the project are named by absolute path. */
 export function codexHookGroups(project: string, platform = process.platform): Record<string, HookGroup> {
-  const command = ['node', codexPaths(project).runner, 'auto', project, '--host', HOST].map((a) => shellQuote(a, platform)).join(' ');
+  const command = ['node', bundlePath(project, HOOK_RUNNER), 'auto', project, '--host', HOST].map((a) => shellQuote(a, platform)).join(' ');
   const group = { hooks: [{ type: 'command' as const, command, timeout: HOOK_TIMEOUT_S }] };
   return { SessionStart: group, UserPromptSubmit: group, Stop: group };
 }
 
-export function planCodexInstall(project: string, files: Map<string, string | null>, bundles: { runner: string; server: string }, pin: string | null): InstallPlan | Refusal {
+export function planCodexInstall(project: string, files: Map<string, string | null>, bundles: Record<BundleName, string>, pin: string | null): InstallPlan | Refusal {
   const p = codexPaths(project);
   const tomlText = files.get(p.config) ?? null;
   const toml = tomlText === null ? null : parseToml(tomlText);
@@ -47,15 +46,14 @@ export function planCodexInstall(project: string, files: Map<string, string | nu
 
   let tomlOut = tomlText ?? '';
   if (!toml || !hasServer(toml.value)) {
-    tomlOut = appendServer(tomlOut, { command: 'node', args: serverArgs(p.server, project, HOST), cwd: '.', env: memberEnv(pin) });
+    tomlOut = appendServer(tomlOut, { command: 'node', args: serverArgs(bundlePath(project, MCP_BUNDLE), project, HOST), cwd: '.', env: memberEnv(pin) });
     const check = parseToml(tomlOut);
     if (!check || !hasServer(check.value)) return malformed(p.config, 'defines mcp_servers in a form a new [mcp_servers.opencomms] table cannot join (an inline table)');
   }
   const hooksOut = registerHooks(hooksText ?? '{}\n', hooks, codexHookGroups(project));
   return {
     changes: [
-      { path: p.runner, content: bundles.runner },
-      { path: p.server, content: bundles.server },
+      ...writeBundles(project, HOST_BUNDLES, bundles),
       { path: p.config, content: tomlOut },
       { path: p.hooks, content: hooksText === null ? newJsonFile(parseObject(hooksOut)!) : hooksOut },
     ],
@@ -85,8 +83,8 @@ export function planCodexUninstall(project: string, files: Map<string, string | 
     const left = parseObject(out);
     if (out !== hooksText) changes.push({ path: p.hooks, content: left && Object.keys(left).length === 0 ? null : out });
   }
-  if (!others.runnerUsed && isOurBundle(HOOK_RUNNER, files.get(p.runner) ?? null)) changes.push({ path: p.runner, content: null });
-  if (!others.serverUsed && isOurBundle(MCP_BUNDLE, files.get(p.server) ?? null)) changes.push({ path: p.server, content: null });
+  if (!others.runnerUsed) changes.push(...removeBundles(project, RUNNER_BUNDLES, files));
+  if (!others.serverUsed) changes.push(...removeBundles(project, [MCP_BUNDLE], files));
   return { changes, notes: [] };
 }
 

@@ -6,21 +6,24 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 import { PACKAGE_ROOT, VERSION } from '../../src/version.ts';
+import { HOOK_RUNNER, HOOK_RUNNER_FULL, MCP_BUNDLE } from './bundle-names.ts';
+import type { FileChange } from './files.ts';
 
 export interface BundleSpec {
   /** TypeScript entry, relative to the package root. */
   entry: string;
   /** First line of the bundle: how an existing file is recognised as ours. */
   mark: string;
-  /** Minified: the hook runner starts on every prompt, so less to parse is less latency. */
+  /** Minified: the hook runner starts on every prompt (and its full path whenever mail waits), so
+   *  less to parse is less latency. */
   minify?: boolean;
 }
 
-export const HOOK_RUNNER = 'claude-code-hooks.mjs';
-export const MCP_BUNDLE = 'opencomms-mcp.mjs';
+export { HOOK_RUNNER, HOOK_RUNNER_FULL, MCP_BUNDLE } from './bundle-names.ts';
 
-export const BUNDLES: Record<typeof HOOK_RUNNER | typeof MCP_BUNDLE, BundleSpec> = {
+export const BUNDLES: Record<typeof HOOK_RUNNER | typeof HOOK_RUNNER_FULL | typeof MCP_BUNDLE, BundleSpec> = {
   [HOOK_RUNNER]: { entry: 'adapters/claude-code/hook-runner.ts', mark: '// opencomms-hook-runner', minify: true },
+  [HOOK_RUNNER_FULL]: { entry: 'adapters/claude-code/hook-full.ts', mark: '// opencomms-hook-runner-full', minify: true },
   [MCP_BUNDLE]: { entry: 'adapters/mcp/bundle.ts', mark: '// opencomms-mcp-server' },
 };
 
@@ -59,5 +62,31 @@ export async function bundleText(name: keyof typeof BUNDLES): Promise<string> {
   return bundle(spec);
 }
 
+export type BundleName = keyof typeof BUNDLES;
+
+/** The hook runner is two files: the fast entry and its full path. */
+export const RUNNER_BUNDLES: readonly BundleName[] = [HOOK_RUNNER, HOOK_RUNNER_FULL];
+/** What an install of Claude Code or Codex writes: the runner and the MCP server. */
+export const HOST_BUNDLES: readonly BundleName[] = [...RUNNER_BUNDLES, MCP_BUNDLE];
+
+/** `name → path` of every host bundle, to read before planning. */
+export const bundlePaths = (project: string) => Object.fromEntries(HOST_BUNDLES.map((n) => [n, bundlePath(project, n)]));
+
+export const bundlePath = (project: string, name: BundleName) => join(project, '.opencomms', name);
+
+/** Every bundle's text, for the planners. */
+export async function allBundles(): Promise<Record<BundleName, string>> {
+  const names = Object.keys(BUNDLES) as BundleName[];
+  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, await bundleText(n)]))) as Record<BundleName, string>;
+}
+
+/** Writes of these bundles into the project. */
+export const writeBundles = (project: string, names: readonly BundleName[], texts: Record<BundleName, string>): FileChange[] =>
+  names.map((n) => ({ path: bundlePath(project, n), content: texts[n] }));
+
+/** Removals of these bundles, where the file there is ours. */
+export const removeBundles = (project: string, names: readonly BundleName[], files: Map<string, string | null>): FileChange[] =>
+  names.filter((n) => isOurBundle(n, files.get(bundlePath(project, n)) ?? null)).map((n) => ({ path: bundlePath(project, n), content: null }));
+
 /** Is this file's text one of our bundles (any version)? */
-export const isOurBundle = (name: keyof typeof BUNDLES, text: string | null) => text !== null && text.startsWith(`${BUNDLES[name].mark} `);
+const isOurBundle = (name: BundleName, text: string | null) => text !== null && text.startsWith(`${BUNDLES[name].mark} `);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { HOST as CLAUDE, claudePaths, claudeUses, planClaudeInstall, planClaudeUninstall } from '../../adapters/claude-code/install.ts';
 import { HOST as CODEX, codexPaths, codexUses, planCodexInstall, planCodexUninstall } from '../../adapters/codex/install.ts';
 import { parseToml, placeholderRange, tomlString } from '../../adapters/codex/config-toml.ts';
-import { HOOK_RUNNER, MCP_BUNDLE, bundleText } from '../../adapters/install/bundles.ts';
+import { allBundles } from '../../adapters/install/bundles.ts';
 import { applyChanges, readTargets } from '../../adapters/install/files.ts';
 import { isObject, parseObject, replace } from '../../adapters/install/json.ts';
 import { MEMBER_ID_PLACEHOLDER, memberEnv } from '../../adapters/install/member-env.ts';
@@ -73,7 +73,7 @@ export async function install(host: string | undefined, project: string, o: Host
       if ((await detect(bin)) === null) warn(`\`${bin} --version\` did not run: ${host} is installed for this project anyway.`);
       const p = host === CLAUDE ? claudePaths(project) : codexPaths(project);
       const before = await readTargets(Object.values(p));
-      const bundles = { runner: await bundleText(HOOK_RUNNER), server: await bundleText(MCP_BUNDLE) };
+      const bundles = await allBundles();
       const pin = await onlyPin(project, host);
       const plan = host === CLAUDE ? planClaudeInstall(project, before, bundles, pin) : planCodexInstall(project, before, bundles, pin);
       return runPlan(project, plan, before, (c) => `Installed OpenComms for ${host}: ${relative(project, c)}.`);

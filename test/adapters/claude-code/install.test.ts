@@ -1,6 +1,7 @@
 // `opencomms install claude-code` / `uninstall claude-code` (FEATURES.md §8.1, §9; INS-1, INS-2,
 // INS-4): idempotent, unrelated keys and comments kept, malformed → zero writes, never a partial
 // install, uninstall restores what was there byte for byte.
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { claudeHookGroups } from '../../../adapters/claude-code/install.ts';
@@ -57,6 +58,17 @@ describe('install claude-code', () => {
     expect((await p.read(RUNNER)).startsWith('// opencomms-hook-runner ')).toBe(true);
     expect((await p.read('.opencomms/opencomms-mcp.mjs')).startsWith('// opencomms-mcp-server ')).toBe(true);
     expect(await p.read('.opencomms/.gitignore')).toBe('*\n');
+  });
+
+  it('the bundles are self-contained: they load from the project with no node_modules anywhere above it', async () => {
+    await install('claude-code', p.dir, quiet);
+    const node = (args: string[], input = '') => spawnSync(process.execPath, args, { cwd: p.dir, input, encoding: 'utf8', timeout: 20_000 });
+    const full = node(['--input-type=module', '-e', `const m = await import(${JSON.stringify(p.at('.opencomms/claude-code-hooks-full.mjs'))}); process.stdout.write(Object.keys(m).sort().join())`]);
+    expect(full.stdout, full.stderr).toBe('handleHook,runWaiter');
+    expect(node([p.at(RUNNER)], '{}').stdout).toBe('{}\n');
+    const server = node([p.at('.opencomms/opencomms-mcp.mjs'), p.dir]);
+    expect([server.status, server.stderr]).toEqual([0, expect.stringContaining('[opencomms-mcp] start: pin set NO')]);
+    expect((await p.read(RUNNER)).length).toBeLessThan(8 * 1024);
   });
 
   it('INS-1: a second run changes no byte; unrelated keys, hooks and comments are kept', async () => {

@@ -40,7 +40,7 @@ describe('install codex', () => {
 
   it('INS-3: Windows paths with spaces and backslashes survive the TOML round trip; hook commands are quoted for cmd', () => {
     const proj = 'C:\\Users\\Ada Lovelace\\my "proj"';
-    const plan = planCodexInstall(proj, new Map(), { runner: 'r', server: 's' }, null);
+    const plan = planCodexInstall(proj, new Map(), { 'claude-code-hooks.mjs': 'r', 'claude-code-hooks-full.mjs': 'f', 'opencomms-mcp.mjs': 's' }, null);
     if ('ok' in plan) throw new Error(plan.message);
     const toml = plan.changes.find((c) => c.path.endsWith('config.toml'))!.content!;
     expect((parse(toml) as any).mcp_servers.opencomms.args.slice(1, 2)).toEqual([proj]);
