@@ -9,7 +9,7 @@
 // orphaned by a killed `claude` never takes mail (it checks first, and notices within a second);
 // a batch whose Claude Code died before the turn is swept back to the queue. No wake loop: the
 // batch is in flight, not pending, when the woken turn's own Stop starts the next waiter.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { State } from '../../src/protocol/schema.ts';
@@ -93,19 +93,31 @@ function isWaiter(pid: number): boolean {
   }
 }
 
+/** `OPENCOMMS_HOOK_LOG=<file>`: the waiter appends what it does there (never message text), for
+ *  anyone asking why a session did or did not wake. */
+const diagnostics = (env: NodeJS.ProcessEnv) => {
+  const file = env.OPENCOMMS_HOOK_LOG;
+  return file ? (line: string) => appendFileSync(file, `${new Date().toISOString()} waiter ${process.pid}: ${line}\n`) : () => {};
+};
+
 export async function runWaiter(ctx: HookContext): Promise<number> {
   const claudePid = Number(ctx.env.CLAUDE_PID);
   const sid = ctx.input.session_id;
-  if (!Number.isInteger(claudePid) || claudePid <= 0 || !sid || !interactive(ctx.env) || ctx.host !== 'claude-code') return 0;
+  const log = diagnostics(ctx.env);
+  if (!Number.isInteger(claudePid) || claudePid <= 0 || !sid || !interactive(ctx.env) || ctx.host !== 'claude-code') {
+    log(`not arming (claude ${ctx.env.CLAUDE_PID}, entrypoint ${ctx.env.CLAUDE_CODE_ENTRYPOINT}, host ${ctx.host})`);
+    return 0;
+  }
   const reg = new Registration(claudePid, ctx.env);
   reg.takeOver();
+  log(`armed for session ${sid} of claude ${claudePid} (${ctx.input.hook_event_name}${ctx.input.source ? `:${ctx.input.source}` : ''})`);
   const ready = () => alive(claudePid) && reg.mine();
 
   const rt = openRuntime(ctx.project, {
     watch: true,
     tag: processTag(claudePid),
     spawnHosts: SPAWN_HOSTS,
-    log: () => {},
+    log,
     driver: {
       method: 'push',
       confirmsLater: true,
@@ -113,8 +125,9 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
         const r = resolveMember(state, ctx.host, sid);
         return r !== null && 'member' in r && r.member === rid && ready();
       },
-      deliver: (_rid, text) => {
+      deliver: (rid, text, ids) => {
         if (!ready()) throw new Error('the Claude Code session ended before the wake');
+        log(`waking for ${rid}: ${ids.length} message(s) ${ids.join(' ')}`);
         reg.release();
         return new Promise<void>(() => process.stderr.write(`${text}\n`, () => process.exit(WAKE_EXIT)));
       },
@@ -122,9 +135,10 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
   });
 
   let stopping = false;
-  const stop = async () => {
+  const stop = async (why: string) => {
     if (stopping) return;
     stopping = true;
+    log(`stopping: ${why}`);
     clearInterval(tick);
     // close() waits for a hand-over already drained: it wakes (exit 2) or, when this waiter may no
     // longer wake, re-queues the batch; no batch is left in flight behind a stopped waiter.
@@ -133,9 +147,9 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
     process.exit(0);
   };
   const tick = setInterval(() => {
-    if (!ready()) void stop();
+    if (!ready()) void stop(alive(claudePid) ? 'a newer waiter took over' : 'claude is gone');
   }, LIVENESS_MS);
-  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void stop());
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void stop(sig));
   await rt.start();
   return new Promise<number>(() => {}); // runs until a wake, a newer waiter, or the end of Claude Code
 }

@@ -370,6 +370,27 @@ export function configureClaude(sb: Sandbox, fake: FakeServer, mcpServers: Recor
   };
 }
 
+/**
+ * Interactive Claude Code with no dialog (notes/claude-code-wake.md): onboarding done, the fake API
+ * key approved and the project trusted (in both `$HOME/.claude.json` and `$CLAUDE_CONFIG_DIR/.claude.json`),
+ * and the project's `.mcp.json` servers `servers` enabled and their tools allowed in the user settings.
+ */
+export function trustClaudeProject(sb: Sandbox, env: Record<string, string>, servers: string[]) {
+  const configDir = env.CLAUDE_CONFIG_DIR!;
+  const key = env.ANTHROPIC_API_KEY!;
+  const state = JSON.stringify({
+    hasCompletedOnboarding: true,
+    customApiKeyResponses: { approved: [key.slice(-20)], rejected: [] },
+    projects: { [sb.proj]: { hasTrustDialogAccepted: true } },
+  });
+  writeFileSync(join(sb.home, '.claude.json'), state);
+  writeFileSync(join(configDir, '.claude.json'), state);
+  writeFileSync(join(configDir, 'settings.json'), JSON.stringify({
+    enabledMcpjsonServers: servers,
+    permissions: { allow: servers.map((s) => `mcp__${s}`) },
+  }, null, 2));
+}
+
 /** `claude -p` arguments: stream-json output, a fixed model id, no session files. */
 export function claudeArgs(prompt: string, opts: { mcpConfig?: string; allowedTools?: string[]; maxTurns?: number; extra?: string[] } = {}): string[] {
   return [
