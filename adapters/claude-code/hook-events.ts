@@ -8,7 +8,7 @@ import { MAX_BATCH } from '../../src/protocol/limits.ts';
 import { roleInstructions } from '../../src/engine/roles.ts';
 import { openRuntime, processAlive, processTag, type Runtime } from '../../src/runtime/runtime.ts';
 import { SPAWN_HOSTS } from '../spawn.ts';
-import { resolveOrBind } from './binding.ts';
+import { resolveMember, resolveOrBind } from './binding.ts';
 import type { HookContext, HookEvent } from './hook-input.ts';
 
 export interface HookOutput {
@@ -90,6 +90,20 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   const parts = ctx.event === 'SessionStart' ? [...roleInstructions(await rt.peek(), member), batch] : [batch];
   const context = parts.filter(Boolean).join('\n\n');
   return context ? { ...out, hookSpecificOutput: { hookEventName: ctx.event!, additionalContext: context } } : out;
+}
+
+/** `confirm` mode: the detached commit of a woken turn's batches (see hook-runner.ts). */
+export async function confirmWoken(ctx: HookContext): Promise<number> {
+  const sid = ctx.input.session_id;
+  if (typeof sid !== 'string' || !sid) return 0;
+  const rt = openRuntime(ctx.project, { log: () => {}, spawnHosts: SPAWN_HOSTS });
+  try {
+    const found = resolveMember(await rt.peek(), ctx.host, sid);
+    if (found && 'member' in found) await confirmWake(rt, ctx, found.member);
+  } finally {
+    await rt.close();
+  }
+  return 0;
 }
 
 export async function handleHook(ctx: HookContext): Promise<HookOutput> {

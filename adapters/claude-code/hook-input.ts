@@ -6,8 +6,9 @@ import { parseArgs } from 'node:util';
 export type HookEvent = 'SessionStart' | 'UserPromptSubmit' | 'Stop' | 'SessionEnd';
 const EVENTS: readonly HookEvent[] = ['SessionStart', 'UserPromptSubmit', 'Stop', 'SessionEnd'];
 
-const MODES: Record<string, HookEvent | 'auto' | 'wait'> = {
+const MODES: Record<string, HookEvent | 'auto' | 'wait' | 'confirm'> = {
   auto: 'auto',
+  confirm: 'confirm',
   'session-start': 'SessionStart',
   'user-prompt-submit': 'UserPromptSubmit',
   stop: 'Stop',
@@ -27,8 +28,9 @@ export interface HookInput {
 }
 
 export interface HookContext {
-  /** `wait`: the waiter that wakes an idle session; `event`: a boundary hook. */
-  mode: 'event' | 'wait';
+  /** `wait`: the waiter that wakes an idle session; `confirm`: the commit of a woken turn's batch,
+   *  detached from the hook; `event`: a boundary hook. */
+  mode: 'event' | 'wait' | 'confirm';
   event: HookEvent | null;
   project: string;
   /** `claude-code`, or `codex` when Codex runs the same runner (`--host codex`). */
@@ -56,8 +58,8 @@ export function hookContext(argv: string[], stdin: string, env: NodeJS.ProcessEn
     // no usable input: the event below resolves to null and the runner answers {}
   }
   const mode = MODES[positionals[0] ?? 'auto'] ?? 'auto';
-  const named = mode === 'auto' || mode === 'wait' ? input.hook_event_name : mode;
+  const named = mode === 'auto' || mode === 'wait' || mode === 'confirm' ? input.hook_event_name : mode;
   const event = EVENTS.includes(named as HookEvent) ? (named as HookEvent) : null;
   const project = positionals[1] || env.CLAUDE_PROJECT_DIR || (typeof input.cwd === 'string' && input.cwd) || cwd;
-  return { mode: mode === 'wait' ? 'wait' : 'event', event, project, host: typeof values.host === 'string' ? values.host : 'claude-code', input, env };
+  return { mode: mode === 'wait' || mode === 'confirm' ? mode : 'event', event, project, host: typeof values.host === 'string' ? values.host : 'claude-code', input, env };
 }

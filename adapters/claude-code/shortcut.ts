@@ -2,7 +2,16 @@
 // to do for this hook (no mail, nothing to bind, confirm or clear)? Then it answers `{}` without
 // loading the store, the schemas or the machines. Any doubt → the full path decides.
 import { MEMBER_ID_RE } from '../../src/protocol/ids.ts';
+import { processTag } from '../../src/runtime/process.ts';
 import type { HookContext } from './hook-input.ts';
+
+/**
+ * - `nothing`: answer `{}` now;
+ * - `confirm`: the prompt of a woken turn shows every batch a waiter handed this Claude Code, and
+ *   nothing else waits: answer `{}` now and commit them off the turn's critical path;
+ * - `full`: load the full path (bind, clear, deliver, confirm, sweep).
+ */
+export type Triage = 'nothing' | 'confirm' | 'full';
 
 interface RawMember {
   session_id?: unknown;
@@ -13,10 +22,30 @@ interface RawMember {
 interface RawState {
   channels?: Record<string, { lifecycle?: unknown; members?: RawMember[] }>;
   queues?: Record<string, unknown[]>;
-  messages?: Record<string, { delivery_status?: unknown; recipient_session_id?: unknown }>;
+  messages?: Record<string, { delivery_status?: unknown; recipient_session_id?: unknown; in_flight_by?: unknown }>;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function triage(raw: unknown, ctx: HookContext): Triage {
+  if (nothingToDo(raw, ctx)) return 'nothing';
+  return confirmOnly(raw as RawState, ctx) ? 'confirm' : 'full';
+}
+
+/** The woken turn's UserPromptSubmit, bound, not stale, nothing pending, and its prompt names every
+ *  envelope held in flight for this member (all of them under this Claude Code's tag). */
+function confirmOnly(s: RawState, ctx: HookContext): boolean {
+  const sid = ctx.input.session_id;
+  const prompt = ctx.input.prompt;
+  const pid = Number(ctx.env.CLAUDE_PID);
+  if (ctx.event !== 'UserPromptSubmit' || typeof prompt !== 'string' || !Number.isInteger(pid) || pid <= 0 || !isObj(s.channels)) return false;
+  const bound = Object.values(s.channels).flatMap((ch) => (ch?.lifecycle === 'active' && Array.isArray(ch.members) ? ch.members : [])).filter((m) => m?.host === ctx.host && m.host_session_id === sid);
+  const member = bound[0]?.session_id;
+  if (!bound.length || bound.some((m) => m.session_id !== member || m.stale === true) || typeof member !== 'string' || s.queues?.[member]?.length) return false;
+  const held = Object.entries(s.messages ?? {}).filter(([, e]) => e?.recipient_session_id === member && e.delivery_status === 'in_flight');
+  const tag = processTag(pid);
+  return held.length > 0 && held.every(([id, e]) => e.in_flight_by === tag && prompt.includes(`| id: ${id} |`));
+}
 
 /** True when the hook can answer `{}` at once. */
 export function nothingToDo(raw: unknown, ctx: HookContext): boolean {

@@ -53,6 +53,14 @@ const send = async (rt: Runtime, from: string, content: string, to?: string) => 
   return (r.data as { message_ids: string[] }).message_ids[0]!;
 };
 
+const until = async (ok: () => Promise<boolean>, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
 const status = async (rt: Runtime, id: string) => {
   const s = await rt.read();
   return s.messages[id] ?? (await rt.store.history(s.channels.team!.id, 50)).find((e) => e.message_id === id);
@@ -206,8 +214,27 @@ describe('wake hand-overs are confirmed by the woken turn', () => {
     // A prompt typed before the wake turn does not confirm it, and does not hand it over again.
     expect(hook(ev('UserPromptSubmit', 'c1', { prompt: 'unrelated' }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
     expect((await status(rt, id))!.delivery_status).toBe('in_flight');
+    // The woken turn's prompt shows it: the hook answers at once and the commit follows off the
+    // turn's critical path (a detached process).
     const woke = `Stop hook blocking error ... [OpenComms] from Lead | type: manual | id: ${id} | reply_to: none`;
-    expect(hook(ev('UserPromptSubmit', 'c1', { prompt: woke }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
+    const r = hook(ev('UserPromptSubmit', 'c1', { prompt: woke }), { env: { CLAUDE_PID: claude } });
+    expect(r.out).toEqual({});
+    await until(async () => (await status(rt, id))!.delivery_status === 'delivered');
+    expect(await status(rt, id)).toMatchObject({ delivery_method: 'push', attempts: 1 });
+    await waiter.close();
+    await rt.close();
+  });
+
+  it('without a UserPromptSubmit hook, the woken turn\'s Stop confirms from the transcript', async () => {
+    await installMember(p.dir, { id: 'sess_a' });
+    const rt = await team([['sess_a', 'Alpha'], ['sess_lead', 'Lead', 'codex']]);
+    hook(ev('SessionStart', 'c1', { source: 'startup' }));
+    const id = await send(rt, 'sess_lead', 'wake up');
+    const claude = String(process.pid);
+    const waiter = openRuntime(p.dir, { tag: processTag(Number(claude)), log: () => {} });
+    await waiter.run({ op: 'drain', rid: 'sess_a' });
+    await writeFile(p.at('transcript.jsonl'), `{"type":"user","message":{"content":"[OpenComms] from Lead | type: manual | id: ${id} | reply_to: none"}}\n`);
+    expect(hook(ev('Stop', 'c1', { stop_hook_active: true, transcript_path: p.at('transcript.jsonl') }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
     expect(await status(rt, id)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
     await waiter.close();
     await rt.close();

@@ -64,7 +64,7 @@ describe('install claude-code', () => {
     await install('claude-code', p.dir, quiet);
     const node = (args: string[], input = '') => spawnSync(process.execPath, args, { cwd: p.dir, input, encoding: 'utf8', timeout: 20_000 });
     const full = node(['--input-type=module', '-e', `const m = await import(${JSON.stringify(p.at('.opencomms/claude-code-hooks-full.mjs'))}); process.stdout.write(Object.keys(m).sort().join())`]);
-    expect(full.stdout, full.stderr).toBe('handleHook,runWaiter');
+    expect(full.stdout, full.stderr).toBe('confirmWoken,handleHook,runWaiter');
     expect(node([p.at(RUNNER)], '{}').stdout).toBe('{}\n');
     const server = node([p.at('.opencomms/opencomms-mcp.mjs'), p.dir]);
     expect([server.status, server.stderr]).toEqual([0, expect.stringContaining('[opencomms-mcp] start: pin set NO')]);
