@@ -41,7 +41,12 @@ async function withRig(name: string, body: (sb: ReturnType<typeof makeSandbox>, 
     process.exitCode = 1;
   } finally {
     for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => {});
-    sb.cleanup();
+    await sleep(500); // processes the rig ended may still be writing into the sandbox
+    try {
+      sb.cleanup();
+    } catch (e) {
+      log(`cleanup of ${sb.root}: ${(e as Error).message}`);
+    }
   }
 }
 
@@ -51,8 +56,10 @@ await withRig('bench-wake', async (sb, defer) => {
   for (let i = 0; i < N + WARMUP; i++) {
     await rig.armed(`before send ${i}`);
     const w = await rig.wake(`bench-${i}`);
-    const logged = await rig.rt.store.history((await rig.rt.read()).channels.team!.id, 200);
-    const drainedAt = logged.find((e) => e.message_id === w.id)?.transitions.find((t) => t[1] === 'in_flight')?.[2] ?? NaN;
+    // The woken turn commits detached from its hook: the envelope may still be live, or logged.
+    const state = await rig.rt.read();
+    const e = state.messages[w.id] ?? (await rig.rt.store.history(state.channels.team!.id, 200)).find((x) => x.message_id === w.id);
+    const drainedAt = e?.transitions.find((t) => t[1] === 'in_flight')?.[2] ?? NaN;
     if (i >= WARMUP) {
       total.push(w.ms);
       drain.push(drainedAt - w.at);
