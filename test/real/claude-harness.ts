@@ -144,7 +144,8 @@ export async function wakeRig(sb: Sandbox, defer: Defer, fakeTurns = 60) {
   const env = { ...configureClaude(sb, fake), OPENCOMMS_HOOK_LOG: hookLog };
   trustClaudeProject(sb, env, ['opencomms']);
   const peer = defer(await startPeer(sb, newPin(), 'team'), (p) => p.close());
-  expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.' })).ok).toBe(true);
+  // A rate above the default 20 sends a minute: the figures script sends (and acknowledges) 40+.
+  expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 })).ok).toBe(true);
   const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
   const row = async () => (await rt.read()).channels.team?.members.find((m) => m.session_id === member);
   const term = defer(await startTerminal(bin('claude'), ['--model', 'claude-sonnet-4-5'], { cwd: sb.proj, env, timeoutMs: 600_000, forward: [fake.port] }), (t) => t.close());
@@ -197,7 +198,7 @@ export async function spawnRig(sb: Sandbox, defer: Defer, host: 'claude-code' | 
   const ns = defer(await namespaced(bin(claude ? 'claude' : 'codex'), [], { forward: [fake.port] }), (n) => n.close());
   const binVar = claude ? 'OPENCOMMS_CLAUDE_BIN' : 'OPENCOMMS_CODEX_BIN';
   const peer = defer(await startPeer(sb, newPin(), 'team', { ...env, [binVar]: `"${process.execPath}" "${WRAP}"`, OC_NETNS_ARGV: JSON.stringify(ns.argv) }), (p) => p.close());
-  expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 100 })).ok).toBe(true);
+  expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 })).ok).toBe(true);
   const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
   const member = newPin();
   // As `opencomms mcp --host <host>` makes a member that asked for spawn_push.
