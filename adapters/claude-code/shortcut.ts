@@ -3,6 +3,7 @@
 // loading the store, the schemas or the machines. Any doubt → the full path decides.
 import { MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { processTag } from '../../src/runtime/process.ts';
+import type { Glance } from '../../src/store/glance.ts';
 import type { HookContext } from './hook-input.ts';
 
 /**
@@ -27,7 +28,9 @@ interface RawState {
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function triage(raw: unknown, ctx: HookContext): Triage {
+export function triage(g: Glance, ctx: HookContext): Triage {
+  if (g.kind === 'unknown') return ctx.event === null || !ctx.input.session_id ? 'nothing' : 'full';
+  const raw = g.kind === 'state' ? g.state : null;
   if (nothingToDo(raw, ctx)) return 'nothing';
   return confirmOnly(raw as RawState, ctx) ? 'confirm' : 'full';
 }
@@ -47,11 +50,12 @@ function confirmOnly(s: RawState, ctx: HookContext): boolean {
   return held.length > 0 && held.every(([id, e]) => e.in_flight_by === tag && prompt.includes(`| id: ${id} |`));
 }
 
-/** True when the hook can answer `{}` at once. */
-export function nothingToDo(raw: unknown, ctx: HookContext): boolean {
+/** True when the hook can answer `{}` at once (`raw` null: there is no state yet). */
+function nothingToDo(raw: Record<string, unknown> | null, ctx: HookContext): boolean {
   const sid = ctx.input.session_id;
   if (ctx.event === null || typeof sid !== 'string' || !sid) return true;
-  if (!isObj(raw) || !isObj(raw.channels)) return raw === null; // no state yet: nothing; unreadable: full path
+  if (raw === null) return true;
+  if (!isObj(raw.channels)) return false; // not the shape we know: the full path decides
   const s = raw as RawState;
   const rows = Object.values(s.channels!).flatMap((ch) => (ch?.lifecycle === 'active' && Array.isArray(ch.members) ? ch.members : [])).filter((m) => m?.host === ctx.host);
   const bound = rows.filter((m) => m.host_session_id === sid);
