@@ -201,15 +201,22 @@ describe('HK-6 Stop', () => {
 });
 
 describe('wake hand-overs are confirmed by the woken turn', () => {
-  it('a batch in flight under this Claude Code process is committed when the turn\'s prompt shows it, not before', async () => {
+  /** A bound member with one message that a waiter drained in flight under `claudePid`'s tag. */
+  async function heldByWaiter(content: string, claudePid: number) {
     await installMember(p.dir, { id: 'sess_a' });
     const rt = await team([['sess_a', 'Alpha'], ['sess_lead', 'Lead', 'codex']]);
     hook(ev('SessionStart', 'c1', { source: 'startup' }));
-    const id = await send(rt, 'sess_lead', 'wake up');
-    // What a waiter does: drain in flight under the Claude Code process's tag.
-    const claude = String(process.pid); // a live process stands in for Claude Code
-    const waiter = openRuntime(p.dir, { tag: processTag(Number(claude)), log: () => {} });
+    const id = await send(rt, 'sess_lead', content);
+    const waiter = openRuntime(p.dir, { tag: processTag(claudePid), log: () => {} });
     await waiter.run({ op: 'drain', rid: 'sess_a' });
+    await waiter.close();
+    return { rt, id };
+  }
+  /** A live process stands in for Claude Code. */
+  const claude = String(process.pid);
+
+  it('a batch in flight under this Claude Code process is committed when the turn\'s prompt shows it, not before', async () => {
+    const { rt, id } = await heldByWaiter('wake up', Number(claude));
     expect((await status(rt, id))!.delivery_status).toBe('in_flight');
     // A prompt typed before the wake turn does not confirm it, and does not hand it over again.
     expect(hook(ev('UserPromptSubmit', 'c1', { prompt: 'unrelated' }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
@@ -217,38 +224,23 @@ describe('wake hand-overs are confirmed by the woken turn', () => {
     // The woken turn's prompt shows it: the hook answers at once and the commit follows off the
     // turn's critical path (a detached process).
     const woke = `Stop hook blocking error ... [OpenComms] from Lead | type: manual | id: ${id} | reply_to: none`;
-    const r = hook(ev('UserPromptSubmit', 'c1', { prompt: woke }), { env: { CLAUDE_PID: claude } });
-    expect(r.out).toEqual({});
+    expect(hook(ev('UserPromptSubmit', 'c1', { prompt: woke }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
     await until(async () => (await status(rt, id))!.delivery_status === 'delivered');
     expect(await status(rt, id)).toMatchObject({ delivery_method: 'push', attempts: 1 });
-    await waiter.close();
     await rt.close();
   });
 
   it('without a UserPromptSubmit hook, the woken turn\'s Stop confirms from the transcript', async () => {
-    await installMember(p.dir, { id: 'sess_a' });
-    const rt = await team([['sess_a', 'Alpha'], ['sess_lead', 'Lead', 'codex']]);
-    hook(ev('SessionStart', 'c1', { source: 'startup' }));
-    const id = await send(rt, 'sess_lead', 'wake up');
-    const claude = String(process.pid);
-    const waiter = openRuntime(p.dir, { tag: processTag(Number(claude)), log: () => {} });
-    await waiter.run({ op: 'drain', rid: 'sess_a' });
+    const { rt, id } = await heldByWaiter('wake up', Number(claude));
     await writeFile(p.at('transcript.jsonl'), `{"type":"user","message":{"content":"[OpenComms] from Lead | type: manual | id: ${id} | reply_to: none"}}\n`);
     expect(hook(ev('Stop', 'c1', { stop_hook_active: true, transcript_path: p.at('transcript.jsonl') }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
     expect(await status(rt, id)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
-    await waiter.close();
     await rt.close();
   });
 
   it('a batch held by a Claude Code process that is gone goes back to the queue and is delivered at the next boundary', async () => {
-    await installMember(p.dir, { id: 'sess_a' });
-    const rt = await team([['sess_a', 'Alpha'], ['sess_lead', 'Lead', 'codex']]);
-    hook(ev('SessionStart', 'c1', { source: 'startup' }));
-    const id = await send(rt, 'sess_lead', 'orphaned');
-    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
-    const waiter = openRuntime(p.dir, { tag: processTag(Number(dead)), log: () => {} });
-    await waiter.run({ op: 'drain', rid: 'sess_a' });
-    await waiter.close();
+    const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+    const { rt, id } = await heldByWaiter('orphaned', dead);
     const { out } = hook(ev('UserPromptSubmit', 'c1', { prompt: 'anything new?' }));
     expect(out.hookSpecificOutput.additionalContext).toContain(id);
     expect(await status(rt, id)).toMatchObject({ delivery_status: 'delivered', attempts: 2 });
