@@ -30,10 +30,13 @@ describe('Claude Code 2.1.332, interactive: an idle session is woken with its ma
     console.log(`[wake] send → model request: ${[w1, w2, w3].map((w) => `${w.ms} ms`).join(', ')}`);
 
     // Exactly once: every message delivered on its first hand-over, shown to the model in one turn.
-    const state = await rt.read();
-    const logged = await rt.store.history(state.channels.team!.id, 100);
+    // (The woken turn commits detached from its hook: the last commit may trail the reply a little.)
     for (const { id } of [w1, w2, w3]) {
-      expect(logged.find((e) => e.message_id === id), id).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
+      const e = await until(`${id} committed`, async () => {
+        const state = await rt.read();
+        return state.messages[id] ? false : (await rt.store.history(state.channels.team!.id, 100)).find((x) => x.message_id === id);
+      }, 10_000, info);
+      expect(e, id).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
       expect(fake.turns().filter((r) => frameIds(newestUserText(r)).includes(id)), id).toHaveLength(1);
     }
     expect(peer.received.filter((t) => /ack ocm_/.test(t))).toHaveLength(3);
