@@ -45,7 +45,14 @@ export interface SpawnDriver extends DeliveryDriver {
    *  null = nothing may leave now (even the first envelope is too large: it was reported). */
   bounds(rid: string): Promise<DrainOptions | null>;
   /** The runtime it reads state and records errors through. */
-  attach(rt: { read(): Promise<State>; run(cmd: Command): Promise<ToolResult>; env(): Env }): void;
+  attach(rt: SpawnerRuntime): void;
+}
+
+/** What a spawner reads and records through the runtime it serves. */
+export interface SpawnerRuntime {
+  read(): Promise<State>;
+  run(cmd: Command): Promise<ToolResult>;
+  env(): Env;
 }
 
 type Route = 'own' | 'spawn' | 'cross' | 'cross-retry';
@@ -61,11 +68,6 @@ export interface DeliveryHost {
   /** One locked engine step; effects other than the Prompt are run by the policy. */
   step(cmd: Command): Promise<Outcome | null>;
   track(p: Promise<unknown>): void;
-}
-
-export interface FallbackTimings {
-  /** Cross-server fallback delay (default CROSS_SERVER_FALLBACK_MS). */
-  fallbackMs?: number;
 }
 
 export class Deliveries {
@@ -84,7 +86,6 @@ export class Deliveries {
     private readonly rt: DeliveryHost,
     private readonly driver: DeliveryDriver | undefined,
     private readonly spawner: SpawnDriver | undefined,
-    private readonly timings: FallbackTimings = {},
   ) {}
 
   get active(): boolean {
@@ -179,7 +180,7 @@ export class Deliveries {
         if ((await this.driver!.hold?.(rid)) === 'busy') return;
         await this.deliver(rid, 'cross');
       })());
-    }, this.timings.fallbackMs ?? CROSS_SERVER_FALLBACK_MS);
+    }, CROSS_SERVER_FALLBACK_MS);
     t.unref?.();
     this.fallbacks.add(t);
   }

@@ -11,7 +11,7 @@ import { FileStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
 import { HISTORY_READ_MAX } from './limits.ts';
-import { Deliveries, type DeliveryDriver, type DeliveryHost, type FallbackTimings, type SpawnDriver } from './delivery.ts';
+import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
 import { PROCESS_TAG, processAlive } from './process.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
@@ -32,8 +32,6 @@ export interface RuntimeOptions {
   /** The process tag in-flight batches are held under (default this process). A Claude Code wake
    *  waiter holds them under the Claude Code process, which outlives it. */
   tag?: string;
-  /** Test hook for the cross-server fallback delay. */
-  timings?: FallbackTimings;
 }
 
 /** A start-up sweep that meets a busy lock (5 s each) is retried this often before giving up:
@@ -70,7 +68,7 @@ export class Runtime {
       step: (cmd) => this.step(cmd),
       track: (p) => this.track(p),
     };
-    this.deliveries = new Deliveries(host, opts.driver, opts.spawn, opts.timings);
+    this.deliveries = new Deliveries(host, opts.driver, opts.spawn);
     opts.spawn?.attach({ read: () => this.store.read(), run: (cmd) => this.run(cmd), env: () => this.env() });
   }
 

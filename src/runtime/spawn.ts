@@ -6,12 +6,10 @@
 import { execFile } from 'node:child_process';
 import { spawnEligible } from '../engine/eligibility.ts';
 import type { DrainOptions } from '../engine/deliver.ts';
-import type { Command, Env } from '../engine/index.ts';
 import { memberships } from '../engine/lookup.ts';
 import { spawnPreview } from '../engine/spawn-preview.ts';
-import type { ToolResult } from '../protocol/result.ts';
 import type { Member, State } from '../protocol/schema.ts';
-import type { SpawnDriver } from './delivery.ts';
+import type { SpawnDriver, SpawnerRuntime } from './delivery.ts';
 import { SPAWN_ARG_MAX_BYTES, SPAWN_CMDLINE_MAX_WIN32, SPAWN_MAX_OUTPUT_BYTES, SPAWN_TIMEOUT_MS } from './limits.ts';
 
 export interface SpawnContract {
@@ -71,13 +69,6 @@ export interface SpawnerOptions {
   env?: NodeJS.ProcessEnv;
   platform?: NodeJS.Platform;
   exec?: Exec;
-}
-
-/** What the spawner reads and records through the runtime it serves. */
-export interface SpawnerRuntime {
-  read(): Promise<State>;
-  run(cmd: Command): Promise<ToolResult>;
-  env(): Env;
 }
 
 export class Spawner implements SpawnDriver {
