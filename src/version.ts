@@ -19,7 +19,12 @@ function find(): { root: string; version: string } {
   }
 }
 
-const pkg = find();
+/** Set by the bundler for files installed into a project (`.opencomms/*.mjs`), which run far from
+ *  any package.json. */
+declare const __OPENCOMMS_VERSION__: string | undefined;
+const bundled = typeof __OPENCOMMS_VERSION__ === 'string' ? __OPENCOMMS_VERSION__ : null;
+const pkg = bundled === null ? find() : { root: '', version: bundled };
 export const VERSION = pkg.version;
-/** The package directory (sources ship with it: the installer bundles the plugin from them). */
+/** The package directory (sources ship with it: the installer bundles the plugin from them);
+ *  empty inside an installed bundle, which never installs anything. */
 export const PACKAGE_ROOT = pkg.root;

@@ -11,6 +11,7 @@ import { rosterGate } from '../../src/runtime/gates.ts';
 import { VERSION } from '../../src/version.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../src/runtime/worktree.ts';
+import { spawnDriver } from '../spawn.ts';
 import { toolsFor, type Prepared, type ToolContext, type ToolDef } from '../tools.ts';
 import { invalidParams } from './params.ts';
 import { LineLimitedStdioTransport } from './transport.ts';
@@ -101,10 +102,12 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   }
   const pin = readPin(env);
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
-  const rt = openRuntime(o.project, { log });
+  // Spawn delivery runs for this instance's own sends and their re-drains (§7.1, §8.4).
+  const spawn = spawnDriver(o.project, env);
+  const rt = openRuntime(o.project, { log, spawn });
   // The start-up sweep runs while the client initializes and lists tools; calls wait for it.
   const started = rt.start();
-  log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn off, project ${o.project}`);
+  log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn ${spawn.enabled ? 'on' : 'off'}, project ${o.project}`);
   const server = buildServer(rt, { host, admin: o.admin === true, pin, project: o.project, projectId }, started);
   const transport = new LineLimitedStdioTransport(process.stdin, process.stdout, { onLog: log });
   const closed = new Promise<void>((res) => {

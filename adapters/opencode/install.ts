@@ -7,29 +7,18 @@ import { join } from 'node:path';
 import { applyEdits, modify, parse, type ParseError } from 'jsonc-parser';
 import { ok, refuse, type Refusal, type ToolResult } from '../../src/protocol/result.ts';
 import { writeAtomic } from '../../src/store/index.ts';
-import { PACKAGE_ROOT } from '../../src/version.ts';
+import { bundle } from '../install/bundles.ts';
+import { applyChanges, readTargets, type FileChange } from '../install/files.ts';
+import { parseObject, remove, replace } from '../install/json.ts';
+import { malformed } from '../install/plan.ts';
 
 export const PLUGIN_PATH = '.opencode/plugins/opencomms.js';
 /** First line of every bundle we write: how an existing file is recognised as ours. */
 export const BUNDLE_MARK = '// opencomms-plugin-bundle';
 
 /** The plugin and everything it imports in one ESM file with no bare imports (node: built-ins
- *  only). CommonJS dependencies get a real `require` through createRequire. */
-export async function bundlePlugin(): Promise<string> {
-  // Loaded when a bundle is built (install), not on every `opencomms` start.
-  const { build } = await import('esbuild');
-  const out = await build({
-    entryPoints: [join(PACKAGE_ROOT, 'adapters', 'opencode', 'plugin.ts')],
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    write: false,
-    legalComments: 'none',
-    banner: { js: `${BUNDLE_MARK}\nimport { createRequire as __ocCreateRequire } from 'node:module';\nconst require = __ocCreateRequire(import.meta.url);` },
-  });
-  return out.outputFiles[0]!.text;
-}
+ *  only). */
+export const bundlePlugin = (): Promise<string> => bundle({ entry: 'adapters/opencode/plugin.ts', mark: BUNDLE_MARK });
 
 /** opencode.json(c) as it is and as it must be: parsed before any write (a malformed config means
  *  zero writes), the plugin entry added if missing, comments kept. */
@@ -85,4 +74,27 @@ export async function installOpenCode(project: string, warn: (l: string) => void
     config: plan.path,
     config_changed: changed,
   });
+}
+
+/** `opencomms uninstall opencode` (FEATURES.md §9): the `plugin` entry and our bundle go; the rest stays. */
+export async function uninstallOpenCode(project: string): Promise<ToolResult> {
+  const jsonc = join(project, 'opencode.jsonc');
+  const configPath = existsSync(jsonc) ? jsonc : join(project, 'opencode.json');
+  const bundlePath = join(project, PLUGIN_PATH);
+  const before = await readTargets([configPath, bundlePath]);
+  const text = before.get(configPath) ?? null;
+  const changes: FileChange[] = [];
+  if (text !== null) {
+    const cfg = parseObject(text);
+    if (!cfg) return malformed(configPath, 'is not a valid JSON(C) object');
+    const plugin = cfg.plugin;
+    if (plugin === PLUGIN_PATH) changes.push({ path: configPath, content: remove(text, ['plugin']) });
+    else if (Array.isArray(plugin) && plugin.includes(PLUGIN_PATH)) {
+      const rest = plugin.filter((p) => p !== PLUGIN_PATH);
+      changes.push({ path: configPath, content: rest.length ? replace(text, ['plugin'], rest) : remove(text, ['plugin']) });
+    }
+  }
+  if (before.get(bundlePath)?.startsWith(BUNDLE_MARK)) changes.push({ path: bundlePath, content: null });
+  const changed = await applyChanges(changes, before);
+  return ok(`Removed OpenComms from opencode: ${changed.map((p) => p.slice(project.length + 1)).join(', ') || 'nothing was installed'}. State, pins and archives are kept.`, { changed });
 }

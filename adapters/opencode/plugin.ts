@@ -4,13 +4,14 @@
 import { resolve } from 'node:path';
 import type { Caller } from '../../src/engine/index.ts';
 import { BATCH_SEPARATOR } from '../../src/framing.ts';
-import { ROLE_HEADER, CROSS_SERVER_FALLBACK_MS } from '../../src/protocol/limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
-import { onLiveRoster } from '../../src/engine/lookup.ts';
+import { memberships } from '../../src/engine/lookup.ts';
+import { roleInstructions } from '../../src/engine/roles.ts';
 import { rosterGate } from '../../src/runtime/gates.ts';
-import { openRuntime, processAlive, type Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
+import { openRuntime, type Runtime, type DeliveryDriver } from '../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../src/runtime/worktree.ts';
+import { spawnDriver } from '../spawn.ts';
 import { toolsFor, type ToolDef } from '../tools.ts';
 import { splitFrames } from './frames.ts';
 import { parseSlash, render, toToolCall, usageFor } from './slash.ts';
@@ -45,10 +46,10 @@ const OPENCODE_HOSTS = new Set(['opencode', 'generic', 'opencode-comms']);
 const failed = (r: { error?: unknown } | undefined) => !r || r.error !== undefined;
 
 /** One instance per state dir and process: the host may load the file twice (directory and
- *  config entry); the second load shares the first runtime, watcher and sweep. */
+ *  config entry); the second load shares the first runtime, watcher and sweep. The delivery policy
+ *  (ownership, fallback, retries) is the runtime's; this class only translates to OpenCode. */
 class Instance {
   readonly runtime: Runtime;
-  readonly local = new Set<string>();
   private readonly status = new Map<string, 'idle' | 'busy'>();
   private readonly log: (l: string) => void;
   readonly worktree: string;
@@ -60,33 +61,26 @@ class Instance {
     this.log = (l) => process.stderr.write(`[opencomms] ${l}\n`);
     const driver: DeliveryDriver = {
       method: 'push',
-      owns: (rid) => this.local.has(rid),
+      crossServer: true,
       hold: (rid) => this.hold(rid),
       deliver: (rid, text, ids, redelivery) => this.prompt(rid, text, ids, redelivery),
     };
-    this.runtime = openRuntime(input.directory, { driver, watch: true, log: this.log });
+    this.runtime = openRuntime(input.directory, { driver, spawn: spawnDriver(input.directory), watch: true, log: this.log });
   }
 
   /** Start-up after the host is serving: sweep, validate the roster against the host, watch. */
   async start() {
     await this.runtime.start();
-    const state = await this.runtime.peek();
-    for (const ch of Object.values(state.channels)) {
-      if (ch.lifecycle !== 'active' || ch.worktree !== this.worktree) continue;
-      for (const m of ch.members) {
-        if (!OPENCODE_HOSTS.has(m.host)) continue;
-        const id = m.host_session_id ?? m.session_id;
+    await this.runtime.deliveries.reconcile({
+      hosts: OPENCODE_HOSTS,
+      worktree: this.worktree,
+      label: 'OpenCode',
+      lookup: async (id) => {
         const r = await this.input.client.session.get({ path: { id } }).catch((e: unknown) => ({ error: e }));
-        if (failed(r)) {
-          const gone = isNotFound(r.error);
-          if (gone) await this.runtime.run({ op: 'mark_stale', session: m.session_id });
-          await this.recordError(gone ? `OpenCode session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.` : `Could not look up OpenCode session ${id}: ${describe(r.error)}`, ch.id, m.session_id);
-        } else if (!m.owner || !processAlive(m.owner)) {
-          // Ownerless (its server is gone): this server adopts it.
-          await this.markLocal(m.session_id);
-        }
-      }
-    }
+        if (!failed(r)) return 'alive';
+        return isNotFound(r.error) ? 'gone' : { error: describe(r.error) };
+      },
+    });
     await this.runtime.scan();
   }
 
@@ -94,12 +88,10 @@ class Instance {
     await this.runtime.run({ op: 'record_error', entry: { at: Date.now(), message, ...(channel_id ? { channel_id } : {}), ...(session_id ? { session_id } : {}) } });
   }
 
-  async markLocal(sid: string) {
-    if (this.local.has(sid)) return;
-    this.local.add(sid);
-    // An unreadable state (incompatible, busy) is answered by the tool call itself, as a refusal.
-    const state = await this.runtime.peek().catch(() => null);
-    if (state && onLiveRoster(state, sid)) await this.runtime.run({ op: 'claim', session: sid });
+  /** The session is live in this server: it is hosted (and claimed) here. An unreadable state
+   *  (incompatible, busy) is answered by the tool call itself, as a refusal. */
+  markLocal(sid: string) {
+    return this.runtime.host(sid).catch(() => {});
   }
 
   setStatus(sid: string, s: 'idle' | 'busy') {
@@ -140,21 +132,6 @@ class Instance {
     this.status.set(rid, 'busy'); // the turn starts now; its idle event releases the next batch
   }
 
-  /** 5 s after a send to a push member nobody hosts, deliver it from here (degraded). */
-  fallback(recipients: Array<{ session_id: string; delivery_mode: string }>) {
-    for (const r of recipients) {
-      if (r.delivery_mode !== 'push' || this.local.has(r.session_id)) continue;
-      setTimeout(async () => {
-        const state = await this.runtime.peek().catch(() => null);
-        if (!state || !(state.queues[r.session_id] ?? []).length) return;
-        const owners = memberships(state, r.session_id).map(({ m }) => m.owner);
-        if (owners.some((o) => o && processAlive(o))) return;
-        if ((await this.hold(r.session_id)) === 'busy') return;
-        await this.runtime.deliver(r.session_id);
-      }, CROSS_SERVER_FALLBACK_MS).unref?.();
-    }
-  }
-
   caller(sid: string): Caller {
     return { session_id: sid, host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: this.projectId, worktree: this.worktree };
   }
@@ -175,19 +152,11 @@ class Instance {
     if (!prepared.ok) return refuse('invalid_argument', prepared.problem);
     const gate = def.linked ? (state: Readonly<State>) => rosterGate(state, sid, args.channel, notLinked) : undefined;
     const actor = { sid, project_id: this.projectId, worktree: this.worktree };
-    const result = await this.runtime.run(prepared.command({ pin: sid, caller: () => this.caller(sid), actor }), gate);
-    if (result.ok && def.name === 'opencomms_send')
-      this.fallback((result.data as { recipients: Array<{ session_id: string; delivery_mode: string }> }).recipients);
-    return result;
+    return this.runtime.run(prepared.command({ pin: sid, caller: () => this.caller(sid), actor }), gate);
   }
 }
 
 const notLinked = () => refuse('not_linked', 'This session is in no OpenComms channel. Create or join one first.');
-
-const memberships = (state: State, sid: string) =>
-  Object.values(state.channels).flatMap((ch) =>
-    ch.lifecycle === 'active' ? ch.members.filter((m) => m.session_id === sid).map((m) => ({ ch, m })) : [],
-  );
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e) ?? 'unknown error');
 const isNotFound = (e: unknown) => /not ?found|404/i.test(describe(e)) || (e as { name?: string } | undefined)?.name === 'NotFoundError';
@@ -223,9 +192,7 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
       if (!i.sessionID) return;
       await it.markLocal(i.sessionID);
       const state = await it.runtime.peek().catch(() => null);
-      if (!state) return;
-      for (const { ch, m } of memberships(state, i.sessionID))
-        out.system.push(`${ROLE_HEADER}\nYou are ${m.role} in the OpenComms channel "${ch.name}".\n${m.role_prompt}`);
+      if (state) out.system.push(...roleInstructions(state, i.sessionID));
     },
     event: async ({ event }: { event: HostEvent }) => {
       if (!event.type.startsWith('session.')) return;

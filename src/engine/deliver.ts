@@ -2,7 +2,7 @@
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
 import type { Hold } from '../../machines/index.ts';
-import { frameBatch, frameEnvelope, unframeable, UNTRUSTED_NOTICE } from '../framing.ts';
+import { BATCH_SEPARATOR, frameBatch, frameEnvelope, unframeable, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
@@ -10,6 +10,7 @@ import { channelById, findMember, memberChannel, recordError } from './lookup.ts
 import { answered, done, refused } from './outcome.ts';
 import { enforceRetention } from './retention.ts';
 import { hasInFlight } from './receipts.ts';
+import { staleWindow } from './eligibility.ts';
 import { stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
 import { raw } from '../protocol/draft.ts';
 import type { Effect, Env, Outcome } from './types.ts';
@@ -33,7 +34,6 @@ export function channelHold(ch: Channel, now: number): Hold | null {
 const budgetLeft = (ch: Channel) =>
   ch.budgets.max_delivered_messages === null ? Infinity : Math.max(0, ch.budgets.max_delivered_messages - ch.delivered_total);
 
-const windowOf = (m: Member) => m.stale_policy.window_ms;
 
 /** The envelopes queued for a recipient (what a drain or pull can settle or hand over). */
 function queuedEnvelopes(state: State, rid: string): Envelope[] {
@@ -53,14 +53,12 @@ export function setQueue(state: State, rid: string, ids: string[]) {
 }
 
 /** A cheap pre-filter for the envelope machine's `isPastStaleWindow` guard (which decides). */
-const mayBeStale = (e: Envelope, m: Member, now: number) => {
-  const w = windowOf(m);
-  return w !== null && now - e.timestamp > w;
-};
+const mayBeStale = (e: Envelope, w: number | null, now: number) => w !== null && now - e.timestamp > w;
 
 /** Drops dead queue entries and settles envelopes that can no longer be delivered (rejected,
  *  stale). Returns true when anything changed. */
-function settleQueue(state: State, rid: string, now: number): boolean {
+function settleQueue(state: State, rid: string, env: Env): boolean {
+  const now = env.now;
   const q = state.queues[rid];
   if (!q) return false;
   let changed = false;
@@ -77,8 +75,10 @@ function settleQueue(state: State, rid: string, now: number): boolean {
     // §5.1 order: a paused or budget-held channel keeps its mail pending (it must not age out
     // while held). Only envelopes old enough to be past a window are offered to the machine,
     // so a drain's cost follows the stale ones, not the queue's length.
-    else if (mayBeStale(e, at.member, now) && channelHold(at.ch, now) === null)
-      status = stepEnvelope(e, { type: 'TICK', now, window_ms: windowOf(at.member) });
+    else {
+      const w = staleWindow(at.member, env.spawnHosts);
+      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null) status = stepEnvelope(e, { type: 'TICK', now, window_ms: w });
+    }
     if (status === 'pending') keep.push(id);
     else changed = true;
   }
@@ -106,9 +106,18 @@ function rejectUnframeable(state: State, e: Envelope, ch: Channel, now: number):
 export interface DrainOptions {
   /** A hold the host knows and the file does not: busy, not the owner, ineligible. */
   hold?: Hold | null;
-  /** Upper bound on the batch (spawn argv budget); default MAX_BATCH. */
+  /** Upper bound on the batch; default MAX_BATCH. */
   max?: number;
+  /** Upper bound on the framed batch in UTF-8 bytes (spawn: the batch is one argv element): the
+   *  longest FIFO prefix that fits is taken. */
+  maxBytes?: number;
 }
+
+const utf8 = new TextEncoder();
+/** The UTF-8 size of one envelope's frame as frameBatch joins it (the separator counted once per
+ *  frame after the first). */
+export const frameBytes = (e: Envelope, channelName: string, first: boolean) =>
+  utf8.encode(frameEnvelope(e, channelName)).length + (first ? 0 : utf8.encode(BATCH_SEPARATOR).length);
 
 /**
  * Drains one push recipient: settles its queue, asks the recipient machine of each channel whether
@@ -117,13 +126,14 @@ export interface DrainOptions {
  */
 export function drain(state: State, rid: string, env: Env, opts: DrainOptions = {}): Outcome {
   const touched = queuedEnvelopes(state, rid);
-  let changed = settleQueue(state, rid, env.now);
+  let changed = settleQueue(state, rid, env);
   const effects: Effect[] = [];
   const q = state.queues[rid] ?? [];
   const batch: Envelope[] = [];
   const max = Math.min(opts.max ?? MAX_BATCH, MAX_BATCH);
   const decided = new Map<string, 'delivering' | 'held'>();
   const taken = new Set<string>();
+  let bytes = 0;
   for (const id of q) {
     if (batch.length >= max) break;
     const e = state.messages[id]!;
@@ -147,8 +157,11 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       taken.add(id);
       continue;
     }
+    const size = opts.maxBytes === undefined ? 0 : frameBytes(e, ch.name, batch.length === 0);
+    if (opts.maxBytes !== undefined && bytes + size > opts.maxBytes) break;
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
-    if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: windowOf(member) }) !== 'in_flight') continue;
+    if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: staleWindow(member, env.spawnHosts) }) !== 'in_flight') continue;
+    bytes += size;
     (state.delivered_to[id] ??= []).includes(rid) || state.delivered_to[id]!.push(rid);
     batch.push(e);
     taken.add(id);
@@ -304,7 +317,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_PULL_LIMIT);
   const inScope = new Set(scope.map((c) => c.id));
   const touched = queuedEnvelopes(state, sid);
-  let changed = settleQueue(state, sid, env.now);
+  let changed = settleQueue(state, sid, env);
   const q = state.queues[sid] ?? [];
   const out: Envelope[] = [];
   const taken = new Set<string>();
@@ -321,7 +334,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     if (a.handed >= a.left) continue;
     taken.add(id);
     if (rejectUnframeable(state, e, ch, env.now)) continue;
-    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: windowOf(member) });
+    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: staleWindow(member, env.spawnHosts) });
     if (status !== 'delivered') continue;
     a.handed++;
     (state.delivered_to[id] ??= []).includes(sid) || state.delivered_to[id]!.push(sid);
@@ -359,7 +372,8 @@ export const pendingRecipients = (state: State, local?: (sid: string) => boolean
 
 /** The earliest time something becomes due for these recipients: a cooldown or retry ends, or a
  *  pending push envelope passes its stale window. The shell arms one timer for it. */
-export function nextDue(state: State, recipients: string[], now: number): number | null {
+export function nextDue(state: State, recipients: string[], env: Pick<Env, 'now' | 'spawnHosts'>): number | null {
+  const now = env.now;
   let due = Infinity;
   for (const rid of recipients) {
     for (const id of state.queues[rid] ?? []) {
@@ -369,7 +383,7 @@ export function nextDue(state: State, recipients: string[], now: number): number
       if (!at) return now;
       // Held mail (paused, budget) waits for a resume, which wakes its recipients: no deadline.
       if (channelHold(at.ch, now) !== null) continue;
-      const w = windowOf(at.member);
+      const w = staleWindow(at.member, env.spawnHosts);
       if (w !== null) due = Math.min(due, e.timestamp + w + 1);
       for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]]) if (t !== undefined && t > now) due = Math.min(due, t);
     }

@@ -36,6 +36,12 @@ export const onLiveRoster = (state: Readonly<State>, sid: string) =>
 
 export const findMember = (ch: Channel, sid: string): Member | undefined => ch.members.find((m) => m.session_id === sid);
 
+/** Every live membership of `sid`, with its channel. */
+export const memberships = (state: Readonly<State>, sid: string): Array<{ ch: Channel; m: Member }> =>
+  Object.values(state.channels).flatMap((ch) =>
+    ch.lifecycle === 'active' ? ch.members.filter((m) => m.session_id === sid).map((m) => ({ ch, m })) : [],
+  );
+
 export function tombstoneRefusal(ch: Channel): Refusal {
   return ch.lifecycle === 'saved'
     ? refuse('lifecycle_refused', `Channel "${ch.name}" was saved and archived. Resume it first (opencomms_resume_session or \`opencomms session resume ${ch.name}\`).`, {

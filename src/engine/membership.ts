@@ -180,3 +180,32 @@ export function claim(state: State, session: string, env: Env): Outcome {
       }
   return done(state, ok(changed ? 'Claimed.' : 'Already owned.', { changed }), [], undefined, changed);
 }
+
+/**
+ * Binds a host session to a member: every row of `member` with this `host` gets `host_session_id`
+ * (hooks bind the session they run in; `opencomms bind` binds one by hand). One host session is one
+ * member, so rows of other members of the same host that named it lose it.
+ */
+export function bind(state: State, member: string, host: string, hostSessionId: string): Outcome {
+  let rows = 0;
+  let changed = false;
+  for (const ch of Object.values(state.channels)) {
+    if (ch.lifecycle !== 'active') continue;
+    for (const m of ch.members) {
+      if (m.host !== host) continue;
+      if (m.session_id === member) {
+        rows++;
+        if (m.host_session_id !== hostSessionId) {
+          m.host_session_id = hostSessionId;
+          changed = true;
+        }
+      } else if (m.host_session_id === hostSessionId) {
+        m.host_session_id = null;
+        changed = true;
+      }
+    }
+  }
+  if (!rows)
+    return refused(state, refuse('not_member', `Member ${member} has no ${host} membership on a live channel. Join a channel from that session first.`));
+  return done(state, ok(changed ? `Bound ${host} session ${hostSessionId} to member ${member}.` : 'Already bound.', { changed, rows }), [], undefined, changed);
+}

@@ -1,10 +1,9 @@
-// The imperative shell around the engine: lock → load → engine → save → unlock → effects, one
-// timer at the earliest due time, and the file-watch wake that lets an owner process deliver mail
-// another process queued. A Runtime owns no state the file does not hold (caches aside).
-import { hostname } from 'node:os';
-import type { Hold } from '../../machines/index.ts';
+// The imperative shell around the engine: lock → load → engine → save → unlock → effects, and the
+// file-watch wake that lets an owner process deliver mail another process queued. Who gets mail
+// when, by which route, is the delivery policy's (delivery.ts). A Runtime owns no state the file
+// does not hold (caches aside).
 import { channelNamed } from '../engine/lookup.ts';
-import { apply, compactContext, nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
+import { apply, compactContext, type Command, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
@@ -12,26 +11,27 @@ import { FileStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
 import { DELIVERY_VIEW_LOGGED, HISTORY_READ_MAX } from './limits.ts';
+import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
+import { PROCESS_TAG, processAlive } from './process.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
-/** What a host adapter implements so the runtime can hand batches to its sessions. */
-export interface DeliveryDriver {
-  /** Owner-side rule: true only for sessions this process hosts. */
-  owns(rid: string): boolean;
-  /** A hold only the host knows (the session is busy), checked right before each drain. */
-  hold?(rid: string): Hold | null | Promise<Hold | null>;
-  /** Resolves when the host accepted the prompt; throws when it did not. `redelivery`: part of
-   *  the batch was handed over before (crash window), so the host may already hold it. */
-  deliver(rid: string, text: string, messageIds: string[], redelivery: boolean): Promise<void>;
-  readonly method: 'push' | 'spawn_push';
-}
+export type { DeliveryDriver, SpawnDriver } from './delivery.ts';
+export { processAlive, processTag } from './process.ts';
 
 export interface RuntimeOptions {
+  /** Hands batches to the host sessions this process serves (push, wake). */
   driver?: DeliveryDriver;
+  /** Resumes spawn_push members with a host CLI (section 8.4). */
+  spawn?: SpawnDriver;
+  /** Host labels whose sessions can be resumed, for the stale rule (section 1.1) where no spawner runs. */
+  spawnHosts?: readonly string[];
   /** Watch state.json and drain local recipients when another process queues mail. */
   watch?: boolean;
   now?: () => number;
   log?: (line: string) => void;
+  /** The process tag in-flight batches are held under (default this process). A Claude Code wake
+   *  waiter holds them under the Claude Code process, which outlives it. */
+  tag?: string;
 }
 
 /** A start-up sweep that meets a busy lock (5 s each) is retried this often before giving up:
@@ -44,45 +44,39 @@ const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 
 /** What a locked engine step hands back to the shell. */
 type Answer = Pick<Outcome, 'result' | 'effects'>;
 
-const PROCESS_TAG = `${process.pid}@${hostname()}`;
-
-/** A process is alive if it is on this host and signal 0 reaches it; another host's process
- *  cannot be checked, so it is assumed alive (its mail is never stolen). */
-export function processAlive(tag: string): boolean {
-  const at = tag.lastIndexOf('@');
-  const pid = Number(tag.slice(0, at));
-  if (tag.slice(at + 1) !== hostname()) return true;
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
   prefix === 'ocm' ? newMessageId() : prefix === 'chn' ? newChannelId() : newCorrelationId();
 
 export class Runtime {
-  private readonly delivering = new Set<string>();
-  private readonly redrain = new Set<string>();
-  private timer: NodeJS.Timeout | null = null;
-  private timerAt = Infinity;
   private watcher: Watch | null = null;
   private closed = false;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
+  readonly tag: string;
+  readonly deliveries: Deliveries;
   /** Settles when every effect started so far has finished (tests, graceful shutdown). */
   private inflight = new Set<Promise<unknown>>();
 
   constructor(readonly store: Store, private readonly opts: RuntimeOptions = {}) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? ((line) => process.stderr.write(`[opencomms] ${line}\n`));
+    this.tag = opts.tag ?? PROCESS_TAG;
+    const host: DeliveryHost = {
+      tag: this.tag,
+      now: this.now,
+      log: this.log,
+      peek: () => this.store.peek(),
+      read: () => this.store.read(),
+      run: (cmd) => this.run(cmd),
+      step: (cmd) => this.step(cmd),
+      track: (p) => this.track(p),
+    };
+    this.deliveries = new Deliveries(host, opts.driver, opts.spawn);
+    opts.spawn?.attach({ read: () => this.store.read(), run: (cmd) => this.run(cmd), env: () => this.env() });
   }
 
   env(): Env {
-    return { now: this.now(), by: PROCESS_TAG, mint };
+    return { now: this.now(), by: this.tag, mint, spawnHosts: this.opts.spawn?.hosts ?? this.opts.spawnHosts };
   }
 
   /** Start-up: sweep the in-flight mail of dead processes, then watch and deliver what is due. */
@@ -101,8 +95,7 @@ export class Runtime {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.deliveries.close();
     await this.watcher?.close();
     await this.settled();
     await this.store.close();
@@ -126,7 +119,7 @@ export class Runtime {
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
       if (READ_ONLY.has(cmd.op)) return apply((await this.store.peek()) as State, prepared, this.env()).result;
       const out = await this.mutate(prepared);
-      this.runEffects(out.effects);
+      if (!this.closed) this.deliveries.run(out.effects);
       return out.result;
     } catch (e) {
       if (e instanceof RefusalError) return e.refusal;
@@ -223,46 +216,19 @@ export class Runtime {
     this.inflight.add(t);
   }
 
-  private runEffects(effects: Effect[]) {
-    for (const fx of effects) {
-      if (fx.type === 'Wake') for (const rid of fx.recipients) this.wake(rid);
-      else if (fx.type === 'ScheduleAt') this.arm(fx.at);
-      else this.track(this.prompt(fx));
-    }
+  /** The host reports this session in this process (see Deliveries.host). */
+  host(sid: string): Promise<void> {
+    return this.deliveries.host(sid);
   }
 
-  /** Drains a local recipient now (if a driver owns it); mail for others waits for their owner. */
+  /** Drains a recipient this process owns, now (an idle event, a re-check). */
   wake(rid: string) {
-    if (this.opts.driver?.owns(rid)) void this.deliver(rid);
+    if (!this.closed) this.deliveries.wake(rid);
   }
 
-  /** Drains a recipient now whoever owns it (the adapter's cross-server fallback decides). */
-  deliver(rid: string): Promise<void> {
-    if (!this.opts.driver || this.closed) return Promise.resolve();
-    if (this.delivering.has(rid)) {
-      this.redrain.add(rid);
-      return Promise.resolve();
-    }
-    const p = this.deliverPending(rid);
-    this.track(p);
-    return p;
-  }
-
-  /** The per-recipient in-flight guard: one drain/prompt cycle per recipient at a time. */
-  private async deliverPending(rid: string): Promise<void> {
-    const d = this.opts.driver!;
-    this.delivering.add(rid);
-    try {
-      do {
-        this.redrain.delete(rid);
-        const hold = (await d.hold?.(rid)) ?? null;
-        const res = await this.runOutcome({ op: 'drain', rid, opts: { hold } });
-        const prompt = res?.effects.find((e): e is Extract<Effect, { type: 'Prompt' }> => e.type === 'Prompt');
-        if (prompt) await this.prompt(prompt);
-      } while (this.redrain.has(rid) && !this.closed);
-    } finally {
-      this.delivering.delete(rid);
-    }
+  /** Delivers everything due for the recipients this process owns or routes. */
+  scan(): Promise<void> {
+    return this.closed ? Promise.resolve() : this.deliveries.scan();
   }
 
   /** One locked engine step: the store writes what the outcome asks for, then saves. Only the
@@ -282,57 +248,14 @@ export class Runtime {
     });
   }
 
-  /** Like run(), but hands back the engine outcome so a drain's Prompt stays under the guard. */
-  private async runOutcome(cmd: Command): Promise<Answer | null> {
+  /** One locked engine step for the delivery policy: the answer, or null (logged) on a fault. */
+  private async step(cmd: Command): Promise<Answer | null> {
     try {
-      const out = await this.mutate(cmd);
-      this.runEffects(out.effects.filter((e) => e.type !== 'Prompt'));
-      return out;
+      return await this.mutate(cmd);
     } catch (e) {
       this.log(`${cmd.op} failed: ${e instanceof RefusalError ? e.refusal.message : ((e as Error).stack ?? e)}`);
       return null;
     }
-  }
-
-  private async prompt(fx: Extract<Effect, { type: 'Prompt' }>) {
-    const d = this.opts.driver;
-    if (!d) return;
-    try {
-      await d.deliver(fx.recipient, fx.text, fx.message_ids, fx.redelivery);
-    } catch (e) {
-      await this.runOutcome({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e) });
-      return;
-    }
-    await this.runOutcome({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: d.method });
-  }
-
-  /** Delivers everything due for the recipients this process owns and re-arms the timer. */
-  async scan(): Promise<void> {
-    const d = this.opts.driver;
-    if (!d || this.closed) return;
-    let state: Readonly<State>;
-    try {
-      state = await this.store.peek(); // used synchronously below: no copy needed
-    } catch (e) {
-      this.log(`scan: ${(e as Error).message}`);
-      return;
-    }
-    const local = pendingRecipients(state, (sid) => d.owns(sid));
-    for (const rid of local) this.wake(rid);
-    const due = nextDue(state, local, this.now());
-    if (due !== null) this.arm(due);
-  }
-
-  private arm(at: number) {
-    if (this.closed || !this.opts.driver || at >= this.timerAt) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.timerAt = Infinity;
-      void this.scan();
-    }, Math.max(0, at - this.now()));
-    this.timer.unref?.();
   }
 }
 

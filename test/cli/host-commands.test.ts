@@ -30,7 +30,7 @@ describe('install', () => {
     expect(JSON.parse(await readFile(join(dir, 'opencode.json'), 'utf8')).plugin).toEqual([PLUGIN_PATH]);
     const bad = await cli('install', 'gemini', '--project', dir);
     expect(bad).toMatchObject({ code: 1, out: '' });
-    expect(bad.err).toContain('install supports: opencode (not "gemini")');
+    expect(bad.err).toContain('install supports: opencode, claude-code, codex, claude-desktop (not "gemini")');
   });
 });
 

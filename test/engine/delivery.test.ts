@@ -121,7 +121,7 @@ describe('DLV-3 stale windows', () => {
     const [old] = sendN(sim, 1);
     sim.advance(1);
     const [young] = sendN(sim, 1, 'sess_a', 'young');
-    expect(nextDue(sim.state, ['sess_b'], sim.now)).toBe(sim.msg(old!).timestamp + 300001);
+    expect(nextDue(sim.state, ['sess_b'], { now: sim.now })).toBe(sim.msg(old!).timestamp + 300001);
     sim.advance(300_000);
     const d = sim.drain('sess_b');
     expect(sim.msg(old!).delivery_status).toBe('stale');
@@ -135,7 +135,7 @@ describe('DLV-3 stale windows', () => {
     const [id] = sendN(sim, 1);
     sim.ok({ op: 'pause', sid: 'sess_a', args: { channel: 'team' } });
     sim.advance(10 * 300_000);
-    expect(nextDue(sim.state, ['sess_b'], sim.now)).toBeNull();
+    expect(nextDue(sim.state, ['sess_b'], { now: sim.now })).toBeNull();
     expect(promptOf(sim.drain('sess_b'))).toBeUndefined();
     expect(sim.msg(id!).delivery_status).toBe('pending');
     sim.ok({ op: 'resume', sid: 'sess_a', args: { channel: 'team' } });
@@ -146,7 +146,7 @@ describe('DLV-3 stale windows', () => {
   it('the same age on a pull member is still delivered', () => {
     const sim = pair('pull');
     const [id] = sendN(sim, 1);
-    expect(nextDue(sim.state, ['sess_b'], sim.now)).toBeNull();
+    expect(nextDue(sim.state, ['sess_b'], { now: sim.now })).toBeNull();
     sim.advance(10 * 300_000);
     const o = sim.ok({ op: 'pull', sid: 'sess_b', args: { channel: 'team' } });
     expect(dataOf(o).message_ids).toEqual([id]);
@@ -168,7 +168,7 @@ describe('DLV-4 cooldown', () => {
     const held = sim.drain('sess_b');
     expect(promptOf(held)).toBeUndefined();
     expect(held.effects).toContainEqual({ type: 'ScheduleAt', recipient: 'sess_b', at: t0 + 1000 });
-    expect(nextDue(sim.state, ['sess_b'], sim.now)).toBe(t0 + 1000);
+    expect(nextDue(sim.state, ['sess_b'], { now: sim.now })).toBe(t0 + 1000);
     sim.now = t0 + 999;
     expect(promptOf(sim.drain('sess_b'))).toBeUndefined();
     sim.now = t0 + 1000;
@@ -379,19 +379,49 @@ describe('DLV-10 budgets', () => {
 });
 
 describe('DLV-11 cleanup is persisted even when nothing is prompted', () => {
-  for (const mode of ['push', 'spawn_push'] as const)
-    it(`stale envelopes (${mode})`, () => {
-      const sim = pair(mode);
-      const [id] = sendN(sim, 1);
-      sim.advance(300_001);
-      const d = sim.drain('sess_b');
-      expect(promptOf(d)).toBeUndefined();
-      expect(d.changed).toBe(true);
-      expect(sim.msg(id!).delivery_status).toBe('stale');
-      expect(sim.queue('sess_b')).toEqual([]);
-      expect(sim.state.queues.sess_b).toBeUndefined();
-    });
+  const staleAtDrain = (sim: Sim) => {
+    const [id] = sendN(sim, 1);
+    sim.advance(300_001);
+    const d = sim.drain('sess_b');
+    expect(promptOf(d)).toBeUndefined();
+    expect(d.changed).toBe(true);
+    expect(sim.msg(id!).delivery_status).toBe('stale');
+    expect(sim.queue('sess_b')).toEqual([]);
+    expect(sim.state.queues.sess_b).toBeUndefined();
+  };
 
+  it('stale envelopes (push)', () => staleAtDrain(pair('push')));
+
+  it('stale envelopes (spawn_push, while the member passes the spawn gate)', () => {
+    const sim = pair('spawn_push');
+    sim.spawnHosts = ['host-mcp'];
+    sim.member('team', 'sess_b').host_session_id = 'thread-b';
+    staleAtDrain(sim);
+  });
+});
+
+describe('SPN-3 an ineligible spawn_push member\'s mail waits and never ages out (§1.1)', () => {
+  const aged = (setup: (sim: Sim) => void) => {
+    const sim = pair('spawn_push');
+    setup(sim);
+    const [id] = sendN(sim, 1);
+    sim.advance(3_600_000);
+    expect(sim.msg(id!).delivery_status).toBe('pending');
+    expect(nextDue(sim.state, ['sess_b'], sim.env())).toBeNull();
+    expect(dataOf(sim.ok({ op: 'pull', sid: 'sess_b', args: {} })).message_ids).toEqual([id]);
+  };
+
+  it('unbound (no host session id)', () => aged((sim) => { sim.spawnHosts = ['host-mcp']; }));
+  it('a host with no argv contract', () => aged((sim) => { sim.member('team', 'sess_b').host_session_id = 'thread-b'; }));
+  it('capabilities without resume', () => aged((sim) => {
+    sim.spawnHosts = ['host-mcp'];
+    const m = sim.member('team', 'sess_b');
+    m.host_session_id = 'thread-b';
+    m.endpoint_capabilities.resume = false;
+  }));
+});
+
+describe('DLV-11 dead entries', () => {
   it('rejected envelopes of a recipient no longer on the channel; dead queue entries', () => {
     const sim = new Sim();
     sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester']]);

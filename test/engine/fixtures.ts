@@ -41,6 +41,8 @@ export class Sim {
   now = T0;
   by = 'p1@host';
   counter = 0;
+  /** Host labels the shell can resume (spawn_push eligibility, §8.4). */
+  spawnHosts: string[] = [];
   /** Envelopes the engine moved out of hot state (`writes.history`), in emission order. */
   history: Envelope[] = [];
   /** Archives written by saves, by channel id. */
@@ -52,6 +54,7 @@ export class Sim {
       now: this.now,
       by: this.by,
       mint: (prefix) => `${prefix}_${hex32(++this.counter)}`,
+      spawnHosts: this.spawnHosts,
     };
   }
 

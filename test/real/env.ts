@@ -199,32 +199,48 @@ const killGroup = (pid: number | undefined, sig: NodeJS.Signals) => {
   }
 };
 
-/** Starts a command (in its own process group, by default in a loopback-only network namespace). */
-export async function start(cmd: string, args: string[], o: RunOptions): Promise<Proc> {
+/** A command wrapped for a loopback-only network namespace: the argv to run and the relays that
+ *  carry its `forward` / `expose` ports (close them when the command is gone). */
+export interface Namespaced {
+  argv: string[];
+  ports: Map<number, number>;
+  close(): void;
+}
+
+export async function namespaced(cmd: string, args: string[], o: Pick<RunOptions, 'forward' | 'expose' | 'socketDir' | 'hostNetwork'>): Promise<Namespaced> {
   const relays: net.Server[] = [];
   const ports = new Map<number, number>();
-  let argv = [cmd, ...args];
-  let sockDir: string | undefined;
-  if (!o.hostNetwork) {
-    sockDir = o.socketDir ?? mkdtempSync(join(tmpdir(), 'ocr-s-'));
-    const spec = { forward: [] as { port: number; sock: string }[], expose: [] as { port: number; sock: string }[] };
-    for (const port of o.forward ?? []) {
-      const sock = join(sockDir, `f${port}-${process.pid}-${relays.length}.sock`);
-      const s = relayServer(() => net.connect(port, '127.0.0.1'));
-      await listenOn(s, sock);
-      relays.push(s);
-      spec.forward.push({ port, sock });
-    }
-    for (const port of o.expose ?? []) {
-      const sock = join(sockDir, `e${port}-${process.pid}-${relays.length}.sock`);
-      const s = relayServer(() => net.connect(sock));
-      await listenOn(s, 0, '127.0.0.1');
-      relays.push(s);
-      ports.set(port, (s.address() as AddressInfo).port);
-      spec.expose.push({ port, sock });
-    }
-    argv = ['unshare', '-n', '--', process.execPath, NETNS_EXEC, JSON.stringify(spec), '--', cmd, ...args];
+  if (o.hostNetwork) return { argv: [cmd, ...args], ports, close() {} };
+  const sockDir = o.socketDir ?? mkdtempSync(join(tmpdir(), 'ocr-s-'));
+  const spec = { forward: [] as { port: number; sock: string }[], expose: [] as { port: number; sock: string }[] };
+  for (const port of o.forward ?? []) {
+    const sock = join(sockDir, `f${port}-${process.pid}-${relays.length}.sock`);
+    const s = relayServer(() => net.connect(port, '127.0.0.1'));
+    await listenOn(s, sock);
+    relays.push(s);
+    spec.forward.push({ port, sock });
   }
+  for (const port of o.expose ?? []) {
+    const sock = join(sockDir, `e${port}-${process.pid}-${relays.length}.sock`);
+    const s = relayServer(() => net.connect(sock));
+    await listenOn(s, 0, '127.0.0.1');
+    relays.push(s);
+    ports.set(port, (s.address() as AddressInfo).port);
+    spec.expose.push({ port, sock });
+  }
+  return {
+    argv: ['unshare', '-n', '--', process.execPath, NETNS_EXEC, JSON.stringify(spec), '--', cmd, ...args],
+    ports,
+    close() {
+      for (const r of relays) r.close();
+      if (!o.socketDir) rmSync(sockDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts a command (in its own process group, by default in a loopback-only network namespace). */
+export async function start(cmd: string, args: string[], o: RunOptions): Promise<Proc> {
+  const { argv, ports, close: closeRelays } = await namespaced(cmd, args, o);
   const t0 = Date.now();
   const child = spawn(argv[0], argv.slice(1), {
     cwd: o.cwd,
@@ -242,8 +258,7 @@ export async function start(cmd: string, args: string[], o: RunOptions): Promise
     const finish = (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
       killGroup(child.pid, 'SIGKILL'); // leftovers (MCP servers, helpers) of the group
-      for (const r of relays) r.close();
-      if (sockDir && !o.socketDir) rmSync(sockDir, { recursive: true, force: true });
+      closeRelays();
       for (const w of waiters) w();
       res({ code, signal, stdout: out, stderr: err, timedOut, ms: Date.now() - t0 });
     };
@@ -353,6 +368,27 @@ export function configureClaude(sb: Sandbox, fake: FakeServer, mcpServers: Recor
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     ENABLE_TOOL_SEARCH: 'false',
   };
+}
+
+/**
+ * Interactive Claude Code with no dialog (notes/claude-code-wake.md): onboarding done, the fake API
+ * key approved and the project trusted (in both `$HOME/.claude.json` and `$CLAUDE_CONFIG_DIR/.claude.json`),
+ * and the project's `.mcp.json` servers `servers` enabled and their tools allowed in the user settings.
+ */
+export function trustClaudeProject(sb: Sandbox, env: Record<string, string>, servers: string[]) {
+  const configDir = env.CLAUDE_CONFIG_DIR!;
+  const key = env.ANTHROPIC_API_KEY!;
+  const state = JSON.stringify({
+    hasCompletedOnboarding: true,
+    customApiKeyResponses: { approved: [key.slice(-20)], rejected: [] },
+    projects: { [sb.proj]: { hasTrustDialogAccepted: true } },
+  });
+  writeFileSync(join(sb.home, '.claude.json'), state);
+  writeFileSync(join(configDir, '.claude.json'), state);
+  writeFileSync(join(configDir, 'settings.json'), JSON.stringify({
+    enabledMcpjsonServers: servers,
+    permissions: { allow: servers.map((s) => `mcp__${s}`) },
+  }, null, 2));
 }
 
 /** `claude -p` arguments: stream-json output, a fixed model id, no session files. */

@@ -1,26 +1,47 @@
-// `opencomms install <host>` (FEATURES.md §6.7, §8.1). Hosts are added here as their installers land.
-import type { ToolResult } from '../../protocol/result.ts';
+// The host commands (FEATURES.md §6.7, §8.1, §8.3, §9): `install <host>`, `uninstall <host>`,
+// `install-member`, `bind`. The work is in ../hosts.ts (loaded when one of them runs); this module
+// only declares them to the parser and prints their answer.
 import type { CliCommand } from '../command.ts';
-import { answer, EXIT_FAIL, projectOf } from '../context.ts';
+import { answer, projectOf } from '../context.ts';
+import type { CommandResult } from '../hosts.ts';
 
-const INSTALLERS: Record<string, (project: string, warn: (l: string) => void) => Promise<ToolResult>> = {
-  opencode: async (project, warn) => (await import('../../../adapters/opencode/install.ts')).installOpenCode(project, warn),
-};
+const hosts = () => import('../hosts.ts');
 
 export const install: CliCommand = {
   register(program, ctx) {
+    const done = async (p: Promise<CommandResult>, json: boolean | undefined) => {
+      const { result } = await p;
+      ctx.exit(answer(ctx.io, result, json, () => result.message));
+    };
+    const warn = (l: string) => ctx.io.err(`warning: ${l}\n`);
     program
       .command('install <host>')
-      .description(`install the integration for a host (${Object.keys(INSTALLERS).join(', ')})`)
+      .description('install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable)')
       .option('--json', 'one {ok, message, data} document')
-      .action(async (host: string, o: { json?: boolean }, cmd) => {
-        const run = INSTALLERS[host];
-        if (!run) {
-          ctx.io.err(`opencomms: install supports: ${Object.keys(INSTALLERS).join(', ')} (not "${host}").\n`);
-          return ctx.exit(EXIT_FAIL);
-        }
-        const r = await run(projectOf(cmd), (l) => ctx.io.err(`warning: ${l}\n`));
-        ctx.exit(answer(ctx.io, r, o.json, () => r.message));
-      });
+      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).install(host, projectOf(cmd), { warn }), o.json));
+    program
+      .command('uninstall <host>')
+      .description('remove only what install added (state, pins and archives stay): opencode | claude-code | codex')
+      .option('--json', 'one {ok, message, data} document')
+      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).uninstall(host, projectOf(cmd)), o.json));
+    program
+      .command('install-member')
+      .description("pin a member id for a host (default claude-code) and fill its MCP config's placeholder")
+      .option('--host <label>', 'the host the member runs in', 'claude-code')
+      .option('--id <member_id>', 'the member id (default: a new sess_ id)')
+      .option('--name <member_id>', 'alias of --id')
+      .option('--json', 'one {ok, message, data} document')
+      .action(async (o: { host?: string; id?: string; name?: string; json?: boolean }, cmd) =>
+        done((await hosts()).installMember(projectOf(cmd), { host: o.host, id: o.id ?? o.name }), o.json));
+    program
+      .command('bind')
+      .description("bind a host session (default codex: its thread id) to a pinned member, so spawn_push can resume it")
+      .requiredOption('--session <id>', "the host's own session or thread id")
+      .option('--host <label>', 'the host', 'codex')
+      .option('--id <member_id>', 'the member (default: the only pinned member of that host)')
+      .option('--name <member_id>', 'alias of --id')
+      .option('--json', 'one {ok, message, data} document')
+      .action(async (o: { host?: string; session: string; id?: string; name?: string; json?: boolean }, cmd) =>
+        done((await hosts()).bindSession(projectOf(cmd), { host: o.host, session: o.session, id: o.id ?? o.name }), o.json));
   },
 };

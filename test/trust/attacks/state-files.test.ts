@@ -63,7 +63,8 @@ describe('a wrong-schema state file is never overwritten', () => {
         // An owner process starting (sweep) and asked to deliver.
         const owner = openRuntime(p.dir, { log: () => {}, driver: { method: 'push', owns: () => true, deliver: async () => {} } });
         await owner.start();
-        await owner.deliver(p.pin);
+        owner.wake(p.pin);
+        await owner.settled();
         await owner.close();
         expect(files(p.dir)).toEqual(before);
       }

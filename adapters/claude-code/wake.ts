@@ -1,0 +1,155 @@
+// The waiter that wakes an idle Claude Code session (notes/claude-code-wake.md). Registered as an
+// `asyncRewake` hook on SessionStart and Stop: it runs in the background, sleeps on the state
+// file's watch until mail for this session's member may be handed over (pause, cooldown, budgets
+// and stale rules are the drain's), then writes the framed batch to stderr and exits 2, which
+// makes Claude Code start a turn with it.
+//
+// Exactly once: the batch is persisted in flight under the Claude Code process's tag before the
+// exit, and committed only when the woken turn shows it (hook-events.ts `confirmWake`). A waiter
+// orphaned by a killed `claude` never takes mail (it checks first, and notices within a second);
+// a batch whose Claude Code died before the turn is swept back to the queue. No wake loop: the
+// batch is in flight, not pending, when the woken turn's own Stop starts the next waiter.
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { State } from '../../src/protocol/schema.ts';
+import { openRuntime, processAlive, processTag } from '../../src/runtime/runtime.ts';
+import { HOOK_RUNNER } from '../install/bundles.ts';
+import { SPAWN_HOSTS } from '../spawn.ts';
+import { resolveMember } from './binding.ts';
+import type { HookContext } from './hook-input.ts';
+
+/** How often a waiter checks that its Claude Code is alive and that it is still the newest waiter:
+ *  SIGKILL of `claude` orphans it (no signal reaches it), so it must notice by itself; it takes no
+ *  mail meanwhile, because every hand-over checks first. */
+const LIVENESS_MS = 1000;
+
+/** Exit code that makes Claude Code wake the session with the hook's output (asyncRewake). */
+const WAKE_EXIT = 2;
+
+/** Non-interactive Claude Code (`-p`, the SDKs: entrypoint `sdk-*`) waits for async hooks before it
+ *  exits, so a waiter there would keep it alive: it exits at once instead. */
+const interactive = (env: NodeJS.ProcessEnv) => !(env.CLAUDE_CODE_ENTRYPOINT ?? '').startsWith('sdk');
+
+function alive(pid: number): boolean {
+  if (!processAlive(processTag(pid))) return false;
+  try {
+    // An exited process whose parent has not reaped it still answers signal 0.
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true; // no /proc (macOS): signal 0 is all there is
+  }
+}
+
+/** One waiter per Claude Code process (a /clear starts a new session in the same process, and every
+ *  turn end starts a waiter): the newest registers itself and stops the one before. */
+class Registration {
+  private readonly file: string;
+
+  constructor(claudePid: number, env: NodeJS.ProcessEnv) {
+    const dir = join(env.XDG_RUNTIME_DIR || tmpdir(), `opencomms-${process.getuid?.() ?? 'user'}`);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    this.file = join(dir, `wake-${claudePid}.pid`);
+  }
+
+  takeOver() {
+    const before = this.holder();
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(tmp, String(process.pid));
+    renameSync(tmp, this.file);
+    if (before && before !== process.pid && isWaiter(before)) {
+      try {
+        process.kill(before, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  private holder(): number | null {
+    try {
+      return Number(readFileSync(this.file, 'utf8')) || null;
+    } catch {
+      return null;
+    }
+  }
+
+  mine = () => this.holder() === process.pid;
+
+  release() {
+    if (this.mine()) rmSync(this.file, { force: true });
+  }
+}
+
+/** Is `pid` an OpenComms waiter (not a recycled pid)? Only checkable where /proc exists. */
+function isWaiter(pid: number): boolean {
+  const cmdline = `/proc/${pid}/cmdline`;
+  if (!existsSync(cmdline)) return false;
+  try {
+    const argv = readFileSync(cmdline, 'utf8').split('\0');
+    return argv.some((a) => a.endsWith(HOOK_RUNNER)) && argv.includes('wait');
+  } catch {
+    return false;
+  }
+}
+
+/** `OPENCOMMS_HOOK_LOG=<file>`: the waiter appends what it does there (never message text), for
+ *  anyone asking why a session did or did not wake. */
+const diagnostics = (env: NodeJS.ProcessEnv) => {
+  const file = env.OPENCOMMS_HOOK_LOG;
+  return file ? (line: string) => appendFileSync(file, `${new Date().toISOString()} waiter ${process.pid}: ${line}\n`) : () => {};
+};
+
+export async function runWaiter(ctx: HookContext): Promise<number> {
+  const claudePid = Number(ctx.env.CLAUDE_PID);
+  const sid = ctx.input.session_id;
+  const log = diagnostics(ctx.env);
+  if (!Number.isInteger(claudePid) || claudePid <= 0 || !sid || !interactive(ctx.env) || ctx.host !== 'claude-code') {
+    log(`not arming (claude ${ctx.env.CLAUDE_PID}, entrypoint ${ctx.env.CLAUDE_CODE_ENTRYPOINT}, host ${ctx.host})`);
+    return 0;
+  }
+  const reg = new Registration(claudePid, ctx.env);
+  reg.takeOver();
+  log(`armed for session ${sid} of claude ${claudePid} (${ctx.input.hook_event_name}${ctx.input.source ? `:${ctx.input.source}` : ''})`);
+  const ready = () => alive(claudePid) && reg.mine();
+
+  const rt = openRuntime(ctx.project, {
+    watch: true,
+    tag: processTag(claudePid),
+    spawnHosts: SPAWN_HOSTS,
+    log,
+    driver: {
+      method: 'push',
+      confirmsLater: true,
+      owns: (rid: string, state: Readonly<State>) => {
+        const r = resolveMember(state, ctx.host, sid);
+        return r !== null && 'member' in r && r.member === rid && ready();
+      },
+      deliver: (rid, text, ids) => {
+        if (!ready()) throw new Error('the Claude Code session ended before the wake');
+        log(`waking for ${rid}: ${ids.length} message(s) ${ids.join(' ')}`);
+        reg.release();
+        return new Promise<void>(() => process.stderr.write(`${text}\n`, () => process.exit(WAKE_EXIT)));
+      },
+    },
+  });
+
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`stopping: ${why}`);
+    clearInterval(tick);
+    // close() waits for a hand-over already drained: it wakes (exit 2) or, when this waiter may no
+    // longer wake, re-queues the batch; no batch is left in flight behind a stopped waiter.
+    await rt.close();
+    reg.release();
+    process.exit(0);
+  };
+  const tick = setInterval(() => {
+    if (!ready()) void stop(alive(claudePid) ? 'a newer waiter took over' : 'claude is gone');
+  }, LIVENESS_MS);
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void stop(sig));
+  await rt.start();
+  return new Promise<number>(() => {}); // runs until a wake, a newer waiter, or the end of Claude Code
+}

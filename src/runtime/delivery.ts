@@ -1,0 +1,287 @@
+// The one delivery policy of every host (FEATURES.md §5.2–§5.5, §6.3, §8.4): which recipients this
+// process delivers to, when, and by which route. Adapters only translate to their host:
+//   own     sessions this process hosts (OpenCode push, a Claude Code wake waiter);
+//   spawn   spawn_push members resumed with a host CLI, for this process's own sends and re-drains;
+//   cross   push sessions nobody hosts, CROSS_SERVER_FALLBACK_MS after this process queued mail for
+//           them, and ONE retry DELIVERY_RETRY_MS after such a hand-over failed.
+// Per recipient one drain/hand-over cycle at a time (the in-flight guard), the batch persisted in
+// flight before the host sees it, then commit, requeue, or (a host that confirms later) neither.
+import type { Hold } from '../../machines/index.ts';
+import { spawnEligible } from '../engine/eligibility.ts';
+import { memberships, onLiveRoster } from '../engine/lookup.ts';
+import { nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
+import type { DrainOptions } from '../engine/deliver.ts';
+import { CROSS_SERVER_FALLBACK_MS } from '../protocol/limits.ts';
+import type { ToolResult } from '../protocol/result.ts';
+import type { State } from '../protocol/schema.ts';
+import { processAlive } from './process.ts';
+
+/** What a host adapter implements so the runtime can hand batches to its sessions. */
+export interface DeliveryDriver {
+  readonly method: 'push' | 'spawn_push';
+  /** Whether this process delivers to `rid`. Without it: the sessions the host reported here
+   *  (`Runtime.host`) whose recorded owner is this process, or nobody alive. */
+  owns?(rid: string, state: Readonly<State>): boolean;
+  /** A hold only the host knows (the session is busy), checked right before each drain. */
+  hold?(rid: string): Hold | null | Promise<Hold | null>;
+  /** Resolves when the host accepted the batch; throws when it did not. `redelivery`: part of the
+   *  batch was handed over before (crash window), so the host may already hold it. */
+  deliver(rid: string, text: string, messageIds: string[], redelivery: boolean): Promise<void>;
+  /** May prompt a push session nobody hosts (degraded, §5.5). */
+  crossServer?: boolean;
+  /** The host confirms the hand-over later (a hook of the woken turn commits it): the batch stays
+   *  in flight, tagged with the runtime's process tag, until then. */
+  confirmsLater?: boolean;
+}
+
+/** The spawn_push route (§8.4): a driver that resumes sessions with a host CLI. */
+export interface SpawnDriver extends DeliveryDriver {
+  readonly method: 'spawn_push';
+  /** Host labels it has an argv contract for (the engine's eligibility gate reads them). */
+  readonly hosts: readonly string[];
+  /** Spawning is on in this process (`OPENCOMMS_NO_SPAWN=1` turns it off; the gate still applies). */
+  readonly enabled: boolean;
+  /** Bounds of the next batch (argv budget), from a size check on the pending mail without draining;
+   *  null = nothing may leave now (even the first envelope is too large: it was reported). */
+  bounds(rid: string): Promise<DrainOptions | null>;
+  /** The runtime it reads state and records errors through. */
+  attach(rt: SpawnerRuntime): void;
+}
+
+/** What a spawner reads and records through the runtime it serves. */
+export interface SpawnerRuntime {
+  read(): Promise<State>;
+  run(cmd: Command): Promise<ToolResult>;
+  env(): Env;
+}
+
+type Route = 'own' | 'spawn' | 'cross' | 'cross-retry';
+
+/** What the policy needs from the runtime around it. */
+export interface DeliveryHost {
+  readonly tag: string;
+  now(): number;
+  log(line: string): void;
+  peek(): Promise<Readonly<State>>;
+  read(): Promise<State>;
+  run(cmd: Command): Promise<ToolResult>;
+  /** One locked engine step (its answer and effects); effects other than the Prompt are run by
+   *  the policy. */
+  step(cmd: Command): Promise<Pick<Outcome, 'result' | 'effects'> | null>;
+  track(p: Promise<unknown>): void;
+}
+
+export class Deliveries {
+  private readonly delivering = new Set<string>();
+  private readonly redrain = new Set<string>();
+  /** Sessions the host reported in this process. */
+  private readonly hosted = new Set<string>();
+  /** Recipients this process delivers to without hosting them, and by which route. */
+  private readonly routes = new Map<string, Exclude<Route, 'own'>>();
+  private readonly fallbacks = new Set<NodeJS.Timeout>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Infinity;
+  private closed = false;
+
+  constructor(
+    private readonly rt: DeliveryHost,
+    private readonly driver: DeliveryDriver | undefined,
+    private readonly spawner: SpawnDriver | undefined,
+  ) {}
+
+  get active(): boolean {
+    return !!this.driver || !!this.spawner?.enabled;
+  }
+
+  close() {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const t of this.fallbacks) clearTimeout(t);
+    this.fallbacks.clear();
+  }
+
+  /** Effects of this process's own commands and hand-overs: Wake → notify, ScheduleAt → timer. */
+  run(effects: Effect[]) {
+    for (const fx of effects) {
+      if (fx.type === 'Wake') for (const rid of fx.recipients) this.rt.track(this.notify(rid));
+      else if (fx.type === 'ScheduleAt') this.arm(fx.at);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Ownership
+
+  /** The host reports `sid` here (an event, a tool call, a prompt): this process hosts it now and
+   *  claims it in state unless it already owns it. Another process claiming it later takes it over:
+   *  `owns` stops answering true here as soon as the state names a live other owner. */
+  async host(sid: string): Promise<void> {
+    this.hosted.add(sid);
+    const state = await this.rt.peek();
+    if (onLiveRoster(state, sid) && memberships(state, sid).some(({ m }) => m.owner !== this.rt.tag))
+      await this.rt.run({ op: 'claim', session: sid });
+  }
+
+  owns(state: Readonly<State>, rid: string): boolean {
+    const d = this.driver;
+    if (!d) return false;
+    if (d.owns) return d.owns(rid, state);
+    if (!this.hosted.has(rid)) return false;
+    return memberships(state, rid).every(({ m }) => m.owner === null || m.owner === this.rt.tag || !processAlive(m.owner));
+  }
+
+  /**
+   * Start-up roster check (§6.4): every member of `hosts` on this worktree is looked up in the host.
+   * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
+   * ownerless (its process is gone) → this process hosts it until its own process claims it back.
+   */
+  async reconcile(o: { hosts: ReadonlySet<string>; worktree: string; label: string; lookup(hostSessionId: string): Promise<'alive' | 'gone' | { error: string }> }) {
+    const state = await this.rt.peek();
+    for (const ch of Object.values(state.channels)) {
+      if (ch.lifecycle !== 'active' || ch.worktree !== o.worktree) continue;
+      for (const m of ch.members) {
+        if (!o.hosts.has(m.host)) continue;
+        const id = m.host_session_id ?? m.session_id;
+        const r = await o.lookup(id);
+        const entry = (message: string) => ({ op: 'record_error' as const, entry: { at: this.rt.now(), message, channel_id: ch.id, session_id: m.session_id } });
+        if (r === 'gone') {
+          await this.rt.run({ op: 'mark_stale', session: m.session_id });
+          await this.rt.run(entry(`${o.label} session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.`));
+        } else if (r !== 'alive') await this.rt.run(entry(`Could not look up ${o.label} session ${id}: ${r.error}`));
+        else if (!m.owner || !processAlive(m.owner)) await this.host(m.session_id);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Routes
+
+  /** New mail for `rid` queued by this process (send, kick notice, resume, sweep). */
+  async notify(rid: string): Promise<void> {
+    if (this.closed) return;
+    const state = await this.rt.peek();
+    if (this.owns(state, rid)) return this.deliver(rid, 'own');
+    const rows = memberships(state, rid).map(({ m }) => m);
+    if (this.spawner?.enabled && rows.some((m) => spawnEligible(m, this.spawner!.hosts))) {
+      this.routes.set(rid, 'spawn');
+      return this.deliver(rid, 'spawn');
+    }
+    if (this.driver?.crossServer && rows.some((m) => m.delivery_mode === 'push')) this.fallback(rid);
+  }
+
+  /** §5.5: after the delay, if the mail still waits, nobody alive owns the session and the host
+   *  does not report it busy, deliver it from here. */
+  private fallback(rid: string) {
+    const t = setTimeout(() => {
+      this.fallbacks.delete(t);
+      this.rt.track((async () => {
+        const state = await this.rt.peek();
+        if (!(state.queues[rid] ?? []).length) return;
+        if (memberships(state, rid).some(({ m }) => m.owner && processAlive(m.owner))) return;
+        if ((await this.driver!.hold?.(rid)) === 'busy') return;
+        await this.deliver(rid, 'cross');
+      })());
+    }, CROSS_SERVER_FALLBACK_MS);
+    t.unref?.();
+    this.fallbacks.add(t);
+  }
+
+  /** Drains a recipient this process owns, now (a host idle event, a re-check). */
+  wake(rid: string) {
+    this.rt.track(
+      this.rt.peek().then((state) => {
+        if (this.owns(state, rid)) return this.deliver(rid, 'own');
+      }),
+    );
+  }
+
+  /** The in-flight guard: one drain/hand-over cycle per recipient at a time; a wake meanwhile
+   *  re-drains once the cycle ends. */
+  deliver(rid: string, route: Route): Promise<void> {
+    if (this.closed || !(route === 'spawn' ? this.spawner : this.driver)) return Promise.resolve();
+    if (this.delivering.has(rid)) {
+      this.redrain.add(rid);
+      return Promise.resolve();
+    }
+    const p = this.cycle(rid, route);
+    this.rt.track(p);
+    return p;
+  }
+
+  private async cycle(rid: string, route: Route): Promise<void> {
+    this.delivering.add(rid);
+    try {
+      do {
+        this.redrain.delete(rid);
+        const via = route === 'spawn' ? this.spawner! : this.driver!;
+        const opts: DrainOptions | null = route === 'spawn' ? await this.spawner!.bounds(rid) : { hold: (await via.hold?.(rid)) ?? null };
+        if (!opts) break;
+        const res = await this.rt.step({ op: 'drain', rid, opts });
+        if (res) this.run(res.effects);
+        const prompt = res?.effects.find((e): e is Extract<Effect, { type: 'Prompt' }> => e.type === 'Prompt');
+        if (prompt) await this.handOver(prompt, via, route);
+      } while (this.redrain.has(rid) && !this.closed);
+    } finally {
+      this.delivering.delete(rid);
+    }
+  }
+
+  private async handOver(fx: Extract<Effect, { type: 'Prompt' }>, via: DeliveryDriver, route: Route) {
+    try {
+      await via.deliver(fx.recipient, fx.text, fx.message_ids, fx.redelivery);
+    } catch (e) {
+      const out = await this.rt.step({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e) });
+      if (out) this.run(out.effects);
+      // §5.5: a failed cross-server hand-over gets ONE retry with the same allowance.
+      if (route === 'cross') this.routes.set(fx.recipient, 'cross-retry');
+      return;
+    }
+    if (via.confirmsLater) return;
+    const out = await this.rt.step({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: via.method });
+    if (out) this.run(out.effects);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Scans and timers
+
+  /** Delivers everything due for the recipients this process owns or routes, and re-arms the timer. */
+  async scan(): Promise<void> {
+    if (this.closed || !this.active) return;
+    let state: State;
+    try {
+      state = await this.rt.read();
+    } catch (e) {
+      this.rt.log(`scan: ${(e as Error).message}`);
+      return;
+    }
+    const pending = new Set(pendingRecipients(state));
+    const local = [...pending].filter((rid) => this.owns(state, rid));
+    for (const rid of local) void this.deliver(rid, 'own');
+    const now = this.rt.now();
+    for (const [rid, route] of this.routes) {
+      if (!pending.has(rid)) {
+        this.routes.delete(rid);
+        continue;
+      }
+      if (route === 'spawn') void this.deliver(rid, 'spawn');
+      else if (memberships(state, rid).every(({ ch }) => (ch.retry_at[rid] ?? 0) <= now)) {
+        this.routes.delete(rid);
+        void this.deliver(rid, 'cross-retry');
+      }
+    }
+    const due = nextDue(state, [...local, ...this.routes.keys()], { now, spawnHosts: this.spawner?.hosts });
+    if (due !== null) this.arm(due);
+  }
+
+  arm(at: number) {
+    if (this.closed || !this.active || at >= this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAt = Infinity;
+      void this.scan();
+    }, Math.max(0, at - this.rt.now()));
+    this.timer.unref?.();
+  }
+}

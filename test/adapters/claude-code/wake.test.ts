@@ -1,0 +1,126 @@
+// The wake waiter (`claude-code-hooks.mjs wait`) as a real child process, with a stand-in for the
+// Claude Code process (a sleeping child whose pid is CLAUDE_PID): it wakes only for deliverable
+// mail (pause and stale held), holds the batch in flight under Claude Code's tag, steps aside for
+// a newer waiter, never arms under `-p`, and takes nothing once Claude Code is gone.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { install, installMember } from '../../../src/cli/hosts.ts';
+import { processTag } from '../../../src/runtime/process.ts';
+import { openRuntime, type Runtime } from '../../../src/runtime/runtime.ts';
+import { useProject } from '../../helpers/project.ts';
+
+const p = useProject('oc-wake ');
+
+interface Waiter {
+  proc: ChildProcess;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+/** A process standing in for `claude`: the waiter watches its pid. */
+function fakeClaude(): ChildProcess {
+  return spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+}
+
+function waiter(claude: ChildProcess, env: Record<string, string> = {}): Waiter {
+  const proc = spawn(process.execPath, [p.at('.opencomms/claude-code-hooks.mjs'), 'wait'], {
+    env: { PATH: process.env.PATH!, CLAUDE_PROJECT_DIR: p.dir, CLAUDE_PID: String(claude.pid), CLAUDE_CODE_ENTRYPOINT: 'cli', TMPDIR: p.at('tmp'), ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  proc.stdin!.end(JSON.stringify({ hook_event_name: 'Stop', session_id: 'claude-1', cwd: p.dir, stop_hook_active: false }));
+  let err = '';
+  proc.stderr!.on('data', (d) => (err += d));
+  const exit = new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
+  return { proc, stderr: () => err, exit };
+}
+
+const within = <T>(pr: Promise<T>, ms: number) => Promise.race([pr, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
+
+async function bound(): Promise<Runtime> {
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(p.at('tmp'), { recursive: true });
+  await install('claude-code', p.dir, { detect: async () => 'x', warn: () => {} });
+  await installMember(p.dir, { id: 'sess_me' });
+  const rt = openRuntime(p.dir, { log: () => {} });
+  const caller = (sid: string) => ({ session_id: sid, host: 'claude-code', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: p.dir });
+  await rt.run({ op: 'create', caller: caller('sess_peer'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' } });
+  await rt.run({ op: 'join', caller: caller('sess_me'), args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' } });
+  await rt.run({ op: 'bind', member: 'sess_me', host: 'claude-code', host_session_id: 'claude-1' });
+  return rt;
+}
+
+const send = async (rt: Runtime, content: string) => ((await rt.run({ op: 'send', sid: 'sess_peer', args: { channel: 'team', content } })).data as { message_ids: string[] }).message_ids[0]!;
+
+describe('the wake waiter', () => {
+  it('waits through a pause and a stale mark, then wakes once with the framed batch held in flight under Claude Code', async () => {
+    const rt = await bound();
+    const claude = fakeClaude();
+    try {
+      // Mail waits while the channel is paused and the member stale (both refuse new sends, so the
+      // mail came first).
+      const id = await send(rt, 'while you were away');
+      await rt.run({ op: 'pause', sid: 'sess_peer', args: { channel: 'team' } });
+      await rt.run({ op: 'mark_stale', session: 'claude-1' });
+      const w = waiter(claude);
+      expect(await within(w.exit, 1500)).toBe('pending'); // paused and stale: held
+      await rt.run({ op: 'clear_stale', session: 'claude-1' });
+      expect(await within(w.exit, 1500)).toBe('pending'); // still paused
+      await rt.run({ op: 'resume', sid: 'sess_peer', args: { channel: 'team' } });
+      expect(await within(w.exit, 5000)).toBe(2);
+      expect(w.stderr()).toContain(`| id: ${id} |`);
+      expect(w.stderr()).toContain('<<<UNTRUSTED_PEER_MESSAGE>>>\nwhile you were away\n<<<END_UNTRUSTED_PEER_MESSAGE>>>');
+      expect((await rt.read()).messages[id]).toMatchObject({ delivery_status: 'in_flight', in_flight_by: processTag(claude.pid!), attempts: 1 });
+      // The next waiter (the woken turn's Stop) does not wake again for the same mail.
+      const next = waiter(claude);
+      expect(await within(next.exit, 1500)).toBe('pending');
+      next.proc.kill('SIGTERM');
+      expect(await next.exit).toBe(0);
+    } finally {
+      claude.kill('SIGKILL');
+      await rt.close();
+    }
+  }, 20_000);
+
+  it('a newer waiter takes over: the older one exits 0 and only the newer wakes', async () => {
+    const rt = await bound();
+    const claude = fakeClaude();
+    try {
+      const older = waiter(claude);
+      await new Promise((r) => setTimeout(r, 800));
+      const newer = waiter(claude);
+      expect(await within(older.exit, 5000)).toBe(0);
+      await send(rt, 'for the newest waiter');
+      expect(await within(newer.exit, 5000)).toBe(2);
+      expect(older.stderr()).toBe('');
+    } finally {
+      claude.kill('SIGKILL');
+      await rt.close();
+    }
+  }, 20_000);
+
+  it('when Claude Code is killed the waiter leaves within a second or two and takes no mail', async () => {
+    const rt = await bound();
+    const claude = fakeClaude();
+    const w = waiter(claude);
+    await new Promise((r) => setTimeout(r, 800));
+    claude.kill('SIGKILL');
+    expect(await within(w.exit, 4000)).toBe(0);
+    const id = await send(rt, 'nobody is listening');
+    expect((await rt.read()).messages[id]).toMatchObject({ delivery_status: 'pending', attempts: 0 });
+    await rt.close();
+  }, 20_000);
+
+  it('does not arm under claude -p or the SDKs (they wait for async hooks before exiting)', async () => {
+    const rt = await bound();
+    const claude = fakeClaude();
+    try {
+      const w = waiter(claude, { CLAUDE_CODE_ENTRYPOINT: 'sdk-cli' });
+      expect(await within(w.exit, 3000)).toBe(0);
+      const id = await send(rt, 'not for -p');
+      expect((await rt.read()).messages[id]!.delivery_status).toBe('pending');
+    } finally {
+      claude.kill('SIGKILL');
+      await rt.close();
+    }
+  });
+});

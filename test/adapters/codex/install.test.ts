@@ -1,0 +1,105 @@
+// `opencomms install codex` / `uninstall codex` (FEATURES.md §8.1, §9; INS-1..4): a TOML library
+// parses and writes `.codex/config.toml` (absolute paths, `cwd = "."`), the hook runner goes into
+// `.codex/hooks.json`, malformed → zero writes, uninstall cuts exactly what install added.
+import { parse } from 'smol-toml';
+import { describe, expect, it } from 'vitest';
+import { codexHookGroups, planCodexInstall } from '../../../adapters/codex/install.ts';
+import { shellQuote } from '../../../adapters/codex/shell.ts';
+import { install, uninstall } from '../../../src/cli/hosts.ts';
+import { useProject } from '../../helpers/project.ts';
+
+const p = useProject();
+const quiet = { detect: async () => 'codex-cli 0.171.0', warn: () => {} };
+
+const USER_TOML = `# my Codex project settings
+model = "o4-mini"
+
+[mcp_servers.github]
+command = "gh-mcp"  # keep this comment
+args = ["--stdio"]
+
+[profiles.fast]
+model = "gpt-5-mini"
+`;
+
+describe('install codex', () => {
+  it('INS-3: appends [mcp_servers.opencomms] with absolute paths (spaces kept), cwd "." and the env placeholders', async () => {
+    const r = await install('codex', p.dir, quiet);
+    expect(r.code, r.result.message).toBe(0);
+    expect(r.result.message).toMatch(/trusted project/);
+    const cfg = parse(await p.read('.codex/config.toml')) as any;
+    expect(cfg.mcp_servers.opencomms).toEqual({
+      command: 'node', args: [p.at('.opencomms/opencomms-mcp.mjs'), p.dir, '--host', 'codex'], cwd: '.',
+      env: { OPENCOMMS_MEMBER_ID: '<set by: opencomms install-member>', OPENCOMMS_MEMBER_ROLE: '<role label>' },
+    });
+    expect(p.dir).toContain(' ');
+    const hooks = JSON.parse(await p.read('.codex/hooks.json')).hooks;
+    expect(Object.keys(hooks)).toEqual(['SessionStart', 'UserPromptSubmit', 'Stop']);
+    expect(hooks.Stop[0].hooks[0].command).toBe(`node '${p.at('.opencomms/claude-code-hooks.mjs')}' auto '${p.dir}' --host codex`);
+  });
+
+  it('INS-3: Windows paths with spaces and backslashes survive the TOML round trip; hook commands are quoted for cmd', () => {
+    const proj = 'C:\\Users\\Ada Lovelace\\my "proj"';
+    const plan = planCodexInstall(proj, new Map(), { 'claude-code-hooks.mjs': 'r', 'claude-code-hooks-full.mjs': 'f', 'opencomms-mcp.mjs': 's' }, null);
+    if ('ok' in plan) throw new Error(plan.message);
+    const toml = plan.changes.find((c) => c.path.endsWith('config.toml'))!.content!;
+    expect((parse(toml) as any).mcp_servers.opencomms.args.slice(1, 2)).toEqual([proj]);
+    expect(shellQuote(proj, 'win32')).toBe('"C:\\Users\\Ada Lovelace\\my ""proj"""');
+    expect(codexHookGroups('/a b/it\'s', 'linux').Stop.hooks[0]!.command).toBe(`node '/a b/it'\\''s/.opencomms/claude-code-hooks.mjs' auto '/a b/it'\\''s' --host codex`);
+  });
+
+  it('INS-1: keeps the user\'s TOML byte for byte above our section; a second run changes no byte', async () => {
+    await p.write('.codex/config.toml', USER_TOML);
+    await install('codex', p.dir, quiet);
+    const once = await p.snapshot();
+    expect(once['.codex/config.toml']!.startsWith(`${USER_TOML}\n[mcp_servers.opencomms]\n`)).toBe(true);
+    expect((await install('codex', p.dir, quiet)).result.data).toMatchObject({ changed: [] });
+    expect(await p.snapshot()).toEqual(once);
+  });
+
+  it('an existing [mcp_servers.opencomms] is left as the user set it', async () => {
+    const own = '[mcp_servers.opencomms]\ncommand = "my-wrapper"\n';
+    await p.write('.codex/config.toml', own);
+    await install('codex', p.dir, quiet);
+    expect(await p.read('.codex/config.toml')).toBe(own);
+  });
+
+  it('INS-2: malformed TOML, mcp_servers of another type, an inline mcp_servers table, or a malformed hooks.json: zero writes', async () => {
+    const { rm } = await import('node:fs/promises');
+    for (const [file, text] of [
+      ['.codex/config.toml', 'model = "x"\n[mcp_servers\n'],
+      ['.codex/config.toml', 'mcp_servers = 3\n'],
+      ['.codex/config.toml', 'mcp_servers = { github = { command = "gh" } }\n'],
+      ['.codex/hooks.json', '{ "hooks": [] }'],
+    ] as const) {
+      await rm(p.dir, { recursive: true, force: true });
+      await p.write(file, text);
+      const before = await p.snapshot();
+      const r = await install('codex', p.dir, quiet);
+      expect(r, text).toMatchObject({ code: 1, result: { data: { reason: 'config_malformed' } } });
+      expect(await p.snapshot()).toEqual(before);
+    }
+  });
+});
+
+describe('INS-4 uninstall codex', () => {
+  it('restores config.toml and hooks.json byte for byte; state and pins stay', async () => {
+    await p.write('.codex/config.toml', USER_TOML);
+    await p.write('.codex/hooks.json', '{\n  "hooks": {\n    "Stop": [{ "hooks": [{ "type": "command", "command": "./mine.sh" }] }]\n  }\n}\n');
+    await p.write('.opencomms/state.json', '{}');
+    await p.write('.opencomms/pins/sess_a.json', '{}');
+    const before = await p.snapshot();
+    await install('codex', p.dir, quiet);
+    expect((await uninstall('codex', p.dir)).code).toBe(0);
+    const after = await p.snapshot();
+    delete after['.opencomms/.gitignore'];
+    expect(after).toEqual(before);
+  });
+
+  it('cuts every [mcp_servers.opencomms*] table wherever it stands, and nothing else', async () => {
+    const text = '[mcp_servers.opencomms]\ncommand = "x"\n\n[mcp_servers.opencomms.env]\nA = "b"\n\n[other]\nk = 1\n';
+    await p.write('.codex/config.toml', text);
+    await uninstall('codex', p.dir);
+    expect(await p.read('.codex/config.toml')).toBe('[other]\nk = 1\n');
+  });
+});

@@ -1,0 +1,62 @@
+// Codex 0.171.0 runs the hook runner that `opencomms install codex` registers in `.codex/hooks.json`
+// (a trusted project; hooks trusted with --dangerously-bypass-hook-trust, which stands in for the
+// user's review in /hooks). The thread binds to the pinned Codex member at SessionStart, and mail
+// queued for it reaches the model as context at that turn boundary, exactly once.
+import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { useCleanups } from './cleanups.ts';
+import { bin, codexArgs, configureCodex, describeRun, jsonLines, run } from './env.ts';
+import { startFakeResponses } from './fake/index.ts';
+import type { ModelRequest } from './fake/index.ts';
+import { frameIds, opencomms, startPeer } from './claude-harness.ts';
+import { openRuntime } from '../../src/runtime/runtime.ts';
+
+const { defer, sandbox } = useCleanups();
+const pin = () => `sess_${randomBytes(12).toString('hex')}`;
+
+/** Texts of the developer messages of a Responses request (where Codex puts hook context). */
+const developerTexts = (r: ModelRequest): string[] =>
+  (r.body.input as any[]).filter((i) => i.role === 'developer').flatMap((i) => (i.content as any[]).map((c) => c.text as string));
+
+describe('Codex with the installed hook runner', () => {
+  it('binds the thread and hands queued mail over as context at the turn boundary, once', async () => {
+    const sb = sandbox('oc-codex-hooks');
+    const fake = defer(await startFakeResponses(['SAY first turn', 'SAY second turn', 'SAY third turn']), (f) => f.close());
+    const env = configureCodex(sb, fake);
+    appendFileSync(join(env.CODEX_HOME!, 'config.toml'), `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`);
+    const CODEX = pin(), PEER = pin();
+    await opencomms(sb, 'install', 'codex');
+    await opencomms(sb, 'install-member', '--host', 'codex', '--id', CODEX);
+    const peer = defer(await startPeer(sb, PEER, 'team'), (p) => p.close());
+    expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.' })).ok).toBe(true);
+    const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
+    const joined = await rt.run({ op: 'join', caller: { session_id: CODEX, host: 'codex', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: sb.proj }, args: { channel: 'team', role: 'Coder', role_prompt: 'ROLE-PROMPT-CODER: you code.' } });
+    expect(joined.ok, joined.message).toBe(true);
+    const queued = await peer.send('queued for codex');
+
+    const trust = ['--dangerously-bypass-hook-trust'];
+    const r1 = await run(bin('codex'), codexArgs('hello codex', trust), { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] });
+    expect(r1.code, describeRun(r1)).toBe(0);
+    const thread = jsonLines(r1.stdout).find((l) => l.type === 'thread.started')?.thread_id as string;
+    const [first] = fake.turns() as [ModelRequest];
+    const ctx = developerTexts(first).join('\n');
+    expect(ctx).toContain('## OpenComms role instructions\nYou are Coder in the OpenComms channel "team".\nROLE-PROMPT-CODER: you code.');
+    expect(frameIds(ctx)).toEqual([queued.id]);
+    expect(ctx).toContain('<<<UNTRUSTED_PEER_MESSAGE>>>\nqueued for codex\n<<<END_UNTRUSTED_PEER_MESSAGE>>>');
+    const state = await rt.read();
+    expect(state.channels.team!.members.find((m) => m.session_id === CODEX)!.host_session_id).toBe(thread);
+    const logged = await rt.store.history(state.channels.team!.id, 20);
+    expect(logged.find((e) => e.message_id === queued.id)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
+
+    // The next turn of the same thread: new mail arrives, the old mail is not handed over again.
+    const second = await peer.send('second message for codex');
+    const r2 = await run(bin('codex'), ['exec', '--skip-git-repo-check', '--json', ...trust, 'resume', thread, 'next turn'], { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] });
+    expect(r2.code, describeRun(r2)).toBe(0);
+    const last = fake.turns().at(-1)!;
+    const newest = developerTexts(last).filter((t) => frameIds(t).length);
+    expect(newest.flatMap(frameIds)).toEqual([queued.id, second.id]); // the whole thread: each frame once
+    expect(fake.turns().slice(1).flatMap((t) => developerTexts(t)).filter((t) => frameIds(t).includes(second.id)).length).toBe(1);
+  }, 120_000);
+});
