@@ -136,7 +136,8 @@ export class Deliveries {
    * ownerless (its process is gone) → this process hosts it until its own process claims it back.
    */
   async reconcile(o: { hosts: ReadonlySet<string>; worktree: string; label: string; lookup(hostSessionId: string): Promise<'alive' | 'gone' | { error: string }> }) {
-    const state = await this.rt.peek();
+    // A copy: the walk awaits the host between rows, and the live state changes in place.
+    const state = await this.rt.read();
     for (const ch of Object.values(state.channels)) {
       if (ch.lifecycle !== 'active' || ch.worktree !== o.worktree) continue;
       for (const m of ch.members) {
