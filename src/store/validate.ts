@@ -70,6 +70,12 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
           out.push(['s', path, all[key]]);
           continue;
         }
+      } else if (path.length === 4 && op[0] !== 'a' && entryOf(collection, field!)) {
+        // One entry of a map field (a send's duplicate-window key): the entry, not the map.
+        if (op[0] === 's') {
+          const r = entryOf(collection, field!)!.safeParse(op[2]);
+          if (!r.success) return fail(issue(path.join('.'), r));
+        }
       } else if (!fieldsDone.has(`${collection}.${key}.${field}`)) {
         fieldsDone.add(`${collection}.${key}.${field}`);
         const problem = checkField(collection, key, entity, field!);
@@ -93,6 +99,18 @@ function checkEntity(state: State, collection: 'channels' | 'messages', key: str
   }
   if (backfill && gainedDefaults(entity, data)) (raw(state) as unknown as Record<string, Obj>)[collection]![key] = data;
   return null;
+}
+
+type Def = { type: string; innerType?: { _zod: { def: Def } }; valueType?: z.ZodType };
+const defOf = (t: z.ZodType) => (t as unknown as { _zod: { def: Def } })._zod.def;
+
+/** The schema of one entry of a map (record) field, through its default/optional wrappers. */
+function entryOf(collection: 'channels' | 'messages', field: string): z.ZodType | null {
+  const schema = ENTITIES[collection]!.fields[field];
+  if (!schema) return null;
+  let def = defOf(schema);
+  while (def.innerType) def = def.innerType._zod.def;
+  return def.type === 'record' && def.valueType ? def.valueType : null;
 }
 
 /** One field of an entity against its schema; the rules that span fields when one of theirs changed. */
