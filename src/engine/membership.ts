@@ -6,6 +6,7 @@ import { memberChannel, memberLabel } from './lookup.ts';
 import { done, refused } from './outcome.ts';
 import { setQueue } from './deliver.ts';
 import { enforceRetention } from './retention.ts';
+import { scanInFlight } from './receipts.ts';
 import { foldClockOf } from './timer.ts';
 import { acceptedEnvelope, stepChannel, stepEnvelope, stepMember } from './transitions.ts';
 import type { Effect, Env, Outcome } from './types.ts';
@@ -57,7 +58,9 @@ function removeMember(state: State, ch: Channel, target: Member, now: number) {
   setQueue(state, target.session_id, keep);
   foldClockOf(ch, target.session_id, now);
   if (stepMember(target, { type: 'REMOVE', now }).removed) ch.members = ch.members.filter((m) => m !== target);
-  delete ch.cooldown_until[target.session_id];
+  // A batch still in flight keeps its recipient line (it settles by commit or requeue, and the
+  // in-flight guard reads the line's cooldown); otherwise the line goes with the member.
+  if (!scanInFlight(state, ch, target.session_id)) delete ch.cooldown_until[target.session_id];
   delete ch.retry_at[target.session_id];
   delete ch.holds[target.session_id];
 }

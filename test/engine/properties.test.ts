@@ -227,6 +227,10 @@ class World {
         const k = `${e.channel_id}|${e.recipient_session_id}`;
         if (inFlightAt.has(k) && inFlightAt.get(k) !== e.in_flight_at) fail(`two batches in flight for ${k}`);
         inFlightAt.set(k, e.in_flight_at);
+        // hasInFlight skips its scan for a recipient with no cooldown: a batch in flight keeps one.
+        const ch = Object.values(state.channels).find((c) => c.id === e.channel_id);
+        if (ch && ch.lifecycle === 'active' && ch.cooldown_until[e.recipient_session_id] === undefined)
+          fail(`${e.message_id} in flight for ${e.recipient_session_id} with no cooldown on its channel`);
       }
     }
     const all = this.all();
