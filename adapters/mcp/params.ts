@@ -12,9 +12,21 @@ const HANDLED = new Map<string, { safeParse(v: unknown): { success: boolean; err
   [InitializeRequestSchema, PingRequestSchema, ListToolsRequestSchema, CallToolRequestSchema].map((s) => [s.shape.method.value, s]),
 );
 
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The shape every tool call of an MCP client has (a name, maybe arguments, nothing else): it
+ *  passes the schema, so the schema is parsed only for anything else. A call is on the hot path;
+ *  the SDK parses the request once more itself. */
+function plainToolCall(m: { method: string; params?: unknown }): boolean {
+  if (m.method !== 'tools/call' || !isPlainObject(m.params)) return false;
+  const { name, arguments: args, ...rest } = m.params;
+  return typeof name === 'string' && (args === undefined || isPlainObject(args)) && Object.keys(rest).length === 0;
+}
+
 /** The -32602 answer for a request whose params its method's schema refuses, or null. */
 export function invalidParams(m: JSONRPCMessage): JSONRPCMessage | null {
   if (!('method' in m) || !('id' in m)) return null; // notifications and responses get no answer
+  if (plainToolCall(m)) return null;
   const schema = HANDLED.get(m.method);
   if (!schema) return null;
   const r = schema.safeParse({ method: m.method, params: m.params });

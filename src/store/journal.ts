@@ -88,24 +88,41 @@ export interface AppendOptions {
   durable: boolean;
   /** Runs right before the write: a writer whose lock was broken must not write. */
   guard?: () => void;
+  /** Where the writer read up to: the journal ends there unless a torn tail follows. */
+  offset: number;
 }
 
-/** Appends one entry; returns the journal's size after it (the offset a reader is now at, a torn
- *  tail before it skipped). */
-export function appendEntry(paths: Pick<StorePaths, 'journal'>, id: string, entry: Entry, opts: AppendOptions): number {
-  mkdirSync(paths.journal, { recursive: true });
-  const fd = openSync(journalFile(paths, id), 'a+');
-  try {
+/** Appends entries to one journal at a time, keeping its descriptor open between appends (an
+ *  open and a close per mutation cost more than the write). */
+export class JournalWriter {
+  private fd: number | null = null;
+  private id: string | null = null;
+
+  /** Appends one entry; returns the journal's size after it (the offset a reader is now at, a
+   *  torn tail before it skipped). */
+  append(paths: Pick<StorePaths, 'journal'>, id: string, entry: Entry, opts: AppendOptions): number {
+    if (this.id !== id || this.fd === null) {
+      this.close();
+      mkdirSync(paths.journal, { recursive: true });
+      this.fd = openSync(journalFile(paths, id), 'a+');
+      this.id = id;
+    }
+    const fd = this.fd;
     const size = fstatSync(fd).size;
     let text = `${JSON.stringify(entry)}\n`;
-    if (size > 0 && !endsWithNewline(fd, size)) text = `\n${text}`; // after a torn tail: a fresh line
+    // Past what was read there can only be a torn tail (a write cut by power loss): a fresh line.
+    if (size !== opts.offset && size > 0 && !endsWithNewline(fd, size)) text = `\n${text}`;
     opts.guard?.();
     const bytes = Buffer.from(text);
     writeSync(fd, bytes);
     if (opts.durable) fsyncSync(fd);
     return size + bytes.length;
-  } finally {
-    closeSync(fd);
+  }
+
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+    this.id = null;
   }
 }
 

@@ -20,7 +20,7 @@ import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
 import { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
-import { appendEntry, journalFile, readJournal, type Entry } from './journal.ts';
+import { JournalWriter, journalFile, readJournal, type Entry } from './journal.ts';
 import { loadLockFree, loadLocked, type Snapshot } from './load.ts';
 import { withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
@@ -74,6 +74,7 @@ export class FileStore implements Store {
   readonly paths: StorePaths;
   readonly durability: Durability;
   private cache: Cache | null = null;
+  private readonly journal = new JournalWriter();
   /** Set when the journal was found damaged: the next access recovers it under the lock. */
   private damage: string | null = null;
 
@@ -338,6 +339,7 @@ export class FileStore implements Store {
   private drop() {
     if (this.cache) unpin(this.cache.pin);
     this.cache = null;
+    this.journal.close();
   }
 
   // ---- writing ---------------------------------------------------------------------------------
@@ -348,7 +350,7 @@ export class FileStore implements Store {
   private async persist(state: State, ops: Op[], lock: HeldLock): Promise<void> {
     const c = this.cache!;
     if (!c.journalId || c.offset >= (this.options.compactBytes ?? JOURNAL_COMPACT_BYTES)) return this.snapshot(state, lock);
-    c.offset = appendEntry(this.paths, c.journalId, { n: c.count + 1, ops }, { durable: this.durable, guard: () => lock.assertHeld() });
+    c.offset = this.journal.append(this.paths, c.journalId, { n: c.count + 1, ops }, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset });
     c.count++;
   }
 
@@ -380,6 +382,7 @@ export class FileStore implements Store {
     }
     unpin(c.pin);
     Object.assign(c, { pin, journalId: id, offset: 0, count: 0 });
+    this.journal.close();
     this.removeJournals(id);
   }
 
