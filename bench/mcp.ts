@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { MCP_NODE_FLAGS } from '../adapters/install/member-env.ts';
 import { ROOT, bundle, connectMcp, emit, emitRatio, message, now, round, spawnToToolsList, stats, withProject, type Mcp } from './lib.ts';
 
 const CHANNELS = 12;
@@ -16,7 +17,8 @@ const READS = 15;
 const PIN_A = 'sess_benchaaaaaaaaaaaaaaaaaa';
 const PIN_B = 'sess_benchbbbbbbbbbbbbbbbbbb';
 
-const ours = (dir: string) => [join(ROOT, 'dist', 'opencomms-mcp.mjs'), dir];
+/** The server as the installers configure it: node with its flags, the bundle, the project. */
+const ours = (dir: string) => [...MCP_NODE_FLAGS, join(ROOT, 'dist', 'opencomms-mcp.mjs'), dir];
 
 async function rssMb(pid: number) {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');

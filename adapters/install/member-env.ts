@@ -9,5 +9,11 @@ export const memberEnv = (pin: string | null) => ({
   OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
 });
 
+/** Node flags of an installed MCP server (a departure from §8.1's argv, which starts at the
+ *  bundle): its live heap stays under 10 MB, but V8 sizes the heap by allocation rate and a busy
+ *  server grew to ~125 MB RSS after 10k sends; a 1 MB young generation and a 256 MB old-space
+ *  ceiling keep it near 80 MB (`npm run bench`), with room for a 2000-message archive. */
+export const MCP_NODE_FLAGS = ['--max-semi-space-size=1', '--max-old-space-size=256'] as const;
+
 /** argv of the installed MCP server bundle for one project and host label. */
-export const serverArgs = (bundlePath: string, project: string, host: string) => [bundlePath, project, '--host', host];
+export const serverArgs = (bundlePath: string, project: string, host: string) => [...MCP_NODE_FLAGS, bundlePath, project, '--host', host];

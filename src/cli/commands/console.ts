@@ -49,11 +49,14 @@ async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
     ctx.io.err(`opencomms: ${err.code === 'EADDRINUSE' ? `port ${port} on ${o.bind} is in use; pass --port <another>` : err.message}.\n`);
     return ctx.exit(EXIT_FAIL);
   }
-  ctx.io.out(`OpenComms console: ${server.url} (project ${project}); Ctrl-C stops.\n`);
-  if (open) openBrowser(server.url, log);
-  await new Promise<void>((resolve) => {
+  // The signal handlers come before the ready line: whoever reads it may stop us at once, and a
+  // signal with no handler yet kills the process instead of closing the console.
+  const stopped = new Promise<void>((resolve) => {
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => resolve());
   });
+  ctx.io.out(`OpenComms console: ${server.url} (project ${project}); Ctrl-C stops.\n`);
+  if (open) openBrowser(server.url, log);
+  await stopped;
   await server.close();
   ctx.exit(EXIT_OK);
 }

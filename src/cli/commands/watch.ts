@@ -34,16 +34,17 @@ export const watch: CliCommand = {
           ctx.io.err(`opencomms: ${(e as Error).message}\n`);
           return ctx.exit(EXIT_FAIL);
         }
-        ctx.io.err(`Watching ${project}${channel ? ` (channel ${channel})` : ''}; Ctrl-C stops.\n`);
-        // Until Ctrl-C: the watch itself holds no reference that keeps Node running.
-        await new Promise<void>((resolve) => {
-          const alive = setInterval(() => {}, 2 ** 30);
+        // The signal handlers come before the ready line: whoever reads it may stop us at once.
+        const stopped = new Promise<void>((resolve) => {
+          const alive = setInterval(() => {}, 2 ** 30); // the watch itself holds no reference that keeps Node running
           for (const sig of ['SIGINT', 'SIGTERM'] as const)
             process.once(sig, () => {
               clearInterval(alive);
               resolve();
             });
         });
+        ctx.io.err(`Watching ${project}${channel ? ` (channel ${channel})` : ''}; Ctrl-C stops.\n`);
+        await stopped;
         await w.close();
         await rt.close();
         ctx.exit(EXIT_OK);

@@ -9,6 +9,7 @@ import { applyChanges, type ApplyOps } from '../../../adapters/install/files.ts'
 import { MEMBER_ID_PLACEHOLDER } from '../../../adapters/install/member-env.ts';
 import { install, uninstall } from '../../../src/cli/hosts.ts';
 import { useProject } from '../../helpers/project.ts';
+import { MCP_NODE_FLAGS } from '../../../adapters/install/member-env.ts';
 
 const p = useProject();
 const quiet = { detect: async () => '2.1.332 (Claude Code)', warn: () => {} };
@@ -49,7 +50,7 @@ describe('install claude-code', () => {
       expect(settings.hooks[ev][0].hooks[1]).toMatchObject({ command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait', asyncRewake: true, timeout: 86400 });
     const mcp = JSON.parse(await p.read('.mcp.json'));
     expect(mcp.mcpServers.opencomms).toEqual({
-      type: 'stdio', command: 'node', args: [p.at('.opencomms/opencomms-mcp.mjs'), p.dir, '--host', 'claude-code'],
+      type: 'stdio', command: 'node', args: [...MCP_NODE_FLAGS, p.at('.opencomms/opencomms-mcp.mjs'), p.dir, '--host', 'claude-code'],
       env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: '<role label>' },
     });
     const cmd = await p.read('.claude/commands/opencomms.md');

@@ -7,6 +7,7 @@ import { codexHookGroups, planCodexInstall } from '../../../adapters/codex/insta
 import { shellQuote } from '../../../adapters/codex/shell.ts';
 import { install, uninstall } from '../../../src/cli/hosts.ts';
 import { useProject } from '../../helpers/project.ts';
+import { MCP_NODE_FLAGS } from '../../../adapters/install/member-env.ts';
 
 const p = useProject();
 const quiet = { detect: async () => 'codex-cli 0.171.0', warn: () => {} };
@@ -29,7 +30,7 @@ describe('install codex', () => {
     expect(r.result.message).toMatch(/trusted project/);
     const cfg = parse(await p.read('.codex/config.toml')) as any;
     expect(cfg.mcp_servers.opencomms).toEqual({
-      command: 'node', args: [p.at('.opencomms/opencomms-mcp.mjs'), p.dir, '--host', 'codex'], cwd: '.',
+      command: 'node', args: [...MCP_NODE_FLAGS, p.at('.opencomms/opencomms-mcp.mjs'), p.dir, '--host', 'codex'], cwd: '.',
       env: { OPENCOMMS_MEMBER_ID: '<set by: opencomms install-member>', OPENCOMMS_MEMBER_ROLE: '<role label>' },
     });
     expect(p.dir).toContain(' ');
@@ -43,7 +44,7 @@ describe('install codex', () => {
     const plan = planCodexInstall(proj, new Map(), { 'claude-code-hooks.mjs': 'r', 'claude-code-hooks-full.mjs': 'f', 'opencomms-mcp.mjs': 's' }, null);
     if ('ok' in plan) throw new Error(plan.message);
     const toml = plan.changes.find((c) => c.path.endsWith('config.toml'))!.content!;
-    expect((parse(toml) as any).mcp_servers.opencomms.args.slice(1, 2)).toEqual([proj]);
+    expect((parse(toml) as any).mcp_servers.opencomms.args.slice(MCP_NODE_FLAGS.length + 1, MCP_NODE_FLAGS.length + 2)).toEqual([proj]);
     expect(shellQuote(proj, 'win32')).toBe('"C:\\Users\\Ada Lovelace\\my ""proj"""');
     expect(codexHookGroups('/a b/it\'s', 'linux').Stop.hooks[0]!.command).toBe(`node '/a b/it'\\''s/.opencomms/claude-code-hooks.mjs' auto '/a b/it'\\''s' --host codex`);
   });
