@@ -202,7 +202,10 @@ export function track<T extends object>(state: T): Draft<T> {
       // A path under another written path is covered by that path's value; an append covers
       // nothing, so an array with writes inside its old elements is set whole.
       const ids = [...byPath.keys()].sort();
-      const hasDescendant = (id: string) => ids.some((x) => x.startsWith(`${id}\u0000`));
+      // Sorted, a path's descendants follow it directly ("\u0000" sorts before every other
+      // character), so one look at the next id answers: linear, not quadratic, in the writes.
+      const position = new Map(ids.map((id, i) => [id, i]));
+      const hasDescendant = (id: string) => ids[position.get(id)! + 1]?.startsWith(`${id}\u0000`) ?? false;
       for (const id of ids) {
         const w = byPath.get(id)!;
         if (w.kind === 'append' && hasDescendant(id)) byPath.set(id, { path: w.path, kind: 'set', seq: w.seq });
