@@ -1,4 +1,5 @@
 // Name rules and the channel-scoped checks every operation shares, in the protocol's check order.
+import { raw } from '../protocol/draft.ts';
 import { CHANNEL_NAME_RE, ROLE_RE } from '../protocol/ids.ts';
 import { MAX_CHANNEL_NAME, MAX_ERRORS, SENTINEL_PROJECT_IDS } from '../protocol/limits.ts';
 import { refuse, type Refusal } from '../protocol/result.ts';
@@ -86,8 +87,13 @@ export function memberChannel(state: State, raw: unknown, sid: string): { ch: Ch
   return { ch: found.ch, me };
 }
 
-export const channelById = (state: State, id: string): Channel | undefined =>
-  Object.values(state.channels).find((c) => c.id === id);
+/** Searched in the plain state (inside a mutation every channel visited would be wrapped for
+ *  tracking: a pull places each envelope); the one found is returned through `state`. */
+export function channelById(state: State, id: string): Channel | undefined {
+  const channels = raw(state.channels);
+  for (const name in channels) if (channels[name]!.id === id) return state.channels[name];
+  return undefined;
+}
 
 /** Appends an error entry, keeping the newest MAX_ERRORS. */
 export function recordError(state: State, entry: ErrorEntry) {
