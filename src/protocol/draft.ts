@@ -261,24 +261,45 @@ export function detach<T>(v: T): T {
   return (copy ?? v) as T;
 }
 
-/** Replays operations onto a plain state (the store's reload, another process's catch-up). */
-export function applyOps(state: object, ops: readonly Op[]): void {
+/** Replays operations onto a plain state (the store's reload, another process's catch-up).
+ *  Returns what puts the state back as it was: a replayed entry that turns out invalid must
+ *  leave no trace, or the damage it carried would be kept as "the state before the damage". */
+export function applyOps(state: object, ops: readonly Op[]): () => void {
+  const undo: Array<() => void> = [];
+  const keep = (obj: Obj, key: string) => {
+    const had = Object.prototype.hasOwnProperty.call(obj, key);
+    const old = obj[key];
+    undo.push(() => {
+      if (had) obj[key] = old;
+      else delete obj[key];
+    });
+  };
   for (const op of ops) {
     const path = op[1];
     let cur = state as Obj;
     for (let i = 0; i < path.length - 1; i++) {
       const k = path[i]!;
       let next = cur[k];
-      if (!isObject(next)) cur[k] = next = {};
+      if (!isObject(next)) {
+        keep(cur, k);
+        cur[k] = next = {};
+      }
       cur = next as Obj;
     }
     const last = path[path.length - 1]!;
+    const arr = cur[last];
+    if (op[0] === 'a' && Array.isArray(arr)) {
+      const length = arr.length;
+      undo.push(() => void (arr.length = length));
+      arr.push(...op[2]);
+      continue;
+    }
+    keep(cur, last);
     if (op[0] === 's') cur[last] = op[2];
     else if (op[0] === 'd') delete cur[last];
-    else {
-      const arr = cur[last];
-      if (Array.isArray(arr)) arr.push(...op[2]);
-      else cur[last] = [...op[2]];
-    }
+    else cur[last] = [...op[2]];
   }
+  return () => {
+    for (let i = undo.length - 1; i >= 0; i--) undo[i]!();
+  };
 }

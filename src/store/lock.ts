@@ -4,7 +4,7 @@
 // file system mounted with `discard`, against ~0.07 ms for an empty file.) Its holder refreshes
 // the file's mtime; a lock not refreshed for LOCK_STALE_MS is stale and may be broken. The holder proves the lock is still its own (same inode, refreshed recently) right
 // before every write, so a holder whose lock was broken notices before it writes, not on its next
-// refresh. Waiters sleep until the directory goes away (a file-system watch on `.opencomms/`, with
+// refresh. Waiters sleep until the lock file goes away (a file-system watch on `.opencomms/`, with
 // a short timer as the fallback) instead of polling at random intervals.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { closeSync, openSync, rmdirSync, statSync, unlinkSync, utimesSync, watch, type FSWatcher } from 'node:fs';

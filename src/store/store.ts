@@ -297,12 +297,16 @@ export class FileStore implements Store {
 
   /** Applies one journal entry and checks what it touched, as a writer checks before writing. */
   private replay(state: State, entry: Entry): string | null {
+    let undo: () => void = () => {};
+    let problem: string | null;
     try {
-      applyOps(state, entry.ops);
+      undo = applyOps(state, entry.ops);
+      problem = checkOps(state, entry.ops, false).problem;
     } catch (e) {
-      return `cannot be applied (${(e as Error).message})`;
+      problem = `cannot be applied (${(e as Error).message})`;
     }
-    return checkOps(state, entry.ops, false).problem;
+    if (problem) undo(); // the state before the damage is what recovery keeps
+    return problem;
   }
 
   /** A damaged journal: the state up to the damage is kept, the journal is preserved beside it,

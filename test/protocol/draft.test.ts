@@ -73,7 +73,7 @@ function perform(root: Tree, a: Action) {
 }
 
 describe('track', () => {
-  it('rollback restores the tree exactly; the ops replayed on the old tree give the new one', () => {
+  it('rollback restores the tree exactly; the ops replayed on the old tree give the new one, and their undo the old one', () => {
     fc.assert(
       fc.property(tree, fc.array(action, { maxLength: 12 }), (t, actions) => {
         const before = structuredClone(t);
@@ -83,8 +83,10 @@ describe('track', () => {
         const after = structuredClone(live);
         const ops = d.ops();
         const replayed = structuredClone(before);
-        applyOps(replayed, JSON.parse(JSON.stringify(ops)));
+        const undo = applyOps(replayed, JSON.parse(JSON.stringify(ops)));
         expect(replayed).toEqual(after);
+        undo(); // a replayed journal entry found invalid leaves no trace
+        expect(replayed).toEqual(before);
         // Rollback from a second run of the same actions.
         const again = structuredClone(before);
         const d2 = track(again);

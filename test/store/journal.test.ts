@@ -1,0 +1,180 @@
+// The journal write path (FEATURES.md §2.7, §2.10 as departed from in the README): one line per
+// mutation, whole lines only, damage preserved and recovered, compaction, catch-up across stores.
+import { appendFile, readFile, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { storeStats } from '../../src/store/state-file.ts';
+import { FileStore } from '../../src/store/store.ts';
+import { counterOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+const opened: FileStore[] = [];
+const open = (options?: ConstructorParameters<typeof FileStore>[1]) => {
+  const s = new FileStore(dir, options);
+  opened.push(s);
+  return s;
+};
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempProject());
+});
+afterEach(async () => {
+  for (const s of opened.splice(0)) s.close();
+  await cleanup();
+});
+
+const stateFile = () => join(dir, '.opencomms', 'state.json');
+const journalId = async () => (JSON.parse(await readFile(stateFile(), 'utf8')) as { journal_id?: string }).journal_id;
+const journalDir = () => join(dir, '.opencomms', 'journal');
+/** The current journal's text ('' before its first line: the first mutation writes the snapshot). */
+const journalText = async () => readFile(join(journalDir(), `${await journalId()}.jsonl`), 'utf8').catch(() => '');
+/** A mutation under the lock that changes nothing (the counter lives in `errors`, which recovery appends to). */
+const nothing = () => ({ changed: false, result: null });
+/** A fresh store's view: what any other process would load now. */
+const loadFresh = async () => {
+  const s = open();
+  const state = await s.read();
+  s.close();
+  return state;
+};
+
+describe('a mutation is one journal line', () => {
+  it('appends {"n","ops"} and leaves state.json untouched', async () => {
+    const store = open();
+    await store.mutate(incrementCounter); // the first mutation writes the snapshot
+    const snapshot = await readFile(stateFile(), 'utf8');
+    const before = await journalText();
+    for (let i = 0; i < 3; i++) await store.mutate(incrementCounter);
+    expect(await readFile(stateFile(), 'utf8')).toBe(snapshot);
+    const lines = (await journalText()).slice(before.length).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(3);
+    expect(lines.map((l) => l.n)).toEqual([lines[0].n, lines[0].n + 1, lines[0].n + 2]);
+    expect(lines[2].ops).toEqual([['s', ['errors'], [{ at: 0, message: '4' }]]]);
+    expect(counterOf(await loadFresh())).toBe(4);
+  });
+
+  it('a refused or unchanged mutation appends nothing', async () => {
+    const store = open();
+    await store.mutate(incrementCounter);
+    const before = await journalText();
+    await store.mutate((d) => {
+      d.errors = [];
+      return { changed: false, result: null };
+    });
+    await expect(
+      store.mutate((d) => {
+        d.errors = [];
+        throw new Error('engine bug');
+      }),
+    ).rejects.toThrow('engine bug');
+    expect(await journalText()).toBe(before);
+    expect(counterOf(await store.read())).toBe(1); // rolled back in memory too
+  });
+});
+
+describe('whole lines only', () => {
+  it('a torn tail is never applied, and the next writer starts a fresh line after it', async () => {
+    const a = open();
+    await a.mutate(incrementCounter);
+    await a.mutate(incrementCounter);
+    const file = join(journalDir(), `${await journalId()}.jsonl`);
+    const n = (await journalText()).trim().split('\n').length;
+    // A write cut by power loss: part of the line that would have set the counter to 99.
+    await appendFile(file, `{"n":${n + 1},"ops":[["s",["errors"],[{"at":0,"message":"99"`);
+    expect(counterOf(await loadFresh())).toBe(2);
+
+    const b = open();
+    expect(await b.mutate(incrementCounter)).toBe(3);
+    const text = await readFile(file, 'utf8');
+    expect(text).toMatch(/"message":"99"\n\{"n":/); // the torn bytes kept, a fresh line after them
+    expect(counterOf(await loadFresh())).toBe(3);
+    expect((await loadFresh()).errors.some((e) => e.reason === 'state_corrupt')).toBe(false);
+  });
+
+  it('a line out of sequence is damage: the journal is preserved, the state before it kept, one state_corrupt error', async () => {
+    const a = open();
+    await a.mutate(incrementCounter);
+    await a.mutate(incrementCounter);
+    const id = await journalId();
+    await appendFile(join(journalDir(), `${id}.jsonl`), `${JSON.stringify({ n: 999, ops: [['s', ['errors'], []]] })}\n`);
+
+    const b = open();
+    await b.mutate(nothing); // recovery happens under the lock
+    const files = await readdir(journalDir());
+    expect(files.filter((f) => f.startsWith(`${id}.corrupt.`))).toHaveLength(1);
+    expect(await journalId()).not.toBe(id); // a new snapshot names a new journal
+    const state = await loadFresh();
+    expect(state.errors.filter((e) => e.reason === 'state_corrupt')).toHaveLength(1);
+    expect(state.errors.find((e) => e.reason === 'state_corrupt')!.message).toMatch(/out of sequence.*journal\/.*\.corrupt\./);
+    expect(counterOf(state)).toBe(2); // the state before the damage
+  });
+
+  it('a whole line that would make the state invalid is damage too, never applied', async () => {
+    const a = open();
+    await a.mutate(incrementCounter);
+    await a.mutate(incrementCounter);
+    const id = await journalId();
+    const n = (await journalText()).trim().split('\n').filter(Boolean).length;
+    await appendFile(join(journalDir(), `${id}.jsonl`), `${JSON.stringify({ n: n + 1, ops: [['s', ['channels', 'x'], { name: 'x' }]] })}\n`);
+    const b = open();
+    await b.mutate(nothing);
+    const state = await loadFresh();
+    expect(state.channels).toEqual({});
+    expect(counterOf(state)).toBe(2);
+    expect(state.errors.some((e) => e.reason === 'state_corrupt')).toBe(true);
+  });
+});
+
+describe('compaction', () => {
+  it('past compactBytes the next mutation writes a new snapshot and journal, and removes the old journal', async () => {
+    const store = open({ compactBytes: 300 });
+    await store.mutate(incrementCounter);
+    const first = await journalId();
+    for (let i = 0; i < 10; i++) await store.mutate(incrementCounter);
+    const now = await journalId();
+    expect(now).not.toBe(first);
+    expect(await readdir(journalDir())).toEqual([`${now}.jsonl`]);
+    expect(counterOf(await loadFresh())).toBe(11);
+  });
+
+  it('a store holding the old journal catches up from the new snapshot', async () => {
+    const writer = open({ compactBytes: 300 });
+    const reader = open();
+    await writer.mutate(incrementCounter);
+    expect(counterOf(await reader.read())).toBe(1);
+    for (let i = 0; i < 10; i++) await writer.mutate(incrementCounter);
+    expect(counterOf(await reader.read())).toBe(11);
+    expect(await reader.mutate(incrementCounter)).toBe(12);
+    expect(counterOf(await writer.read())).toBe(12);
+  });
+});
+
+describe('catch-up across stores', () => {
+  it("another store's lines are applied without re-parsing state.json", async () => {
+    const a = open();
+    const b = open();
+    await a.mutate(incrementCounter);
+    expect(counterOf(await b.read())).toBe(1);
+    const parses = storeStats.parses;
+    for (let i = 0; i < 5; i++) await a.mutate(incrementCounter);
+    expect(counterOf(await b.read())).toBe(6);
+    expect(await b.mutate(incrementCounter)).toBe(7);
+    expect(storeStats.parses).toBe(parses);
+    expect(counterOf(await a.read())).toBe(7);
+  });
+});
+
+describe('durability levels', () => {
+  it('durable and default write the same lines (the level changes only fsync)', async () => {
+    const plain = open();
+    await plain.mutate(incrementCounter);
+    await plain.mutate(incrementCounter);
+    const durable = open({ durability: 'durable' });
+    expect(durable.durability).toBe('durable');
+    expect(await durable.mutate(incrementCounter)).toBe(3);
+    expect(counterOf(await loadFresh())).toBe(3);
+    expect((await journalText()).trim().split('\n').map((l) => JSON.parse(l).n)).toEqual(
+      (await journalText()).trim().split('\n').map((_, i, all) => JSON.parse(all[0]!).n + i),
+    );
+  });
+});
