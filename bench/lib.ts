@@ -1,7 +1,7 @@
 // Benchmark helpers: percentiles, one JSON line per figure (each beside its target), throw-away
 // projects, MCP servers driven by the SDK client, and bundling a server the way ours is built.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,6 +17,18 @@ export function stats(samples: number[]) {
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
   const r = (x: number) => Math.round(x * 1000) / 1000;
   return { p50: r(at(0.5)), p95: r(at(0.95)), p99: r(at(0.99)), n: s.length };
+}
+
+/** A bench child's start line: it returns once the parent creates `barrier`, so every child starts
+ *  sending at the same moment, after all have started up. */
+export async function waitForBarrier(barrier: string) {
+  for (;;) {
+    try {
+      return await access(barrier);
+    } catch {
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  }
 }
 
 export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;

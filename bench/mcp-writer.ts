@@ -1,11 +1,9 @@
 // Bench child: `mcp-writer <project> <tag> <count> <barrier>`: its own `opencomms mcp` server, a
 // channel of its own with a reader that joined and left, then <count> sends one at a time after
 // the barrier; prints {sent}.
-import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { MCP_NODE_FLAGS } from '../adapters/install/member-env.ts';
-import { ROOT, connectMcp, message } from './lib.ts';
+import { ROOT, connectMcp, message, waitForBarrier } from './lib.ts';
 
 const [project, tag, count, barrier] = process.argv.slice(2);
 if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier>');
@@ -18,14 +16,7 @@ await a.call('opencomms_create', { channel, role: 'Writer', role_prompt: 'send',
 await b.call('opencomms_join', { channel, role: 'Reader', role_prompt: 'read' });
 await b.close();
 process.stdout.write('ready\n');
-for (;;) {
-  try {
-    await access(barrier);
-    break;
-  } catch {
-    await sleep(1);
-  }
-}
+await waitForBarrier(barrier);
 let sent = 0;
 for (let i = 0; i < Number(count); i++) {
   const r = await a.call('opencomms_send', { channel, content: message(i) });

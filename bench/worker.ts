@@ -1,21 +1,13 @@
 // Bench child: `contend <project> <sender> <reader> <channel> <count> <barrier>` sends <count>
 // messages after the barrier, pulling its own mail every 20 sends; prints {sent, pulled}.
-import { access } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { openRuntime } from '../src/runtime/runtime.ts';
+import { waitForBarrier } from './lib.ts';
 
 const [mode, project, sender, reader, channel, count, barrier] = process.argv.slice(2);
 if (mode !== 'contend' || !barrier) throw new Error('usage: worker contend <project> <sender> <reader> <channel> <count> <barrier>');
 const rt = openRuntime(project!);
 process.stdout.write('ready\n');
-for (;;) {
-  try {
-    await access(barrier);
-    break;
-  } catch {
-    await sleep(1);
-  }
-}
+await waitForBarrier(barrier);
 let sent = 0;
 let pulled = 0;
 const pull = async () => {

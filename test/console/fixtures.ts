@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { startConsole, type ConsoleServer } from '../../src/console/server.ts';
+import { Arrivals } from '../helpers/arrivals.ts';
 
 export interface Response {
   status: number;
@@ -71,8 +72,7 @@ export interface SseEvent {
 export async function sse(port: number) {
   const ac = new AbortController();
   const res = await fetch(`http://127.0.0.1:${port}/api/events`, { signal: ac.signal });
-  const events: SseEvent[] = [];
-  const waiters = new Set<() => void>();
+  const arrivals = new Arrivals<SseEvent>('SSE event');
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let buf = '';
@@ -88,8 +88,7 @@ export async function sse(port: number) {
           buf = buf.slice(end + 2);
           const event = /^event: (.*)$/m.exec(block)?.[1];
           const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event) events.push({ event, data: data ? JSON.parse(data) : null, at: Date.now() });
-          for (const w of [...waiters]) w();
+          if (event) arrivals.push({ event, data: data ? JSON.parse(data) : null, at: Date.now() });
         }
       }
     } catch {
@@ -98,24 +97,8 @@ export async function sse(port: number) {
   })();
   return {
     res,
-    events,
-    waitFor(pred: (e: SseEvent) => boolean, ms = 5000): Promise<SseEvent> {
-      return new Promise((resolve, reject) => {
-        const t = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`no matching SSE event in ${ms} ms; got ${JSON.stringify(events)}`));
-        }, ms);
-        const check = () => {
-          const hit = events.find(pred);
-          if (!hit) return;
-          clearTimeout(t);
-          waiters.delete(check);
-          resolve(hit);
-        };
-        waiters.add(check);
-        check();
-      });
-    },
+    events: arrivals.items,
+    waitFor: (pred: (e: SseEvent) => boolean, ms = 5000): Promise<SseEvent> => arrivals.next(pred, ms),
     close: () => ac.abort(),
   };
 }

@@ -5,6 +5,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ArchiveSchema, FileStore, MemoryStore, type WatchChange } from '../../src/store/index.ts';
+import { Arrivals } from '../helpers/arrivals.ts';
 import { incrementCounter, useTempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
@@ -12,27 +13,11 @@ useTempProject((p) => void (dir = p.dir));
 
 /** Collects calls; `next(pred)` resolves at the first matching call (seen or to come). */
 function recorder() {
-  const calls: WatchChange[] = [];
-  const waiters = new Set<() => void>();
+  const calls = new Arrivals<WatchChange>('watch call');
   return {
-    calls,
-    onChange: async (c: WatchChange) => {
-      calls.push(c);
-      for (const w of [...waiters]) w();
-    },
-    next: (pred: (c: WatchChange) => boolean, from = 0) =>
-      new Promise<WatchChange>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`no matching call: ${JSON.stringify(calls)}`)), 3000);
-        const check = () => {
-          const hit = calls.slice(from).find(pred);
-          if (!hit) return;
-          clearTimeout(t);
-          waiters.delete(check);
-          resolve(hit);
-        };
-        waiters.add(check);
-        check();
-      }),
+    calls: calls.items,
+    onChange: async (c: WatchChange) => calls.push(c),
+    next: (pred: (c: WatchChange) => boolean, from = 0) => calls.next(pred, 3000, from),
   };
 }
 
