@@ -10,7 +10,7 @@ export * from './channel.ts';
 export * from './envelope.ts';
 export * from './member.ts';
 export * from './recipient.ts';
-export { step, type Persistence, type Step } from './persist.ts';
+export { step, toSnapshot, type MachineState, type Persistence, type Step } from './persist.ts';
 
 export type EnvelopeStatus = 'pending' | 'in_flight' | 'delivered' | 'failed' | 'rejected' | 'stale';
 
@@ -19,18 +19,17 @@ export type EnvelopeRecord = EnvelopeContext & { delivery_status: EnvelopeStatus
 
 export const envelopePersistence = definePersistence({
   machine: envelopeMachine,
-  toSnapshot: (r: EnvelopeRecord) =>
-    envelopeMachine.resolveState({
-      value: r.delivery_status,
-      context: {
-        timestamp: r.timestamp,
-        attempts: r.attempts,
-        delivered_at: r.delivered_at,
-        delivery_method: r.delivery_method,
-        in_flight_by: r.in_flight_by,
-        in_flight_at: r.in_flight_at,
-      },
-    }),
+  toState: (r: EnvelopeRecord) => ({
+    value: r.delivery_status,
+    context: {
+      timestamp: r.timestamp,
+      attempts: r.attempts,
+      delivered_at: r.delivered_at,
+      delivery_method: r.delivery_method,
+      in_flight_by: r.in_flight_by,
+      in_flight_at: r.in_flight_at,
+    },
+  }),
   toRecord: (s): EnvelopeRecord => ({ delivery_status: s.value as EnvelopeStatus, ...s.context }),
 });
 
@@ -49,11 +48,10 @@ const recipientValue = (r: RecipientRecord) =>
 
 export const recipientPersistence = definePersistence({
   machine: recipientMachine,
-  toSnapshot: (r: RecipientRecord) =>
-    recipientMachine.resolveState({
-      value: recipientValue(r),
-      context: { cooldown_until: r.cooldown_until, retry_at: r.retry_at, cooldown_ms: r.cooldown_ms, held_by: r.held_by },
-    }),
+  toState: (r: RecipientRecord) => ({
+    value: recipientValue(r),
+    context: { cooldown_until: r.cooldown_until, retry_at: r.retry_at, cooldown_ms: r.cooldown_ms, held_by: r.held_by },
+  }),
   toRecord: (s): RecipientRecord => ({ in_flight: s.value === 'delivering', ...s.context }),
 });
 
@@ -65,12 +63,9 @@ export type ChannelRecord = ChannelContext & {
 
 export const channelPersistence = definePersistence({
   machine: channelMachine,
-  toSnapshot: (r: ChannelRecord) => {
+  toState: (r: ChannelRecord) => {
     const { lifecycle, paused, ...context } = r;
-    return channelMachine.resolveState({
-      value: lifecycle === 'active' ? (paused ? 'paused' : 'active') : lifecycle,
-      context,
-    });
+    return { value: lifecycle === 'active' ? (paused ? 'paused' : 'active') : lifecycle, context };
   },
   toRecord: (s): ChannelRecord => {
     const v = s.value as 'active' | 'paused' | 'saved' | 'deleted';
@@ -87,11 +82,10 @@ export interface MemberRecord {
 
 export const memberPersistence = definePersistence({
   machine: memberMachine,
-  toSnapshot: (r: MemberRecord) =>
-    memberMachine.resolveState({
-      value: r.removed ? 'removed' : r.stale ? 'stale' : 'linked',
-      context: { stale_at: r.stale_at },
-    }),
+  toState: (r: MemberRecord) => ({
+    value: r.removed ? 'removed' : r.stale ? 'stale' : 'linked',
+    context: { stale_at: r.stale_at },
+  }),
   toRecord: (s): MemberRecord => ({ stale: s.value === 'stale', stale_at: s.context.stale_at, removed: s.value === 'removed' }),
 });
 

@@ -1,51 +1,53 @@
-// The protocol fields are the single copy of the truth: a machine snapshot is rebuilt from a
-// record (`machine.resolveState`) for one pure transition, then mapped back to fields.
-import {
-  createActor, type ActorScope, type AnyStateMachine, type EventFromLogic, type ExecutableActionsFrom, type SnapshotFrom,
-} from 'xstate';
+// The protocol fields are the single copy of the truth: a record maps to a machine state (value +
+// context) for one transition, then back to fields. The engine steps through `flatTransition`
+// (flat.ts), which reads the machine's own definition; XState's snapshots (`toSnapshot`) serve
+// the graph, the diagrams and the tests that hold the two to agreement.
+import type { AnyStateMachine, ContextFrom, EventFromLogic, SnapshotFrom } from 'xstate';
+import { compile, flatTransition, type CollectedAction, type Table } from './flat.ts';
+
+/** A machine state as plain data: what a record maps to and back. */
+export interface MachineState<M extends AnyStateMachine> {
+  value: string;
+  context: ContextFrom<M>;
+}
 
 export interface Persistence<M extends AnyStateMachine, R> {
   readonly machine: M;
-  toSnapshot(record: R): SnapshotFrom<M>;
-  toRecord(snapshot: SnapshotFrom<M>): R;
+  toState(record: R): MachineState<M>;
+  toRecord(state: MachineState<M>): R;
 }
 
-export interface Step<M extends AnyStateMachine, R> {
+export interface Step<R> {
   record: R;
-  snapshot: SnapshotFrom<M>;
-  /** false when no transition was enabled for the event (XState returns the same snapshot). */
+  value: string;
+  /** false when no transition was enabled for the event, or the one taken changed nothing. */
   changed: boolean;
   /** The custom (non-assign) actions of the transition, e.g. a channel gate's `refuse`. */
-  actions: ExecutableActionsFrom<M>[];
+  actions: CollectedAction[];
 }
 
-/** XState's `transition(logic, snapshot, event)` builds a throw-away actor scope on every call,
- *  which was half the cost of a step. These machines have no children, invokes or delays, so one
- *  inert scope per machine serves every call; actions are collected, never executed. */
-const scopes = new WeakMap<AnyStateMachine, { scope: ActorScope<any, any>; collected: unknown[] }>();
+const tables = new WeakMap<AnyStateMachine, Table>();
 
-export function pureTransition<M extends AnyStateMachine>(machine: M, snapshot: SnapshotFrom<M>, event: EventFromLogic<M>): [SnapshotFrom<M>, ExecutableActionsFrom<M>[]] {
-  let cached = scopes.get(machine);
-  if (!cached) {
-    const self = createActor(machine as AnyStateMachine); // never started: only a scope for the pure step
-    const collected: unknown[] = [];
-    const scope = {
-      self, defer: () => {}, id: '', logger: () => {}, sessionId: '', stopChild: () => {}, system: self.system, emit: () => {},
-      actionExecutor: (a: unknown) => void collected.push(a),
-    } as unknown as ActorScope<any, any>;
-    cached = { scope, collected };
-    scopes.set(machine, cached);
-  }
-  cached.collected.length = 0;
-  const next = machine.transition(snapshot, event, cached.scope) as SnapshotFrom<M>;
-  return [next, [...cached.collected] as ExecutableActionsFrom<M>[]];
+function tableOf(machine: AnyStateMachine): Table {
+  let t = tables.get(machine);
+  if (!t) tables.set(machine, (t = compile(machine)));
+  return t;
 }
 
 /** Applies one event to a persisted record. */
-export function step<M extends AnyStateMachine, R>(p: Persistence<M, R>, record: R, event: EventFromLogic<M>): Step<M, R> {
-  const before = p.toSnapshot(record);
-  const [after, actions] = pureTransition(p.machine, before, event);
-  return { record: after === before ? record : p.toRecord(after), snapshot: after, changed: after !== before, actions };
+export function step<M extends AnyStateMachine, R>(p: Persistence<M, R>, record: R, event: EventFromLogic<M>): Step<R> {
+  const s = p.toState(record);
+  const r = flatTransition(tableOf(p.machine), s.value, s.context as Record<string, unknown>, event);
+  return { record: r.changed ? p.toRecord({ value: r.value, context: r.context as ContextFrom<M> }) : record, value: r.value, changed: r.changed, actions: r.actions };
 }
 
-export const definePersistence = <M extends AnyStateMachine, R>(p: Persistence<M, R>) => p;
+/** The XState snapshot of a record (graph traversal, diagrams, agreement tests). */
+export const toSnapshot = <M extends AnyStateMachine, R>(p: Persistence<M, R>, record: R): SnapshotFrom<M> =>
+  p.machine.resolveState(p.toState(record) as never) as SnapshotFrom<M>;
+
+/** Compiles every machine's table now: a machine using a feature flat.ts does not evaluate
+ *  fails here, at load, not on its first step. */
+export function definePersistence<M extends AnyStateMachine, R>(p: Persistence<M, R>): Persistence<M, R> {
+  tableOf(p.machine);
+  return p;
+}

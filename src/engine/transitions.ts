@@ -111,12 +111,12 @@ export function stepRecipient(c: Channel, rid: string, inFlight: boolean, event:
     setOrDelete(c.retry_at, rid, r.record.retry_at);
     setOrDelete(c.holds, rid, r.record.held_by);
   }
-  return { line: r.snapshot.value as RecipientLine, changed };
+  return { line: r.value as RecipientLine, changed };
 }
 
 /** The line's state without changing anything (status, send receipts). */
 export function recipientLine(c: Channel, rid: string, inFlight: boolean): RecipientLine {
-  return recipientPersistence.toSnapshot(recipientRecord(c, rid, inFlight)).value as RecipientLine;
+  return recipientPersistence.toState(recipientRecord(c, rid, inFlight)).value as RecipientLine;
 }
 
 function setOrDelete<V>(map: Record<string, V>, key: string, value: V | null) {

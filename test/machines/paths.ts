@@ -2,7 +2,7 @@
 // the pure `transition()`, JSON round-tripping the persisted record before every step.
 import { getShortestPaths, getSimplePaths } from '@xstate/graph';
 import { transition, type AnyMachineSnapshot, type AnyStateMachine, type AnyTransitionDefinition } from 'xstate';
-import { MACHINES, step, type MachineName, type Persistence } from '../../machines/index.ts';
+import { MACHINES, step, toSnapshot, type MachineName, type Persistence } from '../../machines/index.ts';
 import { ALPHABETS } from './alphabets.ts';
 
 type Ev = { type: string; [k: string]: unknown };
@@ -20,7 +20,7 @@ const label = (e: Ev) => `${e.type}${'now' in e ? `@${e.now}` : ''}${'hold' in e
 export function generatePaths(name: MachineName): GeneratedPath[] {
   const p = persistenceOf(name);
   const { initial, events } = ALPHABETS[name];
-  const fromState = p.toSnapshot(initial) as AnyMachineSnapshot;
+  const fromState = toSnapshot(p, initial) as AnyMachineSnapshot;
   const opts = { events: events as Ev[], fromState } as const;
   const toGenerated = (kind: GeneratedPath['kind']) => (path: { state: AnyMachineSnapshot; steps: { event: Ev }[] }) => {
     const evs = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.'));
@@ -54,10 +54,10 @@ export interface Replay {
 export function replay(name: MachineName, events: Ev[]): Replay {
   const p = persistenceOf(name);
   let record: unknown = ALPHABETS[name].initial;
-  let snapshot = p.toSnapshot(record) as AnyMachineSnapshot;
+  let snapshot = toSnapshot(p, record) as AnyMachineSnapshot;
   const taken: AnyTransitionDefinition[] = [];
   for (const event of events) {
-    const before = p.toSnapshot(JSON.parse(JSON.stringify(record))) as AnyMachineSnapshot;
+    const before = toSnapshot(p, JSON.parse(JSON.stringify(record))) as AnyMachineSnapshot;
     taken.push(...(p.machine.getTransitionData(before as never, event as never) as AnyTransitionDefinition[]));
     [snapshot] = transition(p.machine, before as never, event as never) as unknown as [AnyMachineSnapshot];
     record = p.toRecord(snapshot as never);
@@ -80,16 +80,12 @@ export function declaredTransitions(machine: AnyStateMachine): Map<AnyTransition
 const describeGuard = (t: AnyTransitionDefinition) =>
   typeof t.guard === 'string' ? t.guard : ((t.guard as { type?: string } | undefined)?.type ?? 'guard');
 
-/** The same replay through the engine's `step()` (cached actor scope): it must agree with
- *  XState's own `transition()` on every generated path. */
+/** The same replay through the engine's `step()` (flat.ts, the machine's definition evaluated
+ *  without XState's interpreter): it must agree with XState's own `transition()` on every
+ *  generated path. */
 export function replayWithStep(name: MachineName, events: Ev[]): { value: unknown; context: unknown } {
   const p = persistenceOf(name);
   let record: unknown = ALPHABETS[name].initial;
-  let snapshot = p.toSnapshot(record) as AnyMachineSnapshot;
-  for (const event of events) {
-    const r = step(p, JSON.parse(JSON.stringify(record)), event as never);
-    snapshot = r.snapshot as AnyMachineSnapshot;
-    record = r.record;
-  }
-  return { value: snapshot.value, context: snapshot.context };
+  for (const event of events) record = step(p, JSON.parse(JSON.stringify(record)), event as never).record;
+  return p.toState(record);
 }
