@@ -11,7 +11,7 @@ const SENDS = 3000;
 const DRAIN_EVERY = 20;
 const PULL_ROUNDS = 40;
 const CHANNELS = 12;
-const TOP = 25;
+const TOP = Number(process.env.TOP ?? 25);
 
 interface ProfileNode {
   id: number;

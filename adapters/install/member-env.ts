@@ -11,9 +11,13 @@ export const memberEnv = (pin: string | null) => ({
 
 /** Node flags of an installed MCP server (a departure from §8.1's argv, which starts at the
  *  bundle): its live heap stays under 10 MB, but V8 sizes the heap by allocation rate and a busy
- *  server grew to ~125 MB RSS after 10k sends; a 1 MB young generation and a 256 MB old-space
- *  ceiling keep it near 80 MB (`npm run bench`), with room for a 2000-message archive. */
-export const MCP_NODE_FLAGS = ['--max-semi-space-size=1', '--max-old-space-size=256'] as const;
+ *  server grew to ~125 MB RSS after 10k sends. A 256 MB old-space ceiling (room for a
+ *  2000-message archive) and a 2 MB young generation bound it; `--single-threaded` drops V8's
+ *  background GC and compiler threads (~6 MB here; the server is idle between calls, so the
+ *  work they took off the main thread costs it nothing), which pays for the young generation
+ *  being 2 MB and not 1: at 1 MB a pull of 100 spent a third of its time in scavenges.
+ *  Measured in `npm run bench` and docs/PERFORMANCE.md. */
+export const MCP_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256', '--single-threaded'] as const;
 
 /** argv of the installed MCP server bundle for one project and host label. */
 export const serverArgs = (bundlePath: string, project: string, host: string) => [...MCP_NODE_FLAGS, bundlePath, project, '--host', host];

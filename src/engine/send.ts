@@ -79,7 +79,7 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
   if (!inChain) {
     ch.processed_correlations.push(correlation);
     if (ch.processed_correlations.length > MAX_PROCESSED_CORRELATIONS)
-      ch.processed_correlations.splice(0, ch.processed_correlations.length - MAX_PROCESSED_CORRELATIONS);
+      ch.processed_correlations.splice(0, ch.processed_correlations.length - MAX_PROCESSED_CORRELATIONS / 2);
   }
   const ids: string[] = [];
   for (const r of recipients) {

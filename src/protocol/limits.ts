@@ -73,8 +73,10 @@ export const PARENT_SCAN_LINES = 10_000;
 
 export const MAX_ERRORS = 200;
 /** Chain roots remembered per channel. FEATURES.md allows up to 500; nothing reads more than the
- *  recent ones, and 500 ids cost 20 KB of hot state per busy channel on every mutation. */
-export const MAX_PROCESSED_CORRELATIONS = 64;
+ *  recent ones, and 500 ids cost 20 KB of hot state per busy channel. Past this cap the list is
+ *  cut back to its newest half at once, not by one id per send: a send then appends one id to
+ *  the journal instead of rewriting all of them (2.7 KB of a 3.8 KB journal line). */
+export const MAX_PROCESSED_CORRELATIONS = 128;
 export const MAX_DESCRIPTION_CHARS = 140;
 export const MAX_SUMMARY_CHARS = 2000;
 export const MAX_ARCHIVE_MESSAGES = 2000;

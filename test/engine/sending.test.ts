@@ -3,6 +3,7 @@
 // belongs to the store/runtime suites. Its engine half (FIFO per recipient) is a property test.
 import { describe, expect, it } from 'vitest';
 import { apply } from '../../src/engine/index.ts';
+import { MAX_PROCESSED_CORRELATIONS } from '../../src/protocol/limits.ts';
 import { EnvelopeSchema } from '../../src/protocol/schema.ts';
 import { dataOf, idsOf, mustPrompt, Sim } from './fixtures.ts';
 
@@ -176,6 +177,23 @@ describe('SND-4 duplicate window', () => {
     expect(Object.keys(sim.ch('team').seen_content)).toHaveLength(100);
     sim.refuse(sendCmd('sess_a', { content: 'message 100' }), 'duplicate_content');
     sim.send('sess_a', 'team', 'message 0'); // the oldest key made room: accepted again
+  });
+
+  it('chain roots: at most MAX_PROCESSED_CORRELATIONS, newest kept, cut back to half at once', () => {
+    const sim = new Sim();
+    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    const roots: string[] = [];
+    const lengths: number[] = [];
+    for (let i = 0; i < 3 * MAX_PROCESSED_CORRELATIONS; i++) {
+      roots.push(sim.msg(idsOf(sim.send('sess_a', 'team', `root ${i}`))[0]!).correlation_id);
+      lengths.push(sim.ch('team').processed_correlations.length);
+    }
+    expect(Math.max(...lengths)).toBe(MAX_PROCESSED_CORRELATIONS);
+    const kept = sim.ch('team').processed_correlations;
+    expect(kept).toEqual(roots.slice(-kept.length));
+    // Each send appends one id; past the cap the list is cut to its newest half in one go.
+    for (let i = 1; i < lengths.length; i++)
+      expect([lengths[i - 1]! + 1, lengths[i - 1] === MAX_PROCESSED_CORRELATIONS ? MAX_PROCESSED_CORRELATIONS / 2 : -1]).toContain(lengths[i]);
   });
 
   it('expired keys are swept on each send', () => {
