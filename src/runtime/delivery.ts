@@ -159,7 +159,8 @@ export class Deliveries {
 
   /** New mail for `rid` queued by this process (send, kick notice, resume, sweep). */
   async notify(rid: string): Promise<void> {
-    if (this.closed) return;
+    // Without a driver or a spawner no route below can deliver: skip the state read.
+    if (this.closed || !this.active) return;
     const state = await this.rt.peek();
     if (this.owns(state, rid)) return this.deliver(rid, 'own');
     const rows = memberships(state, rid).map(({ m }) => m);

@@ -109,11 +109,13 @@ export class FileStore implements Store {
   async mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     // Nothing on disk yet: a call that would change nothing (a refusal, a start-up sweep with
     // nothing to sweep) answers from an empty state and creates no file, not even `.opencomms/`.
-    if (!existsSync(this.paths.dir) && !(await migrationPending(this.paths, null))) {
-      const dry = fn(emptyState());
-      if (!dry.changed) return dry.result;
+    if (!existsSync(this.paths.dir)) {
+      if (!(await migrationPending(this.paths, null))) {
+        const dry = fn(emptyState());
+        if (!dry.changed) return dry.result;
+      }
+      await ensureDir(this.paths);
     }
-    await ensureDir(this.paths);
     return withLock(this.paths, async (lock) => {
       const state = await this.locked(lock);
       const draft = track(state);
@@ -145,10 +147,12 @@ export class FileStore implements Store {
         applyOps(state, ops);
       }
       try {
-        lock.assertHeld();
         // Log first: a crash before the state write duplicates a log line (readers keep one per
-        // id) instead of losing the envelopes.
-        if (writes.history.length) appendHistory(this.paths, writes.history, this.durable);
+        // id) instead of losing the envelopes. The journal write checks the lock itself.
+        if (writes.history.length) {
+          lock.assertHeld();
+          appendHistory(this.paths, writes.history, this.durable);
+        }
         await this.persist(state, ops, lock);
       } catch (e) {
         this.drop(); // memory may be ahead of disk now: the next access reloads

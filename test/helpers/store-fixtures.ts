@@ -1,7 +1,7 @@
 // Shared fixtures of the store tests: temp projects, child processes, small states.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,10 @@ import { afterEach, beforeEach } from 'vitest';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
+
+/** The entries of a directory without this process's lock token: a live process keeps one in
+ *  `.opencomms/` (src/store/lock.ts); anything else left behind is a leftover. */
+export const entriesOf = async (dir: string) => (await readdir(dir)).filter((n) => !n.startsWith(`.state-lock.${process.pid}.`));
 
 /** A fresh temp project per test (removed after it): `set` receives its dir and paths. Workers
  *  are SIGKILLed first when the test leaves any running. */

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeAtomic } from '../../src/store/atomic.ts';
 import type { AtomicFsOps } from '../../src/store/atomic.ts';
 import { FileStore } from '../../src/store/store.ts';
-import { counterOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
+import { counterOf, entriesOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -79,7 +79,7 @@ describe('store save through a failing rename', () => {
     const bad = new FileStore(dir, { fsOps: flakyRename(Infinity).ops, compactBytes: 0 });
     await expect(bad.mutate(incrementCounter)).rejects.toThrow('EBUSY');
     expect(await readFile(file)).toEqual(before);
-    expect((await readdir(join(dir, '.opencomms'))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    expect((await entriesOf(join(dir, '.opencomms'))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     expect(counterOf(await bad.read())).toBe(1);
     const twice = new FileStore(dir, { fsOps: flakyRename(2).ops, compactBytes: 0 });
     expect(await twice.mutate(incrementCounter)).toBe(2);

@@ -1,6 +1,9 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync, unlinkSync, utimesSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { LOCK_STALE_MS } from '../../src/protocol/limits.ts';
 import { withLock } from '../../src/store/lock.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
 import { FileStore } from '../../src/store/store.ts';
@@ -48,3 +51,59 @@ describe('in one process', () => {
   });
 });
 
+
+describe('the lock is a link to this process token', () => {
+  const tokensIn = (d: string) => readdirSync(d).filter((n) => /^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/.test(n));
+
+  it('one token per process, linked for each hold: the lock is the same inode every time', async () => {
+    const inodes = new Set<number>();
+    for (let i = 0; i < 3; i++)
+      await withLock(paths, async (lock) => {
+        lock.assertHeld(); // a write: a writer keeps its token
+        inodes.add(statSync(paths.lock).ino);
+      });
+    expect(inodes.size).toBe(1);
+    const mine = tokensIn(paths.dir).filter((n) => n.startsWith(`.state-lock.${process.pid}.`));
+    expect(mine).toHaveLength(1);
+    expect(statSync(join(paths.dir, mine[0]!)).ino).toBe([...inodes][0]);
+    expect(existsSync(paths.lock)).toBe(false); // released: the token stays, the lock name goes
+  });
+
+  it('a hold that writes nothing leaves no file', async () => {
+    await withLock(paths, async () => {});
+    expect(tokensIn(paths.dir)).toEqual([]);
+    expect(existsSync(paths.lock)).toBe(false);
+  });
+
+  it('a new hold never looks stale, however long the token sat unused', async () => {
+    await withLock(paths, async (lock) => lock.assertHeld());
+    const token = join(paths.dir, tokensIn(paths.dir).find((n) => n.startsWith(`.state-lock.${process.pid}.`))!);
+    const old = new Date(Date.now() - 10 * LOCK_STALE_MS);
+    utimesSync(token, old, old);
+    await withLock(paths, async () => {
+      expect(Date.now() - statSync(paths.lock).mtimeMs).toBeLessThan(LOCK_STALE_MS / 3);
+    });
+  });
+
+  it('a token removed by hand is made again', async () => {
+    await withLock(paths, async (lock) => lock.assertHeld());
+    for (const n of tokensIn(paths.dir)) unlinkSync(join(paths.dir, n));
+    expect(await withLock(paths, async (lock) => (lock.assertHeld(), 'held'))).toBe('held');
+    expect(tokensIn(paths.dir).filter((n) => n.startsWith(`.state-lock.${process.pid}.`))).toHaveLength(1);
+  });
+
+  it("a process's token goes when it exits, and a killed process's token when the next process makes its own", () => {
+    const script = (kill: boolean) =>
+      `import { withLock } from ${JSON.stringify(join(import.meta.dirname, '../../src/store/lock.ts'))};
+       await withLock(${JSON.stringify(paths)}, async (lock) => lock.assertHeld());
+       ${kill ? "process.kill(process.pid, 'SIGKILL');" : ''}`;
+    const run = (kill: boolean) => spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script(kill)]);
+    run(false);
+    expect(tokensIn(paths.dir)).toEqual([]);
+    run(true);
+    const left = tokensIn(paths.dir);
+    expect(left).toHaveLength(1); // killed: no exit handler ran
+    run(false); // the next process sweeps it
+    expect(tokensIn(paths.dir)).toEqual([]);
+  });
+});

@@ -1,9 +1,9 @@
-import { access, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FileStore } from '../../src/store/store.ts';
 import { V1_ROLE_PROMPT, forgetMigrationMemo } from '../../src/store/migrate.ts';
-import { channel, incrementCounter, member, tempProject } from '../helpers/store-fixtures.ts';
+import { channel, entriesOf, incrementCounter, member, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -153,7 +153,7 @@ describe('schema 1 → 2 migration', () => {
     expect(s.errors).toEqual([]);
     expect(await exists(oc())).toBe(false);
     await open().mutate(incrementCounter);
-    expect((await readdir(oc())).sort()).toEqual(['.gitignore', 'state.json']);
+    expect((await entriesOf(oc())).sort()).toEqual(['.gitignore', 'state.json']);
     expect((await open().read()).errors).toEqual([{ at: 0, message: '1' }]);
   });
 

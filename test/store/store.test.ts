@@ -5,7 +5,7 @@ import { RefusalError } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { FileStore } from '../../src/store/store.ts';
 import { storeStats } from '../../src/store/state-file.ts';
-import { channel, counterOf, incrementCounter, member, tempProject } from '../helpers/store-fixtures.ts';
+import { channel, counterOf, entriesOf, incrementCounter, member, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -42,7 +42,7 @@ describe('persist and reload', () => {
     expect(await other.read()).toEqual(mine);
     other.close();
     expect(mine.channels.alpha!.members[0]!.endpoint_capabilities.pull).toBe(true); // backfilled
-    const files = await readdir(join(dir, '.opencomms'));
+    const files = await entriesOf(join(dir, '.opencomms'));
     expect(files.filter((f) => f.endsWith('.tmp'))).toEqual([]);
     expect(await readFile(join(dir, '.opencomms', '.gitignore'), 'utf8')).toBe('*\n');
     const text = await readFile(join(dir, '.opencomms', 'state.json'), 'utf8');
@@ -147,7 +147,7 @@ describe('fail-closed load', () => {
     expect(await reasonOf(store.read())).toBe('state_incompatible');
     expect(await reasonOf(store.mutate(incrementCounter))).toBe('state_incompatible');
     expect(await readFile(stateFile())).toEqual(before);
-    expect((await readdir(join(dir, '.opencomms'))).sort()).toEqual(['state.json']);
+    expect((await entriesOf(join(dir, '.opencomms'))).sort()).toEqual(['state.json']);
   });
 
   it('a directory where state.json should be → state_unreadable, untouched', async () => {

@@ -27,11 +27,12 @@ const plant = (dir: string, text: string) => {
   renameSync(`${file}.planted`, file);
 };
 
-/** Every file of `.opencomms/` but the lock: a process starting up holds that for a moment, and an
- *  empty lock file is no state. */
+/** Every file of `.opencomms/` but the lock and the lock tokens of processes (src/store/lock.ts):
+ *  a process starting up holds the lock for a moment, a writer keeps its token until it exits,
+ *  and an empty lock file is no state. */
 const files = (dir: string) => {
   const { '.state.lock': _lock, ...rest } = snapshotTree(join(dir, '.opencomms'));
-  return rest;
+  return Object.fromEntries(Object.entries(rest).filter(([name]) => !/^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/.test(name)));
 };
 
 const TOOL_CALLS: Array<[string, Record<string, unknown>]> = [
