@@ -5,8 +5,8 @@
 // existing inode; creating a file for every lock (the previous O_EXCL scheme) allocated and
 // freed an inode each time, ~70 µs of a 0.2 ms send on ext4 here, and a directory made with
 // mkdir cost ~2 ms on a file system mounted with `discard`. The holder refreshes the lock's
-// mtime (the token's mtime is refreshed right before the link, so a new lock never looks old);
-// a lock not refreshed for LOCK_STALE_MS is stale and may be broken. The holder proves the lock
+// mtime (the token's mtime is at most LOCK_UPDATE_MS old when it is linked, so a new lock never
+// looks old); a lock not refreshed for LOCK_STALE_MS is stale and may be broken. The holder proves the lock
 // is still its own (same inode, same change time) right before every write, so a holder whose
 // lock was broken notices before it writes, not on its next refresh. Waiters sleep until the
 // lock goes away (a file-system watch on `.opencomms/`, with a short timer as the fallback)
@@ -86,10 +86,16 @@ async function acquire(lock: string, deadline: number): Promise<Handle> {
   for (let lostTokens = 0; ; ) {
     const token = tokenFor(lock);
     try {
-      const now = new Date();
-      utimesSync(token, now, now);
-      linkSync(token, lock);
-      return hold(lock, identity(lock));
+      // The lock's mtime is the token's: touched at most LOCK_UPDATE_MS before the link, a new
+      // hold is as fresh as one its holder has just refreshed (and a busy process does not touch
+      // its token, waking every watcher of the directory, on every lock).
+      const now = Date.now();
+      if (now - token.touched >= LOCK_UPDATE_MS) {
+        utimesSync(token.path, new Date(now), new Date(now));
+        token.touched = now;
+      }
+      linkSync(token.path, lock);
+      return hold(lock, identity(lock), token.touched);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // Our token was removed under us (by hand; doctor leaves a live process's alone): make a
@@ -108,8 +114,14 @@ async function acquire(lock: string, deadline: number): Promise<Handle> {
   }
 }
 
-/** This process's token per lock path, and whether it has been written under (then it is kept). */
-const tokens = new Map<string, { path: string; wrote: boolean }>();
+/** This process's token per lock path: when its mtime was last set, and whether it has been
+ *  written under (then it is kept). */
+interface Token {
+  path: string;
+  touched: number;
+  wrote: boolean;
+}
+const tokens = new Map<string, Token>();
 let exitHooked = false;
 const TOKEN_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 
@@ -117,9 +129,9 @@ const TOKEN_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
  *  written under it (a process that only reads or is refused leaves no file). It is removed when
  *  the process exits; tokens of processes that died are removed when a new one is made, so a
  *  crashed process leaves at most one file until the next process starts. */
-function tokenFor(lock: string): string {
+function tokenFor(lock: string): Token {
   const known = tokens.get(lock);
-  if (known) return known.path;
+  if (known) return known;
   const dir = dirname(lock);
   const prefix = `.${basename(lock).replace(/^\./, '').replace(/\./g, '-')}.`;
   const made = join(dir, `${prefix}${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
@@ -130,9 +142,10 @@ function tokenFor(lock: string): string {
       for (const l of [...tokens.keys()]) dropToken(l);
     });
   }
-  tokens.set(lock, { path: made, wrote: false });
+  const token = { path: made, touched: Date.now(), wrote: false };
+  tokens.set(lock, token);
   sweepTokens(dir, prefix);
-  return made;
+  return token;
 }
 
 function dropToken(lock: string) {
@@ -182,9 +195,9 @@ const identity = (lock: string) => {
 };
 
 /** The lock as its holder sees it: its identity, and when the holder last refreshed it. */
-function hold(lock: string, created: string): Handle {
+function hold(lock: string, created: string, touched: number): Handle {
   let mine = created;
-  let refreshedAt = Date.now();
+  let refreshedAt = touched;
   let compromised: Error | null = null;
   const check = () => {
     if (compromised) return;
@@ -205,6 +218,8 @@ function hold(lock: string, created: string): Handle {
       utimesSync(lock, now, now);
       mine = identity(lock);
       refreshedAt = now.getTime();
+      const token = tokens.get(lock);
+      if (token) token.touched = refreshedAt;
     } catch (e) {
       compromised = lost(`refresh failed: ${(e as Error).message}`);
     }

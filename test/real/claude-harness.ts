@@ -157,10 +157,13 @@ export async function wakeRig(sb: Sandbox, defer: Defer, fakeTurns = 60) {
   let lastWaiter = 0;
   return {
     fake, peer, rt, term, row, info, joined, member,
-    /** Resolves with the waiter once one other than the last seen is registered and alive. */
+    /** Resolves with the waiter once one other than the last seen is registered and alive, and the
+     *  turn's other hooks have exited: Claude Code runs its Stop hooks side by side, and mail sent
+     *  while the synchronous one still starts up is (rightly) handed over by it, not by a wake. */
     armed: (what: string) => until(`a new waiter is armed (${what})`, () => {
       const w = waiters(sb).find((x) => x.waiter !== lastWaiter && alive(x.waiter));
-      if (w) lastWaiter = w.waiter;
+      if (!w || hookProcesses(sb).some((p) => p !== w.waiter)) return false;
+      lastWaiter = w.waiter;
       return w;
     }, 20_000, info),
     /** A peer send; resolves when the fake model got it (no keystroke) and the ack reached the peer. */

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, unlinkSync, utimesSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LOCK_STALE_MS } from '../../src/protocol/limits.ts';
 import { withLock } from '../../src/store/lock.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
@@ -77,12 +77,16 @@ describe('the lock is a link to this process token', () => {
 
   it('a new hold never looks stale, however long the token sat unused', async () => {
     await withLock(paths, async (lock) => lock.assertHeld());
-    const token = join(paths.dir, tokensIn(paths.dir).find((n) => n.startsWith(`.state-lock.${process.pid}.`))!);
-    const old = new Date(Date.now() - 10 * LOCK_STALE_MS);
-    utimesSync(token, old, old);
-    await withLock(paths, async () => {
-      expect(Date.now() - statSync(paths.lock).mtimeMs).toBeLessThan(LOCK_STALE_MS / 3);
-    });
+    // Ten stale windows later (the clock moved on; the token was not touched meanwhile).
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 10 * LOCK_STALE_MS);
+      await withLock(paths, async () => {
+        expect(Date.now() - statSync(paths.lock).mtimeMs).toBeLessThan(LOCK_STALE_MS / 3);
+      });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('a token removed by hand is made again', async () => {
