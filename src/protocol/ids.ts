@@ -1,5 +1,5 @@
 // Identifier shapes. Ids are minted by the shell (randomness is I/O) and passed into the engine.
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 export const MESSAGE_ID_RE = /^ocm_[0-9a-f]{32}$/;
 export const CHANNEL_ID_RE = /^chn_[0-9a-f]{32}$/;
@@ -12,7 +12,20 @@ export const CHANNEL_NAME_RE = /^[a-z0-9][a-z0-9\-_]*$/;
 export const ROLE_RE = /^[A-Za-z][A-Za-z0-9 _-]{0,31}$/;
 export const HOST_LABEL_RE = /^[a-z][a-z0-9-]{0,31}$/;
 
-const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+/** Random bytes are drawn from a pool refilled 4 KiB at a time (as uuid does): one
+ *  `randomBytes(16)` per id was ~8 µs, three ids a send. */
+const POOL_BYTES = 4096;
+const pool = Buffer.alloc(POOL_BYTES);
+let used = POOL_BYTES;
+
+const hex = (bytes: number) => {
+  if (used + bytes > POOL_BYTES) {
+    randomFillSync(pool);
+    used = 0;
+  }
+  used += bytes;
+  return pool.toString('hex', used - bytes, used);
+};
 
 export const newMessageId = () => `ocm_${hex(16)}`;
 export const newChannelId = () => `chn_${hex(16)}`;

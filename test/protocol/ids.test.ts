@@ -16,6 +16,12 @@ describe('ids', () => {
     expect(new Set(Array.from({ length: 1000 }, newMessageId)).size).toBe(1000);
   });
 
+  it('ids drawn across many refills of the random pool never repeat, whatever their length', () => {
+    const mixed = Array.from({ length: 3000 }, (_, i) => (i % 3 === 0 ? newMemberId() : i % 3 === 1 ? newMessageId() : newCorrelationId()).replace(/^[a-z]+_/, ''));
+    expect(new Set(mixed).size).toBe(mixed.length);
+    expect(mixed.every((x) => /^[0-9a-f]+$/.test(x) && !/^0+$/.test(x))).toBe(true);
+  });
+
   it('path-building ids refuse traversal and separators', () => {
     for (const bad of ['../x', 'a/b', 'a\\b', '.hidden', '', 'x'.repeat(65), 'chn_../x', 'chn_a/b']) {
       expect(isMemberId(bad), bad).toBe(false);
