@@ -2,6 +2,7 @@
 // times move 3× between days on shared machines): one send per call in flight, sustained sends,
 // a read of 100 messages, start-up, memory, and four writers at once.
 import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MCP_NODE_FLAGS } from '../adapters/install/member-env.ts';
@@ -124,8 +125,16 @@ async function measure(p: Pair): Promise<Figures> {
   return { send: stats(rt), sustained, read: stats(reads) };
 }
 
-/** One sender per process, `writers` at once, each with its own server on one project. */
-async function writers(dir: string, count: number, perWriter: number): Promise<number> {
+/** Busy and total jiffies of the whole machine (the bench is the only load on it). */
+async function machineCpu() {
+  const f = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - f[3]! - f[4]!, total };
+}
+
+/** One sender per process, `writers` at once, each with its own server on one project: the
+ *  aggregate rate, the cores the machine kept busy meanwhile, and its CPU time per send. */
+async function writers(dir: string, count: number, perWriter: number): Promise<{ rate: number; cores: number; cpuMsPerSend: number }> {
   const barrier = join(dir, `go-${count}`);
   const kids = Array.from({ length: count }, (_, w) =>
     spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'mcp-writer.ts'), dir, `w${count}x${w}`, String(perWriter), barrier], { stdio: ['ignore', 'pipe', 'inherit'] }),
@@ -149,12 +158,15 @@ async function writers(dir: string, count: number, perWriter: number): Promise<n
       });
     });
   await Promise.all(kids.map((_, i) => waitLine(i, /^ready/)));
+  const cpu0 = await machineCpu();
   const t = now();
   await writeFile(barrier, '');
   const done = await Promise.all(kids.map((_, i) => waitLine(i, /^\{/)));
   const elapsed = (now() - t) / 1000;
+  const cpu1 = await machineCpu();
   const sent = done.map((l) => (JSON.parse(l) as { sent: number }).sent).reduce((a, b) => a + b, 0);
-  return sent / elapsed;
+  const cores = (availableParallelism() * (cpu1.busy - cpu0.busy)) / (cpu1.total - cpu0.total);
+  return { rate: sent / elapsed, cores: round(cores), cpuMsPerSend: round((cores * elapsed * 1000) / sent, 3) };
 }
 
 export async function mcpBench() {
@@ -224,7 +236,9 @@ export async function mcpBench() {
     await withProject(async (dir) => {
       const one = await writers(dir, 1, 600);
       const four = await writers(dir, 4, 600);
-      emitRatio('mcp_4_writers_over_1', four, one, '>= 1.5', { unit: 'sends/s aggregate' });
+      emitRatio('mcp_4_writers_over_1', four.rate, one.rate, '>= 1.5', {
+        unit: 'sends/s aggregate', cores_busy: { one: one.cores, four: four.cores }, cpu_ms_per_send: { one: one.cpuMsPerSend, four: four.cpuMsPerSend },
+      });
     });
   });
 }
