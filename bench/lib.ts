@@ -7,10 +7,15 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { build } from 'esbuild';
+import { MCP_NODE_FLAGS } from '../adapters/install/member-env.ts';
 import type { Caller } from '../src/engine/index.ts';
 import type { Runtime } from '../src/runtime/runtime.ts';
 
 export const ROOT = join(import.meta.dirname, '..');
+
+/** Node flags of our MCP server: the installers' (`MCP_NODE_FLAGS`), or `BENCH_MCP_NODE_FLAGS`
+ *  (space-separated) to compare another set on the same machine. */
+export const mcpNodeFlags: readonly string[] = process.env.BENCH_MCP_NODE_FLAGS?.split(' ').filter(Boolean) ?? MCP_NODE_FLAGS;
 
 export function stats(samples: number[]) {
   const s = [...samples].sort((a, b) => a - b);

@@ -2,12 +2,11 @@
 // channel of its own with a reader that joined and left, then <count> sends one at a time after
 // the barrier; prints {sent}.
 import { join } from 'node:path';
-import { MCP_NODE_FLAGS } from '../adapters/install/member-env.ts';
-import { ROOT, connectMcp, message, waitForBarrier } from './lib.ts';
+import { ROOT, mcpNodeFlags, connectMcp, message, waitForBarrier } from './lib.ts';
 
 const [project, tag, count, barrier] = process.argv.slice(2);
 if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier>');
-const server = [...MCP_NODE_FLAGS, join(ROOT, 'dist', 'opencomms-mcp.mjs'), project!];
+const server = [...mcpNodeFlags, join(ROOT, 'dist', 'opencomms-mcp.mjs'), project!];
 const pin = (who: string) => `sess_${`${tag}${who}`.replace(/[^A-Za-z0-9]/g, '').padEnd(24, '0').slice(0, 24)}`;
 const a = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('a') });
 const b = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('b') });

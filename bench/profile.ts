@@ -3,8 +3,7 @@
 // docs/PERFORMANCE.md quotes these tables.
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { MCP_NODE_FLAGS } from '../adapters/install/member-env.ts';
-import { ROOT, connectMcp, message, withProject } from './lib.ts';
+import { ROOT, mcpNodeFlags, connectMcp, message, withProject } from './lib.ts';
 
 const SENDS = 3000;
 /** The bench's housekeeping: the reader drains every 20 sends, so queues stay short. */
@@ -47,7 +46,7 @@ function summarise(profile: { nodes: ProfileNode[]; samples: number[]; timeDelta
 const mode = process.argv[2] === 'pull' ? 'pull' : 'send';
 const out = join(ROOT, '.bench-profile', mode);
 await rm(out, { recursive: true, force: true });
-const server = (profiled: boolean) => [...MCP_NODE_FLAGS, ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${out}`] : []), '--import', 'tsx', join(ROOT, 'adapters', 'mcp', 'main.ts')];
+const server = (profiled: boolean) => [...mcpNodeFlags, ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${out}`] : []), '--import', 'tsx', join(ROOT, 'adapters', 'mcp', 'main.ts')];
 
 await withProject(async (dir) => {
   const a = await connectMcp([...server(mode === 'send'), dir], { OPENCOMMS_MEMBER_ID: 'sess_benchaaaaaaaaaaaaaaaaaa' });

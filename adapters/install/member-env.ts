@@ -11,13 +11,14 @@ export const memberEnv = (pin: string | null) => ({
 
 /** Node flags of an installed MCP server (a departure from §8.1's argv, which starts at the
  *  bundle): its live heap stays under 10 MB, but V8 sizes the heap by allocation rate and a busy
- *  server grew to ~125 MB RSS after 10k sends. A 256 MB old-space ceiling (room for a
- *  2000-message archive) and a 2 MB young generation bound it; `--single-threaded` drops V8's
- *  background GC and compiler threads (~6 MB here; the server is idle between calls, so the
- *  work they took off the main thread costs it nothing), which pays for the young generation
- *  being 2 MB and not 1: at 1 MB a pull of 100 spent a third of its time in scavenges.
- *  Measured in `npm run bench` and docs/PERFORMANCE.md. */
-export const MCP_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256', '--single-threaded'] as const;
+ *  server grew to ~125 MB RSS after 10k sends. A 256 MB old-space ceiling (room for a 2000-message
+ *  archive) and a 2 MB young generation bound it (at 1 MB a pull of 100 spent a third of its time
+ *  in scavenges). `--v8-pool-size=1` keeps one V8 worker thread, not Node's default four, which
+ *  holds RSS at 75–78 MB. Not `--single-threaded`, which saved ~3 MB more: it moves the optimizing
+ *  compiler onto the main thread, where each optimization of a hot function stalls the call that
+ *  triggered it for 3–50 ms (send p99 ~10 ms against ~4.5 ms with one worker, most of it in a
+ *  session's first thousand calls). Measured in `npm run bench` and docs/PERFORMANCE.md. */
+export const MCP_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256', '--v8-pool-size=1'] as const;
 
 /** argv of the installed MCP server bundle for one project and host label. */
 export const serverArgs = (bundlePath: string, project: string, host: string) => [...MCP_NODE_FLAGS, bundlePath, project, '--host', host];
