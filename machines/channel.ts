@@ -67,9 +67,11 @@ export const channelMachine = setup({
       if (event.type !== 'SEND') return {};
       const fresh = event.now - context.rate.window_start > RATE_WINDOW_MS;
       // The newest MAX_SEEN_CONTENT − 1 live keys (insertion order is send order), then this one.
-      // A plain loop: building the map through entries/filter/fromEntries cost ~4× as much.
+      // A plain loop: building the map through entries/filter/fromEntries cost ~4× as much. A
+      // null-prototype object is a hash table from its first key; a `{}` built key by key took a
+      // hidden-class transition per key, a new chain on every send (2.5× slower, 16 KB a send).
       const keys = Object.keys(context.seen_content);
-      const seen: Record<string, number> = {};
+      const seen: Record<string, number> = Object.create(null);
       for (let i = Math.max(0, keys.length - (MAX_SEEN_CONTENT - 1)); i < keys.length; i++) {
         const t = context.seen_content[keys[i]!]!;
         if (event.now - t < context.stale_event_ms) seen[keys[i]!] = t;
