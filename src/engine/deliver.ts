@@ -375,14 +375,19 @@ export const pendingRecipients = (state: State, local?: (sid: string) => boolean
 export function nextDue(state: State, recipients: string[], env: Pick<Env, 'now' | 'spawnHosts'>): number | null {
   const now = env.now;
   let due = Infinity;
+  // Whether a channel holds its mail, asked once per channel: a queue of n envelopes asked it n
+  // times, each a probe step of the channel machine on a copy of the channel.
+  const held = new Map<string, boolean>();
   for (const rid of recipients) {
     for (const id of state.queues[rid] ?? []) {
       const e = state.messages[id];
       if (!e || e.delivery_status !== 'pending') continue;
       const at = placement(state, e);
       if (!at) return now;
+      let hold = held.get(at.ch.id);
+      if (hold === undefined) held.set(at.ch.id, (hold = channelHold(at.ch, now) !== null));
       // Held mail (paused, budget) waits for a resume, which wakes its recipients: no deadline.
-      if (channelHold(at.ch, now) !== null) continue;
+      if (hold) continue;
       const w = staleWindow(at.member, env.spawnHosts);
       if (w !== null) due = Math.min(due, e.timestamp + w + 1);
       for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]]) if (t !== undefined && t > now) due = Math.min(due, t);

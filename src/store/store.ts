@@ -338,7 +338,8 @@ export class FileStore implements Store {
     const disk = await fresh.read();
     await fresh.close();
     Object.assign(storeStats, counted);
-    if (!isDeepStrictEqual(disk, raw(state))) {
+    // Compared as data: a map the engine built may have a null prototype, one read from JSON not.
+    if (!isDeepStrictEqual(disk, structuredClone(raw(state)))) {
       this.drop();
       throw new Error('journal check: the state on disk differs from the state in memory (a write was not recorded)');
     }
