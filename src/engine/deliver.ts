@@ -25,7 +25,9 @@ function placement(state: State, e: Envelope): { ch: Channel; member: Member } |
 
 /** Whether the channel would refuse a hand-over now (paused, budget), without changing it. */
 export function channelHold(ch: Channel, now: number): Hold | null {
-  const probe = { ...ch, budgets: { ...ch.budgets } };
+  // A copy of the plain channel: spreading a draft proxy trapped every field read.
+  const c = raw(ch);
+  const probe = { ...c, budgets: { ...c.budgets } };
   const r = stepChannel(probe, { type: 'HAND_OVER', now, count: 0 });
   return r === null ? null : r.reason === 'channel_paused' ? 'paused' : 'budget';
 }
