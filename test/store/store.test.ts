@@ -85,6 +85,28 @@ describe('persist and reload', () => {
     expect(await readFile(join(dir, '.opencomms', 'state.json'))).toEqual(before);
   });
 
+  it('checks an append by its new items, and a list with a length bound whole', async () => {
+    await store.mutate(addChannel('alpha'));
+    await store.mutate((d) => {
+      d.channels.alpha!.processed_correlations.push('cor_1');
+      return { changed: true, result: null };
+    });
+    expect((await new FileStore(dir).read()).channels.alpha!.processed_correlations).toEqual(['cor_1']);
+    await expect(
+      store.mutate((d) => {
+        d.channels.alpha!.processed_correlations.push(42 as never);
+        return { changed: true, result: null };
+      }),
+    ).rejects.toThrow(/invalid state.*processed_correlations/);
+    await expect(
+      store.mutate((d) => {
+        for (let i = 0; i < 40; i++) d.channels.alpha!.members.push(member(`sess_m${i}`, 'Peer') as never);
+        return { changed: true, result: null };
+      }),
+    ).rejects.toThrow(/invalid state.*members/);
+    expect((await new FileStore(dir).read()).channels.alpha!.members).toHaveLength(1);
+  });
+
   it('in-process concurrent mutations are serialized', async () => {
     await Promise.all(Array.from({ length: 50 }, () => store.mutate(incrementCounter)));
     expect(counterOf(await new FileStore(dir).read())).toBe(50);
