@@ -3,6 +3,7 @@
 // profiler counting objects the GC already collected. Allocation drives the server's scavenges
 // (its young generation is 2 MB) and its RSS, and unlike time it barely moves with machine load.
 // Prints KB per item for each phase and the functions that allocate most in it.
+import type { HeapProfiler } from 'node:inspector';
 import { Session } from 'node:inspector/promises';
 import { Runtime } from '../src/runtime/runtime.ts';
 import { FileStore } from '../src/store/index.ts';
@@ -16,11 +17,13 @@ const BATCH = 100;
 const SAMPLE_BYTES = 256;
 const TOP = Number(process.env.TOP ?? 12);
 
-interface Node {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: Node[];
-}
+/** V8's protocol has the two `include…` flags (garbage counts too); Node's types lack them. */
+const SAMPLING: HeapProfiler.StartSamplingParameterType & { includeObjectsCollectedByMinorGC: boolean; includeObjectsCollectedByMajorGC: boolean } = {
+  samplingInterval: SAMPLE_BYTES,
+  includeObjectsCollectedByMinorGC: true,
+  includeObjectsCollectedByMajorGC: true,
+};
+type Node = HeapProfiler.SamplingHeapProfileNode;
 
 type Phase = 'send' | 'catch-up' | 'pull';
 
@@ -35,9 +38,9 @@ await withProject(async (dir) => {
   session.connect();
   const samples = new Map<Phase, Node[]>([['send', []], ['catch-up', []], ['pull', []]]);
   const sampled = async (phase: Phase, on: boolean, fn: () => Promise<unknown>) => {
-    if (on) await session.post('HeapProfiler.startSampling', { samplingInterval: SAMPLE_BYTES, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true } as never);
+    if (on) await session.post('HeapProfiler.startSampling', SAMPLING);
     await fn();
-    if (on) samples.get(phase)!.push(((await session.post('HeapProfiler.stopSampling')) as { profile: { head: Node } }).profile.head);
+    if (on) samples.get(phase)!.push((await session.post('HeapProfiler.stopSampling')).profile.head);
   };
   for (let k = 0; k < WARM_ROUNDS + ROUNDS; k++) {
     const on = k >= WARM_ROUNDS;
