@@ -142,10 +142,9 @@ export function track<T extends object>(state: T): Draft<T> {
     set(target, key, value) {
       const had = Object.prototype.hasOwnProperty.call(target, key);
       const old = target[key];
-      // A machine writes back its whole record, mostly unchanged: an unchanged object (the
+      // A machine writes back its whole record, mostly unchanged: the value already there (the
       // 100-key duplicate window) is not walked for proxies.
-      if (had && old === value && key !== 'length') return true;
-      const v = unwrapDeep(value);
+      const v = had && old === value ? old : unwrapDeep(value);
       if (had && old === v && key !== 'length') return true;
       record(target, key, had, old, v);
       target[key] = v;
