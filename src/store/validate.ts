@@ -111,12 +111,20 @@ function checkEntity(state: State, collection: 'channels' | 'messages', key: str
 type Def = { type: string; innerType?: { _zod: { def: Def } }; valueType?: z.ZodType; element?: z.ZodType; checks?: unknown[] };
 const defOf = (t: z.ZodType) => (t as unknown as { _zod: { def: Def } })._zod.def;
 
+/** Unwrapped definitions of the schemas' own fields, by `collection.field`: the schemas never
+ *  change, and every written field asks (twice for a map entry or an append). */
+const innerDefs = new Map<string, Def>();
+
 /** A field's schema definition through its default/optional wrappers. */
 function innerDef(collection: 'channels' | 'messages', field: string): Def | null {
+  const id = `${collection}.${field}`;
+  let def = innerDefs.get(id);
+  if (def) return def;
   const schema = ENTITIES[collection]!.fields[field];
-  if (!schema) return null;
-  let def = defOf(schema);
+  if (!schema) return null; // a field no schema names (written by a peer, maybe): not cached
+  def = defOf(schema);
   while (def.innerType) def = def.innerType._zod.def;
+  innerDefs.set(id, def);
   return def;
 }
 
