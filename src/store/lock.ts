@@ -107,10 +107,14 @@ async function acquire(lock: string, deadline: number): Promise<Handle> {
       // EACCES/EROFS/EMFILE/ENOTDIR/...: at once. Only "someone holds it" waits.
       if (code !== 'EEXIST') throw e;
     }
-    if (breakIfStale(lock)) continue;
-    const left = deadline - Date.now();
-    if (left <= 0) throw stateBusy();
-    await released(lock, Math.min(left, LOCK_RETRY_MAX_MS));
+    // A woken waiter looks before it links again: a link takes the directory's write lock, which
+    // the holder's own unlink and journal need, and most wake-ups (another waiter won, a watch
+    // event for the lock being taken) find the lock held.
+    while (!breakIfStale(lock)) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw stateBusy();
+      await released(lock, Math.min(left, LOCK_RETRY_MAX_MS));
+    }
   }
 }
 
