@@ -20,6 +20,40 @@ export const journalFile = (paths: Pick<StorePaths, 'journal'>, id: string): str
 export interface Entry {
   n: number;
   ops: Op[];
+  /** On the last entry of a journal that a compaction ended (store.ts, `followSeal`): the
+   *  snapshot that continues it, as its writer saw it right after the rename. The entry's `ops` are
+   *  those of the mutation the snapshot was written for, so the journal's lines add up to it; a
+   *  reader that does not know seals applies them like any other line. */
+  sealed?: unknown;
+}
+
+/** What a seal promises: state.json with exactly this identity holds the state this journal ends
+ *  with, and `journal` continues it. */
+export interface Seal {
+  journal: string;
+  key: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint };
+}
+
+const KEY_FIELDS = ['dev', 'ino', 'size', 'mtimeNs', 'ctimeNs'] as const;
+
+/** The seal as written in a journal line (bigints as decimal strings). */
+export const sealLine = (seal: Seal) => ({
+  journal: seal.journal,
+  ...Object.fromEntries(KEY_FIELDS.map((k) => [k, seal.key[k].toString()])),
+});
+
+/** A seal read back from a line, or null when the entry has none or it is malformed (a reader
+ *  then loads the snapshot whole, as it would without seals). */
+export function sealOf(entry: Entry): Seal | null {
+  const s = entry.sealed as Record<string, unknown> | undefined;
+  if (typeof s !== 'object' || s === null || typeof s.journal !== 'string' || !JOURNAL_ID_RE.test(s.journal)) return null;
+  const key = {} as Seal['key'];
+  for (const k of KEY_FIELDS) {
+    const v = s[k];
+    if (typeof v !== 'string' || !/^\d{1,30}$/.test(v)) return null;
+    key[k] = BigInt(v);
+  }
+  return { journal: s.journal, key };
 }
 
 export type JournalRead =

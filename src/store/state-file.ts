@@ -51,8 +51,9 @@ export const unpin = (p: Pinned | null | undefined) => {
   if (p) close(p.fd, () => {});
 };
 
-/** Test and bench hook: state.json parses (JSON + zod) and fast-path hits that skipped one. */
-export const storeStats = { parses: 0, cacheHits: 0 };
+/** Test and bench hook: state.json parses (JSON + zod), fast-path hits that skipped one, and
+ *  compactions followed by their seal instead of a parse. */
+export const storeStats = { parses: 0, cacheHits: 0, sealsFollowed: 0 };
 
 export type FileRead =
   | { kind: 'absent' }

@@ -20,12 +20,12 @@ import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
 import { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
-import { JournalWriter, journalFile, readJournal, type Entry } from './journal.ts';
+import { JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry } from './journal.ts';
 import { loadLockFree, loadLocked, type Snapshot } from './load.ts';
 import { withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
 import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
-import { readStateFile, sameKey, serialize, statKey, storeStats, unpin, type Pinned } from './state-file.ts';
+import { readStateFile, sameKey, serialize, statKey, storeStats, unpin, type FileKey, type Pinned } from './state-file.ts';
 import { RefusalError } from '../protocol/result.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { checkOps } from './validate.ts';
@@ -201,7 +201,7 @@ export class FileStore implements Store {
    *  leave state.json complete on its own. */
   async compact(): Promise<void> {
     if (!existsSync(this.paths.dir)) return;
-    await withLock(this.paths, async (lock) => this.snapshot(await this.locked(lock), lock));
+    await withLock(this.paths, async (lock) => this.snapshot(await this.locked(lock), lock, []));
   }
 
   /** Releases the descriptor that pins the cached snapshot. */
@@ -251,8 +251,10 @@ export class FileStore implements Store {
     if (!c || this.damage !== null) return null;
     const key = statKey(this.paths.state);
     if (c.pin ? !key || !sameKey(key, c.pin.key) : key !== null) {
-      this.drop();
-      return null;
+      if (!key || !this.followSeal(c, key)) {
+        this.drop();
+        return null;
+      }
     }
     storeStats.cacheHits++;
     if (!c.journalId) return c.state;
@@ -265,6 +267,38 @@ export class FileStore implements Store {
     }
     if (size === c.offset) return c.state;
     return this.applyJournal(c, file) ? c.state : null;
+  }
+
+  /** state.json changed. When this process reads the journal it holds to that journal's end, and
+   *  the end is the seal a compaction wrote naming this very file, the state in memory already is
+   *  that snapshot: it is pinned and adopted without being read. Reading it cost every other
+   *  process a full parse and validation per compaction (50–100 ms with a few thousand envelopes
+   *  pending). Anything else (no seal yet, another file, a malformed seal, a bad entry before it)
+   *  is false, and the caller loads the snapshot whole. */
+  private followSeal(c: Cache, key: FileKey): boolean {
+    if (!c.journalId) return false;
+    const r = readJournal(journalFile(this.paths, c.journalId), c.offset, c.count + 1);
+    if (r.kind !== 'ok' || r.entries.length === 0) return false;
+    const seal = sealOf(r.entries.at(-1)!);
+    if (!seal || !sameKey(seal.key, key)) return false;
+    for (const entry of r.entries) if (this.replay(c.state, entry)) return false;
+    let fd: number;
+    try {
+      fd = openSync(this.paths.state, 'r');
+    } catch {
+      return false;
+    }
+    const st = fstatSync(fd, { bigint: true });
+    const pinned = { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
+    if (!sameKey(pinned, seal.key)) {
+      closeSync(fd); // replaced again since the stat: a later snapshot, loaded whole
+      return false;
+    }
+    unpin(c.pin);
+    Object.assign(c, { pin: { fd, key: pinned }, journalId: seal.journal, offset: 0, count: 0 });
+    this.journal.close();
+    storeStats.sealsFollowed++;
+    return true;
   }
 
   /** Takes a freshly loaded snapshot as the cache and applies its journal. false = the journal is
@@ -327,7 +361,7 @@ export class FileStore implements Store {
       message: `The state journal was damaged (${cause}); it was preserved as journal/${kept} and the state before the damage was kept.`,
     });
     this.damage = null;
-    await this.snapshot(c.state, lock);
+    await this.snapshot(c.state, lock, null);
   }
 
   /** Under test: what is on disk, loaded afresh, must equal what this process holds. A write the
@@ -358,15 +392,19 @@ export class FileStore implements Store {
    *  retried: nothing else of this process may run while memory is ahead of disk. */
   private async persist(state: State, ops: Op[], lock: HeldLock): Promise<void> {
     const c = this.cache!;
-    if (!c.journalId || c.offset >= (this.options.compactBytes ?? JOURNAL_COMPACT_BYTES)) return this.snapshot(state, lock);
+    if (!c.journalId || c.offset >= (this.options.compactBytes ?? JOURNAL_COMPACT_BYTES)) return this.snapshot(state, lock, ops);
     c.offset = this.journal.append(this.paths, c.journalId, { n: c.count + 1, ops }, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset });
     c.count++;
   }
 
   /** Writes `state` whole as state.json with a new journal id, and removes the old journals. A
    *  rename that fails is retried (§2.10) with the cache dropped, so that meanwhile this process
-   *  reads what is on disk, not what it failed to write; afterwards it reloads. */
-  private async snapshot(state: State, lock: HeldLock): Promise<void> {
+   *  reads what is on disk, not what it failed to write; afterwards it reloads. With `seal` (the
+   *  ops of the mutation that the snapshot holds and the journal does not), the journal it ends
+   *  gets a last line with those ops naming the new file (followSeal), and is kept until the next
+   *  compaction, so that processes up to date need not read the snapshot. A recovery does not
+   *  seal: its state is what no journal holds. */
+  private async snapshot(state: State, lock: HeldLock, seal: Op[] | null): Promise<void> {
     const c = this.cache!;
     const id = randomBytes(8).toString('hex');
     const text = serialize(raw(state), id);
@@ -377,7 +415,7 @@ export class FileStore implements Store {
       if (lock.compromised) throw e;
       this.drop();
       await writeAtomic(this.paths.state, text, { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
-      this.removeJournals(id);
+      this.removeJournals([id]);
       return;
     }
     const fd = openSync(this.paths.state, 'r');
@@ -389,16 +427,30 @@ export class FileStore implements Store {
       closeSync(fd);
       throw e;
     }
+    const sealed = seal !== null && c.journalId !== null && this.seal(c, seal, { journal: id, key: pin.key }, lock);
+    const ended = c.journalId;
     unpin(c.pin);
     Object.assign(c, { pin, journalId: id, offset: 0, count: 0 });
     this.journal.close();
-    this.removeJournals(id);
+    this.removeJournals(sealed && ended ? [id, ended] : [id]);
   }
 
-  /** Every journal but `keep` is inside the snapshot now (a crash before this leaves files
-   *  behind, never state); damaged ones stay for the operator. */
-  private removeJournals(keep: string) {
-    for (const f of listJournals(this.paths)) if (f !== `${keep}.jsonl` && !f.includes('.corrupt.')) unlinkSync(join(this.paths.journal, f));
+  /** Appends the seal to the journal the snapshot ends. The snapshot is on disk already: a seal
+   *  that cannot be written is no error (readers load the snapshot whole, as before seals). */
+  private seal(c: Cache, ops: Op[], seal: { journal: string; key: FileKey }, lock: HeldLock): boolean {
+    try {
+      const entry = { n: c.count + 1, ops, sealed: sealLine(seal) };
+      this.journal.append(this.paths, c.journalId!, entry, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Every journal but those in `keep` is inside the snapshot now (a crash before this leaves
+   *  files behind, never state); damaged ones stay for the operator. */
+  private removeJournals(keep: string[]) {
+    for (const f of listJournals(this.paths)) if (!keep.some((k) => f === `${k}.jsonl`) && !f.includes('.corrupt.')) unlinkSync(join(this.paths.journal, f));
   }
 }
 

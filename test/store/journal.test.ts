@@ -1,6 +1,6 @@
 // The journal write path (FEATURES.md §2.7, §2.10 as departed from in the README): one line per
 // mutation, whole lines only, damage preserved and recovered, compaction, catch-up across stores.
-import { appendFile, readFile, readdir } from 'node:fs/promises';
+import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { storeStats } from '../../src/store/state-file.ts';
@@ -125,16 +125,31 @@ describe('whole lines only', () => {
   });
 });
 
+/** Mutations by `store` until state.json names a new journal (one compaction); returns both ids. */
+async function untilCompacted(store: FileStore) {
+  const before = await journalId();
+  for (let i = 0; i < 50 && (await journalId()) === before; i++) await store.mutate(incrementCounter);
+  const after = await journalId();
+  expect(after).not.toBe(before);
+  return { before: before!, after: after! };
+}
+
+const linesOf = async (id: string) => (await readFile(join(journalDir(), `${id}.jsonl`), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+
 describe('compaction', () => {
-  it('past compactBytes the next mutation writes a new snapshot and journal, and removes the old journal', async () => {
+  it('past compactBytes the next mutation writes a new snapshot and journal; the journal it ended is sealed and kept until the next one', async () => {
     const store = open({ compactBytes: 300 });
     await store.mutate(incrementCounter);
-    const first = await journalId();
-    for (let i = 0; i < 10; i++) await store.mutate(incrementCounter);
-    const now = await journalId();
-    expect(now).not.toBe(first);
-    expect(await readdir(journalDir())).toEqual([`${now}.jsonl`]);
-    expect(counterOf(await loadFresh())).toBe(11);
+    const first = await untilCompacted(store);
+    const sealed = (await linesOf(first.before)).at(-1);
+    expect(sealed.ops.length).toBeGreaterThan(0); // the mutation the snapshot was written for
+    expect(sealed.sealed.journal).toBe(first.after);
+    const second = await untilCompacted(store);
+    expect(second.before).toBe(first.after);
+    // The new journal has no line yet (the compacting mutation's ops are in the seal); the one
+    // before the sealed one is gone.
+    expect(await readdir(journalDir())).toEqual([`${second.before}.jsonl`]);
+    expect(counterOf(await loadFresh())).toBe(counterOf(await store.read()));
   });
 
   it('a store holding the old journal catches up from the new snapshot', async () => {
@@ -146,6 +161,72 @@ describe('compaction', () => {
     expect(counterOf(await reader.read())).toBe(11);
     expect(await reader.mutate(incrementCounter)).toBe(12);
     expect(counterOf(await writer.read())).toBe(12);
+  });
+});
+
+describe('following a compaction by its seal', () => {
+  it('a store up to date adopts the new snapshot without reading it, and goes on from its journal', async () => {
+    const writer = open({ compactBytes: 300 });
+    const reader = open();
+    await writer.mutate(incrementCounter);
+    expect(counterOf(await reader.read())).toBe(1);
+    const before = await journalId();
+    const parses = storeStats.parses;
+    const followed = storeStats.sealsFollowed;
+    while ((await journalId()) === before) {
+      await writer.mutate(incrementCounter);
+      await reader.read(); // up to date after every line, as a busy peer is
+    }
+    expect(storeStats.sealsFollowed).toBe(followed + 1);
+    expect(storeStats.parses).toBe(parses);
+    expect(await reader.read()).toEqual(await loadFresh());
+    const n = await reader.mutate(incrementCounter); // written to the new journal
+    expect(counterOf(await loadFresh())).toBe(n);
+    expect(counterOf(await writer.read())).toBe(n);
+  });
+
+  it('a store behind replays the lines before the seal, then follows it', async () => {
+    const writer = open({ compactBytes: 300 });
+    const reader = open();
+    await writer.mutate(incrementCounter);
+    expect(counterOf(await reader.read())).toBe(1);
+    const parses = storeStats.parses;
+    await untilCompacted(writer);
+    expect(await reader.read()).toEqual(await loadFresh());
+    expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
+  });
+
+  it('a seal that does not name the file in place is not followed: the snapshot is read whole', async () => {
+    const writer = open({ compactBytes: 300 });
+    const reader = open();
+    await writer.mutate(incrementCounter);
+    await reader.read();
+    await untilCompacted(writer);
+    // Edited in place after the compaction (same inode, another size): what the seal promised is gone.
+    const text = await readFile(stateFile(), 'utf8');
+    const edited = JSON.parse(text);
+    edited.errors.push({ at: 1, reason: 'state_corrupt', message: 'edited by hand' });
+    await writeFile(stateFile(), JSON.stringify(edited, null, 2));
+    const parses = storeStats.parses;
+    const state = await reader.read();
+    expect(storeStats.parses).toBe(parses + 1);
+    expect(state.errors.some((e) => e.message === 'edited by hand')).toBe(true);
+  });
+
+  it('a malformed seal is ignored: the snapshot is read whole', async () => {
+    const writer = open({ compactBytes: 300 });
+    const reader = open();
+    await writer.mutate(incrementCounter);
+    await reader.read();
+    const { before } = await untilCompacted(writer);
+    const file = join(journalDir(), `${before}.jsonl`);
+    const lines = (await readFile(file, 'utf8')).trim().split('\n');
+    const last = JSON.parse(lines.pop()!);
+    last.sealed.journal = '../../state';
+    await writeFile(file, `${[...lines, JSON.stringify(last)].join('\n')}\n`);
+    const parses = storeStats.parses;
+    expect(await reader.read()).toEqual(await loadFresh());
+    expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
   });
 });
 
