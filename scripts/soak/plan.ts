@@ -40,3 +40,6 @@ export function rng(seed: number): Rng {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Environment variable through which `--compact-bytes` reaches the workers. */
+export const SOAK_COMPACT_BYTES = 'OPENCOMMS_SOAK_COMPACT_BYTES';

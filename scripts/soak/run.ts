@@ -7,6 +7,8 @@
 //   npm run soak                  ≥ 200 kills (the full run, < 10 min on 2 cores)
 //   npm run soak -- --short       ≥ 20 kills (~1 min; what CI runs)
 //   options: --kills N  --max-seconds S  --interval MIN-MAX (ms between kills)  --seed N  --keep
+//            --compact-bytes N (the workers' journal size per snapshot: small = many compactions,
+//            killed mid-way and followed by their seals)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +19,7 @@ import type { Caller } from '../../src/engine/index.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
 import { openRuntime, processAlive } from '../../src/runtime/runtime.ts';
 import { analyse, verdict } from './analyse.ts';
-import { CHANNELS, OWNERS, WRITERS, rng } from './plan.ts';
+import { CHANNELS, OWNERS, SOAK_COMPACT_BYTES, WRITERS, rng } from './plan.ts';
 import { readLog, type CheckRecord, type Incarnation, type PromptRecord, type WriterRecord } from './records.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -28,6 +30,7 @@ interface Options {
   interval: [number, number];
   seed: number;
   keep: boolean;
+  compactBytes: number | null;
 }
 
 /** The full run: 220 kills at 0.4–2.6 s (mean 1.5 s) is ~5.5 min of killing, leaving room for
@@ -57,6 +60,7 @@ function options(argv: string[]): Options {
     interval: [Number(interval[1]), Number(interval[2])],
     seed: Number(arg('--seed') ?? Math.floor(Math.random() * 2 ** 31)),
     keep: argv.includes('--keep'),
+    compactBytes: arg('--compact-bytes') === undefined ? null : Number(arg('--compact-bytes')),
   };
 }
 
@@ -201,6 +205,8 @@ async function drained(project: string, ms: number): Promise<boolean> {
 
 async function main() {
   const opts = options(process.argv.slice(2));
+  // The workers inherit the environment: the size reaches every incarnation (worker.ts).
+  if (opts.compactBytes !== null) process.env[SOAK_COMPACT_BYTES] = String(opts.compactBytes);
   const started = Date.now();
   const random = rng(opts.seed);
   const base = mkdtempSync(join(tmpdir(), 'opencomms-soak-'));
@@ -269,7 +275,7 @@ async function main() {
   const keep = opts.keep || failed.length > 0;
   console.log(
     JSON.stringify({
-      soak: 'opencomms', seed: opts.seed, seconds: Math.round((Date.now() - started) / 1000), ...figures, stale_locks_broken: staleLocksBroken,
+      soak: 'opencomms', seed: opts.seed, compact_bytes: opts.compactBytes ?? 'default', seconds: Math.round((Date.now() - started) / 1000), ...figures, stale_locks_broken: staleLocksBroken,
       ok: failed.length === 0, ...(failed.length ? { failed, examples } : {}), ...(keep ? { records: base } : {}),
     }),
   );

@@ -14,15 +14,18 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseState } from '../../src/protocol/schema.ts';
-import { openRuntime } from '../../src/runtime/runtime.ts';
+import { Runtime, type RuntimeOptions } from '../../src/runtime/runtime.ts';
+import { FileStore } from '../../src/store/store.ts';
 import { DurableLog, type CheckRecord, type PromptRecord, type WriterRecord } from './records.ts';
-import { CHANNELS, MEMBERS, contentToken, rng, type Rng } from './plan.ts';
+import { CHANNELS, MEMBERS, SOAK_COMPACT_BYTES, contentToken, rng, type Rng } from './plan.ts';
 
 const [mode, project, records, name, incArg, seedArg, tuning] = process.argv.slice(2);
 if (!mode || !project || !records) throw new Error('usage: worker <writer|owner|checker> <project> <records> ...');
 const inc = Number(incArg ?? 0);
 const random = rng(Number(seedArg ?? 1));
 const log = (line: string) => process.stderr.write(`[${name ?? mode}#${inc}] ${line}\n`);
+const compactBytes = process.env[SOAK_COMPACT_BYTES] ? Number(process.env[SOAK_COMPACT_BYTES]) : undefined;
+const openRuntime = (dir: string, opts?: RuntimeOptions) => new Runtime(new FileStore(dir, { compactBytes }), opts);
 
 /** Stdin commands from the harness, one per line, heard from the first moment (a command may
  *  arrive while the runtime is still starting). */
