@@ -228,6 +228,24 @@ describe('following a compaction by its seal', () => {
     expect(await reader.read()).toEqual(await loadFresh());
     expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
   });
+
+  it('a seal whose ops would make the state invalid is not followed: the snapshot is read whole, nothing recorded as damage', async () => {
+    const writer = open({ compactBytes: 300 });
+    const reader = open();
+    await writer.mutate(incrementCounter);
+    await reader.read();
+    const { before } = await untilCompacted(writer);
+    const file = join(journalDir(), `${before}.jsonl`);
+    const lines = (await readFile(file, 'utf8')).trim().split('\n');
+    const last = JSON.parse(lines.pop()!);
+    last.ops = [['s', ['channels', 'x'], { name: 'x' }]];
+    await writeFile(file, `${[...lines, JSON.stringify(last)].join('\n')}\n`);
+    const fresh = await loadFresh();
+    const state = await reader.read();
+    expect(state).toEqual(fresh);
+    expect(state.channels).toEqual({});
+    expect(state.errors.some((e) => e.reason === 'state_corrupt')).toBe(false);
+  });
 });
 
 describe('catch-up across stores', () => {
