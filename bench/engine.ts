@@ -71,6 +71,21 @@ const envelope = (channelId: string, i: number, t0: number, status: 'delivered' 
   transitions: status === 'delivered' ? [['SEND', 'pending', t0 + i], ['PULL', 'delivered', t0 + i + 1]] : [['SEND', 'pending', t0 + i]],
 });
 
+/** 10,000 pending envelopes on `bench-0` for `recipient`, written in one mutation. */
+async function pendingFor(rt: Runtime, recipient: string) {
+  const ch = (await rt.read()).channels['bench-0']!;
+  const t0 = Date.now();
+  await rt.store.mutate((d) => {
+    const q = (d.queues[recipient] ??= []);
+    for (let i = 0; i < 10_000; i++) {
+      const e = envelope(ch.id, i, t0, 'pending', recipient);
+      d.messages[e.message_id] = e;
+      q.push(e.message_id);
+    }
+    return { changed: true, result: null };
+  });
+}
+
 /** The median of `fn` over `n` runs. */
 async function floorOf(n: number, fn: (i: number) => unknown): Promise<number> {
   const xs: number[] = [];
@@ -150,18 +165,7 @@ export async function engineBench() {
     const rt = open(dir);
     await withOffline(plain, plainDir);
     await withOffline(rt, dir);
-    const state = await rt.read();
-    const ch = state.channels['bench-0']!;
-    const t0 = Date.now();
-    await rt.store.mutate((d) => {
-      const q = (d.queues.off ??= []);
-      for (let i = 0; i < 10_000; i++) {
-        const e = envelope(ch.id, i, t0, 'pending', 'off');
-        d.messages[e.message_id] = e;
-        q.push(e.message_id);
-      }
-      return { changed: true, result: null };
-    });
+    await pendingFor(rt, 'off');
     const to = (i: number) => ({ channel: `bench-${i % CHANNELS}`, broadcast: true });
     await interleaved(sender(plain, 'warm', to), sender(rt, 'warm', to), WARM);
     const [e, b] = await interleaved(sender(plain, 'empty', to), sender(rt, 'backlog', to), N);
@@ -178,17 +182,7 @@ export async function engineBench() {
   await withProject(async (dir) => {
     const rt = open(dir);
     await setupChannels(rt, dir, SPREAD);
-    const ch = (await rt.read()).channels['bench-0']!;
-    const t0 = Date.now();
-    await rt.store.mutate((d) => {
-      const q = (d.queues.r ??= []);
-      for (let i = 0; i < 10_000; i++) {
-        const e = envelope(ch.id, i, t0, 'pending', 'r');
-        d.messages[e.message_id] = e;
-        q.push(e.message_id);
-      }
-      return { changed: true, result: null };
-    });
+    await pendingFor(rt, 'r');
     const other = open(dir);
     await other.peek(); // the live state: a copy of 10,000 envelopes would cost more than the read
     const state = resolvePaths(dir).state;

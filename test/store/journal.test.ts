@@ -134,6 +134,15 @@ async function untilCompacted(store: FileStore) {
   return { before: before!, after: after! };
 }
 
+/** Rewrites the last line (the seal) of journal `id`, as a hand or a bug might. */
+async function editSeal(id: string, edit: (seal: { ops: unknown[]; sealed: { journal: string } }) => void) {
+  const file = join(journalDir(), `${id}.jsonl`);
+  const lines = (await readFile(file, 'utf8')).trim().split('\n');
+  const seal = JSON.parse(lines.pop()!);
+  edit(seal);
+  await writeFile(file, `${[...lines, JSON.stringify(seal)].join('\n')}\n`);
+}
+
 const linesOf = async (id: string) => (await readFile(join(journalDir(), `${id}.jsonl`), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
 
 describe('compaction', () => {
@@ -219,11 +228,7 @@ describe('following a compaction by its seal', () => {
     await writer.mutate(incrementCounter);
     await reader.read();
     const { before } = await untilCompacted(writer);
-    const file = join(journalDir(), `${before}.jsonl`);
-    const lines = (await readFile(file, 'utf8')).trim().split('\n');
-    const last = JSON.parse(lines.pop()!);
-    last.sealed.journal = '../../state';
-    await writeFile(file, `${[...lines, JSON.stringify(last)].join('\n')}\n`);
+    await editSeal(before, (seal) => (seal.sealed.journal = '../../state'));
     const parses = storeStats.parses;
     expect(await reader.read()).toEqual(await loadFresh());
     expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
@@ -235,11 +240,7 @@ describe('following a compaction by its seal', () => {
     await writer.mutate(incrementCounter);
     await reader.read();
     const { before } = await untilCompacted(writer);
-    const file = join(journalDir(), `${before}.jsonl`);
-    const lines = (await readFile(file, 'utf8')).trim().split('\n');
-    const last = JSON.parse(lines.pop()!);
-    last.ops = [['s', ['channels', 'x'], { name: 'x' }]];
-    await writeFile(file, `${[...lines, JSON.stringify(last)].join('\n')}\n`);
+    await editSeal(before, (seal) => (seal.ops = [['s', ['channels', 'x'], { name: 'x' }]]));
     const fresh = await loadFresh();
     const state = await reader.read();
     expect(state).toEqual(fresh);
