@@ -9,6 +9,7 @@ import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSy
 import { join } from 'node:path';
 import type { Op } from '../protocol/draft.ts';
 import type { StorePaths } from './paths.ts';
+import type { FileKey } from './state-file.ts';
 
 export const JOURNAL_ID_RE = /^[0-9a-f]{16}$/;
 
@@ -31,7 +32,7 @@ export interface Entry {
  *  with, and `journal` continues it. */
 export interface Seal {
   journal: string;
-  key: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint };
+  key: FileKey;
 }
 
 const KEY_FIELDS = ['dev', 'ino', 'size', 'mtimeNs', 'ctimeNs'] as const;
@@ -47,7 +48,7 @@ export const sealLine = (seal: Seal) => ({
 export function sealOf(entry: Entry): Seal | null {
   const s = entry.sealed as Record<string, unknown> | undefined;
   if (typeof s !== 'object' || s === null || typeof s.journal !== 'string' || !JOURNAL_ID_RE.test(s.journal)) return null;
-  const key = {} as Seal['key'];
+  const key = {} as FileKey;
   for (const k of KEY_FIELDS) {
     const v = s[k];
     if (typeof v !== 'string' || !/^\d{1,30}$/.test(v)) return null;

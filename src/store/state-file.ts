@@ -142,7 +142,12 @@ export interface SaveOptions {
  *  after the rename is ours only because nobody else may rename in between. */
 export async function saveState(paths: Pick<StorePaths, 'state'>, text: string, opts: SaveOptions = {}): Promise<Pinned> {
   await writeAtomic(paths.state, text, { tmpPrefix: '.state', ...opts });
-  const fd = openSync(paths.state, 'r');
+  return pinFile(paths.state);
+}
+
+/** A pin on the file now at `file` (opened, then its key from the descriptor). */
+export function pinFile(file: string): Pinned {
+  const fd = openSync(file, 'r');
   try {
     return { fd, key: keyOf(fstatSync(fd, { bigint: true })) };
   } catch (e) {

@@ -10,7 +10,7 @@
 // snapshot one rename); readers never apply a partial line. At the `durable` level every write is
 // also fsynced, so a power loss keeps it too.
 import { randomBytes } from 'node:crypto';
-import { existsSync, openSync, fstatSync, closeSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { applyOps, detach, raw, track, type Op } from '../protocol/draft.ts';
@@ -20,12 +20,12 @@ import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
 import { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
-import { JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry } from './journal.ts';
+import { JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry, type Seal } from './journal.ts';
 import { loadLockFree, loadLocked, type Snapshot } from './load.ts';
 import { withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
 import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
-import { readStateFile, sameKey, serialize, statKey, storeStats, unpin, type FileKey, type Pinned } from './state-file.ts';
+import { pinFile, readStateFile, sameKey, serialize, statKey, storeStats, unpin, type FileKey, type Pinned } from './state-file.ts';
 import { RefusalError } from '../protocol/result.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { checkOps } from './validate.ts';
@@ -282,20 +282,18 @@ export class FileStore implements Store {
     const seal = sealOf(r.entries.at(-1)!);
     if (!seal || !sameKey(seal.key, key)) return false;
     for (const entry of r.entries) if (this.replay(c.state, entry)) return false;
-    let fd: number;
+    let pin: Pinned;
     try {
-      fd = openSync(this.paths.state, 'r');
+      pin = pinFile(this.paths.state);
     } catch {
-      return false;
+      return false; // gone since the stat: the next load says what is there
     }
-    const st = fstatSync(fd, { bigint: true });
-    const pinned = { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
-    if (!sameKey(pinned, seal.key)) {
-      closeSync(fd); // replaced again since the stat: a later snapshot, loaded whole
+    if (!sameKey(pin.key, seal.key)) {
+      unpin(pin); // replaced again since the stat: a later snapshot, loaded whole
       return false;
     }
     unpin(c.pin);
-    Object.assign(c, { pin: { fd, key: pinned }, journalId: seal.journal, offset: 0, count: 0 });
+    Object.assign(c, { pin, journalId: seal.journal, offset: 0, count: 0 });
     this.journal.close();
     storeStats.sealsFollowed++;
     return true;
@@ -418,15 +416,7 @@ export class FileStore implements Store {
       this.removeJournals([id]);
       return;
     }
-    const fd = openSync(this.paths.state, 'r');
-    let pin: Pinned;
-    try {
-      const st = fstatSync(fd, { bigint: true });
-      pin = { fd, key: { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs } };
-    } catch (e) {
-      closeSync(fd);
-      throw e;
-    }
+    const pin = pinFile(this.paths.state);
     const sealed = seal !== null && c.journalId !== null && this.seal(c, seal, { journal: id, key: pin.key }, lock);
     const ended = c.journalId;
     unpin(c.pin);
@@ -437,7 +427,7 @@ export class FileStore implements Store {
 
   /** Appends the seal to the journal the snapshot ends. The snapshot is on disk already: a seal
    *  that cannot be written is no error (readers load the snapshot whole, as before seals). */
-  private seal(c: Cache, ops: Op[], seal: { journal: string; key: FileKey }, lock: HeldLock): boolean {
+  private seal(c: Cache, ops: Op[], seal: Seal, lock: HeldLock): boolean {
     try {
       const entry = { n: c.count + 1, ops, sealed: sealLine(seal) };
       this.journal.append(this.paths, c.journalId!, entry, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset });
