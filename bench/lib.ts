@@ -36,6 +36,9 @@ export async function waitForBarrier(barrier: string) {
   }
 }
 
+/** Warm-up channels per bench worker (worker.ts): 1000 sends a minute each. */
+export const WARM_CHANNELS = 4;
+
 export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 export function emit(figure: string, fields: Record<string, unknown>) {
