@@ -21,7 +21,7 @@ export function stats(samples: number[]) {
   const s = [...samples].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
   const r = (x: number) => Math.round(x * 1000) / 1000;
-  return { p50: r(at(0.5)), p95: r(at(0.95)), p99: r(at(0.99)), n: s.length };
+  return { p50: r(at(0.5)), p95: r(at(0.95)), p99: r(at(0.99)), max: r(s.at(-1) ?? 0), mean: r(s.reduce((a, b) => a + b, 0) / (s.length || 1)), n: s.length };
 }
 
 /** A bench child's start line: it returns once the parent creates `barrier`, so every child starts
