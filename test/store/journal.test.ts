@@ -134,6 +134,17 @@ async function untilCompacted(store: FileStore) {
   return { before: before!, after: after! };
 }
 
+/** A reader that read the state, then a writer's mutations up to one compaction it has not seen:
+ *  `before` is the journal that compaction sealed. */
+async function readerBeforeCompaction() {
+  const writer = open({ compactBytes: 300 });
+  const reader = open();
+  await writer.mutate(incrementCounter);
+  await reader.read();
+  const { before } = await untilCompacted(writer);
+  return { reader, before };
+}
+
 /** Rewrites the last line (the seal) of journal `id`, as a hand or a bug might. */
 async function editSeal(id: string, edit: (seal: { ops: unknown[]; sealed: { journal: string } }) => void) {
   const file = join(journalDir(), `${id}.jsonl`);
@@ -206,11 +217,7 @@ describe('following a compaction by its seal', () => {
   });
 
   it('a seal that does not name the file in place is not followed: the snapshot is read whole', async () => {
-    const writer = open({ compactBytes: 300 });
-    const reader = open();
-    await writer.mutate(incrementCounter);
-    await reader.read();
-    await untilCompacted(writer);
+    const { reader } = await readerBeforeCompaction();
     // Edited in place after the compaction (same inode, another size): what the seal promised is gone.
     const text = await readFile(stateFile(), 'utf8');
     const edited = JSON.parse(text);
@@ -223,11 +230,7 @@ describe('following a compaction by its seal', () => {
   });
 
   it('a malformed seal is ignored: the snapshot is read whole', async () => {
-    const writer = open({ compactBytes: 300 });
-    const reader = open();
-    await writer.mutate(incrementCounter);
-    await reader.read();
-    const { before } = await untilCompacted(writer);
+    const { reader, before } = await readerBeforeCompaction();
     await editSeal(before, (seal) => (seal.sealed.journal = '../../state'));
     const parses = storeStats.parses;
     expect(await reader.read()).toEqual(await loadFresh());
@@ -235,11 +238,7 @@ describe('following a compaction by its seal', () => {
   });
 
   it('a seal whose ops would make the state invalid is not followed: the snapshot is read whole, nothing recorded as damage', async () => {
-    const writer = open({ compactBytes: 300 });
-    const reader = open();
-    await writer.mutate(incrementCounter);
-    await reader.read();
-    const { before } = await untilCompacted(writer);
+    const { reader, before } = await readerBeforeCompaction();
     await editSeal(before, (seal) => (seal.ops = [['s', ['channels', 'x'], { name: 'x' }]]));
     const fresh = await loadFresh();
     const state = await reader.read();
