@@ -20,10 +20,33 @@ export interface Browser {
   close(): Promise<void>;
 }
 
+/** A start here takes 0.4–0.7 s; twice in fresh-clone CI runs one never finished within the
+ *  30 s hook (nothing of ours had run yet). One that has not answered in this long is killed and
+ *  tried again on a fresh profile, said on stderr, up to LAUNCH_ATTEMPTS times. */
+const LAUNCH_TIMEOUT_MS = 20_000;
+const LAUNCH_ATTEMPTS = 3;
+/** The `beforeAll` hook that launches must wait for every attempt. */
+export const LAUNCH_HOOK_TIMEOUT_MS = LAUNCH_TIMEOUT_MS * LAUNCH_ATTEMPTS + 5_000;
+
+async function start(): Promise<{ context: BrowserContext; profile: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const profile = await mkdtemp(join(tmpdir(), 'oc-chromium-'));
+    try {
+      const context = await chromium.launchPersistentContext(profile, {
+        executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 800 }, timeout: LAUNCH_TIMEOUT_MS,
+      });
+      return { context, profile };
+    } catch (e) {
+      await rm(profile, { recursive: true, force: true });
+      if (attempt >= LAUNCH_ATTEMPTS) throw e;
+      process.stderr.write(`[browser] launch attempt ${attempt} failed, trying again: ${(e as Error).message.split('\n')[0]}\n`);
+    }
+  }
+}
+
 export async function launch(): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install it with \`apt-get install -y chromium\` (see README, "Console").`);
-  const profile = await mkdtemp(join(tmpdir(), 'oc-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 800 } });
+  const { context, profile } = await start();
   const requests: string[] = [];
   const errors: string[] = [];
   context.on('request', (r) => requests.push(r.url()));

@@ -13,7 +13,7 @@ import type { Caller } from '../../src/engine/index.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { startMcp, type McpHandle } from '../helpers/mcp-client.ts';
 import { BIN, start, type Proc } from '../helpers/process.ts';
-import { launch, type Browser } from './browser.ts';
+import { LAUNCH_HOOK_TIMEOUT_MS, launch, type Browser } from './browser.ts';
 
 const SHOTS = join(import.meta.dirname, '..', '..', 'docs', 'screenshots');
 const worker = join(import.meta.dirname, '..', 'helpers', 'runtime-worker.ts');
@@ -26,7 +26,7 @@ let server: ConsoleServer;
 let page: Page;
 const closers: Array<() => Promise<unknown>> = [];
 
-beforeAll(async () => void (browser = await launch()));
+beforeAll(async () => void (browser = await launch()), LAUNCH_HOOK_TIMEOUT_MS);
 afterAll(async () => {
   await browser?.close();
 });
