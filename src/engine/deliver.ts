@@ -19,7 +19,8 @@ import type { Effect, Env, Outcome } from './types.ts';
 function placement(state: State, e: Envelope): { ch: Channel; member: Member } | null {
   const ch = channelById(state, e.channel_id);
   if (!ch || ch.lifecycle !== 'active') return null;
-  const member = findMember(ch, e.recipient_session_id);
+  // The member is only read (its stale window): looked up in the plain channel.
+  const member = findMember(raw(ch), e.recipient_session_id);
   return member ? { ch, member } : null;
 }
 
@@ -61,25 +62,27 @@ const mayBeStale = (e: Envelope, w: number | null, now: number) => w !== null &&
  *  stale). Returns true when anything changed. */
 function settleQueue(state: State, rid: string, env: Env): boolean {
   const now = env.now;
-  const q = state.queues[rid];
+  // Read in the plain state; only an envelope that steps is written through the draft.
+  const q = raw(state.queues)[rid];
   if (!q) return false;
+  const messages = raw(state.messages);
   let changed = false;
   const keep: string[] = [];
   for (const id of q) {
-    const e = state.messages[id];
+    const e = messages[id];
     if (!e || e.delivery_status !== 'pending' || e.recipient_session_id !== rid) {
       changed = true;
       continue;
     }
     const at = placement(state, e);
     let status: DeliveryStatus = e.delivery_status;
-    if (!at) status = stepEnvelope(e, { type: 'REJECT', now });
+    if (!at) status = stepEnvelope(state.messages[id]!, { type: 'REJECT', now });
     // §5.1 order: a paused or budget-held channel keeps its mail pending (it must not age out
     // while held). Only envelopes old enough to be past a window are offered to the machine,
     // so a drain's cost follows the stale ones, not the queue's length.
     else {
       const w = staleWindow(at.member, env.spawnHosts);
-      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null) status = stepEnvelope(e, { type: 'TICK', now, window_ms: w });
+      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null) status = stepEnvelope(state.messages[id]!, { type: 'TICK', now, window_ms: w });
     }
     if (status === 'pending') keep.push(id);
     else changed = true;
@@ -92,7 +95,7 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
  *  an error instead of stopping the recipient's mail. The error names no field value: the value
  *  is what could not be shown safely. */
 function rejectUnframeable(state: State, e: Envelope, ch: Channel, now: number): boolean {
-  const bad = unframeable(e, ch.name);
+  const bad = unframeable(raw(e), ch.name);
   if (!bad) return false;
   stepEnvelope(e, { type: 'REJECT', now });
   recordError(state, {
@@ -320,7 +323,9 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const inScope = new Set(scope.map((c) => c.id));
   const touched = queuedEnvelopes(state, sid);
   let changed = settleQueue(state, sid, env);
-  const q = state.queues[sid] ?? [];
+  // Read in the plain state; an envelope taken is stepped through the draft.
+  const plain = raw(state.messages);
+  const q = raw(state.queues)[sid] ?? [];
   const out: Envelope[] = [];
   const taken = new Set<string>();
   // Per channel, decided once per pull: whether it holds its mail, and how many hand-overs its
@@ -328,9 +333,9 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
   for (const id of q) {
     if (out.length >= limit) break;
+    if (!inScope.has(plain[id]!.channel_id)) continue;
     const e = state.messages[id]!;
-    if (!inScope.has(e.channel_id)) continue;
-    const { ch, member } = placement(state, e)!;
+    const { ch, member } = placement(state, plain[id]!)!;
     let a = allowance.get(ch.id);
     if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
     if (a.handed >= a.left) continue;
@@ -348,9 +353,10 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     setQueue(state, sid, q.filter((id) => !taken.has(id)));
     changed = true;
   }
-  const remaining = (state.queues[sid] ?? []).filter((id) => inScope.has(state.messages[id]?.channel_id ?? '')).length;
+  const remaining = (raw(state.queues)[sid] ?? []).filter((id) => inScope.has(plain[id]?.channel_id ?? '')).length;
   const nameOf = (cid: string) => channelById(state, cid)?.name ?? cid;
-  const messages = out.map((e) => ({ channel: nameOf(e.channel_id), message_id: e.message_id, framed: frameEnvelope(e, nameOf(e.channel_id)) }));
+  // Framing reads every header field: from the plain envelopes, not through the change tracker.
+  const messages = out.map(raw).map((e) => ({ channel: nameOf(e.channel_id), message_id: e.message_id, framed: frameEnvelope(e, nameOf(e.channel_id)) }));
   const history = enforceRetention(state, env.now, touched);
   return done(
     state,

@@ -21,14 +21,18 @@ function logFile(paths: Pick<StorePaths, 'history'>, channelId: string): string 
  *  where thread-pool hops cost more than the small writes themselves, and nothing else of this
  *  process may run between it and the state write that follows. */
 export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[], durable = false): void {
-  const byFile = new Map<string, string[]>();
+  // A pull of 100 from one channel is 100 envelopes for one file: grouped by channel id, each
+  // file's name is built and checked once.
+  const byChannel = new Map<string, string[]>();
   for (const e of envelopes) {
-    const file = logFile(paths, e.channel_id); // every id checked before anything is written
-    byFile.set(file, [...(byFile.get(file) ?? []), JSON.stringify(e)]);
+    const lines = byChannel.get(e.channel_id);
+    if (lines) lines.push(JSON.stringify(e));
+    else byChannel.set(e.channel_id, [JSON.stringify(e)]);
   }
-  if (byFile.size === 0) return;
+  if (byChannel.size === 0) return;
+  const files = [...byChannel].map(([id, lines]) => [logFile(paths, id), lines] as const); // every id checked before anything is written
   mkdirSync(paths.history, { recursive: true });
-  for (const [file, lines] of byFile) {
+  for (const [file, lines] of files) {
     const fd = openSync(file, 'a+');
     try {
       // A torn last line (crash mid-append) must not swallow our first line.

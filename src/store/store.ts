@@ -131,7 +131,11 @@ export class FileStore implements Store {
         draft.rollback();
         return result;
       }
-      const writes: Writes = { history: detach(out.history ?? []), archive: detach(out.archive) };
+      // The envelopes leaving for the history logs are only stringified, before anything else
+      // touches the state: their plain objects do. A copy (~3 µs each, 100 on a pull of 100) is
+      // needed only where the draft is rolled back and applied again (an archive write) first.
+      const history = out.history ?? [];
+      const writes: Writes = { history: out.archive ? detach(history) : history.map(raw), archive: detach(out.archive) };
       const checked = checkOps(state, draft.ops(), true);
       if (checked.problem) {
         draft.rollback();
