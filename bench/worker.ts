@@ -1,6 +1,6 @@
 // Bench child: `contend <project> <sender> <reader> <channel> <count> <barrier> [<warm> <sync>]`
 // sends <count> messages after the barrier, pulling its own mail every 20 sends; prints {sent,
-// pulled}. With <warm>, it first sends that many to its warm-up channels (`<channel>-warm<k>`,
+// pulled, cpu_ms} (the process's CPU time over the timed sends, every thread). With <warm>, it first sends that many to its warm-up channels (`<channel>-warm<k>`,
 // read by `<reader>-warm`), says `warm`, and catches up once the parent creates <sync>: the timed
 // sends then run on code V8 has finished compiling.
 import { openRuntime } from '../src/runtime/runtime.ts';
@@ -34,5 +34,8 @@ if (Number(warm) > 0) {
 }
 process.stdout.write('ready\n');
 await waitForBarrier(barrier);
-process.stdout.write(`${JSON.stringify(await sendAndPull(Number(count), () => channel!, reader!, channel))}\n`);
+const cpu = process.cpuUsage();
+const result = await sendAndPull(Number(count), () => channel!, reader!, channel);
+const { user, system } = process.cpuUsage(cpu);
+process.stdout.write(`${JSON.stringify({ ...result, cpu_ms: (user + system) / 1000 })}\n`);
 await rt.close();
