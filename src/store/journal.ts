@@ -9,7 +9,7 @@ import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSy
 import { join } from 'node:path';
 import type { Op } from '../protocol/draft.ts';
 import type { StorePaths } from './paths.ts';
-import type { FileKey } from './state-file.ts';
+import { FILE_KEY_FIELDS, type FileKey } from './file-key.ts';
 
 export const JOURNAL_ID_RE = /^[0-9a-f]{16}$/;
 
@@ -35,12 +35,10 @@ export interface Seal {
   key: FileKey;
 }
 
-const KEY_FIELDS = ['dev', 'ino', 'size', 'mtimeNs', 'ctimeNs'] as const;
-
 /** The seal as written in a journal line (bigints as decimal strings). */
 export const sealLine = (seal: Seal) => ({
   journal: seal.journal,
-  ...Object.fromEntries(KEY_FIELDS.map((k) => [k, seal.key[k].toString()])),
+  ...Object.fromEntries(FILE_KEY_FIELDS.map((k) => [k, seal.key[k].toString()])),
 });
 
 /** A seal read back from a line, or null when the entry has none or it is malformed (a reader
@@ -49,7 +47,7 @@ export function sealOf(entry: Entry): Seal | null {
   const s = entry.sealed as Record<string, unknown> | undefined;
   if (typeof s !== 'object' || s === null || typeof s.journal !== 'string' || !JOURNAL_ID_RE.test(s.journal)) return null;
   const key = {} as FileKey;
-  for (const k of KEY_FIELDS) {
+  for (const k of FILE_KEY_FIELDS) {
     const v = s[k];
     if (typeof v !== 'string' || !/^\d{1,30}$/.test(v)) return null;
     key[k] = BigInt(v);

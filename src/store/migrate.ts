@@ -8,8 +8,9 @@ import type { ErrorEntry, State } from '../protocol/schema.ts';
 import { writeAtomic } from './atomic.ts';
 import { LEGACY_DIR, LEGACY_HOST } from './paths.ts';
 import type { StorePaths } from './paths.ts';
-import { saveState, serialize, statKey } from './state-file.ts';
-import type { FileKey, Pinned, SaveOptions } from './state-file.ts';
+import { statKey, type FileKey } from './file-key.ts';
+import { saveState, serialize } from './state-file.ts';
+import type { Pinned, SaveOptions } from './state-file.ts';
 
 export const V1_ROLE_PROMPT = '(migrated from schema 1; no role prompt was recorded)';
 const LEGACY_FILE = `${LEGACY_DIR}/state.json`;

@@ -1,6 +1,6 @@
 // Reading and writing `state.json` itself: classification of what is on disk (FEATURES.md §2.7)
 // and the atomic save. No locking and no recovery here; load.ts decides what to do.
-import { close, closeSync, fstat, fstatSync, open, openSync, readFile, statSync } from 'node:fs';
+import { close, closeSync, fstat, fstatSync, open, openSync, readFile } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
 import { SCHEMA_VERSION } from '../protocol/limits.ts';
@@ -8,6 +8,7 @@ import { RefusalError, refuse } from '../protocol/result.ts';
 import { parseState } from '../protocol/schema.ts';
 import type { State } from '../protocol/schema.ts';
 import { writeAtomic } from './atomic.ts';
+import { keyOf, type FileKey } from './file-key.ts';
 import { JOURNAL_ID_RE } from './journal.ts';
 import type { AtomicFsOps } from './atomic.ts';
 import type { StorePaths } from './paths.ts';
@@ -17,34 +18,12 @@ const pFstat = promisify(fstat) as (fd: number, o: { bigint: true }) => Promise<
 const pReadFile = promisify(readFile) as (fd: number) => Promise<Buffer>;
 const pClose = promisify(close);
 
-/** Identity of one version of state.json. Every save renames a new inode into place, so a changed
- *  ino means another writer; size/mtime/ctime catch an in-place edit by something else. */
-export interface FileKey {
-  dev: bigint;
-  ino: bigint;
-  size: bigint;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-}
 /** A FileKey plus an open descriptor on that inode. While it is open the inode cannot be freed,
  *  so its number cannot be handed to a later save (ext4 reuses freed inode numbers at once, and
  *  mtime ticks are coarse): an ino match then really is the same file. */
 export interface Pinned {
   fd: number;
   key: FileKey;
-}
-
-const keyOf = (s: BigIntStats): FileKey => ({ dev: s.dev, ino: s.ino, size: s.size, mtimeNs: s.mtimeNs, ctimeNs: s.ctimeNs });
-export const sameKey = (a: FileKey, b: FileKey) =>
-  a.ino === b.ino && a.dev === b.dev && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
-
-/** Synchronous on purpose: it runs on every call, and a thread-pool hop costs more than the stat. */
-export function statKey(file: string): FileKey | null {
-  try {
-    return keyOf(statSync(file, { bigint: true }));
-  } catch {
-    return null;
-  }
 }
 
 export const unpin = (p: Pinned | null | undefined) => {

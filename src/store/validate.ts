@@ -61,6 +61,8 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
       if (key === undefined) return fail(`${collection} cannot be written whole`);
       const all = s[collection] as Record<string, Obj>;
       const entity = all[key];
+      const entry = path.length === 4 && op[0] !== 'a' ? entryOf(collection, field!) : null;
+      const item = path.length === 3 && op[0] === 'a' ? itemOf(collection, field!) : null;
       if (entity === undefined) {
         if (path.length > 2) return fail(`${collection}.${key}: a field written on an entity that is gone`);
       } else if (path.length === 2) {
@@ -70,15 +72,14 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
           out.push(['s', path, all[key]]);
           continue;
         }
-      } else if (path.length === 4 && op[0] !== 'a' && entryOf(collection, field!)) {
+      } else if (entry) {
         // One entry of a map field (a send's duplicate-window key): the entry, not the map.
         if (op[0] === 's') {
-          const r = entryOf(collection, field!)!.safeParse(op[2]);
+          const r = entry.safeParse(op[2]);
           if (!r.success) return fail(issue(path.join('.'), r));
         }
-      } else if (path.length === 3 && op[0] === 'a' && itemOf(collection, field!)) {
+      } else if (item && op[0] === 'a') {
         // A send appends one id to a list of up to 128: checking the list whole was 11 µs.
-        const item = itemOf(collection, field!)!;
         for (const x of op[2]) {
           const r = item.safeParse(x);
           if (!r.success) return fail(issue(path.join('.'), r));
@@ -112,7 +113,7 @@ type Def = { type: string; innerType?: { _zod: { def: Def } }; valueType?: z.Zod
 const defOf = (t: z.ZodType) => (t as unknown as { _zod: { def: Def } })._zod.def;
 
 /** Unwrapped definitions of the schemas' own fields, by `collection.field`: the schemas never
- *  change, and every written field asks (twice for a map entry or an append). */
+ *  change, and every written map entry and append asks. */
 const innerDefs = new Map<string, Def>();
 
 /** A field's schema definition through its default/optional wrappers. */
