@@ -104,7 +104,7 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
   // Spawn delivery runs for this instance's own sends and their re-drains (§7.1, §8.4).
   const spawn = spawnDriver(o.project, env);
-  const rt = openRuntime(o.project, { log, spawn });
+  const rt = openRuntime(o.project, { log, spawn, follow: true });
   // The start-up sweep runs while the client initializes and lists tools; calls wait for it.
   const started = rt.start();
   log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn ${spawn.enabled ? 'on' : 'off'}, project ${o.project}`);

@@ -1,5 +1,15 @@
 // Runtime timings, each with the reason for its number.
 
+/** A following process (RuntimeOptions.follow) catches up this often while it waits for its
+ *  next call, for the first FOLLOW_QUIET_MS; then every FOLLOW_IDLE_MAX_MS. Above the gaps
+ *  between the calls of a busy agent (a send, a drain: 1–20 ms), so a busy server is not
+ *  interrupted; lines that land meanwhile are applied 50 ms at a time, not left for the call. */
+export const FOLLOW_IDLE_MS = 50;
+/** An agent's next call mostly comes within a second of its last; a server quiet for longer
+ *  wakes once a second for two stats. */
+export const FOLLOW_QUIET_MS = 1_000;
+export const FOLLOW_IDLE_MAX_MS = 1_000;
+
 /** History-log envelopes read for one `history` call: the most a page (100) can show, plus
  *  slack for de-duplication against hot state. */
 export const HISTORY_READ_MAX = 200;

@@ -10,7 +10,7 @@ import type { State } from '../protocol/schema.ts';
 import { FileStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
-import { DELIVERY_VIEW_LOGGED, HISTORY_READ_MAX } from './limits.ts';
+import { DELIVERY_VIEW_LOGGED, FOLLOW_IDLE_MAX_MS, FOLLOW_IDLE_MS, FOLLOW_QUIET_MS, HISTORY_READ_MAX } from './limits.ts';
 import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
 import { PROCESS_TAG, processAlive } from './process.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
@@ -27,6 +27,13 @@ export interface RuntimeOptions {
   spawnHosts?: readonly string[];
   /** Watch state.json and drain local recipients when another process queues mail. */
   watch?: boolean;
+  /** A long-lived process whose calls come and go (the MCP server): while it waits for its next
+   *  call it applies what other processes wrote, every FOLLOW_IDLE_MS at first and then less
+   *  often, so that a call after a pause does not wait for the pause's writes (a pull of 100
+   *  after another server's 100 sends spent ~2–4 ms replaying them). Not on every write: a watch
+   *  woke the servers of a busy pair on every send, which cost the send more than it saved the
+   *  pull (docs/PERFORMANCE.md). */
+  follow?: boolean;
   now?: () => number;
   log?: (line: string) => void;
   /** The process tag in-flight batches are held under (default this process). A Claude Code wake
@@ -49,6 +56,7 @@ const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
 
 export class Runtime {
   private watcher: Watch | null = null;
+  private idle: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
@@ -91,10 +99,12 @@ export class Runtime {
     }
     if (this.opts.watch && this.opts.driver) this.watcher = await this.store.watch(() => this.scan(), this.log);
     await this.scan();
+    this.followIn(FOLLOW_IDLE_MS);
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.idle) clearTimeout(this.idle);
     this.deliveries.close();
     await this.watcher?.close();
     await this.settled();
@@ -124,7 +134,25 @@ export class Runtime {
     } catch (e) {
       if (e instanceof RefusalError) return e.refusal;
       return this.internalError(cmd.op, e);
+    } finally {
+      this.followIn(FOLLOW_IDLE_MS);
     }
+  }
+
+  /** (Re)starts the catch-ups of a following process after a call: every FOLLOW_IDLE_MS during
+   *  the first FOLLOW_QUIET_MS of quiet, then every FOLLOW_IDLE_MAX_MS. A state that cannot be
+   *  read now is not logged here: the next call meets it and answers with the refusal. */
+  private followIn(ms: number, quietSince = Date.now()) {
+    if (!this.opts.follow || this.closed) return;
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = setTimeout(() => {
+      this.idle = null;
+      void this.store
+        .peek()
+        .catch(() => {})
+        .then(() => this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince));
+    }, ms);
+    this.idle.unref?.();
   }
 
   /** §3.2: an unexpected fault answers `internal_error`; its details go to the log and to

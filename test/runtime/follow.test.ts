@@ -1,0 +1,46 @@
+// A following runtime (the MCP server's, RuntimeOptions.follow) applies what other processes
+// write while it waits for its next call; one that does not follow applies it at its next call.
+import { afterEach, expect, it, vi } from 'vitest';
+import type { Caller } from '../../src/engine/index.ts';
+import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
+import { FOLLOW_IDLE_MS } from '../../src/runtime/limits.ts';
+import { useProject } from '../helpers/project.ts';
+
+const project = useProject('oc-follow-');
+const opened: Runtime[] = [];
+afterEach(async () => {
+  for (const rt of opened.splice(0)) await rt.close();
+});
+
+const caller = (session_id: string): Caller => ({
+  session_id, host: 'test', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: project.dir,
+});
+
+/** A writer and a reader on one project; after the reader's last call the writer sends. Returns
+ *  the reader, its live state (changed in place by its catch-ups) and the new message's id. */
+async function sendWhileReaderWaits(follow: boolean) {
+  const writer = openRuntime(project.dir, { log: () => {} });
+  const reader = openRuntime(project.dir, { log: () => {}, follow });
+  opened.push(writer, reader);
+  await writer.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
+  await reader.start();
+  expect((await reader.run({ op: 'join', caller: caller('r'), args: { channel: 'c', role: 'R', role_prompt: 'read' } })).ok).toBe(true);
+  const live = await reader.store.peek();
+  const sent = await writer.run({ op: 'send', sid: 'a', args: { channel: 'c', content: 'hello' } });
+  expect(sent.ok).toBe(true);
+  const id = (sent.data as { message_ids: string[] }).message_ids[0]!;
+  return { reader, live, id };
+}
+
+it('a following runtime applies another process\'s send before its next call', async () => {
+  const { live, id } = await sendWhileReaderWaits(true);
+  await vi.waitFor(() => expect(live.messages[id]?.content).toBe('hello'), { timeout: 2_000, interval: 10 });
+});
+
+it('a runtime that does not follow applies it at its next call, not before', async () => {
+  const { reader, live, id } = await sendWhileReaderWaits(false);
+  await new Promise((r) => setTimeout(r, 6 * FOLLOW_IDLE_MS)); // six catch-ups of a following one
+  expect(live.messages[id]).toBeUndefined();
+  await reader.store.peek();
+  expect(live.messages[id]?.content).toBe('hello');
+});
