@@ -333,9 +333,10 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
   for (const id of q) {
     if (out.length >= limit) break;
-    if (!inScope.has(plain[id]!.channel_id)) continue;
+    const p = plain[id]!;
+    if (!inScope.has(p.channel_id)) continue;
     const e = state.messages[id]!;
-    const { ch, member } = placement(state, plain[id]!)!;
+    const { ch, member } = placement(state, p)!;
     let a = allowance.get(ch.id);
     if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
     if (a.handed >= a.left) continue;

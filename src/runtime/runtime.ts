@@ -30,9 +30,9 @@ export interface RuntimeOptions {
   /** A long-lived process whose calls come and go (the MCP server): while it waits for its next
    *  call it applies what other processes wrote, every FOLLOW_IDLE_MS at first and then less
    *  often, so that a call after a pause does not wait for the pause's writes (a pull of 100
-   *  after another server's 100 sends spent ~2–4 ms replaying them). Not on every write: a watch
-   *  woke the servers of a busy pair on every send, which cost the send more than it saved the
-   *  pull (docs/PERFORMANCE.md). */
+   *  after another server's 100 sends spent ~2–4 ms replaying them). On a timer, not on every
+   *  write through a file watch, which would wake every server of a project on every write,
+   *  servers that may never be called included (docs/PERFORMANCE.md). */
   follow?: boolean;
   now?: () => number;
   log?: (line: string) => void;
