@@ -233,7 +233,10 @@ export async function engineBench() {
       const r = await b.run({ op: 'pull', sid: 'r', args: { channel, limit: 100 } });
       const p = now() - t;
       if (!r.ok || (r.data as { messages: unknown[] }).messages.length !== 100) throw new Error(`pull: ${r.message}`);
-      if (k >= PULL_WARM) catchUp.push(c), pulls.push(p);
+      if (k >= PULL_WARM) {
+        catchUp.push(c);
+        pulls.push(p);
+      }
     }
     emit('engine_pull_100', { unit: 'ms', ...stats(pulls), what: 'one pull of 100 in process, the store already caught up' });
     emit('engine_catch_up_100_lines', { unit: 'ms', ...stats(catchUp), what: "another store's catch-up of 100 sends (their journal lines parsed, applied, validated)" });

@@ -1,7 +1,7 @@
 // Benchmark helpers: percentiles, one JSON line per figure (each beside its target), throw-away
 // projects, MCP servers driven by the SDK client, and bundling a server the way ours is built.
 import { spawn } from 'node:child_process';
-import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -39,6 +39,7 @@ export async function waitForBarrier(barrier: string) {
 /** Warm-up channels per bench worker (worker.ts): 1000 sends a minute each. */
 export const WARM_CHANNELS = 4;
 
+export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
 export function emit(figure: string, fields: Record<string, unknown>) {
   process.stdout.write(`${JSON.stringify({ figure, ...fields })}\n`);
@@ -73,28 +74,10 @@ export async function setupChannels(rt: Runtime, dir: string, k: number, sender 
 }
 
 export const now = () => performance.now();
-export const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-/** Busy and total jiffies of the whole machine (the bench is the only load on it). */
-async function machineCpu() {
-  const f = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const total = f.reduce((a, b) => a + b, 0);
-  return { busy: total - f[3]! - f[4]!, total };
-}
-
-/** The most N writers together can reach over one on this machine, whatever the code: one
- *  writer kept `oneCores` busy, and N can keep busy at most every core, at the CPU per send one
- *  writer paid. */
+/** The most N writers together can reach over one on this machine at the CPU per send one
+ *  writer pays: it kept `oneCores` busy, and N can keep at most every core busy. */
 export const ceiling = (oneCores: number) => round(availableParallelism() / oneCores);
-
-/** Starts counting; the function it returns says how many cores the machine kept busy since. */
-export async function coresBusy(): Promise<() => Promise<number>> {
-  const start = await machineCpu();
-  return async () => {
-    const end = await machineCpu();
-    return (availableParallelism() * (end.busy - start.busy)) / (end.total - start.total);
-  };
-}
 
 /** 200 characters, like an agent's short message. */
 export const message = (i: number) => `message ${i} `.padEnd(200, '.');

@@ -2,9 +2,10 @@
 // times move 3× between days on shared machines): one send per call in flight, sustained sends,
 // a read of 100 messages, start-up, memory, and four writers at once.
 import { spawn } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ROOT, ceiling, mcpNodeFlags, bundle, connectMcp, coresBusy, emit, emitRatio, message, now, round, spawnToToolsList, stats, withProject, type Mcp } from './lib.ts';
+import { ROOT, ceiling, mcpNodeFlags, bundle, connectMcp, emit, emitRatio, message, now, round, spawnToToolsList, stats, withProject, type Mcp } from './lib.ts';
 
 const CHANNELS = 12;
 /** Channels the memory figure rotates over: 10k sends stay under every channel's 1000 a minute. */
@@ -123,6 +124,13 @@ async function measure(p: Pair): Promise<Figures> {
   return { send: stats(rt.slice(WARM)), early: { ...stats(early), mean: round(early.reduce((a, b) => a + b, 0) / EARLY, 3) }, sustained, read: stats(reads) };
 }
 
+/** Busy and total jiffies of the whole machine (the bench is the only load on it). */
+async function machineCpu() {
+  const f = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - f[3]! - f[4]!, total };
+}
+
 /** One sender per process, `writers` at once, each with its own server on one project: the
  *  aggregate rate, the cores the machine kept busy meanwhile, and its CPU time per send. */
 async function writers(dir: string, count: number, perWriter: number): Promise<{ rate: number; cores: number; cpuMsPerSend: number }> {
@@ -149,13 +157,14 @@ async function writers(dir: string, count: number, perWriter: number): Promise<{
       });
     });
   await Promise.all(kids.map((_, i) => waitLine(i, /^ready/)));
-  const cpu = await coresBusy();
+  const cpu0 = await machineCpu();
   const t = now();
   await writeFile(barrier, '');
   const done = await Promise.all(kids.map((_, i) => waitLine(i, /^\{/)));
   const elapsed = (now() - t) / 1000;
-  const cores = await cpu();
+  const cpu1 = await machineCpu();
   const sent = done.map((l) => (JSON.parse(l) as { sent: number }).sent).reduce((a, b) => a + b, 0);
+  const cores = (availableParallelism() * (cpu1.busy - cpu0.busy)) / (cpu1.total - cpu0.total);
   return { rate: sent / elapsed, cores: round(cores), cpuMsPerSend: round((cores * elapsed * 1000) / sent, 3) };
 }
 
