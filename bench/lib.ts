@@ -55,7 +55,8 @@ export async function withProject<T>(fn: (dir: string) => Promise<T>): Promise<T
   try {
     return await fn(dir);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    // Retried: a server closed a moment ago may still be removing its lock token as it exits.
+    await rm(dir, { recursive: true, force: true, maxRetries: 5 });
   }
 }
 

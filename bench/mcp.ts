@@ -168,6 +168,50 @@ async function writers(dir: string, count: number, perWriter: number): Promise<{
   return { rate: sent / elapsed, cores: round(cores), cpuMsPerSend: round((cores * elapsed * 1000) / sent, 3) };
 }
 
+/** CPU time of a process so far (user + system), from /proc. */
+async function cpuMs(pid: number) {
+  const f = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * (1000 / CLOCK_TICKS);
+}
+/** Linux's USER_HZ, what /proc/<pid>/stat counts CPU time in. */
+const CLOCK_TICKS = 100;
+const IDLE_SENDS = 2000;
+
+/** One server sends IDLE_SENDS while three others of the project wait for calls, after all four
+ *  contended for the lock once (as sessions sending at the same moment do): the writer's time per
+ *  send and the CPU the waiting servers spent meanwhile (their catch-ups while they wait included). */
+async function idleBeside(dir: string) {
+  const pin = (k: number) => `sess_bench${String.fromCharCode(97 + k).repeat(18)}`;
+  const servers = await Promise.all([0, 1, 2, 3].map((k) => connectMcp(ours(dir), { OPENCOMMS_MEMBER_ID: pin(k) })));
+  const [writer, ...idle] = servers as [Mcp, ...Mcp[]];
+  for (let c = 0; c < 4; c++) {
+    await writer.call('opencomms_create', { channel: `out${c}`, role: 'A', role_prompt: 'send', rate_limit: 1000 });
+    for (const s of idle) await s.call('opencomms_join', { channel: `out${c}`, role: `B${servers.indexOf(s)}`, role_prompt: 'read' });
+  }
+  await Promise.all(servers.map(async (s, k) => {
+    for (let i = 0; i < 30; i++) {
+      const r = await s.call('opencomms_send', { channel: `out${k}`, content: `${message(i)} ${k}`, broadcast: true });
+      if (!r.ok) throw new Error(`contention send refused: ${r.message}`);
+    }
+  }));
+  await new Promise((r) => setTimeout(r, 1500)); // past the quiet second of the servers' catch-ups
+  const before = await Promise.all(idle.map((s) => cpuMs(s.pid)));
+  const rt: number[] = [];
+  for (let i = 0; i < IDLE_SENDS; i++) {
+    const t = now();
+    const r = await writer.call('opencomms_send', { channel: `out${i % 4}`, content: message(i), broadcast: true });
+    rt.push(now() - t);
+    if (!r.ok) throw new Error(r.message);
+  }
+  const after = await Promise.all(idle.map((s) => cpuMs(s.pid)));
+  for (const s of servers) await s.close();
+  return {
+    writer_send_p50: stats(rt).p50,
+    idle_servers_cpu_per_1000_sends: round(after.reduce((a, x, i) => a + x - before[i]!, 0) / idle.length / (IDLE_SENDS / 1000), 1),
+    what: `one server's ${IDLE_SENDS} sends (broadcasts to three others' sessions) while their servers wait; CPU per waiting server`,
+  };
+}
+
 export async function mcpBench() {
   await withProject(async (tmp) => {
     const floorJs = join(tmp, 'floor-server.mjs');
@@ -231,6 +275,9 @@ export async function mcpBench() {
       unit: 'ms', command: 'node .opencomms/opencomms-mcp.mjs <project> (what the installers configure)',
     });
     emitRatio('mcp_spawn_to_tools_list_via_bin_over_minimal_sdk_server', stats(viaBin).p50, m, '<= 1.0', { unit: 'ms', command: 'node bin/opencomms.js mcp --project <dir>' });
+
+    // Other servers of the project while one writes: what they cost the writer and the machine.
+    await withProject(async (dir) => emit('mcp_idle_servers_beside_a_writer', { unit: 'ms', ...(await idleBeside(dir)) }));
 
     // Four writers at once against one: each writer is its own process with its own server.
     await withProject(async (dir) => {

@@ -9,8 +9,8 @@
 // looks old); a lock not refreshed for LOCK_STALE_MS is stale and may be broken. The holder proves the lock
 // is still its own (same inode, same change time) right before every write, so a holder whose
 // lock was broken notices before it writes, not on its next refresh. Waiters sleep until the
-// lock goes away (a file-system watch on `.opencomms/`, with a short timer as the fallback)
-// instead of polling at random intervals.
+// lock goes away (a file-system watch on the lock itself while they wait, with a short timer as
+// the fallback) instead of polling at random intervals.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
 import { closeSync, linkSync, openSync, readdirSync, rmdirSync, statSync, unlinkSync, utimesSync, watch, type FSWatcher } from 'node:fs';
@@ -294,37 +294,31 @@ function breakIfStale(lock: string): boolean {
 
 // ---- waiting for a release -------------------------------------------------------------------
 
-/** One watch per directory and process, made on first contention and kept: waiters are woken
- *  when the lock file is removed. */
-const watchers = new Map<string, { fsw: FSWatcher | null; waiters: Set<() => void> }>();
-
+/** Resolves when the lock is released, broken or refreshed (or after `maxMs`). The watch is on the
+ *  lock itself, that is on its holder's token: removing the lock's name changes the token's link
+ *  count, which inotify reports on that file alone, and only while this process waits. A watch
+ *  kept on `.opencomms/` (the previous form) woke every process that had ever waited on every
+ *  lock taken or released by anyone, twice per mutation: four contending writers woke ~8 times
+ *  per lock each, and an idle server on every other server's write. */
 function released(lock: string, maxMs: number): Promise<void> {
-  const dir = dirname(lock);
-  let w = watchers.get(dir);
-  if (!w) {
-    const entry: { fsw: FSWatcher | null; waiters: Set<() => void> } = { fsw: null, waiters: new Set() };
-    try {
-      const name = basename(lock);
-      entry.fsw = watch(dir, { persistent: false }, (_event, file) => {
-        if (file === name) for (const wake of entry.waiters) wake();
-      });
-      entry.fsw.on('error', () => {
-        entry.fsw?.close();
-        entry.fsw = null; // the timer fallback still wakes every waiter
-      });
-    } catch {
-      // No watch available (inotify limits): the timer alone paces the retries.
-    }
-    watchers.set(dir, (w = entry));
-  }
-  const waiters = w.waiters;
   return new Promise<void>((resolve) => {
-    const wake = () => {
+    let fsw: FSWatcher | null = null;
+    let over = false;
+    const done = () => {
+      if (over) return;
+      over = true;
       clearTimeout(timer);
-      waiters.delete(wake);
+      fsw?.close();
       resolve();
     };
-    const timer = setTimeout(wake, maxMs);
-    waiters.add(wake);
+    const timer = setTimeout(done, maxMs);
+    try {
+      fsw = watch(lock, { persistent: false }, done);
+      fsw.on('error', done);
+    } catch (e) {
+      // Released since the caller looked: look again now. Anything else (no inotify watches
+      // left): the timer alone paces the retries.
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') done();
+    }
   });
 }
