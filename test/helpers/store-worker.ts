@@ -2,6 +2,7 @@
 //   increment <project> <count> <barrier-file>: waits for the barrier file, then does <count>
 //     locked read-modify-write increments of the counter kept in errors[0].message.
 //   hold <project>: takes the state lock, prints "locked", keeps it (refreshed) until killed.
+//   hold-until <project> <file>: the same, but releases the lock once <file> exists, then exits.
 import { access } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FileStore } from '../../src/store/store.ts';
@@ -33,6 +34,20 @@ if (mode === 'increment') {
   await withLock(paths, async () => {
     process.stdout.write('locked\n');
     await new Promise(() => setInterval(() => {}, 1000)); // keeps the loop alive; killed by the test
+  });
+} else if (mode === 'hold-until') {
+  const paths = resolvePaths(project);
+  await ensureDir(paths);
+  await withLock(paths, async () => {
+    process.stdout.write('locked\n');
+    for (;;) {
+      try {
+        await access(rest[0]!);
+        return;
+      } catch {
+        await sleep(2);
+      }
+    }
   });
 } else {
   throw new Error(`unknown mode ${mode}`);

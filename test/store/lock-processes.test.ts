@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -40,4 +41,46 @@ describe('across processes', () => {
     store.close();
   }, 20_000);
 
+  it('a waiter watches the lock only while it waits: after the release, no watch of it is left', async () => {
+    const release = join(dir, 'release');
+    const w = spawnWorker('hold-until', dir, release);
+    workers.push(w);
+    await w.line('locked');
+    const before = inotifyWatches();
+    const store = new FileStore(dir);
+    const done = store.mutate(incrementCounter);
+    // Waiting: one watch more than before (on the lock), however many times the wait is renewed.
+    await until(() => inotifyWatches() === before + 1);
+    await writeFile(release, '');
+    expect(await done).toBe(1);
+    expect(await w.exited).toBe(0);
+    // A watch kept after the wait would wake this process on every other writer's lock.
+    expect(inotifyWatches()).toBe(before);
+    store.close();
+  }, 20_000);
+
 });
+
+/** Inotify watches this process holds (Linux: the `inotify wd:` lines of its inotify descriptors). */
+function inotifyWatches(): number {
+  let n = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    let target: string;
+    try {
+      target = readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      continue; // closed meanwhile (the readdir's own descriptor)
+    }
+    if (target === 'anon_inode:inotify')
+      n += readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').filter((l) => l.startsWith('inotify wd:')).length;
+  }
+  return n;
+}
+
+async function until(cond: () => boolean, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
