@@ -11,20 +11,24 @@ import { ensureDir, resolvePaths } from '../../src/store/paths.ts';
 import { counterOf, incrementCounter } from './store-fixtures.ts';
 
 const [mode, project, ...rest] = process.argv.slice(2);
+
+/** Resolves once `file` exists (the test's signal). */
+async function fileExists(file: string) {
+  for (;;) {
+    try {
+      return await access(file);
+    } catch {
+      await sleep(2);
+    }
+  }
+}
 if (!project) throw new Error('usage: store-worker <mode> <project> ...');
 
 if (mode === 'increment') {
   const [count, barrier] = rest;
   const store = new FileStore(project);
   process.stdout.write('ready\n');
-  for (;;) {
-    try {
-      await access(barrier!);
-      break;
-    } catch {
-      await sleep(2);
-    }
-  }
+  await fileExists(barrier!);
   for (let i = 0; i < Number(count); i++) await store.mutate(incrementCounter);
   process.stdout.write(`done ${counterOf(await store.read())}\n`);
   store.close();
@@ -40,14 +44,7 @@ if (mode === 'increment') {
   await ensureDir(paths);
   await withLock(paths, async () => {
     process.stdout.write('locked\n');
-    for (;;) {
-      try {
-        await access(rest[0]!);
-        return;
-      } catch {
-        await sleep(2);
-      }
-    }
+    await fileExists(rest[0]!);
   });
 } else {
   throw new Error(`unknown mode ${mode}`);

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FileStore } from '../../src/store/store.ts';
 import { counterOf, incrementCounter, spawnWorker, useTempProject } from '../helpers/store-fixtures.ts';
 import type { Worker } from '../helpers/store-fixtures.ts';
@@ -50,7 +50,7 @@ describe('across processes', () => {
     const store = new FileStore(dir);
     const done = store.mutate(incrementCounter);
     // Waiting: one watch more than before (on the lock), however many times the wait is renewed.
-    await until(() => inotifyWatches() === before + 1);
+    await vi.waitFor(() => expect(inotifyWatches()).toBe(before + 1), { timeout: 5_000, interval: 5 });
     await writeFile(release, '');
     expect(await done).toBe(1);
     expect(await w.exited).toBe(0);
@@ -75,12 +75,4 @@ function inotifyWatches(): number {
       n += readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').filter((l) => l.startsWith('inotify wd:')).length;
   }
   return n;
-}
-
-async function until(cond: () => boolean, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
