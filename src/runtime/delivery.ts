@@ -101,10 +101,11 @@ export class Deliveries {
     this.fallbacks.clear();
   }
 
-  /** Effects of this process's own commands and hand-overs: Wake → notify, ScheduleAt → timer. */
-  run(effects: Effect[]) {
+  /** Effects of this process's own commands and hand-overs: Wake → notify, ScheduleAt → timer.
+   *  `state` is the state the command left, when the caller has it: routing by it needs no read. */
+  run(effects: Effect[], state?: Readonly<State>) {
     for (const fx of effects) {
-      if (fx.type === 'Wake') for (const rid of fx.recipients) this.rt.track(this.notify(rid));
+      if (fx.type === 'Wake') for (const rid of fx.recipients) this.rt.track(this.notify(rid, state));
       else if (fx.type === 'ScheduleAt') this.arm(fx.at);
     }
   }
@@ -158,10 +159,10 @@ export class Deliveries {
   // Routes
 
   /** New mail for `rid` queued by this process (send, kick notice, resume, sweep). */
-  async notify(rid: string): Promise<void> {
+  async notify(rid: string, known?: Readonly<State>): Promise<void> {
     // Without a driver or a spawner no route below can deliver: skip the state read.
     if (this.closed || !this.active) return;
-    const state = await this.rt.peek();
+    const state = known ?? (await this.rt.peek());
     if (this.owns(state, rid)) return this.deliver(rid, 'own');
     const rows = memberships(state, rid).map(({ m }) => m);
     if (this.spawner?.enabled && rows.some((m) => spawnEligible(m, this.spawner!.hosts))) {

@@ -3,6 +3,7 @@
 // when, by which route, is the delivery policy's (delivery.ts). A Runtime owns no state the file
 // does not hold (caches aside).
 import { channelNamed } from '../engine/lookup.ts';
+import { raw } from '../protocol/draft.ts';
 import { apply, compactContext, type Command, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
@@ -50,6 +51,13 @@ const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 
 
 /** What a locked engine step hands back to the shell. */
 type Answer = Pick<Outcome, 'result' | 'effects'>;
+
+/** An adapter's pre-check on the current state (its identity or roster rule). */
+type Gate = (state: Readonly<State>) => Refusal | null;
+
+/** Commands whose preparation (`prepare` below) reads history logs or archives before the lock. */
+const PREPARED = new Set<Command['op']>(['join', 'history', 'save_session', 'resume_session', 'delete_session', 'session_list', 'session_get', 'deliveries', 'archive']);
+const readsFirst = (cmd: Command) => PREPARED.has(cmd.op) || (cmd.op === 'send' && typeof cmd.args.reply_to === 'string' && cmd.args.reply_to !== '');
 
 const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
   prefix === 'ocm' ? newMessageId() : prefix === 'chn' ? newChannelId() : newCorrelationId();
@@ -119,17 +127,22 @@ export class Runtime {
   /** One command as a ToolResult: refusals and faults are data, never a throw. `gate` is an
    *  adapter's pre-check on the current state (its identity or roster rule); a state that cannot
    *  be read (incompatible, unreadable, busy) is a refusal there too, not a fault. */
-  async run(cmd: Command, gate?: (state: Readonly<State>) => Refusal | null): Promise<ToolResult> {
+  async run(cmd: Command, gate?: Gate): Promise<ToolResult> {
     try {
-      if (gate) {
+      const readOnly = READ_ONLY.has(cmd.op);
+      // A command that changes state meets the gate under the lock, on the state it changes (no
+      // window between the check and the change, and no catch-up of its own before the lock). A
+      // read, and a command whose preparation reads files, meet it first as well: a refused
+      // caller costs no history or archive read.
+      if (gate && (readOnly || readsFirst(cmd))) {
         const refusal = gate(await this.store.peek());
         if (refusal) return refusal;
       }
       const prepared = await this.prepare(cmd);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
-      if (READ_ONLY.has(cmd.op)) return apply((await this.store.peek()) as State, prepared, this.env()).result;
-      const out = await this.mutate(prepared);
-      if (!this.closed) this.deliveries.run(out.effects);
+      if (readOnly) return apply((await this.store.peek()) as State, prepared, this.env()).result;
+      const out = await this.mutate(prepared, gate);
+      if (!this.closed) this.deliveries.run(out.effects, out.state);
       return out.result;
     } catch (e) {
       if (e instanceof RefusalError) return e.refusal;
@@ -259,10 +272,16 @@ export class Runtime {
     return this.closed ? Promise.resolve() : this.deliveries.scan();
   }
 
-  /** One locked engine step: the store writes what the outcome asks for, then saves. Only the
-   *  answer and the effects come back out (the state stays the store's). */
-  private mutate(cmd: Command): Promise<Answer> {
-    return this.store.mutate((draft) => {
+  /** One locked engine step: the store writes what the outcome asks for, then saves. The answer
+   *  and the effects come back out, with a read-only look at the state as the step left it (the
+   *  store's live object): what the effects are routed by, with no catch-up of their own. */
+  private async mutate(cmd: Command, gate?: Gate): Promise<Answer & { state: Readonly<State> }> {
+    // Kept beside the result, not in it: the store copies what a mutation returns.
+    let state!: Readonly<State>;
+    const answer = await this.store.mutate((draft) => {
+      state = raw(draft);
+      const refusal = gate?.(state);
+      if (refusal) return { changed: false, result: { result: refusal, effects: [] } };
       const o = apply(draft, cmd, this.env());
       const w = o.writes;
       return {
@@ -274,6 +293,7 @@ export class Runtime {
         deleteHistory: w?.deleteHistory,
       };
     });
+    return { ...answer, state };
   }
 
   /** One locked engine step for the delivery policy: the answer, or null (logged) on a fault. */
