@@ -9,6 +9,7 @@ import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSy
 import { join } from 'node:path';
 import type { Op } from '../protocol/draft.ts';
 import type { StorePaths } from './paths.ts';
+import { endsWithNewline } from './tail.ts';
 import { FILE_KEY_FIELDS, type FileKey } from './file-key.ts';
 
 export const JOURNAL_ID_RE = /^[0-9a-f]{16}$/;
@@ -157,10 +158,4 @@ export class JournalWriter {
     this.fd = null;
     this.id = null;
   }
-}
-
-function endsWithNewline(fd: number, size: number): boolean {
-  const b = Buffer.alloc(1);
-  readSync(fd, b, 0, 1, size - 1);
-  return b[0] === NL;
 }

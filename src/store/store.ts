@@ -19,7 +19,7 @@ import { emptyState, type State } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
-import { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
+import { appendHistory, closeHistoryLogs, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
 import { JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry, type Seal } from './journal.ts';
 import { loadLockFree, loadLocked, type Snapshot } from './load.ts';
 import { withLock, type HeldLock } from './lock.ts';
@@ -209,9 +209,10 @@ export class FileStore implements Store {
     await withLock(this.paths, async (lock) => this.snapshot(await this.locked(lock), lock, []));
   }
 
-  /** Releases the descriptor that pins the cached snapshot. */
+  /** Releases the descriptors it keeps: the one that pins the cached snapshot, the history logs'. */
   async close(): Promise<void> {
     this.drop();
+    closeHistoryLogs(this.paths);
   }
 
   // ---- reading ---------------------------------------------------------------------------------

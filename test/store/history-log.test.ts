@@ -1,9 +1,9 @@
-import { appendFile, readFile, readdir } from 'node:fs/promises';
+import { appendFile, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Envelope, State } from '../../src/protocol/schema.ts';
 import { EnvelopeSchema } from '../../src/protocol/schema.ts';
-import { appendHistory, deleteHistory, readHistory } from '../../src/store/history-log.ts';
+import { appendHistory, deleteHistory, MAX_OPEN_LOGS, readHistory } from '../../src/store/history-log.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
 import { FileStore } from '../../src/store/store.ts';
 import { useTempProject } from '../helpers/store-fixtures.ts';
@@ -39,6 +39,36 @@ describe('history log', () => {
     expect(all[299]!.content).toBe('x'.repeat(1000));
     await appendHistory(paths, [env('after', 'chn_a')]); // must not be glued to the torn line
     expect(ids(await readHistory(paths, 'chn_a', { limit: 2 }))).toEqual(['after', 'm299']);
+  });
+
+  it('a log replaced since this process appended (same size, torn end) is looked at again', async () => {
+    await appendHistory(paths, [env('m1', 'chn_a')]);
+    const file = join(paths.history, 'chn_a.jsonl');
+    const size = (await readFile(file)).length;
+    await rm(file);
+    await writeFile(file, `{"message_id":"torn","channel_id":"chn_a"`.padEnd(size, ' ')); // no newline
+    await appendHistory(paths, [env('after', 'chn_a')]);
+    expect(ids(await readHistory(paths, 'chn_a', { limit: 5 }))).toEqual(['after']);
+  });
+
+  it('makes the history directory again when it was removed under a running process', async () => {
+    await appendHistory(paths, [env('m1', 'chn_a')]);
+    await rm(paths.history, { recursive: true });
+    await appendHistory(paths, [env('m2', 'chn_a')]);
+    expect(ids(await readHistory(paths, 'chn_a', { limit: 5 }))).toEqual(['m2']);
+  });
+
+  it('keeps a bounded number of logs open, and none of a closed store', async () => {
+    const openHere = async () => {
+      const fds = await readdir('/proc/self/fd');
+      const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.filter((t) => t.startsWith(paths.history)).length;
+    };
+    for (let i = 0; i < 40; i++) await appendHistory(paths, [env(`m${i}`, `chn_${i}`)]);
+    expect(await openHere()).toBe(MAX_OPEN_LOGS);
+    await new FileStore(dir).close();
+    expect(await openHere()).toBe(0);
+    expect(ids(await readHistory(paths, 'chn_39', { limit: 5 }))).toEqual(['m39']);
   });
 
   it('refuses a bad channel id before building a path', async () => {
