@@ -94,9 +94,10 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
 /** An envelope whose header the framer refuses (only a tampered state holds one) is rejected with
  *  an error instead of stopping the recipient's mail. The error names no field value: the value
  *  is what could not be shown safely. */
-function rejectUnframeable(state: State, e: Envelope, ch: Channel, now: number): boolean {
-  const bad = unframeable(raw(e), ch.name);
+function rejectUnframeable(state: State, id: string, ch: Channel, now: number): boolean {
+  const bad = unframeable(raw(state.messages)[id]!, ch.name);
   if (!bad) return false;
+  const e = state.messages[id]!;
   stepEnvelope(e, { type: 'REJECT', now });
   recordError(state, {
     at: now,
@@ -158,7 +159,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
         effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });
     }
     if (line !== 'delivering' || budgetLeft(ch) < 1) continue;
-    if (rejectUnframeable(state, e, ch, env.now)) {
+    if (rejectUnframeable(state, id, ch, env.now)) {
       taken.add(id);
       continue;
     }
@@ -335,17 +336,22 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     if (out.length >= limit) break;
     const p = plain[id]!;
     if (!inScope.has(p.channel_id)) continue;
-    const e = state.messages[id]!;
     const { ch, member } = placement(state, p)!;
     let a = allowance.get(ch.id);
     if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
     if (a.handed >= a.left) continue;
     taken.add(id);
-    if (rejectUnframeable(state, e, ch, env.now)) continue;
+    if (rejectUnframeable(state, id, ch, env.now)) continue;
+    // Stepped on a copy that then replaces the envelope in one write: the change tracker records
+    // one path, not one per field and per transition appended (a pulled envelope leaves state for
+    // the history log in this same mutation anyway).
+    const e = { ...p, transitions: [...p.transitions] };
     const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: staleWindow(member, env.spawnHosts) });
+    if (status !== p.delivery_status) state.messages[id] = e;
     if (status !== 'delivered') continue;
     a.handed++;
-    (state.delivered_to[id] ??= []).includes(sid) || state.delivered_to[id]!.push(sid);
+    const readers = raw(state.delivered_to)[id];
+    if (!readers?.includes(sid)) state.delivered_to[id] = readers ? [...readers, sid] : [sid];
     out.push(e);
   }
   for (const { ch, handed } of allowance.values())
@@ -357,7 +363,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const remaining = (raw(state.queues)[sid] ?? []).filter((id) => inScope.has(plain[id]?.channel_id ?? '')).length;
   const nameOf = (cid: string) => channelById(state, cid)?.name ?? cid;
   // Framing reads every header field: from the plain envelopes, not through the change tracker.
-  const messages = out.map(raw).map((e) => ({ channel: nameOf(e.channel_id), message_id: e.message_id, framed: frameEnvelope(e, nameOf(e.channel_id)) }));
+  const messages = out.map((e) => ({ channel: nameOf(e.channel_id), message_id: e.message_id, framed: frameEnvelope(e, nameOf(e.channel_id)) }));
   const history = enforceRetention(state, env.now, touched);
   return done(
     state,

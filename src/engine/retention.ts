@@ -27,16 +27,20 @@ export function forget(state: State, id: string) {
 }
 
 /** Moves the terminal envelopes among `candidates` beyond each channel's hot window out of state
- *  (oldest first); returns them for the history log. A read-only look at the plain envelopes;
- *  removal goes through `state`. */
+ *  (oldest first); returns them for the history log. A candidate stands for its id: the envelope
+ *  looked at is the one in state now (a step may have replaced it with a changed copy). A
+ *  read-only look at the plain envelopes; removal goes through `state`. */
 function moveTerminal(state: State, candidates: Iterable<Envelope>): Envelope[] {
   const terminalByChannel = new Map<string, Envelope[]>();
-  for (const e of candidates)
-    if (TERMINAL_STATUSES.includes(e.delivery_status) && raw(state.messages)[e.message_id]) {
+  const live = raw(state.messages);
+  for (const c of candidates) {
+    const e = live[c.message_id];
+    if (e && TERMINAL_STATUSES.includes(e.delivery_status)) {
       const list = terminalByChannel.get(e.channel_id) ?? [];
       list.push(e);
       terminalByChannel.set(e.channel_id, list);
     }
+  }
   const moved: Envelope[] = [];
   for (const list of terminalByChannel.values()) {
     if (list.length <= HOT_TERMINAL_PER_CHANNEL) continue;
