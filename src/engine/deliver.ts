@@ -316,7 +316,9 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     if ('refusal' in scoped) return refused(state, scoped.refusal);
     scope = [scoped.ch];
   } else {
-    scope = Object.values(state.channels).filter((c) => c.lifecycle === 'active' && findMember(c, sid));
+    // Read in the plain state: through the change tracker this wrapped every channel, roster and
+    // member of the project in a proxy (~0.3 ms with 42 channels), for a read.
+    scope = Object.values(raw(state.channels)).filter((c) => c.lifecycle === 'active' && findMember(c, sid));
   }
   if (scope.some((c) => !findMember(c, sid)!.endpoint_capabilities.pull))
     return refused(state, refuse('pull_not_allowed', "This member's capabilities exclude pull. Ask the operator."));
