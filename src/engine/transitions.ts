@@ -29,9 +29,20 @@ const envelopeRecord = (draft: Envelope): EnvelopeRecord => {
  *  costs more than the rest of a send); only the timestamp differs between envelopes. */
 const INITIAL = envelopePersistence.toRecord(initialTransition(envelopeMachine, { timestamp: 0 })[0]);
 
-/** The machine-owned fields of a new envelope: the envelope machine's initial state. */
+/** The machine-owned fields of a new envelope: the envelope machine's initial state. Field by
+ *  field: `{ ...INITIAL, timestamp }` (a spread followed by more fields) took ~1.8 µs in Node 20,
+ *  once per recipient of every send. */
 export function acceptedEnvelope(now: number): EnvelopeRecord & { transitions: Envelope['transitions'] } {
-  return { ...INITIAL, timestamp: now, transitions: [['SEND', INITIAL.delivery_status, now]] };
+  return {
+    delivery_status: INITIAL.delivery_status,
+    timestamp: now,
+    attempts: INITIAL.attempts,
+    delivered_at: INITIAL.delivered_at,
+    delivery_method: INITIAL.delivery_method,
+    in_flight_by: INITIAL.in_flight_by,
+    in_flight_at: INITIAL.in_flight_at,
+    transitions: [['SEND', INITIAL.delivery_status, now]],
+  };
 }
 
 /** Applies an envelope event; returns the status after it (unchanged when nothing was enabled). */
@@ -62,13 +73,22 @@ const channelRecord = (draft: Channel): ChannelRecord => {
   };
 };
 
+const copyField = <K extends keyof ChannelRecord>(to: ChannelRecord, from: ChannelRecord, k: K) => {
+  to[k] = from[k];
+};
+
 /** Applies a channel event; returns the refusal its gate emitted, or null. */
 export function stepChannel(c: Channel, event: ChannelEvent): ChannelRefusal | null {
   const r = step(channelPersistence, channelRecord(c), event);
   if (r.changed) {
-    const { budgets, ...rest } = r.record;
-    Object.assign(c, rest);
-    Object.assign(c.budgets, budgets);
+    // Only what the step changed is written (each write through the change tracker is recorded),
+    // compared in the plain channel, where a field's object is itself and not its proxy. (Copied
+    // with `const { budgets, ...rest } = record`, the rest was a slow dictionary object.)
+    const plain: ChannelRecord = raw(c);
+    const next = r.record;
+    for (const k of Object.keys(next) as Array<keyof ChannelRecord>) if (k !== 'budgets' && plain[k] !== next[k]) copyField(c, next, k);
+    const b = next.budgets;
+    if (b.max_runtime_ms !== plain.budgets.max_runtime_ms || b.max_delivered_messages !== plain.budgets.max_delivered_messages) Object.assign(c.budgets, b);
   }
   const refuse = r.actions.find((a) => a.type === 'refuse');
   return refuse ? (refuse.params as ChannelRefusal) : null;
