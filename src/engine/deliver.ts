@@ -2,7 +2,7 @@
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
 import type { Hold } from '../../machines/index.ts';
-import { BATCH_SEPARATOR, frameBatch, frameEnvelope, unframeable, UNTRUSTED_NOTICE } from '../framing.ts';
+import { BATCH_SEPARATOR, frameBatch, frameEnvelope, unframeable, UnsafeHeaderError, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
@@ -96,7 +96,11 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
  *  is what could not be shown safely. */
 function rejectUnframeable(state: State, id: string, ch: Channel, now: number): boolean {
   const bad = unframeable(raw(state.messages)[id]!, ch.name);
-  if (!bad) return false;
+  if (bad) rejectUnsafe(state, id, ch, now, bad);
+  return bad !== null;
+}
+
+function rejectUnsafe(state: State, id: string, ch: Channel, now: number, bad: UnsafeHeaderError) {
   const e = state.messages[id]!;
   stepEnvelope(e, { type: 'REJECT', now });
   recordError(state, {
@@ -106,7 +110,6 @@ function rejectUnframeable(state: State, id: string, ch: Channel, now: number): 
     session_id: e.recipient_session_id,
     message: `An envelope was rejected instead of delivered: ${bad.message}. The state file was edited outside OpenComms.`,
   });
-  return true;
 }
 
 export interface DrainOptions {
@@ -330,6 +333,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const plain = raw(state.messages);
   const q = raw(state.queues)[sid] ?? [];
   const out: Envelope[] = [];
+  const messages: Array<{ channel: string; message_id: string; framed: string }> = [];
   const taken = new Set<string>();
   // Per channel, decided once per pull: whether it holds its mail, and how many hand-overs its
   // budget still allows; the channel machine then counts them in one HAND_OVER.
@@ -343,7 +347,17 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
     if (a.handed >= a.left) continue;
     taken.add(id);
-    if (rejectUnframeable(state, id, ch, env.now)) continue;
+    // Framed once, here, from the envelope as stored (a step changes no header field); a header
+    // the framer refuses (only a tampered state holds one) rejects the envelope instead.
+    const name = raw(ch).name;
+    let framed: string;
+    try {
+      framed = frameEnvelope(p, name);
+    } catch (e) {
+      if (!(e instanceof UnsafeHeaderError)) throw e;
+      rejectUnsafe(state, id, ch, env.now, e);
+      continue;
+    }
     // Stepped on a copy that then replaces the envelope in one write: the change tracker records
     // one path, not one per field and per transition appended (a pulled envelope leaves state for
     // the history log in this same mutation anyway).
@@ -355,6 +369,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     const readers = raw(state.delivered_to)[id];
     if (!readers?.includes(sid)) state.delivered_to[id] = readers ? [...readers, sid] : [sid];
     out.push(e);
+    messages.push({ channel: name, message_id: id, framed });
   }
   for (const { ch, handed } of allowance.values())
     if (handed) stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: handed });
@@ -363,9 +378,6 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     changed = true;
   }
   const remaining = (raw(state.queues)[sid] ?? []).filter((id) => inScope.has(plain[id]?.channel_id ?? '')).length;
-  const nameOf = (cid: string) => channelById(state, cid)?.name ?? cid;
-  // Framing reads every header field: from the plain envelopes, not through the change tracker.
-  const messages = out.map((e) => ({ channel: nameOf(e.channel_id), message_id: e.message_id, framed: frameEnvelope(e, nameOf(e.channel_id)) }));
   const history = enforceRetention(state, env.now, touched);
   return done(
     state,

@@ -14,16 +14,19 @@ const lastChange = (e: Envelope) => e.transitions.at(-1)?.[2] ?? e.timestamp;
 
 /** Removes an envelope and every reference to it. */
 export function forget(state: State, id: string) {
-  const e = state.messages[id];
+  // Looked up in the plain state; only the removals go through the change tracker.
+  const e = raw(state.messages)[id];
   delete state.messages[id];
   delete state.delivered_to[id];
   if (!e) return;
-  const q = state.queues[e.recipient_session_id];
-  if (q) {
-    const i = q.indexOf(id);
-    if (i >= 0) q.splice(i, 1);
-    if (q.length === 0) delete state.queues[e.recipient_session_id];
-  }
+  const rid = e.recipient_session_id;
+  const listed = raw(state.queues)[rid];
+  if (!listed) return;
+  const i = listed.indexOf(id);
+  if (i < 0 && listed.length > 0) return;
+  const q = state.queues[rid]!;
+  if (i >= 0) q.splice(i, 1);
+  if (q.length === 0) delete state.queues[rid];
 }
 
 /** Moves the terminal envelopes among `candidates` beyond each channel's hot window out of state

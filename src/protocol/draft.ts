@@ -82,7 +82,9 @@ const MAX_DEPTH = 3;
 
 export function track<T extends object>(state: T): Draft<T> {
   const undo: Undo[] = [];
-  const paths = new WeakMap<object, Path>();
+  /** Each wrapped object's path, and the key under which a write to one of its fields is kept
+   *  (its path joined, cut at MAX_DEPTH), built once per object instead of on every write. */
+  const paths = new WeakMap<object, { path: Path; prefix: string }>();
   const proxies = new WeakMap<object, object>();
   /** Arrays written to: their length at the first write and whether every write only appended. */
   const arrays = new Map<object, { path: Path; length: number; appendOnly: boolean; seq: number }>();
@@ -95,7 +97,7 @@ export function track<T extends object>(state: T): Draft<T> {
   const wrap = (target: object, path: Path): object => {
     let p = proxies.get(target);
     if (!p) {
-      paths.set(target, path);
+      paths.set(target, { path, prefix: path.length >= MAX_DEPTH ? path.slice(0, MAX_DEPTH).join('\u0000') : path.map((k) => `${k}\u0000`).join('') });
       p = new Proxy(target, handler);
       proxies.set(target, p);
     }
@@ -113,7 +115,7 @@ export function track<T extends object>(state: T): Draft<T> {
     if (Array.isArray(target) && key === 'length' && typeof next === 'number')
       for (let i = next; i < target.length; i++) undo.push({ target, key: String(i), had: true, old: target[i] });
     if (typeof key === 'symbol') return;
-    const base = paths.get(target)!;
+    const { path: base, prefix } = paths.get(target)!;
     if (Array.isArray(target)) {
       let a = arrays.get(target);
       if (!a) arrays.set(target, (a = { path: base, length: target.length, appendOnly: true, seq: seq++ }));
@@ -123,12 +125,12 @@ export function track<T extends object>(state: T): Draft<T> {
       } else if (had || !(Number(key) >= a.length)) a.appendOnly = false;
       return;
     }
-    const full = [...base, key];
-    const cut = full.length > MAX_DEPTH ? full.slice(0, MAX_DEPTH) : full;
-    const id = cut.join('\u0000');
+    // The path written is the field's own, or cut to its entity field when deeper.
+    const whole = base.length < MAX_DEPTH;
+    const id = whole ? prefix + key : prefix;
     const w = written.get(id);
-    if (!w) written.set(id, { path: cut, old: cut.length === full.length ? old : undefined, hadOld: cut.length === full.length && had, seq: seq++ });
-    else if (cut.length < full.length) w.hadOld = false; // written inside too: no diff against the old value
+    if (!w) written.set(id, { path: whole ? [...base, key] : base.slice(0, MAX_DEPTH), old: whole ? old : undefined, hadOld: whole && had, seq: seq++ });
+    else if (!whole) w.hadOld = false; // written inside too: no diff against the old value
   };
 
   const handler: ProxyHandler<Obj> = {
@@ -137,7 +139,7 @@ export function track<T extends object>(state: T): Draft<T> {
       const v = Reflect.get(target, key, receiver);
       if (!isObject(v) || typeof key === 'symbol' || typeof v === 'function') return v;
       // The path is built only for an object read for the first time: reads repeat.
-      return proxies.get(v) ?? wrap(v, [...paths.get(target)!, key]);
+      return proxies.get(v) ?? wrap(v, [...paths.get(target)!.path, key]);
     },
     set(target, key, value) {
       const had = Object.prototype.hasOwnProperty.call(target, key);
