@@ -1,7 +1,7 @@
 // The only place the engine changes a machine-owned field: each helper maps protocol fields to a
 // machine record, steps the machine, and writes the record back.
 import {
-  channelPersistence, envelopePersistence, memberPersistence, recipientPersistence, step,
+  channelPersistence, channelRecordOf, envelopePersistence, memberPersistence, recipientPersistence, step,
   type ChannelEvent, type ChannelRecord, type ChannelRefusal, type EnvelopeEvent, type EnvelopeRecord,
   type EnvelopeStatus, type Hold, type MemberEvent, type RecipientEvent,
 } from '../../machines/index.ts';
@@ -57,20 +57,7 @@ export function stepEnvelope(e: Envelope, event: EnvelopeEvent): EnvelopeStatus 
 
 const channelRecord = (draft: Channel): ChannelRecord => {
   const c = raw(draft);
-  return {
-    lifecycle: c.lifecycle,
-    paused: c.paused,
-    created_at: c.created_at,
-    paused_at: c.paused_at,
-    lifecycle_at: c.lifecycle_at,
-    rate: c.rate,
-    rate_limit: c.rate_limit,
-    max_hops: c.max_hops,
-    stale_event_ms: c.stale_event_ms,
-    seen_content: c.seen_content,
-    budgets: { max_runtime_ms: c.budgets.max_runtime_ms, max_delivered_messages: c.budgets.max_delivered_messages },
-    delivered_total: c.delivered_total,
-  };
+  return channelRecordOf(c, c.lifecycle, c.paused);
 };
 
 const copyField = <K extends keyof ChannelRecord>(to: ChannelRecord, from: ChannelRecord, k: K) => {
