@@ -55,10 +55,6 @@ type Answer = Pick<Outcome, 'result' | 'effects'>;
 /** An adapter's pre-check on the current state (its identity or roster rule). */
 type Gate = (state: Readonly<State>) => Refusal | null;
 
-/** Commands whose preparation (`prepare` below) reads history logs or archives before the lock. */
-const PREPARED = new Set<Command['op']>(['join', 'history', 'save_session', 'resume_session', 'delete_session', 'session_list', 'session_get', 'deliveries', 'archive']);
-const readsFirst = (cmd: Command) => PREPARED.has(cmd.op) || (cmd.op === 'send' && typeof cmd.args.reply_to === 'string' && cmd.args.reply_to !== '');
-
 const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
   prefix === 'ocm' ? newMessageId() : prefix === 'chn' ? newChannelId() : newCorrelationId();
 
@@ -129,18 +125,19 @@ export class Runtime {
    *  be read (incompatible, unreadable, busy) is a refusal there too, not a fault. */
   async run(cmd: Command, gate?: Gate): Promise<ToolResult> {
     try {
-      const readOnly = READ_ONLY.has(cmd.op);
-      // A command that changes state meets the gate under the lock, on the state it changes (no
-      // window between the check and the change, and no catch-up of its own before the lock). A
-      // read, and a command whose preparation reads files, meet it first as well: a refused
-      // caller costs no history or archive read.
-      if (gate && (readOnly || readsFirst(cmd))) {
-        const refusal = gate(await this.store.peek());
-        if (refusal) return refusal;
-      }
-      const prepared = await this.prepare(cmd);
+      // A look at the state outside the lock meets the gate: a read's, and the one a preparation
+      // takes before it reads history or archives (a refused caller costs no such read). A
+      // command that changes state meets it again under the lock, on the state it changes (no
+      // window between the check and the change, and no look of its own before the lock).
+      const look = async () => {
+        const state = await this.store.peek();
+        const refusal = gate?.(state);
+        if (refusal) throw new RefusalError(refusal);
+        return state;
+      };
+      const prepared = await this.prepare(cmd, look);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
-      if (readOnly) return apply((await this.store.peek()) as State, prepared, this.env()).result;
+      if (READ_ONLY.has(cmd.op)) return apply((await look()) as State, prepared, this.env()).result;
       const out = await this.mutate(prepared, gate);
       if (!this.closed) this.deliveries.run(out.effects, out.state);
       return out.result;
@@ -182,13 +179,14 @@ export class Runtime {
     return refuse('internal_error', 'Unexpected fault (logged). Retry once, then report it.');
   }
 
-  /** Reads that belong outside the lock: history logs and archives are append-only or immutable. */
-  private async prepare(cmd: Command): Promise<Command> {
+  /** Reads that belong outside the lock: history logs and archives are append-only or immutable.
+   *  `look` is the state as the gate lets the caller see it: every case takes it before it reads. */
+  private async prepare(cmd: Command, look: () => Promise<Readonly<State>>): Promise<Command> {
     switch (cmd.op) {
       case 'send': {
         const id = cmd.args.reply_to;
         if (typeof id !== 'string' || !id) return cmd;
-        const state = await this.store.peek();
+        const state = await look();
         if (state.messages[id]) return cmd;
         const ch = channelNamed(state, cmd.args.channel);
         const parent = ch && (await this.store.findInHistory(ch.id, id, PARENT_SCAN_LINES));
@@ -196,36 +194,39 @@ export class Runtime {
       }
       case 'join': {
         // Joiners of a resumed channel get the archive's compact context, never its messages.
-        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        const ch = channelNamed(await look(), cmd.args.channel);
         const archive = ch?.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null;
         return archive ? { ...cmd, compact_context: compactContext(archive) } : cmd;
       }
       case 'history': {
-        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        const ch = channelNamed(await look(), cmd.args.channel);
         return ch ? { ...cmd, logged: await this.store.history(ch.id, HISTORY_READ_MAX) } : cmd;
       }
       case 'save_session': {
-        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        const ch = channelNamed(await look(), cmd.args.channel);
         if (!ch) return cmd;
         const [logged, loggedIds] = await Promise.all([this.store.history(ch.id, MAX_ARCHIVE_MESSAGES), this.store.historyIds(ch.id)]);
         return { ...cmd, logged, loggedIds };
       }
       case 'resume_session':
       case 'delete_session':
+        await look();
         return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
       case 'session_list':
+        await look();
         return { ...cmd, archives: (await this.store.archives()).archives };
       case 'session_get': {
         // A live session shows the compact context of the archive it was resumed from.
-        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        const ch = channelNamed(await look(), cmd.args.channel);
         if (ch?.lifecycle === 'active') return { ...cmd, archive: ch.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null };
         return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
       }
       case 'deliveries': {
-        const ch = channelNamed(await this.store.peek(), cmd.args.channel);
+        const ch = channelNamed(await look(), cmd.args.channel);
         return ch ? { ...cmd, logged: await this.store.history(ch.id, DELIVERY_VIEW_LOGGED) } : cmd;
       }
       case 'archive': {
+        await look();
         if (cmd.args.mode === undefined || cmd.args.mode === 'list' || cmd.args.mode === '' || cmd.args.mode === null)
           return { ...cmd, archives: (await this.store.archives()).archives };
         const a = await this.archiveFor(cmd.args.channel);
