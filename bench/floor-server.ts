@@ -2,18 +2,36 @@
 // transport as `opencomms mcp`, whose `send` appends one JSON line to a file and whose `read`
 // returns the last lines, read backwards from the end (so a read costs what it returns, not the
 // file's length, as OpenComms' reads do). Whatever OpenComms costs beyond this is its own.
-//   node floor-server.mjs <dir>
+// With --framed, each line also holds the message framed as OpenComms frames it (FEATURES.md §5.7,
+// by its own framing module) and `read` answers in the shape of `opencomms_pull`: the cost of
+// carrying that answer over MCP, with nothing of a store behind it.
+//   node floor-server.mjs <dir> [--framed]
 import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as z from 'zod';
+import { acceptedEnvelope } from '../src/engine/transitions.ts';
+import { frameEnvelope, UNTRUSTED_NOTICE } from '../src/framing.ts';
 import { LineLimitedStdioTransport } from '../adapters/mcp/transport.ts';
 
-const file = join(process.argv[2] ?? '.', 'floor.jsonl');
+const framed = process.argv[3] === '--framed';
+const file = join(process.argv[2] ?? '.', framed ? 'floor-framed.jsonl' : 'floor.jsonl');
 const server = new McpServer({ name: 'floor', version: '1.0.0' }, { capabilities: { tools: {} } });
 let n = 0;
 
 const CHUNK = 64 * 1024;
+
+/** What a pull would hand over for this message: its id and its frame, as an envelope of the
+ *  floor's one sender. */
+function frame(n: number, channel: string, content: string, at: number) {
+  const hex = n.toString(16).padStart(32, '0');
+  const message_id = `ocm_${hex}`;
+  const envelope = {
+    message_id, channel_id: `chn_${hex}`, sender_session_id: 'floor', sender_role: 'A', recipient_session_id: 'reader', recipient_role: 'B',
+    message_type: 'manual' as const, content, reply_to: null, hop_count: 0, correlation_id: `cor_${hex}`, root_message_id: null, ...acceptedEnvelope(at),
+  };
+  return { message_id, framed: frameEnvelope(envelope, channel) };
+}
 
 /** The last `limit` lines of the file, reading 64 KiB blocks from its end until enough are seen. */
 function lastLines(limit: number): string[] {
@@ -37,12 +55,22 @@ function lastLines(limit: number): string[] {
 }
 server.registerTool('send', { description: 'Append a message.', inputSchema: { channel: z.string(), content: z.string() } }, async ({ channel, content }) => {
   const id = `m${++n}`;
-  appendFileSync(file, `${JSON.stringify({ id, channel, content, at: Date.now() })}\n`);
+  const at = Date.now();
+  const line = framed ? { id, channel, content, at, ...frame(n, channel, content, at) } : { id, channel, content, at };
+  appendFileSync(file, `${JSON.stringify(line)}\n`);
   return { content: [{ type: 'text', text: JSON.stringify({ ok: true, message: 'Queued.', data: { message_ids: [id] } }) }] };
 });
 server.registerTool('read', { description: 'The last messages.', inputSchema: { limit: z.number() } }, async ({ limit }) => {
   const lines = lastLines(limit);
-  const messages = lines.map((l) => JSON.parse(l) as { id: string; content: string });
-  return { content: [{ type: 'text', text: JSON.stringify({ ok: true, message: `${messages.length} message(s).`, data: { messages } }) }] };
+  const messages = lines.map((l) => JSON.parse(l) as { id: string; channel: string; content: string; message_id?: string; framed?: string });
+  const data = framed
+    ? {
+        messages: messages.map((m) => ({ channel: m.channel, message_id: m.message_id, framed: m.framed })),
+        message_ids: messages.map((m) => m.message_id),
+        untrusted_notice: UNTRUSTED_NOTICE,
+        remaining: 0,
+      }
+    : { messages };
+  return { content: [{ type: 'text', text: JSON.stringify({ ok: true, message: `${messages.length} message(s).`, data }) }] };
 });
 await server.connect(new LineLimitedStdioTransport(process.stdin, process.stdout));

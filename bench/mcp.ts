@@ -39,8 +39,8 @@ interface Pair {
   close(): Promise<void>;
 }
 
-async function floorPair(dir: string, floorJs: string): Promise<Pair> {
-  const s = await connectMcp([floorJs, dir]);
+async function floorPair(dir: string, floorJs: string, framed = false): Promise<Pair> {
+  const s = await connectMcp([floorJs, dir, ...(framed ? ['--framed'] : [])]);
   return {
     sender: s,
     send: async (i, spread = CHANNELS) => {
@@ -122,6 +122,24 @@ async function measure(p: Pair): Promise<Figures> {
   const reads: number[] = [];
   for (let k = 0; k < READS; k++) reads.push(await p.read100(k));
   return { send: stats(rt.slice(WARM)), early: { ...stats(early), mean: round(early.reduce((a, b) => a + b, 0) / EARLY, 3) }, sustained, read: stats(reads) };
+}
+
+/** The floor's read of 100 as it is, and answering what a pull of 100 answers (the same frames,
+ *  built by our framing module, in the same shape): the cost of the answer with no store behind
+ *  it. Reads alternate between the two, so drift falls on both. */
+async function answerAlone(dir: string, floorJs: string) {
+  const plain = await floorPair(dir, floorJs);
+  const framed = await floorPair(dir, floorJs, true);
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let k = 0; k < 2 * READS; k++) {
+    a.push(await plain.read100(k));
+    b.push(await framed.read100(k));
+  }
+  const r = await framed.sender.call('read', { limit: 100 });
+  await plain.close();
+  await framed.close();
+  return { plain: stats(a).p50, framed: stats(b).p50, chars: JSON.stringify(r).length };
 }
 
 /** Busy and total jiffies of the whole machine (the bench is the only load on it). */
@@ -248,6 +266,11 @@ export async function mcpBench() {
     emitRatio('mcp_sustained_over_floor', mine.sustained, floor.sustained, '>= 0.3 (best peer 0.18)', { unit: 'sends/s' });
     emit('mcp_pull_100', { unit: 'ms', ...mine.read, floor_read_100: floor.read });
     emitRatio('mcp_pull_100_p50_over_floor', mine.read.p50, floor.read.p50, '<= 2 (best peer 3.6)');
+    const answer = await withProject((dir) => answerAlone(dir, floorJs));
+    emitRatio('mcp_pull_100_answer_alone_over_floor', answer.framed, answer.plain, 'reported: the part of the pull target (<= 2) its answer alone takes', {
+      unit: 'ms', what: "the floor's read of 100 answering with the frames and the shape of opencomms_pull (FEATURES.md §5.7), reads alternating with the plain floor's",
+      answer_chars: answer.chars,
+    });
 
     const durable = await withProject(async (dir) => {
       const p = await oursPair(dir, { OPENCOMMS_DURABILITY: 'durable' });
