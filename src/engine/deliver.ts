@@ -8,7 +8,7 @@ import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
 import { channelById, findMember, memberChannel, recordError } from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
-import { enforceRetention } from './retention.ts';
+import { enforceRetention, writeBack } from './retention.ts';
 import { hasInFlight } from './receipts.ts';
 import { staleWindow } from './eligibility.ts';
 import { stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
@@ -335,6 +335,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const out: Envelope[] = [];
   const messages: Array<{ channel: string; message_id: string; framed: string }> = [];
   const taken = new Set<string>();
+  const stepped: Envelope[] = [];
   // Per channel, decided once per pull: whether it holds its mail, and how many hand-overs its
   // budget still allows; the channel machine then counts them in one HAND_OVER.
   const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
@@ -358,16 +359,14 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
       rejectUnsafe(state, id, ch, env.now, e);
       continue;
     }
-    // Stepped on a copy that then replaces the envelope in one write: the change tracker records
-    // one path, not one per field and per transition appended (a pulled envelope leaves state for
-    // the history log in this same mutation anyway).
+    // Stepped on a copy that then replaces the envelope in one write (writeBack), or leaves state
+    // for the history log without one when it ends terminal: the change tracker records one path,
+    // not one per field and per transition appended.
     const e = { ...p, transitions: [...p.transitions] };
     const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: staleWindow(member, env.spawnHosts) });
-    if (status !== p.delivery_status) state.messages[id] = e;
+    if (status !== p.delivery_status) stepped.push(e);
     if (status !== 'delivered') continue;
     a.handed++;
-    const readers = raw(state.delivered_to)[id];
-    if (!readers?.includes(sid)) state.delivered_to[id] = readers ? [...readers, sid] : [sid];
     out.push(e);
     messages.push({ channel: name, message_id: id, framed });
   }
@@ -377,8 +376,16 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     setQueue(state, sid, q.filter((id) => !taken.has(id)));
     changed = true;
   }
+  const left = writeBack(state, stepped);
+  const delivered = raw(state.delivered_to);
+  for (const e of out) {
+    const id = e.message_id;
+    if (!raw(state.messages)[id]) continue; // left for the history log: nobody reads its readers
+    const readers = delivered[id];
+    if (!readers?.includes(sid)) state.delivered_to[id] = readers ? [...readers, sid] : [sid];
+  }
   const remaining = (raw(state.queues)[sid] ?? []).filter((id) => inScope.has(plain[id]?.channel_id ?? '')).length;
-  const history = enforceRetention(state, env.now, touched);
+  const history = [...left, ...enforceRetention(state, env.now, touched)];
   return done(
     state,
     ok(out.length ? `${out.length} message(s); ${remaining} still pending.` : 'No new messages.', {

@@ -29,6 +29,24 @@ export function forget(state: State, id: string) {
   if (q.length === 0) delete state.queues[rid];
 }
 
+/** Changed copies of stored envelopes (a step ran on each) take their places; a terminal one that
+ *  hot state has no room for (HOT_TERMINAL_PER_CHANNEL = 0) leaves for the history log instead,
+ *  never written back first: a pull of 100 wrote each delivered envelope and its readers and then
+ *  removed both, four tracked writes where one does. The caller has taken them out of their
+ *  queue. Returns those that left. */
+export function writeBack(state: State, stepped: readonly Envelope[]): Envelope[] {
+  const left: Envelope[] = [];
+  for (const e of stepped) {
+    const id = e.message_id;
+    if (HOT_TERMINAL_PER_CHANNEL === 0 && TERMINAL_STATUSES.includes(e.delivery_status)) {
+      delete state.messages[id];
+      if (raw(state.delivered_to)[id]) delete state.delivered_to[id];
+      left.push(e);
+    } else state.messages[id] = e;
+  }
+  return left;
+}
+
 /** Moves the terminal envelopes among `candidates` beyond each channel's hot window out of state
  *  (oldest first); returns them for the history log. A candidate stands for its id: the envelope
  *  looked at is the one in state now (a step may have replaced it with a changed copy). A
