@@ -171,9 +171,10 @@ const headerFields = (e: Envelope, channelName: string): Array<[string, string]>
   ['sender_session_id', e.sender_session_id],
 ];
 
-/** The first field of `e` the framer would refuse, or null: drains and pulls check this first
- *  and reject such an envelope instead of letting one bad row stop a recipient's mail. */
-export function unframeable(e: Envelope, channelName: string): UnsafeHeaderError | null {
+/** The first field of `e` the framer would refuse, or null. Drains and pulls catch the
+ *  UnsafeHeaderError frameEnvelope throws and reject such an envelope instead of letting one bad
+ *  row stop a recipient's mail. */
+function unframeable(e: Envelope, channelName: string): UnsafeHeaderError | null {
   for (const [field, value] of headerFields(e, channelName)) {
     const problem = headerFieldProblem(value);
     if (problem) return new UnsafeHeaderError(field, problem);
@@ -200,8 +201,11 @@ export function frameEnvelope(e: Envelope, channelName: string): string {
   return `${header}\n\n${frameContent(e.content)}\n\n${notice(e, channelName)}`;
 }
 
+/** Frames already built, as one batch. */
+export const joinFrames = (frames: readonly string[]) => frames.join(BATCH_SEPARATOR);
+
 export function frameBatch(envelopes: Envelope[], channelNameOf: (channelId: string) => string): string {
-  return envelopes.map((e) => frameEnvelope(e, channelNameOf(e.channel_id))).join(BATCH_SEPARATOR);
+  return joinFrames(envelopes.map((e) => frameEnvelope(e, channelNameOf(e.channel_id))));
 }
 
 /** Text other members wrote that is not a message (a saved session's summary and final note,

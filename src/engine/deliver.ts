@@ -2,7 +2,7 @@
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
 import type { Hold } from '../../machines/index.ts';
-import { BATCH_SEPARATOR, frameBatch, frameEnvelope, unframeable, UnsafeHeaderError, UNTRUSTED_NOTICE } from '../framing.ts';
+import { BATCH_SEPARATOR, frameEnvelope, joinFrames, UnsafeHeaderError, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
@@ -94,12 +94,6 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
 /** An envelope whose header the framer refuses (only a tampered state holds one) is rejected with
  *  an error instead of stopping the recipient's mail. The error names no field value: the value
  *  is what could not be shown safely. */
-function rejectUnframeable(state: State, id: string, ch: Channel, now: number): boolean {
-  const bad = unframeable(raw(state.messages)[id]!, ch.name);
-  if (bad) rejectUnsafe(state, id, ch, now, bad);
-  return bad !== null;
-}
-
 function rejectUnsafe(state: State, id: string, ch: Channel, now: number, bad: UnsafeHeaderError) {
   const e = state.messages[id]!;
   stepEnvelope(e, { type: 'REJECT', now });
@@ -122,11 +116,7 @@ export interface DrainOptions {
   maxBytes?: number;
 }
 
-const utf8 = new TextEncoder();
-/** The UTF-8 size of one envelope's frame as frameBatch joins it (the separator counted once per
- *  frame after the first). */
-export const frameBytes = (e: Envelope, channelName: string, first: boolean) =>
-  utf8.encode(frameEnvelope(e, channelName)).length + (first ? 0 : utf8.encode(BATCH_SEPARATOR).length);
+const SEPARATOR_BYTES = Buffer.byteLength(BATCH_SEPARATOR);
 
 /**
  * Drains one push recipient: settles its queue, asks the recipient machine of each channel whether
@@ -139,6 +129,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
   const effects: Effect[] = [];
   const q = state.queues[rid] ?? [];
   const batch: Envelope[] = [];
+  const frames: string[] = [];
   const max = Math.min(opts.max ?? MAX_BATCH, MAX_BATCH);
   const decided = new Map<string, 'delivering' | 'held'>();
   const taken = new Set<string>();
@@ -162,17 +153,27 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
         effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });
     }
     if (line !== 'delivering' || budgetLeft(ch) < 1) continue;
-    if (rejectUnframeable(state, id, ch, env.now)) {
+    // Framed once, here, from the envelope as stored (a step changes no header field): the frame
+    // is checked, sized and joined into the batch as it is. A header the framer refuses (only a
+    // tampered state holds one) rejects the envelope instead.
+    let framed: string;
+    try {
+      framed = frameEnvelope(raw(e), ch.name);
+    } catch (err) {
+      if (!(err instanceof UnsafeHeaderError)) throw err;
+      rejectUnsafe(state, id, ch, env.now, err);
       taken.add(id);
       continue;
     }
-    const size = opts.maxBytes === undefined ? 0 : frameBytes(e, ch.name, batch.length === 0);
+    // Its UTF-8 size as the batch joins it: the separator counted once per frame after the first.
+    const size = opts.maxBytes === undefined ? 0 : Buffer.byteLength(framed) + (batch.length ? SEPARATOR_BYTES : 0);
     if (opts.maxBytes !== undefined && bytes + size > opts.maxBytes) break;
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
     if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: staleWindow(member, env.spawnHosts) }) !== 'in_flight') continue;
     bytes += size;
     (state.delivered_to[id] ??= []).includes(rid) || state.delivered_to[id]!.push(rid);
     batch.push(e);
+    frames.push(framed);
     taken.add(id);
   }
   if (taken.size) {
@@ -186,7 +187,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       recipient: rid,
       channel_ids: [...new Set(batch.map((e) => e.channel_id))],
       message_ids: batch.map((e) => e.message_id),
-      text: frameBatch(batch, (cid) => channelById(state, cid)?.name ?? cid),
+      text: joinFrames(frames),
       mode: member.delivery_mode,
       redelivery: batch.some((e) => e.attempts > 1),
     });
