@@ -23,8 +23,8 @@ const CHUNK = 64 * 1024;
 
 /** What a pull would hand over for this message: its id and its frame, as an envelope of the
  *  floor's one sender. */
-function frame(n: number, channel: string, content: string, at: number) {
-  const hex = n.toString(16).padStart(32, '0');
+function frame(seq: number, channel: string, content: string, at: number) {
+  const hex = seq.toString(16).padStart(32, '0');
   const message_id = `ocm_${hex}`;
   const envelope = {
     message_id, channel_id: `chn_${hex}`, sender_session_id: 'floor', sender_role: 'A', recipient_session_id: 'reader', recipient_role: 'B',

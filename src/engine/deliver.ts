@@ -381,7 +381,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const delivered = raw(state.delivered_to);
   for (const e of out) {
     const id = e.message_id;
-    if (!raw(state.messages)[id]) continue; // left for the history log: nobody reads its readers
+    if (!plain[id]) continue; // left for the history log: nobody reads its readers
     const readers = delivered[id];
     if (!readers?.includes(sid)) state.delivered_to[id] = readers ? [...readers, sid] : [sid];
   }
