@@ -91,19 +91,26 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
   return changed;
 }
 
-/** An envelope whose header the framer refuses (only a tampered state holds one) is rejected with
- *  an error instead of stopping the recipient's mail. The error names no field value: the value
- *  is what could not be shown safely. */
-function rejectUnsafe(state: State, id: string, ch: Channel, now: number, bad: UnsafeHeaderError) {
-  const e = state.messages[id]!;
-  stepEnvelope(e, { type: 'REJECT', now });
-  recordError(state, {
-    at: now,
-    reason: 'unsafe_header',
-    channel_id: ch.id,
-    session_id: e.recipient_session_id,
-    message: `An envelope was rejected instead of delivered: ${bad.message}. The state file was edited outside OpenComms.`,
-  });
+/** The envelope's frame, built once from the envelope as stored (a step changes no header
+ *  field), or null: an envelope whose header the framer refuses (only a tampered state holds one)
+ *  is rejected with an error instead of stopping the recipient's mail. The error names no field
+ *  value: the value is what could not be shown safely. */
+function frameOrReject(state: State, e: Envelope, ch: Channel, channelName: string, now: number): string | null {
+  try {
+    return frameEnvelope(raw(e), channelName);
+  } catch (err) {
+    if (!(err instanceof UnsafeHeaderError)) throw err;
+    const stored = state.messages[e.message_id]!;
+    stepEnvelope(stored, { type: 'REJECT', now });
+    recordError(state, {
+      at: now,
+      reason: 'unsafe_header',
+      channel_id: ch.id,
+      session_id: stored.recipient_session_id,
+      message: `An envelope was rejected instead of delivered: ${err.message}. The state file was edited outside OpenComms.`,
+    });
+    return null;
+  }
 }
 
 export interface DrainOptions {
@@ -153,15 +160,9 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
         effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });
     }
     if (line !== 'delivering' || budgetLeft(ch) < 1) continue;
-    // Framed once, here, from the envelope as stored (a step changes no header field): the frame
-    // is checked, sized and joined into the batch as it is. A header the framer refuses (only a
-    // tampered state holds one) rejects the envelope instead.
-    let framed: string;
-    try {
-      framed = frameEnvelope(raw(e), ch.name);
-    } catch (err) {
-      if (!(err instanceof UnsafeHeaderError)) throw err;
-      rejectUnsafe(state, id, ch, env.now, err);
+    // Framed once: the frame is checked, sized and joined into the batch as it is.
+    const framed = frameOrReject(state, e, ch, ch.name, env.now);
+    if (framed === null) {
       taken.add(id);
       continue;
     }
@@ -349,17 +350,9 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     if (!a) allowance.set(ch.id, (a = { ch, left: channelHold(ch, env.now) === null ? budgetLeft(ch) : 0, handed: 0 }));
     if (a.handed >= a.left) continue;
     taken.add(id);
-    // Framed once, here, from the envelope as stored (a step changes no header field); a header
-    // the framer refuses (only a tampered state holds one) rejects the envelope instead.
     const name = raw(ch).name;
-    let framed: string;
-    try {
-      framed = frameEnvelope(p, name);
-    } catch (e) {
-      if (!(e instanceof UnsafeHeaderError)) throw e;
-      rejectUnsafe(state, id, ch, env.now, e);
-      continue;
-    }
+    const framed = frameOrReject(state, p, ch, name, env.now);
+    if (framed === null) continue;
     // Stepped on a copy that then replaces the envelope in one write (writeBack), or leaves state
     // for the history log without one when it ends terminal: the change tracker records one path,
     // not one per field and per transition appended.
