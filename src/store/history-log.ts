@@ -8,10 +8,9 @@ import { isArchiveId } from '../protocol/ids.ts';
 import { EnvelopeSchema } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import type { StorePaths } from './paths.ts';
-import { endsWithNewline } from './tail.ts';
+import { endsWithNewline, NL } from './tail.ts';
 
 const CHUNK_BYTES = 64 * 1024;
-const NL = 0x0a;
 
 function logFile(paths: Pick<StorePaths, 'history'>, channelId: string): string {
   if (!isArchiveId(channelId)) throw new Error(`history log: invalid channel id ${JSON.stringify(channelId)}`);
@@ -22,6 +21,12 @@ function logFile(paths: Pick<StorePaths, 'history'>, channelId: string): string 
  *  takes mail from; a project has a few dozen channels at most, so this covers the busy ones. */
 export const MAX_OPEN_LOGS = 32;
 
+/** An open log and its size after this process's last append to it (-1: none yet). */
+interface OpenLog {
+  fd: number;
+  end: number;
+}
+
 /** The logs this process appended to, kept open (an open and a close per log cost more than the
  *  append), each with its size after our last append: a log still that size ends with our
  *  newline and needs no read of its last byte (reading it and then writing cost ~15 µs of the
@@ -29,7 +34,7 @@ export const MAX_OPEN_LOGS = 32;
  *  written under the state lock only, so another size means another process appended or a crash
  *  tore a line. The descriptor keeps its inode: a log deleted under it (another process deleted
  *  the channel) has no link left, and is opened again by name. In least-recently-used order. */
-const openLogs = new Map<string, { fd: number; end: number }>();
+const openLogs = new Map<string, OpenLog>();
 
 /** Appends under the state lock, synchronously: it sits on the hot path of every commit and pull,
  *  where thread-pool hops cost more than the small writes themselves, and nothing else of this
@@ -63,7 +68,7 @@ export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: rea
 
 /** The log's open descriptor and its size now; opened (its directory made when missing) if this
  *  process has none for it, or the one it has was deleted. */
-function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log: { fd: number; end: number }; size: number } {
+function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log: OpenLog; size: number } {
   const kept = openLogs.get(file);
   if (kept) {
     const st = fstatSync(kept.fd);
@@ -82,7 +87,7 @@ function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log:
     mkdirSync(paths.history, { recursive: true });
     fd = openSync(file, 'a+');
   }
-  const log = { fd, end: -1 };
+  const log: OpenLog = { fd, end: -1 };
   openLogs.set(file, log);
   if (openLogs.size > MAX_OPEN_LOGS) closeLog(openLogs.keys().next().value!);
   return { log, size: fstatSync(fd).size };

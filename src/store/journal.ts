@@ -9,7 +9,7 @@ import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSy
 import { join } from 'node:path';
 import type { Op } from '../protocol/draft.ts';
 import type { StorePaths } from './paths.ts';
-import { endsWithNewline } from './tail.ts';
+import { endsWithNewline, NL } from './tail.ts';
 import { FILE_KEY_FIELDS, type FileKey } from './file-key.ts';
 
 export const JOURNAL_ID_RE = /^[0-9a-f]{16}$/;
@@ -61,7 +61,6 @@ export type JournalRead =
   | { kind: 'ok'; entries: Entry[]; offset: number; size: number }
   | { kind: 'corrupt'; entries: Entry[]; offset: number; cause: string };
 
-const NL = 0x0a;
 
 /** Reads complete lines from `offset` to the end. `next` is the count the first entry must have. */
 export function readJournal(file: string, offset: number, next: number): JournalRead {

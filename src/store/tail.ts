@@ -2,7 +2,8 @@
 // newline ends in a torn line (a write cut short), and the next append starts a fresh line.
 import { readSync } from 'node:fs';
 
-const NL = 0x0a;
+/** The byte that ends every line of those files. */
+export const NL = 0x0a;
 
 /** Whether the open file of `size` (> 0) bytes ends with a newline. */
 export function endsWithNewline(fd: number, size: number): boolean {
