@@ -2,7 +2,7 @@
 // A refused send is a named guard whose transition emits the `refuse` action with the protocol's
 // reason code; the engine reads it from the actions that `transition()` returns.
 import { assign, setup } from 'xstate';
-import { MAX_SEEN_CONTENT, RATE_WINDOW_MS } from '../src/protocol/limits.ts';
+import { RATE_WINDOW_MS } from '../src/protocol/limits.ts';
 
 export type ChannelRefusal =
   | { reason: 'channel_paused' }
@@ -20,7 +20,6 @@ export interface ChannelContext {
   rate_limit: number;
   max_hops: number;
   stale_event_ms: number;
-  seen_content: Record<string, number>;
   budgets: { max_runtime_ms: number | null; max_delivered_messages: number | null };
   delivered_total: number;
 }
@@ -32,8 +31,9 @@ export type ChannelEvent =
   | { type: 'DELETE'; now: number }
   /** The early gate of a send: paused and budgets come before content checks. */
   | { type: 'ADMIT'; now: number }
-  /** The late gate of a logical send (after recipients resolve): rate, duplicate, hop. */
-  | { type: 'SEND'; now: number; hop: number; content_key: string }
+  /** The late gate of a logical send (after recipients resolve): rate, duplicate, hop.
+   *  `seen_at`: when the channel's duplicate window last recorded `content_key`, or null. */
+  | { type: 'SEND'; now: number; hop: number; content_key: string; seen_at: number | null }
   /** A hand-over of `count` envelopes to a recipient (push drain, pull, hook read). */
   | { type: 'HAND_OVER'; now: number; count: number };
 
@@ -41,7 +41,7 @@ export const channelMachine = setup({
   types: {
     context: {} as ChannelContext,
     events: {} as ChannelEvent,
-    input: {} as Omit<ChannelContext, 'paused_at' | 'lifecycle_at' | 'rate' | 'seen_content' | 'delivered_total'>,
+    input: {} as Omit<ChannelContext, 'paused_at' | 'lifecycle_at' | 'rate' | 'delivered_total'>,
   },
   guards: {
     runtimeBudgetExhausted: ({ context, event }) =>
@@ -51,37 +51,23 @@ export const channelMachine = setup({
       context.delivered_total >= context.budgets.max_delivered_messages,
     rateLimited: ({ context, event }) =>
       event.now - context.rate.window_start <= RATE_WINDOW_MS && context.rate.count >= context.rate_limit,
-    duplicateContent: ({ context, event }) => {
-      if (event.type !== 'SEND') return false;
-      const seen = context.seen_content[event.content_key];
-      return seen !== undefined && event.now - seen < context.stale_event_ms;
-    },
+    duplicateContent: ({ context, event }) =>
+      event.type === 'SEND' && event.seen_at !== null && event.now - event.seen_at < context.stale_event_ms,
     hopLimitExceeded: ({ context, event }) => event.type === 'SEND' && event.hop > context.max_hops,
   },
   actions: {
     /** A marker for the engine; refusing changes nothing. */
     refuse: (_, _params: ChannelRefusal) => {},
-    /** Counts the logical send once (a broadcast too) and remembers its content for the
-     *  duplicate window, sweeping keys that have expired. */
+    /** Records `content_key` at `now` in the channel's duplicate window. The window is a map of
+     *  up to 100 keys stored with the channel, and the engine writes it entry by entry
+     *  (transitions.ts); as context, every send would copy it whole (a third of a send's engine
+     *  step, and as much again to find the one key that changed). */
+    rememberContent: () => {},
+    /** Counts the logical send once (a broadcast too). */
     recordSend: assign(({ context, event }) => {
       if (event.type !== 'SEND') return {};
       const fresh = event.now - context.rate.window_start > RATE_WINDOW_MS;
-      // The newest MAX_SEEN_CONTENT − 1 live keys (insertion order is send order), then this one.
-      // A plain loop: building the map through entries/filter/fromEntries cost ~4× as much. A
-      // null-prototype object is a hash table from its first key; a `{}` built key by key took a
-      // hidden-class transition per key, a new chain on every send (2.5× slower, 16 KB a send).
-      const keys = Object.keys(context.seen_content);
-      const seen: Record<string, number> = Object.create(null);
-      for (let i = Math.max(0, keys.length - (MAX_SEEN_CONTENT - 1)); i < keys.length; i++) {
-        const t = context.seen_content[keys[i]!]!;
-        if (event.now - t < context.stale_event_ms) seen[keys[i]!] = t;
-      }
-      delete seen[event.content_key];
-      seen[event.content_key] = event.now;
-      return {
-        rate: fresh ? { window_start: event.now, count: 1 } : { ...context.rate, count: context.rate.count + 1 },
-        seen_content: seen,
-      };
+      return { rate: fresh ? { window_start: event.now, count: 1 } : { ...context.rate, count: context.rate.count + 1 } };
     }),
     countHandOver: assign(({ context, event }) => ({
       delivered_total: context.delivered_total + (event.type === 'HAND_OVER' ? event.count : 0),
@@ -98,7 +84,6 @@ export const channelMachine = setup({
     paused_at: null,
     lifecycle_at: null,
     rate: { window_start: 0, count: 0 },
-    seen_content: {},
     delivered_total: 0,
   }),
   states: {
@@ -115,7 +100,7 @@ export const channelMachine = setup({
           { guard: 'rateLimited', actions: { type: 'refuse', params: { reason: 'rate_limited' } } },
           { guard: 'duplicateContent', actions: { type: 'refuse', params: { reason: 'duplicate_content' } } },
           { guard: 'hopLimitExceeded', actions: { type: 'refuse', params: { reason: 'hop_limit_exceeded' } } },
-          { actions: 'recordSend' },
+          { actions: ['recordSend', 'rememberContent'] },
         ],
         HAND_OVER: [
           { guard: 'runtimeBudgetExhausted', actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'runtime' } } },

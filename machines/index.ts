@@ -73,7 +73,6 @@ const channelContext = (c: ChannelContext): ChannelContext => ({
   rate_limit: c.rate_limit,
   max_hops: c.max_hops,
   stale_event_ms: c.stale_event_ms,
-  seen_content: c.seen_content,
   budgets: c.budgets,
   delivered_total: c.delivered_total,
 });

@@ -4,6 +4,7 @@ import {
   MAX_CONTENT_CHARS, MAX_DESCRIPTION_CHARS, MAX_PROCESSED_CORRELATIONS, MESSAGE_TYPES,
 } from '../protocol/limits.ts';
 import { MESSAGE_ID_RE } from '../protocol/ids.ts';
+import { raw } from '../protocol/draft.ts';
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
 import { memberChannel } from './lookup.ts';
@@ -71,7 +72,9 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
   const parent = replyTo === null ? undefined : (state.messages[replyTo] ?? (logged?.message_id === replyTo ? logged : undefined));
   const inChain = parent !== undefined && parent.channel_id === ch.id;
   const hop = inChain ? parent.hop_count + 1 : 0;
-  const gate = stepChannel(ch, { type: 'SEND', now: env.now, hop, content_key: contentKey(sid, content) });
+  const key = contentKey(sid, content);
+  const window = raw(ch).seen_content;
+  const gate = stepChannel(ch, { type: 'SEND', now: env.now, hop, content_key: key, seen_at: Object.hasOwn(window, key) ? window[key]! : null });
   if (gate) return refused(state, refusalOf(gate, ch));
 
   const correlation = inChain ? parent.correlation_id : env.mint('cor');

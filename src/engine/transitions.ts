@@ -8,6 +8,7 @@ import {
 import { initialTransition } from 'xstate';
 import { envelopeMachine } from '../../machines/index.ts';
 import { raw } from '../protocol/draft.ts';
+import { MAX_SEEN_CONTENT } from '../protocol/limits.ts';
 import type { Channel, Envelope, Member } from '../protocol/schema.ts';
 
 // Machine records are read from the plain objects (`raw`): a machine only reads them and returns
@@ -77,8 +78,27 @@ export function stepChannel(c: Channel, event: ChannelEvent): ChannelRefusal | n
     const b = next.budgets;
     if (b.max_runtime_ms !== plain.budgets.max_runtime_ms || b.max_delivered_messages !== plain.budgets.max_delivered_messages) Object.assign(c.budgets, b);
   }
-  const refuse = r.actions.find((a) => a.type === 'refuse');
-  return refuse ? (refuse.params as ChannelRefusal) : null;
+  let refusal: ChannelRefusal | null = null;
+  for (const a of r.actions) {
+    if (a.type === 'refuse') refusal = a.params as ChannelRefusal;
+    else if (a.type === 'rememberContent' && event.type === 'SEND') rememberContent(c, event.content_key, event.now);
+  }
+  return refusal;
+}
+
+/** The channel machine's `rememberContent` (FEATURES.md §4, duplicate window): `key` at `now`,
+ *  after it the newest MAX_SEEN_CONTENT − 1 keys not yet expired, in send order. Written entry by
+ *  entry into the stored map, so the journal gets the key and the keys swept, not 100 keys. */
+function rememberContent(c: Channel, key: string, now: number) {
+  const plain = raw(c);
+  const seen = plain.seen_content;
+  const keys = Object.keys(seen);
+  const oldest = keys.length - (MAX_SEEN_CONTENT - 1);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    if (i < oldest || now - seen[k]! >= plain.stale_event_ms || k === key) delete c.seen_content[k];
+  }
+  c.seen_content[key] = now;
 }
 
 /** Applies a member event; returns false when the member was removed (the caller drops the row). */

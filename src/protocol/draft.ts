@@ -13,7 +13,8 @@
 export type Path = readonly string[];
 
 /** One replayable change. `s`: set the value at the path; `d`: delete it; `a`: append items to the
- *  array at the path. Paths never overlap within one entry. */
+ *  array at the path. Paths never overlap within one entry, but for a key deleted and set again:
+ *  `d` then `s`, so that the replay moves it last among its object's keys, as the writer did. */
 export type Op = readonly ['s', Path, unknown] | readonly ['d', Path] | readonly ['a', Path, unknown[]];
 
 const TARGET = Symbol('draft.target');
@@ -76,9 +77,11 @@ export interface Draft<T extends object> {
   ops(): Op[];
 }
 
-/** How deep a written path is kept before it is cut to its entity field: `messages.<id>.status`
- *  stays three deep, so a send writes its new envelope, not the whole `messages` map. */
-const MAX_DEPTH = 3;
+/** How deep a written path is kept before it is cut: `messages.<id>.status` stays three deep, so
+ *  a send writes its new envelope, not the whole `messages` map; an entry of a channel's map
+ *  field (`channels.<name>.seen_content.<key>`) four deep, so a send writes the key it adds to its
+ *  duplicate window, not the window's 100 keys. */
+const MAX_DEPTH = 4;
 
 export function track<T extends object>(state: T): Draft<T> {
   const undo: Undo[] = [];
@@ -89,7 +92,7 @@ export function track<T extends object>(state: T): Draft<T> {
   /** Arrays written to: their length at the first write and whether every write only appended. */
   const arrays = new Map<object, { path: Path; length: number; appendOnly: boolean; seq: number }>();
   /** Written paths (joined by \u0000) → the path and the value before the first write there. */
-  const written = new Map<string, { path: Path; old: unknown; hadOld: boolean; seq: number }>();
+  const written = new Map<string, { path: Path; old: unknown; hadOld: boolean; seq: number; readded?: boolean }>();
   /** Order of first writes: ops come out in it, so a replay adds new keys in the writer's order. */
   let seq = 0;
   let live = true;
@@ -131,6 +134,9 @@ export function track<T extends object>(state: T): Draft<T> {
     const w = written.get(id);
     if (!w) written.set(id, { path: whole ? [...base, key] : base.slice(0, MAX_DEPTH), old: whole ? old : undefined, hadOld: whole && had, seq: seq++ });
     else if (!whole) w.hadOld = false; // written inside too: no diff against the old value
+    // A key that was there, deleted and set again now comes last among its object's keys: the
+    // replay must move it too (a duplicate window sweeps its keys in that order).
+    else if (w.hadOld && !had && next !== undefined) w.readded = true;
   };
 
   const handler: ProxyHandler<Obj> = {
@@ -190,8 +196,8 @@ export function track<T extends object>(state: T): Draft<T> {
     ops() {
       live = false;
       // Every write is now a path: object fields (cut to MAX_DEPTH) and whole arrays.
-      const byPath = new Map<string, { path: Path; kind: 'set' | 'append'; seq: number; from?: number; old?: unknown; hadOld?: boolean }>();
-      for (const [id, w] of written) byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, old: w.old, hadOld: w.hadOld });
+      const byPath = new Map<string, { path: Path; kind: 'set' | 'append'; seq: number; from?: number; old?: unknown; hadOld?: boolean; readded?: boolean }>();
+      for (const [id, w] of written) byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, old: w.old, hadOld: w.hadOld, readded: w.readded });
       for (const a of arrays.values()) {
         // An array inside a field below MAX_DEPTH is covered by that field's value.
         const path = a.path.length > MAX_DEPTH ? a.path.slice(0, MAX_DEPTH) : a.path;
@@ -232,7 +238,8 @@ export function track<T extends object>(state: T): Draft<T> {
         else if (w.kind === 'append') {
           const items = (now.value as unknown[]).slice(w.from);
           if (items.length) ops.push(['a', w.path, items]);
-        } else if (w.hadOld && isPlainObject(w.old) && isPlainObject(now.value) && w.old !== now.value && !hasDescendant(id)) {
+        } else if (w.readded) ops.push(['d', w.path], ['s', w.path, now.value]);
+        else if (w.hadOld && isPlainObject(w.old) && isPlainObject(now.value) && w.old !== now.value && !hasDescendant(id)) {
           // A replaced map (a machine assigns a fresh object) nothing else wrote into: its
           // changed keys only.
           const before = w.old;

@@ -38,7 +38,8 @@ const recipientEvents: RecipientEvent[] = [
 ];
 
 // rate_limit 1 and a 100 s duplicate window: a second send in the same window is rate limited,
-// the same key in the next window is a duplicate, hop 5 passes the cap of 4.
+// a key the window saw 80 s before (the engine reads `seen_at` from the channel's stored window)
+// is a duplicate in the next rate window, hop 5 passes the cap of 4.
 const channelEvents: ChannelEvent[] = [
   { type: 'PAUSE', now: 1 },
   { type: 'RESUME', now: 2 },
@@ -46,9 +47,9 @@ const channelEvents: ChannelEvent[] = [
   { type: 'DELETE', now: 4 },
   { type: 'ADMIT', now: 10 },
   { type: 'ADMIT', now: 200_000 },
-  { type: 'SEND', now: 10, hop: 0, content_key: 'a' },
-  { type: 'SEND', now: 10, hop: 5, content_key: 'b' },
-  { type: 'SEND', now: 80_000, hop: 0, content_key: 'a' },
+  { type: 'SEND', now: 10, hop: 0, content_key: 'a', seen_at: null },
+  { type: 'SEND', now: 10, hop: 5, content_key: 'b', seen_at: null },
+  { type: 'SEND', now: 80_000, hop: 0, content_key: 'a', seen_at: 10 },
   { type: 'HAND_OVER', now: 10, count: 1 },
   { type: 'HAND_OVER', now: 200_000, count: 1 },
 ];
@@ -74,7 +75,7 @@ export const ALPHABETS: Record<MachineName, Alphabet> = {
   channel: {
     initial: {
       lifecycle: 'active', paused: false, created_at: 0, paused_at: null, lifecycle_at: null,
-      rate: { window_start: 0, count: 0 }, rate_limit: 1, max_hops: 4, stale_event_ms: 100_000, seen_content: {},
+      rate: { window_start: 0, count: 0 }, rate_limit: 1, max_hops: 4, stale_event_ms: 100_000,
       budgets: { max_runtime_ms: 100_000, max_delivered_messages: 1 }, delivered_total: 0,
     },
     events: channelEvents,

@@ -116,8 +116,36 @@ describe('track', () => {
       ['a', ['messages', 'm1', 't'], [['DRAIN']]],
       ['s', ['messages', 'm3'], { s: 'pending' }],
       ['s', ['channels', 'c', 'seen', 'k2'], 2],
-      ['s', ['channels', 'c', 'rate'], { n: 2 }],
+      ['s', ['channels', 'c', 'rate', 'n'], 2],
     ]);
+  });
+
+  it('an entry of a map written in place is its own op; a write deeper is cut to four', () => {
+    const state = { channels: { c: { seen: { k1: 1, k2: 2 } as Record<string, number>, timer: { elapsed: { a: 1 } as Record<string, number> } } } };
+    const d = track(state);
+    delete d.root.channels.c.seen.k1;
+    d.root.channels.c.seen.k3 = 3;
+    d.root.channels.c.timer.elapsed.b = 2;
+    const ops = d.ops();
+    expect(ops).toEqual([
+      ['d', ['channels', 'c', 'seen', 'k1']],
+      ['s', ['channels', 'c', 'seen', 'k3'], 3],
+      ['s', ['channels', 'c', 'timer', 'elapsed'], { a: 1, b: 2 }],
+    ]);
+    const replayed = { channels: { c: { seen: { k1: 1, k2: 2 }, timer: { elapsed: { a: 1 } } } } };
+    applyOps(replayed, ops);
+    expect(replayed).toEqual(state);
+  });
+
+  it('a key deleted and set again comes last on replay too', () => {
+    const state = { channels: { c: { seen: { k1: 1, k2: 2 } as Record<string, number> } } };
+    const replayed = structuredClone(state);
+    const d = track(state);
+    delete d.root.channels.c.seen.k1;
+    d.root.channels.c.seen.k1 = 3;
+    applyOps(replayed, d.ops());
+    expect(Object.entries(replayed.channels.c.seen)).toEqual([['k2', 2], ['k1', 3]]);
+    expect(Object.entries(state.channels.c.seen)).toEqual([['k2', 2], ['k1', 3]]);
   });
 
   it("new keys of a map arrive in the writer's order on replay", () => {
