@@ -60,8 +60,8 @@ export const channelMachine = setup({
     refuse: (_, _params: ChannelRefusal) => {},
     /** Records `content_key` at `now` in the channel's duplicate window. The window is a map of
      *  up to 100 keys stored with the channel, and the engine writes it entry by entry
-     *  (transitions.ts); as context, every send would copy it whole (a third of a send's engine
-     *  step, and as much again to find the one key that changed). */
+     *  (transitions.ts): as context, every send copied it whole and the change tracker diffed
+     *  the copy back to the one key that changed. */
     rememberContent: () => {},
     /** Counts the logical send once (a broadcast too). */
     recordSend: assign(({ context, event }) => {

@@ -10,7 +10,8 @@ import { bind, claim, disconnect, kick, setPaused, setStale, updateRole, type Ki
 import { answered, done } from './outcome.ts';
 import { createSession, deliveries, sessionGet, sessionList, type CreateSessionArgs } from './operator.ts';
 import { history, inbox, operatorStatus, status } from './reads.ts';
-import { send, type SendArgs } from './send.ts';
+import { planSend, send, type SendArgs, type SendPlan } from './send.ts';
+import { nearCap } from './retention.ts';
 import { archiveRead, deleteSession, resume, save, type Actor } from './sessions.ts';
 import { timer, type TimerArgs } from './timer.ts';
 import type { Caller, Env, OperatorCaller, Outcome } from './types.ts';
@@ -86,6 +87,16 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
       return done(state, ok('Recorded.'));
     case 'read_state': return answered(state, ok('state', {}));
   }
+}
+
+/** The hot path's command as planned writes (send.ts), which the store applies and journals
+ *  with no change tracker; null for a command with no plan, or a send that retention may have to
+ *  trim after (near the cap): those take `apply` on a draft. */
+export function plan(state: Readonly<State>, cmd: Command, env: Env): Pick<SendPlan, 'ops' | 'result' | 'effects'> | null {
+  if (cmd.op !== 'send') return null;
+  const p = planSend(state, cmd.sid, cmd.args, env, cmd.parent);
+  if (!('ops' in p)) return { ops: [], result: p, effects: [] };
+  return nearCap(state, p.queued) ? null : p;
 }
 
 export type { Caller, Effect, Env, OperatorCaller, Outcome, Writes } from './types.ts';

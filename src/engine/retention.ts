@@ -74,16 +74,22 @@ function moveTerminal(state: State, candidates: Iterable<Envelope>): Envelope[] 
   return moved;
 }
 
+/** Whether the live total may pass MAX_PERSISTED_MESSAGES once `adding` more are queued.
+ *  Terminal envelopes never stay, so the live count is the pending (queued) plus the in-flight
+ *  ones; the queues' lengths, one per recipient, tell cheaply when the cap may be near. Far
+ *  from it, retention has nothing to do for an operation that made no envelope terminal. */
+export function nearCap(state: State, adding = 0): boolean {
+  let queued = adding;
+  for (const q of Object.values(raw(state.queues))) queued += q.length;
+  return HOT_TERMINAL_PER_CHANNEL !== 0 || queued > MAX_PERSISTED_MESSAGES - MAX_IN_FLIGHT_ALLOWANCE;
+}
+
 /** Returns the envelopes that left hot state for the history log. `touched` = the envelopes this
  *  operation may have made terminal (its hot path passes them, so the cost follows the operation,
  *  not the number of live envelopes); without it every live envelope is looked at. */
 export function enforceRetention(state: State, now: number, touched?: Iterable<Envelope>): Envelope[] {
   const moved = moveTerminal(state, touched ?? Object.values(raw(state.messages)));
-  // Terminal envelopes never stay, so the live count is the pending (queued) plus the in-flight
-  // ones; the queues' lengths, one per recipient, tell cheaply when the cap may be near.
-  let queued = 0;
-  for (const q of Object.values(raw(state.queues))) queued += q.length;
-  if (HOT_TERMINAL_PER_CHANNEL === 0 && queued <= MAX_PERSISTED_MESSAGES - MAX_IN_FLIGHT_ALLOWANCE) return moved;
+  if (!nearCap(state)) return moved;
   // Near the cap: every terminal envelope left over (a state written with a larger hot window)
   // goes before any live one is counted.
   if (touched) moved.push(...moveTerminal(state, Object.values(raw(state.messages))));

@@ -4,17 +4,17 @@ import {
   MAX_CONTENT_CHARS, MAX_DESCRIPTION_CHARS, MAX_PROCESSED_CORRELATIONS, MESSAGE_TYPES,
 } from '../protocol/limits.ts';
 import { MESSAGE_ID_RE } from '../protocol/ids.ts';
-import { raw } from '../protocol/draft.ts';
-import { ok, refuse, type Refusal } from '../protocol/result.ts';
+import { applyOps, raw, type Op } from '../protocol/draft.ts';
+import { ok, refuse, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
 import { memberChannel } from './lookup.ts';
 import { resolveRecipients } from './recipients.ts';
 import { done, refused } from './outcome.ts';
 import { deliverability } from './receipts.ts';
 import { enforceRetention } from './retention.ts';
-import { switchClockTo } from './timer.ts';
-import { acceptedEnvelope, stepChannel } from './transitions.ts';
-import type { Env, Outcome } from './types.ts';
+import { clockOps } from './timer.ts';
+import { acceptedEnvelope, channelStepOps } from './transitions.ts';
+import type { Effect, Env, Outcome } from './types.ts';
 
 export interface SendArgs {
   channel: unknown;
@@ -46,43 +46,58 @@ const refusalOf = (r: { reason: string; budget?: string }, ch: Channel): Refusal
 /** One-shot `hash` (Node ≥ 20.12): a Hash object per send cost 2.7–2.9 µs against 1.2. */
 export const contentKey = (sender: string, content: string) => `${sender}:${hash('sha256', content).slice(0, 32)}`;
 
-/** `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
-export function send(state: State, sid: string, args: SendArgs, env: Env, logged?: Envelope): Outcome {
-  const scoped = memberChannel(state, args.channel, sid);
-  if ('refusal' in scoped) return refused(state, scoped.refusal);
+/** A send decided: its writes as operations on the state, its answer and its effects. */
+export interface SendPlan {
+  ops: Op[];
+  result: ToolResult;
+  effects: Effect[];
+  /** Envelopes it queues (retention looks at the live total). */
+  queued: number;
+}
+
+/** The send's rules, from a read of the plain state: a refusal, or the writes it makes as
+ *  operations. Nothing is written here: `send` applies them to the state it was given; the
+ *  runtime's hot path has the store apply and journal them as they are, with no change tracker
+ *  between (a third of a send's cost in the server went to the tracker's proxies and diff).
+ *  `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
+export function planSend(state: Readonly<State>, sid: string, args: SendArgs, env: Env, logged?: Envelope): SendPlan | Refusal {
+  const scoped = memberChannel(state as State, args.channel, sid);
+  if ('refusal' in scoped) return scoped.refusal;
   const { ch, me } = scoped;
-  const admit = stepChannel(ch, { type: 'ADMIT', now: env.now });
-  if (admit) return refused(state, refusalOf(admit, ch));
+  const admit = channelStepOps(ch, { type: 'ADMIT', now: env.now });
+  if (admit.refusal) return refusalOf(admit.refusal, ch);
   const content = args.content;
-  if (typeof content !== 'string' || content.trim() === '')
-    return refused(state, refuse('content_empty', 'content is blank: send some text.'));
+  if (typeof content !== 'string' || content.trim() === '') return refuse('content_empty', 'content is blank: send some text.');
   if (content.length > MAX_CONTENT_CHARS)
-    return refused(state, refuse('content_too_large', `content has ${content.length} chars; the limit is ${MAX_CONTENT_CHARS}. Split or shorten it.`, { limit: MAX_CONTENT_CHARS }));
+    return refuse('content_too_large', `content has ${content.length} chars; the limit is ${MAX_CONTENT_CHARS}. Split or shorten it.`, { limit: MAX_CONTENT_CHARS });
   const type = args.type === undefined || args.type === null ? 'manual' : args.type;
   if (typeof type !== 'string' || !(MESSAGE_TYPES as readonly string[]).includes(type))
-    return refused(state, refuse('invalid_message_type', `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`, { valid_types: [...MESSAGE_TYPES] }));
+    return refuse('invalid_message_type', `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`, { valid_types: [...MESSAGE_TYPES] });
   const replyTo = args.reply_to === undefined || args.reply_to === null || args.reply_to === '' ? null : args.reply_to;
   // reply_to is written into the frame header of every recipient, outside the markers: only a
   // message id may go there (an unknown but well-formed id still starts a new chain, SND-5).
   if (replyTo !== null && (typeof replyTo !== 'string' || !MESSAGE_ID_RE.test(replyTo)))
-    return refused(state, refuse('invalid_argument', 'reply_to must be the message_id you are answering (ocm_ followed by 32 hex digits), or omitted.', { field: 'reply_to' }));
+    return refuse('invalid_argument', 'reply_to must be the message_id you are answering (ocm_ followed by 32 hex digits), or omitted.', { field: 'reply_to' });
   const recipients = resolveRecipients(ch, me, args.to, args.broadcast === true);
-  if (!Array.isArray(recipients)) return refused(state, recipients);
+  if (!Array.isArray(recipients)) return recipients;
 
   const parent = replyTo === null ? undefined : (state.messages[replyTo] ?? (logged?.message_id === replyTo ? logged : undefined));
   const inChain = parent !== undefined && parent.channel_id === ch.id;
   const hop = inChain ? parent.hop_count + 1 : 0;
   const key = contentKey(sid, content);
-  const window = raw(ch).seen_content;
-  const gate = stepChannel(ch, { type: 'SEND', now: env.now, hop, content_key: key, seen_at: Object.hasOwn(window, key) ? window[key]! : null });
-  if (gate) return refused(state, refusalOf(gate, ch));
+  const seen = ch.seen_content;
+  const gate = channelStepOps(ch, { type: 'SEND', now: env.now, hop, content_key: key, seen_at: Object.hasOwn(seen, key) ? seen[key]! : null });
+  if (gate.refusal) return refusalOf(gate.refusal, ch);
 
+  const at = ['channels', ch.name];
+  const ops: Op[] = [...admit.ops, ...gate.ops].map((op) => under(at, op));
   const correlation = inChain ? parent.correlation_id : env.mint('cor');
   const root = inChain ? (parent.root_message_id ?? parent.message_id) : null;
   if (!inChain) {
-    ch.processed_correlations.push(correlation);
-    if (ch.processed_correlations.length > MAX_PROCESSED_CORRELATIONS)
-      ch.processed_correlations.splice(0, ch.processed_correlations.length - MAX_PROCESSED_CORRELATIONS / 2);
+    // The newest MAX_PROCESSED_CORRELATIONS / 2 are kept once the list passes its cap.
+    const list = ch.processed_correlations;
+    const n = list.length + 1;
+    ops.push(n > MAX_PROCESSED_CORRELATIONS ? ['s', [...at, 'processed_correlations'], [...list.slice(n - MAX_PROCESSED_CORRELATIONS / 2), correlation]] : ['a', [...at, 'processed_correlations'], [correlation]]);
   }
   const ids: string[] = [];
   for (const r of recipients) {
@@ -101,20 +116,21 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
       root_message_id: root,
       ...acceptedEnvelope(env.now),
     };
-    state.messages[e.message_id] = e;
-    (state.queues[r.session_id] ??= []).push(e.message_id);
+    ops.push(['s', ['messages', e.message_id], e]);
+    ops.push(state.queues[r.session_id] ? ['a', ['queues', r.session_id], [e.message_id]] : ['s', ['queues', r.session_id], [e.message_id]]);
     ids.push(e.message_id);
   }
-  switchClockTo(ch, recipients[0]!.session_id, env.now);
-  const description = recordDescription(ch, args.session_description);
-  const history = enforceRetention(state, env.now, []); // a send makes no envelope terminal
+  for (const op of clockOps(ch, env.now, recipients[0]!.session_id)) ops.push(under(at, op));
+  const description = describe(ch, args.session_description);
+  if (description) ops.push(['s', [...at, 'description'], description]);
   const data = {
     message_ids: ids,
     recipients: recipients.map((r) => ({
       session_id: r.session_id,
       role: r.role,
       delivery_mode: r.delivery_mode,
-      deliverability: deliverability(state, ch, r, env.now),
+      // The send's writes change none of what this reads (pause, staleness, cooldown, mail in flight).
+      deliverability: deliverability(state as State, ch, r, env.now),
     })),
     delivery_status: 'pending' as const,
     correlation_id: correlation,
@@ -122,19 +138,28 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
     ...(description ? { session_description: description } : {}),
   };
   const names = recipients.map((r) => r.role).join(', ');
-  return done(
-    state,
-    ok(`Queued ${ids.length} envelope${ids.length === 1 ? '' : 's'} for ${names} on "${ch.name}" (hop ${hop}).`, data),
-    [{ type: 'Wake', recipients: recipients.map((r) => r.session_id) }],
-    history.length ? { history } : undefined,
-  );
+  return {
+    ops,
+    result: ok(`Queued ${ids.length} envelope${ids.length === 1 ? '' : 's'} for ${names} on "${ch.name}" (hop ${hop}).`, data) as ToolResult,
+    effects: [{ type: 'Wake', recipients: recipients.map((r) => r.session_id) }],
+    queued: ids.length,
+  };
+}
+
+const under = (at: readonly string[], op: Op): Op =>
+  op[0] === 'd' ? ['d', [...at, ...op[1]]] : op[0] === 's' ? ['s', [...at, ...op[1]], op[2]] : ['a', [...at, ...op[1]], op[2]];
+
+export function send(state: State, sid: string, args: SendArgs, env: Env, logged?: Envelope): Outcome {
+  const plan = planSend(raw(state), sid, args, env, logged);
+  if (!('ops' in plan)) return refused(state, plan);
+  applyOps(state, plan.ops);
+  const history = enforceRetention(state, env.now, []); // a send makes no envelope terminal
+  return done(state, plan.result, plan.effects, history.length ? { history } : undefined);
 }
 
 /** §5.11: only the first non-blank description is kept; a bad one never refuses the send. */
-function recordDescription(ch: Channel, raw: unknown): string | null {
+function describe(ch: Channel, raw: unknown): string | null {
   if (ch.description !== null || typeof raw !== 'string') return null;
   const text = raw.replace(/\s+/g, ' ').trim().slice(0, MAX_DESCRIPTION_CHARS);
-  if (!text) return null;
-  ch.description = text;
-  return text;
+  return text || null;
 }

@@ -1,4 +1,5 @@
 // The chess clock (FEATURES.md §5.8): one member's clock runs at a time; advisory, never blocks.
+import { applyOps, raw, type Op } from '../protocol/draft.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, State } from '../protocol/schema.ts';
 import { findMember, memberChannel } from './lookup.ts';
@@ -6,20 +7,21 @@ import { answered, done, refused } from './outcome.ts';
 import { resolveRecipients } from './recipients.ts';
 import type { Env, Outcome } from './types.ts';
 
-/** Adds the running segment to its owner and stops the clock. */
-export function foldClock(ch: Channel, now: number) {
-  const t = ch.timer;
+/** The clock stopped (the running segment added to its owner), and started for `start` at `now`
+ *  when given: as operations on the channel (paths relative to it), read from the plain channel. */
+export function clockOps(ch: Channel, now: number, start: string | null = null): Op[] {
+  const t = raw(ch).timer;
+  const ops: Op[] = [];
   if (t.active_member_id !== null && t.segment_started_at !== null)
-    t.elapsed_ms[t.active_member_id] = (t.elapsed_ms[t.active_member_id] ?? 0) + Math.max(0, now - t.segment_started_at);
-  t.active_member_id = null;
-  t.segment_started_at = null;
+    ops.push(['s', ['timer', 'elapsed_ms', t.active_member_id], (t.elapsed_ms[t.active_member_id] ?? 0) + Math.max(0, now - t.segment_started_at)]);
+  ops.push(['s', ['timer', 'active_member_id'], start], ['s', ['timer', 'segment_started_at'], start === null ? null : now]);
+  return ops;
 }
 
-export function switchClockTo(ch: Channel, sid: string, now: number) {
-  foldClock(ch, now);
-  ch.timer.active_member_id = sid;
-  ch.timer.segment_started_at = now;
-}
+/** Adds the running segment to its owner and stops the clock. */
+export const foldClock = (ch: Channel, now: number) => void applyOps(ch, clockOps(ch, now));
+
+export const switchClockTo = (ch: Channel, sid: string, now: number) => void applyOps(ch, clockOps(ch, now, sid));
 
 /** Folds only if the departing member's clock is the running one. */
 export function foldClockOf(ch: Channel, sid: string, now: number) {

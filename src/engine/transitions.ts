@@ -7,7 +7,7 @@ import {
 } from '../../machines/index.ts';
 import { initialTransition } from 'xstate';
 import { envelopeMachine } from '../../machines/index.ts';
-import { raw } from '../protocol/draft.ts';
+import { applyOps, raw, type Op } from '../protocol/draft.ts';
 import { MAX_SEEN_CONTENT } from '../protocol/limits.ts';
 import type { Channel, Envelope, Member } from '../protocol/schema.ts';
 
@@ -56,49 +56,51 @@ export function stepEnvelope(e: Envelope, event: EnvelopeEvent): EnvelopeStatus 
   return e.delivery_status;
 }
 
-const channelRecord = (draft: Channel): ChannelRecord => {
-  const c = raw(draft);
-  return channelRecordOf(c, c.lifecycle, c.paused);
-};
-
-const copyField = <K extends keyof ChannelRecord>(to: ChannelRecord, from: ChannelRecord, k: K) => {
-  to[k] = from[k];
-};
-
-/** Applies a channel event; returns the refusal its gate emitted, or null. */
-export function stepChannel(c: Channel, event: ChannelEvent): ChannelRefusal | null {
-  const r = step(channelPersistence, channelRecord(c), event);
+/** A channel event's writes as operations on the channel (paths relative to it), and the refusal
+ *  its gate emitted. Reads the plain channel, writes nothing: `stepChannel` applies the writes to
+ *  a draft, and a planned send journals them as they are (send.ts). */
+export function channelStepOps(c: Channel, event: ChannelEvent): { ops: Op[]; refusal: ChannelRefusal | null } {
+  const plain = raw(c);
+  const r = step(channelPersistence, channelRecordOf(plain, plain.lifecycle, plain.paused), event);
+  const ops: Op[] = [];
   if (r.changed) {
-    // Only what the step changed is written (each write through the change tracker is recorded),
-    // compared in the plain channel, where a field's object is itself and not its proxy. (Copied
-    // with `const { budgets, ...rest } = record`, the rest was a slow dictionary object.)
-    const plain: ChannelRecord = raw(c);
+    // Only what the step changed. (Copied with `const { budgets, ...rest } = record`, the rest
+    // was a slow dictionary object.)
+    const before: ChannelRecord = plain;
     const next = r.record;
-    for (const k of Object.keys(next) as Array<keyof ChannelRecord>) if (k !== 'budgets' && plain[k] !== next[k]) copyField(c, next, k);
-    const b = next.budgets;
-    if (b.max_runtime_ms !== plain.budgets.max_runtime_ms || b.max_delivered_messages !== plain.budgets.max_delivered_messages) Object.assign(c.budgets, b);
+    for (const k of Object.keys(next) as Array<keyof ChannelRecord>) if (k !== 'budgets' && before[k] !== next[k]) ops.push(['s', [k], next[k]]);
+    for (const k of ['max_runtime_ms', 'max_delivered_messages'] as const)
+      if (next.budgets[k] !== before.budgets[k]) ops.push(['s', ['budgets', k], next.budgets[k]]);
   }
   let refusal: ChannelRefusal | null = null;
   for (const a of r.actions) {
     if (a.type === 'refuse') refusal = a.params as ChannelRefusal;
-    else if (a.type === 'rememberContent' && event.type === 'SEND') rememberContent(c, event.content_key, event.now);
+    else if (a.type === 'rememberContent' && event.type === 'SEND') ops.push(...rememberContent(plain, event.content_key, event.now));
   }
+  return { ops, refusal };
+}
+
+/** Applies a channel event; returns the refusal its gate emitted, or null. */
+export function stepChannel(c: Channel, event: ChannelEvent): ChannelRefusal | null {
+  const { ops, refusal } = channelStepOps(c, event);
+  if (ops.length) applyOps(c, ops);
   return refusal;
 }
 
 /** The channel machine's `rememberContent` (FEATURES.md §4, duplicate window): `key` at `now`,
- *  after it the newest MAX_SEEN_CONTENT − 1 keys not yet expired, in send order. Written entry by
- *  entry into the stored map, so the journal gets the key and the keys swept, not 100 keys. */
-function rememberContent(c: Channel, key: string, now: number) {
-  const plain = raw(c);
-  const seen = plain.seen_content;
+ *  after it the newest MAX_SEEN_CONTENT − 1 keys not yet expired, in send order. Entry by entry,
+ *  so the journal gets the key and the keys swept, not the window's 100 keys. */
+function rememberContent(c: Channel, key: string, now: number): Op[] {
+  const seen = c.seen_content;
   const keys = Object.keys(seen);
   const oldest = keys.length - (MAX_SEEN_CONTENT - 1);
+  const ops: Op[] = [];
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]!;
-    if (i < oldest || now - seen[k]! >= plain.stale_event_ms || k === key) delete c.seen_content[k];
+    if (i < oldest || now - seen[k]! >= c.stale_event_ms || k === key) ops.push(['d', ['seen_content', k]]);
   }
-  c.seen_content[key] = now;
+  ops.push(['s', ['seen_content', key], now]);
+  return ops;
 }
 
 /** Applies a member event; returns false when the member was removed (the caller drops the row). */

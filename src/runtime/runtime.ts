@@ -4,7 +4,7 @@
 // does not hold (caches aside).
 import { channelNamed } from '../engine/lookup.ts';
 import { raw } from '../protocol/draft.ts';
-import { apply, compactContext, type Command, type Env, type Outcome } from '../engine/index.ts';
+import { apply, compactContext, plan, type Command, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
@@ -283,7 +283,10 @@ export class Runtime {
       state = raw(draft);
       const refusal = gate?.(state);
       if (refusal) return { changed: false, result: { result: refusal, effects: [] } };
-      const o = apply(draft, cmd, this.env());
+      const env = this.env();
+      const planned = plan(state, cmd, env);
+      if (planned) return { changed: planned.ops.length > 0, ops: planned.ops, result: { result: planned.result, effects: planned.effects } };
+      const o = apply(draft, cmd, env);
       const w = o.writes;
       return {
         changed: o.changed,

@@ -2,6 +2,7 @@
 // a throw or an unchanged outcome, history and archives kept aside, watchers told of every change)
 // with no file system, for tests of the engine-and-runtime path and for embedding.
 import type { Archive } from '../protocol/archive.ts';
+import { applyOps } from '../protocol/draft.ts';
 import { emptyState, type Envelope, type State } from '../protocol/schema.ts';
 import type { InvalidFile } from './archives.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
@@ -39,6 +40,7 @@ export class MemoryStore implements Store {
       const draft = structuredClone(this.state);
       const out = fn(draft);
       if (!out.changed) return out.result;
+      if (out.ops) applyOps(draft, out.ops);
       for (const e of out.history ?? []) this.logs.set(e.channel_id, [...(this.logs.get(e.channel_id) ?? []), structuredClone(e)]);
       if (out.archive) this.saved.set(out.archive.channel_id, structuredClone(out.archive));
       this.state = draft;

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { applyOps, detach, raw, track, type Op } from '../protocol/draft.ts';
+import { applyOps, detach, raw, track, type Draft, type Op } from '../protocol/draft.ts';
 import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
 import { emptyState, type State } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
@@ -137,16 +137,17 @@ export class FileStore implements Store {
       // needed only where the draft is rolled back and applied again (an archive write) first.
       const history = out.history ?? [];
       const writes: Writes = { history: out.archive ? detach(history) : history.map(raw), archive: detach(out.archive) };
-      const checked = checkOps(state, draft.ops(), true);
+      const { written, undo } = out.ops ? this.applyPlanned(state, draft, out.ops) : { written: draft.ops(), undo: () => draft.rollback() };
+      const checked = checkOps(state, written, true);
       if (checked.problem) {
-        draft.rollback();
+        undo();
         throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
       }
       const { ops } = checked;
       if (writes.archive) {
         // The archive is written first (a crash never loses the saved messages), and while
         // that waits, this process must see the old state: put it back, then apply again.
-        draft.rollback();
+        undo();
         lock.assertHeld();
         await writeArchive(this.paths, writes.archive, this.durable);
         applyOps(state, ops);
@@ -170,6 +171,15 @@ export class FileStore implements Store {
       for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
       return result;
     });
+  }
+
+  /** A mutation that planned its changes as operations (a send) changed nothing through its
+   *  draft: they are applied to the state here, as a replay applies them, and put back by `undo`. */
+  private applyPlanned(state: State, draft: Draft<State>, planned: readonly Op[]) {
+    const stray = draft.ops().length;
+    draft.rollback();
+    if (stray) throw new Error('a mutation both wrote through its draft and planned operations; nothing was written');
+    return { written: planned, undo: applyOps(state, planned) };
   }
 
   /** A watch may start before anything exists (a console on a fresh project): it keeps trying to

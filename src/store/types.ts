@@ -3,12 +3,16 @@
 // is the embedded default, `MemoryStore` serves tests, and a networked store (row locks for drains,
 // LISTEN/NOTIFY for wake) implements the same methods later. Only the edges build a concrete store.
 import type { Archive } from '../protocol/archive.ts';
+import type { Op } from '../protocol/draft.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
 import type { InvalidFile } from './archives.ts';
 
 export interface MutateOutcome<T> {
   changed: boolean;
   result: T;
+  /** The changes as operations on the state, made here instead of through the draft (a planned
+   *  send, engine/send.ts): the store applies them as a replay does, checks and journals them. */
+  ops?: readonly Op[];
   /** Envelopes leaving live state for the channel history logs (written before the state). */
   history?: Envelope[];
   /** An archive to write before the state (a saved session's messages leave state with it). */

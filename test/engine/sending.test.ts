@@ -2,8 +2,9 @@
 // SND-7 (simultaneous senders in several processes) needs the store's lock and real processes; it
 // belongs to the store/runtime suites. Its engine half (FIFO per recipient) is a property test.
 import { describe, expect, it } from 'vitest';
-import { apply } from '../../src/engine/index.ts';
-import { MAX_PROCESSED_CORRELATIONS } from '../../src/protocol/limits.ts';
+import { apply, plan } from '../../src/engine/index.ts';
+import { applyOps } from '../../src/protocol/draft.ts';
+import { MAX_PERSISTED_MESSAGES, MAX_PROCESSED_CORRELATIONS } from '../../src/protocol/limits.ts';
 import { EnvelopeSchema } from '../../src/protocol/schema.ts';
 import { dataOf, idsOf, mustPrompt, Sim } from './fixtures.ts';
 
@@ -342,5 +343,28 @@ describe('SND-9 content size', () => {
     expect(big.result.message).toMatch(/split|shorten/i);
     const o = sim.send('sess_a', 'team', 'y'.repeat(100000));
     expect(sim.msg(idsOf(o)[0]!).content).toHaveLength(100000);
+  });
+});
+
+describe('the planned send (the runtime applies its operations with no change tracker)', () => {
+  it('writes what the send writes, and leaves a send near the retention cap to the draft path', () => {
+    const sim = trio();
+    sim.send('sess_a', 'team', 'first', { to: 'sess_b' });
+    const cmd = { op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'both', broadcast: true, session_description: 'lead' } } as const;
+    const viaSend = structuredClone(sim.state);
+    const viaPlan = structuredClone(sim.state);
+    const counter = sim.counter;
+    const sent = apply(viaSend, cmd, sim.env());
+    sim.counter = counter; // the same ids minted again
+    const planned = plan(viaPlan, cmd, sim.env())!;
+    applyOps(viaPlan, planned.ops);
+    expect(planned.result).toEqual(sent.result);
+    expect(planned.effects).toEqual(sent.effects);
+    expect(viaPlan).toEqual(viaSend);
+    // A refusal plans no writes.
+    expect(plan(sim.state, { ...cmd, args: { ...cmd.args, content: ' ' } }, sim.env())).toMatchObject({ ops: [], result: { ok: false } });
+    // Near MAX_PERSISTED_MESSAGES retention may have to trim after the send: not planned.
+    sim.state.queues.sess_c = Array.from({ length: MAX_PERSISTED_MESSAGES - 1000 }, (_, i) => `ocm_${i}`);
+    expect(plan(sim.state, cmd, sim.env())).toBeNull();
   });
 });

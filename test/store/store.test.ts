@@ -107,6 +107,28 @@ describe('persist and reload', () => {
     expect((await new FileStore(dir).read()).channels.alpha!.members).toHaveLength(1);
   });
 
+  it('planned operations are applied, checked and journaled as a replay applies them', async () => {
+    await store.mutate(addChannel('alpha'));
+    const before = await readFile(join(dir, '.opencomms', 'state.json'));
+    await store.mutate(() => ({ changed: true, result: null, ops: [['a', ['channels', 'alpha', 'processed_correlations'], ['cor_1']]] }));
+    expect((await new FileStore(dir).read()).channels.alpha!.processed_correlations).toEqual(['cor_1']);
+    // An invalid plan is refused whole and leaves memory as it was.
+    await expect(
+      store.mutate(() => ({ changed: true, result: null, ops: [['s', ['channels', 'alpha', 'processed_correlations'], 'x'], ['a', ['queues', 'sess_a'], ['ocm_1']]] })),
+    ).rejects.toThrow(/invalid state.*processed_correlations/);
+    expect((await store.read()).queues).toEqual({});
+    // Writes through the draft beside planned operations would be lost: refused, nothing written.
+    await expect(
+      store.mutate((d) => {
+        d.channels.alpha!.description = 'through the draft';
+        return { changed: true, result: null, ops: [['s', ['channels', 'alpha', 'description'], 'planned']] };
+      }),
+    ).rejects.toThrow(/both wrote through its draft and planned/);
+    expect((await store.read()).channels.alpha!.description).toBeNull();
+    expect(await readFile(join(dir, '.opencomms', 'state.json'))).toEqual(before); // the journal holds the one good line
+    expect((await new FileStore(dir).read()).channels.alpha!.processed_correlations).toEqual(['cor_1']);
+  });
+
   it('in-process concurrent mutations are serialized', async () => {
     await Promise.all(Array.from({ length: 50 }, () => store.mutate(incrementCounter)));
     expect(counterOf(await new FileStore(dir).read())).toBe(50);
