@@ -7,15 +7,22 @@ import { answered, done, refused } from './outcome.ts';
 import { resolveRecipients } from './recipients.ts';
 import type { Env, Outcome } from './types.ts';
 
+type Timer = Channel['timer'];
+
+/** Elapsed time per member with the running segment counted (a copy). */
+function elapsedAt(t: Timer, now: number): Record<string, number> {
+  const elapsed = { ...t.elapsed_ms };
+  if (t.active_member_id !== null && t.segment_started_at !== null)
+    elapsed[t.active_member_id] = (elapsed[t.active_member_id] ?? 0) + Math.max(0, now - t.segment_started_at);
+  return elapsed;
+}
+
 /** The clock stopped (the running segment added to its owner), and started for `start` at `now`
- *  when given: as operations on the channel (paths relative to it), read from the plain channel. */
+ *  when given: one write of the channel's timer (a path relative to the channel), read from the
+ *  plain channel. Whole, not field by field: a follower replays one operation, not three. */
 export function clockOps(ch: Channel, now: number, start: string | null = null): Op[] {
   const t = raw(ch).timer;
-  const ops: Op[] = [];
-  if (t.active_member_id !== null && t.segment_started_at !== null)
-    ops.push(['s', ['timer', 'elapsed_ms', t.active_member_id], (t.elapsed_ms[t.active_member_id] ?? 0) + Math.max(0, now - t.segment_started_at)]);
-  ops.push(['s', ['timer', 'active_member_id'], start], ['s', ['timer', 'segment_started_at'], start === null ? null : now]);
-  return ops;
+  return [['s', ['timer'], { ...t, elapsed_ms: elapsedAt(t, now), active_member_id: start, segment_started_at: start === null ? null : now }]];
 }
 
 /** Adds the running segment to its owner and stops the clock. */
@@ -30,9 +37,7 @@ export function foldClockOf(ch: Channel, sid: string, now: number) {
 
 export function timerStatus(ch: Channel, now: number) {
   const t = ch.timer;
-  const elapsed: Record<string, number> = { ...t.elapsed_ms };
-  if (t.active_member_id !== null && t.segment_started_at !== null)
-    elapsed[t.active_member_id] = (elapsed[t.active_member_id] ?? 0) + Math.max(0, now - t.segment_started_at);
+  const elapsed = elapsedAt(t, now);
   const byRole: Record<string, number> = {};
   for (const [sid, ms] of Object.entries(elapsed)) {
     const role = findMember(ch, sid)?.role ?? sid;
@@ -86,8 +91,8 @@ export function timer(state: State, sid: string, args: TimerArgs, env: Env): Out
       return answer(`${target[0]!.role}'s clock is running.`);
     }
     case 'reset':
-      foldClock(ch, env.now);
-      t.elapsed_ms = {};
+      foldClock(ch, env.now); // writes a new timer: `t` is the one before
+      ch.timer.elapsed_ms = {};
       return answer('Clock reset to zero (the limit is kept).');
     case 'set_limit': {
       const limit = typeof args.limit_ms === 'number' ? args.limit_ms : typeof args.limit_ms === 'string' ? Number(args.limit_ms) : NaN;
