@@ -95,7 +95,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
 export function plan(state: Readonly<State>, cmd: Command, env: Env): Pick<SendPlan, 'ops' | 'result' | 'effects'> | null {
   if (cmd.op !== 'send') return null;
   const p = planSend(state, cmd.sid, cmd.args, env, cmd.parent);
-  if (!('ops' in p)) return { ops: [], result: p, effects: [] };
+  if ('refusal' in p) return { ops: [], result: p.refusal, effects: [] };
   return nearCap(state, p.queued) ? null : p;
 }
 

@@ -60,26 +60,26 @@ export interface SendPlan {
  *  runtime's hot path has the store apply and journal them as they are, with no change tracker
  *  between (a third of a send's cost in the server went to the tracker's proxies and diff).
  *  `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
-export function planSend(state: Readonly<State>, sid: string, args: SendArgs, env: Env, logged?: Envelope): SendPlan | Refusal {
+export function planSend(state: Readonly<State>, sid: string, args: SendArgs, env: Env, logged?: Envelope): SendPlan | { refusal: Refusal } {
   const scoped = memberChannel(state as State, args.channel, sid);
-  if ('refusal' in scoped) return scoped.refusal;
+  if ('refusal' in scoped) return scoped;
   const { ch, me } = scoped;
   const admit = channelStepOps(ch, { type: 'ADMIT', now: env.now });
-  if (admit.refusal) return refusalOf(admit.refusal, ch);
+  if (admit.refusal) return { refusal: refusalOf(admit.refusal, ch) };
   const content = args.content;
-  if (typeof content !== 'string' || content.trim() === '') return refuse('content_empty', 'content is blank: send some text.');
+  if (typeof content !== 'string' || content.trim() === '') return { refusal: refuse('content_empty', 'content is blank: send some text.') };
   if (content.length > MAX_CONTENT_CHARS)
-    return refuse('content_too_large', `content has ${content.length} chars; the limit is ${MAX_CONTENT_CHARS}. Split or shorten it.`, { limit: MAX_CONTENT_CHARS });
+    return { refusal: refuse('content_too_large', `content has ${content.length} chars; the limit is ${MAX_CONTENT_CHARS}. Split or shorten it.`, { limit: MAX_CONTENT_CHARS }) };
   const type = args.type === undefined || args.type === null ? 'manual' : args.type;
   if (typeof type !== 'string' || !(MESSAGE_TYPES as readonly string[]).includes(type))
-    return refuse('invalid_message_type', `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`, { valid_types: [...MESSAGE_TYPES] });
+    return { refusal: refuse('invalid_message_type', `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`, { valid_types: [...MESSAGE_TYPES] }) };
   const replyTo = args.reply_to === undefined || args.reply_to === null || args.reply_to === '' ? null : args.reply_to;
   // reply_to is written into the frame header of every recipient, outside the markers: only a
   // message id may go there (an unknown but well-formed id still starts a new chain, SND-5).
   if (replyTo !== null && (typeof replyTo !== 'string' || !MESSAGE_ID_RE.test(replyTo)))
-    return refuse('invalid_argument', 'reply_to must be the message_id you are answering (ocm_ followed by 32 hex digits), or omitted.', { field: 'reply_to' });
+    return { refusal: refuse('invalid_argument', 'reply_to must be the message_id you are answering (ocm_ followed by 32 hex digits), or omitted.', { field: 'reply_to' }) };
   const recipients = resolveRecipients(ch, me, args.to, args.broadcast === true);
-  if (!Array.isArray(recipients)) return recipients;
+  if (!Array.isArray(recipients)) return { refusal: recipients };
 
   const parent = replyTo === null ? undefined : (state.messages[replyTo] ?? (logged?.message_id === replyTo ? logged : undefined));
   const inChain = parent !== undefined && parent.channel_id === ch.id;
@@ -87,7 +87,7 @@ export function planSend(state: Readonly<State>, sid: string, args: SendArgs, en
   const key = contentKey(sid, content);
   const seen = ch.seen_content;
   const gate = channelStepOps(ch, { type: 'SEND', now: env.now, hop, content_key: key, seen_at: Object.hasOwn(seen, key) ? seen[key]! : null });
-  if (gate.refusal) return refusalOf(gate.refusal, ch);
+  if (gate.refusal) return { refusal: refusalOf(gate.refusal, ch) };
 
   const at = ['channels', ch.name];
   const ops: Op[] = [...admit.ops, ...gate.ops].map((op) => under(at, op));
@@ -151,7 +151,7 @@ const under = (at: readonly string[], op: Op): Op =>
 
 export function send(state: State, sid: string, args: SendArgs, env: Env, logged?: Envelope): Outcome {
   const plan = planSend(raw(state), sid, args, env, logged);
-  if (!('ops' in plan)) return refused(state, plan);
+  if ('refusal' in plan) return refused(state, plan.refusal);
   applyOps(state, plan.ops);
   const history = enforceRetention(state, env.now, []); // a send makes no envelope terminal
   return done(state, plan.result, plan.effects, history.length ? { history } : undefined);
