@@ -58,7 +58,7 @@ export interface SendPlan {
 /** The send's rules, from a read of the plain state: a refusal, or the writes it makes as
  *  operations. Nothing is written here: `send` applies them to the state it was given; the
  *  runtime's hot path has the store apply and journal them as they are, with no change tracker
- *  between (a third of a send's cost in the server went to the tracker's proxies and diff).
+ *  between (half of a send's engine step in the server went to the tracker's proxies and diff).
  *  `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
 export function planSend(state: Readonly<State>, sid: string, args: SendArgs, env: Env, logged?: Envelope): SendPlan | { refusal: Refusal } {
   const scoped = memberChannel(state as State, args.channel, sid);
