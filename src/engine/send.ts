@@ -84,6 +84,7 @@ export function planSend(state: Readonly<State>, sid: string, args: SendArgs, en
   const parent = replyTo === null ? undefined : (state.messages[replyTo] ?? (logged?.message_id === replyTo ? logged : undefined));
   const inChain = parent !== undefined && parent.channel_id === ch.id;
   const hop = inChain ? parent.hop_count + 1 : 0;
+  // ADMIT only refuses (test/machines/flat.test.ts), so SEND is stepped from the channel as it is.
   const key = contentKey(sid, content);
   const seen = ch.seen_content;
   const gate = channelStepOps(ch, { type: 'SEND', now: env.now, hop, content_key: key, seen_at: Object.hasOwn(seen, key) ? seen[key]! : null });

@@ -67,3 +67,11 @@ describe('compile() refuses what flat.ts does not evaluate', () => {
     expect(() => compile(machine as AnyStateMachine)).toThrow(/not supported|not a sibling/);
   });
 });
+
+describe('the channel machine as the planned send reads it', () => {
+  it('ADMIT only gates: no transition on it assigns, so SEND is stepped from the channel as it was', () => {
+    const table = compile(MACHINES.channel.machine);
+    for (const [state, byEvent] of table) for (const c of byEvent.get('ADMIT') ?? []) expect(c.assigns, `${state} on ADMIT`).toEqual([]);
+    expect([...table.values()].some((byEvent) => byEvent.has('ADMIT'))).toBe(true);
+  });
+});
