@@ -11,7 +11,7 @@ import { answered, done, refused } from './outcome.ts';
 import { enforceRetention, writeBack } from './retention.ts';
 import { hasInFlight } from './receipts.ts';
 import { staleWindow } from './eligibility.ts';
-import { stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
+import { channelStepOps, stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
 import { raw } from '../protocol/draft.ts';
 import type { Effect, Env, Outcome } from './types.ts';
 
@@ -26,10 +26,7 @@ function placement(state: State, e: Envelope): { ch: Channel; member: Member } |
 
 /** Whether the channel would refuse a hand-over now (paused, budget), without changing it. */
 export function channelHold(ch: Channel, now: number): Hold | null {
-  // A copy of the plain channel: spreading a draft proxy trapped every field read.
-  const c = raw(ch);
-  const probe = { ...c, budgets: { ...c.budgets } };
-  const r = stepChannel(probe, { type: 'HAND_OVER', now, count: 0 });
+  const r = channelStepOps(ch, { type: 'HAND_OVER', now, count: 0 }).refusal;
   return r === null ? null : r.reason === 'channel_paused' ? 'paused' : 'budget';
 }
 
@@ -406,7 +403,7 @@ export function nextDue(state: State, recipients: string[], env: Pick<Env, 'now'
   const now = env.now;
   let due = Infinity;
   // Whether a channel holds its mail, asked once per channel: a queue of n envelopes asked it n
-  // times, each a probe step of the channel machine on a copy of the channel.
+  // times, each a probe step of the channel machine.
   const held = new Map<string, boolean>();
   for (const rid of recipients) {
     for (const id of state.queues[rid] ?? []) {
