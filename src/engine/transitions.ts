@@ -1,5 +1,6 @@
 // The only place the engine changes a machine-owned field: each helper maps protocol fields to a
-// machine record, steps the machine, and writes the record back.
+// machine record, steps the machine, and writes the record back (the channel's step also as ops,
+// `channelStepOps`, which a planned send hands to the store instead of writing).
 import {
   channelPersistence, channelRecordOf, envelopePersistence, memberPersistence, recipientPersistence, step,
   type ChannelEvent, type ChannelRecord, type ChannelRefusal, type EnvelopeEvent, type EnvelopeRecord,
