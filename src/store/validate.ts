@@ -44,7 +44,8 @@ const handedOver = (state: State, channelId: string) =>
 export function checkOps(state: State, ops: readonly Op[], backfill: boolean): { ops: Op[]; problem: string | null } {
   const s = raw(state) as unknown as Record<string, unknown>;
   const out: Op[] = [];
-  const fieldsDone = new Set<string>();
+  /** Fields checked whole in this entry, by entity: a send writes three of one channel's. */
+  const fieldsDone = new Map<Obj, string[]>();
   const fail = (problem: string) => ({ ops: out, problem });
   for (const op of ops) {
     const path = op[1];
@@ -84,10 +85,14 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
           const r = item.safeParse(x);
           if (!r.success) return fail(issue(path.join('.'), r));
         }
-      } else if (!fieldsDone.has(`${collection}.${key}.${field}`)) {
-        fieldsDone.add(`${collection}.${key}.${field}`);
-        const problem = checkField(collection, key, entity, field!);
-        if (problem) return fail(problem);
+      } else {
+        const done = fieldsDone.get(entity);
+        if (!done?.includes(field!)) {
+          if (done) done.push(field!);
+          else fieldsDone.set(entity, [field!]);
+          const problem = checkField(collection, key, entity, field!);
+          if (problem) return fail(problem);
+        }
       }
     } else return fail(`${collection}: not part of the state`);
     out.push(op);
@@ -114,18 +119,17 @@ const defOf = (t: z.ZodType) => (t as unknown as { _zod: { def: Def } })._zod.de
 
 /** Unwrapped definitions of the schemas' own fields, by `collection.field`: the schemas never
  *  change, and every written map entry and append asks. */
-const innerDefs = new Map<string, Def>();
+const innerDefs = { channels: new Map<string, Def>(), messages: new Map<string, Def>() };
 
 /** A field's schema definition through its default/optional wrappers. */
 function innerDef(collection: 'channels' | 'messages', field: string): Def | null {
-  const id = `${collection}.${field}`;
-  let def = innerDefs.get(id);
+  let def = innerDefs[collection].get(field);
   if (def) return def;
   const schema = ENTITIES[collection]!.fields[field];
   if (!schema) return null; // a field no schema names (written by a peer, maybe): not cached
   def = defOf(schema);
   while (def.innerType) def = def.innerType._zod.def;
-  innerDefs.set(id, def);
+  innerDefs[collection].set(field, def);
   return def;
 }
 
@@ -144,11 +148,10 @@ function itemOf(collection: 'channels' | 'messages', field: string): z.ZodType |
 
 /** One field of an entity against its schema; the rules that span fields when one of theirs changed. */
 function checkField(collection: 'channels' | 'messages', key: string, entity: Obj, field: string): string | null {
-  const where = `${collection}.${key}.${field}`;
   const schema = ENTITIES[collection]!.fields[field];
   if (schema) {
     const r = schema.safeParse(entity[field]);
-    if (!r.success) return issue(where, r);
+    if (!r.success) return issue(`${collection}.${key}.${field}`, r);
   }
   if (collection === 'channels' && (field === 'name' || field === 'lifecycle' || field === 'members')) return channelRule(key, entity);
   return null;
