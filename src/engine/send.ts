@@ -91,7 +91,7 @@ export function planSend(state: Readonly<State>, sid: string, args: SendArgs, en
   if (gate.refusal) return { refusal: refusalOf(gate.refusal, ch) };
 
   const at = ['channels', ch.name];
-  const ops: Op[] = [...admit.ops, ...gate.ops].map((op) => under(at, op));
+  const ops: Op[] = gate.ops.map((op) => under(at, op));
   const correlation = inChain ? parent.correlation_id : env.mint('cor');
   const root = inChain ? (parent.root_message_id ?? parent.message_id) : null;
   if (!inChain) {
