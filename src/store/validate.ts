@@ -44,7 +44,7 @@ const handedOver = (state: State, channelId: string) =>
 export function checkOps(state: State, ops: readonly Op[], backfill: boolean): { ops: Op[]; problem: string | null } {
   const s = raw(state) as unknown as Record<string, unknown>;
   const out: Op[] = [];
-  /** Fields checked whole in this entry, by entity: a send writes three of one channel's. */
+  /** Fields checked whole in this entry, by entity: a send writes several of one channel's. */
   const fieldsDone = new Map<Obj, string[]>();
   const fail = (problem: string) => ({ ops: out, problem });
   for (const op of ops) {
