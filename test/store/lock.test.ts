@@ -14,10 +14,24 @@ let paths: StorePaths;
 useTempProject((p) => ({ dir, paths } = p), { ensure: true });
 
 describe('in one process', () => {
-  it('nested acquisition is a programming error, not a deadlock', async () => {
-    await expect(withLock(paths, () => withLock(paths, async () => 1))).rejects.toThrow(/nested acquisition/);
+  it('nested acquisition fails at its deadline, not a deadlock', async () => {
+    const t = Date.now();
+    await expect(withLock(paths, () => withLock(paths, async () => 1, { timeoutMs: 300 }))).rejects.toMatchObject({
+      refusal: { data: { reason: 'state_busy' } },
+    });
+    expect(Date.now() - t).toBeGreaterThanOrEqual(290);
     // ...and the lock was released afterwards
     expect(await withLock(paths, async () => 2)).toBe(2);
+  });
+
+  it('a waiter queued behind a stuck holder of this process fails at its deadline; the queue goes on', async () => {
+    let release!: () => void;
+    const holder = withLock(paths, () => new Promise<number>((r) => (release = () => r(1))));
+    const waiter = withLock(paths, async () => 2, { timeoutMs: 200 });
+    const after = withLock(paths, async () => 3);
+    await expect(waiter).rejects.toMatchObject({ refusal: { data: { reason: 'state_busy' } } });
+    release();
+    expect(await Promise.all([holder, after])).toEqual([1, 3]);
   });
 
   it('a callback scheduled while holding may lock later', async () => {
