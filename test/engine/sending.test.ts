@@ -207,6 +207,20 @@ describe('SND-4 duplicate window', () => {
     sim.send('sess_a', 'team', 'three');
     expect(Object.keys(sim.ch('team').seen_content)).toHaveLength(1);
   });
+
+  it('an expired key is swept wherever it sits in the window, not only at its front', () => {
+    const sim = new Sim();
+    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.send('sess_a', 'team', 'one');
+    const window = sim.ch('team').seen_content;
+    const [fresh] = Object.keys(window);
+    // Out of send order, as a rolled-back write leaves a key it put back: last, but expired.
+    window['sess_a:00000000000000000000000000000000'] = sim.now - 300_000;
+    sim.advance(1);
+    sim.send('sess_a', 'team', 'two');
+    expect(Object.keys(sim.ch('team').seen_content)).toEqual([fresh, expect.stringMatching(/^sess_a:/)]);
+    expect(Object.keys(sim.ch('team').seen_content)).not.toContain('sess_a:00000000000000000000000000000000');
+  });
 });
 
 describe('SND-5 reply chains', () => {
