@@ -95,7 +95,7 @@ export const notMember = (ch: Channel) =>
   refuse('not_member', `You are not a member of channel "${ch.name}". Join it first, or use a channel you belong to.`);
 
 /** channel_not_found → lifecycle_refused → not_member, the shared prefix of channel-scoped calls. */
-export function memberChannel(state: State, raw: unknown, sid: string): { ch: Channel; me: Member } | { refusal: Refusal } {
+export function memberChannel(state: Readonly<State>, raw: unknown, sid: string): { ch: Channel; me: Member } | { refusal: Refusal } {
   const found = liveChannel(state, raw);
   if ('refusal' in found) return found;
   const me = findMember(found.ch, sid);

@@ -61,7 +61,7 @@ export interface SendPlan {
  *  between (half of a send's engine step in the server went to the tracker's proxies and diff).
  *  `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
 export function planSend(state: Readonly<State>, sid: string, args: SendArgs, env: Env, logged?: Envelope): SendPlan | { refusal: Refusal } {
-  const scoped = memberChannel(state as State, args.channel, sid);
+  const scoped = memberChannel(state, args.channel, sid);
   if ('refusal' in scoped) return scoped;
   const { ch, me } = scoped;
   const admit = channelStepOps(ch, { type: 'ADMIT', now: env.now });
@@ -131,7 +131,7 @@ export function planSend(state: Readonly<State>, sid: string, args: SendArgs, en
       role: r.role,
       delivery_mode: r.delivery_mode,
       // The send's writes change none of what this reads (pause, staleness, cooldown, mail in flight).
-      deliverability: deliverability(state as State, ch, r, env.now),
+      deliverability: deliverability(state, ch, r, env.now),
     })),
     delivery_status: 'pending' as const,
     correlation_id: correlation,
