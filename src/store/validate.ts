@@ -101,9 +101,8 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
 }
 
 function checkEntity(state: State, collection: 'channels' | 'messages', key: string, entity: Obj, backfill: boolean): string | null {
-  const where = `${collection}.${key}`;
   const r = ENTITIES[collection]!.schema.safeParse(entity);
-  if (!r.success) return issue(where, r);
+  if (!r.success) return issue(`${collection}.${key}`, r);
   const data = r.data as Obj;
   if (collection === 'channels') {
     const rule = channelRule(key, data);
@@ -117,7 +116,7 @@ function checkEntity(state: State, collection: 'channels' | 'messages', key: str
 type Def = { type: string; innerType?: { _zod: { def: Def } }; valueType?: z.ZodType; element?: z.ZodType; checks?: unknown[] };
 const defOf = (t: z.ZodType) => (t as unknown as { _zod: { def: Def } })._zod.def;
 
-/** Unwrapped definitions of the schemas' own fields, by `collection.field`: the schemas never
+/** Unwrapped definitions of the schemas' own fields, by collection, then field: the schemas never
  *  change, and every written map entry and append asks. */
 const innerDefs = { channels: new Map<string, Def>(), messages: new Map<string, Def>() };
 
