@@ -30,9 +30,10 @@ export const unpin = (p: Pinned | null | undefined) => {
   if (p) close(p.fd, () => {});
 };
 
-/** Test and bench hook: state.json parses (JSON + zod), fast-path hits that skipped one, and
- *  compactions followed by their seal instead of a parse. */
-export const storeStats = { parses: 0, cacheHits: 0, sealsFollowed: 0 };
+/** Test and bench hook: state.json parses (JSON + zod), fast-path hits that skipped one,
+ *  compactions followed by their seal instead of a parse, and journal lines of other processes
+ *  applied. */
+export const storeStats = { parses: 0, cacheHits: 0, sealsFollowed: 0, linesApplied: 0 };
 
 export type FileRead =
   | { kind: 'absent' }

@@ -78,6 +78,9 @@ export class FileStore implements Store {
   private readonly journal = new JournalWriter();
   /** Set when the journal was found damaged: the next access recovers it under the lock. */
   private damage: string | null = null;
+  /** A writer that finds the lock held applies what the holders before it appended meanwhile,
+   *  instead of after taking it: with four writers that was three lines of every turn. */
+  private readonly lockOptions = { whileBusy: () => this.catchUpWhileWaiting() };
 
   constructor(projectDir: string, private readonly options: FileStoreOptions = {}) {
     this.paths = resolvePaths(projectDir);
@@ -170,7 +173,7 @@ export class FileStore implements Store {
       if (out.deleteArchive) await deleteArchive(this.paths, out.deleteArchive);
       for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
       return result;
-    });
+    }, this.lockOptions);
   }
 
   /** A mutation that planned its changes as operations (a send) changed nothing through its
@@ -273,16 +276,32 @@ export class FileStore implements Store {
       }
     }
     storeStats.cacheHits++;
-    if (!c.journalId) return c.state;
+    return this.applyAppended(c) ? c.state : null;
+  }
+
+  /** What was appended to the cached snapshot's journal since it was last read, applied; false
+   *  when the cache had to be dropped. */
+  private applyAppended(c: Cache): boolean {
+    if (!c.journalId) return true;
     const file = journalFile(this.paths, c.journalId);
     const size = statSync(file, { throwIfNoEntry: false })?.size;
     if (size === undefined) {
-      if (c.offset === 0) return c.state; // nothing appended to this snapshot yet
+      if (c.offset === 0) return true; // nothing appended to this snapshot yet
       this.drop(); // compacted away between our two stats
-      return null;
+      return false;
     }
-    if (size === c.offset) return c.state;
-    return this.applyJournal(c, file) ? c.state : null;
+    return size === c.offset || this.applyJournal(c, file);
+  }
+
+  /** While the lock is held by another process: its predecessors' lines, applied now rather
+   *  than by this process once it holds the lock. Never a reload: a snapshot being replaced (a
+   *  compaction between its rename and its seal) is left for the lock, under which the seal is
+   *  followed (a reload here cost four MCP writers a sixth of their rate). */
+  private catchUpWhileWaiting(): void {
+    const c = this.cache;
+    if (!c?.pin || this.damage !== null) return;
+    const key = statKey(this.paths.state);
+    if (key && sameKey(key, c.pin.key)) this.applyAppended(c);
   }
 
   /** state.json changed. When this process reads the journal it holds to that journal's end, and
@@ -338,6 +357,7 @@ export class FileStore implements Store {
         return false;
       }
       c.count++;
+      storeStats.linesApplied++;
     }
     c.offset = r.offset;
     if (r.kind === 'corrupt') {

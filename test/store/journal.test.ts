@@ -1,5 +1,6 @@
 // The journal write path (FEATURES.md §2.7, §2.10 as departed from in the README): one line per
 // mutation, whole lines only, damage preserved and recovered, compaction, catch-up across stores.
+import { linkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -261,7 +262,55 @@ describe('catch-up across stores', () => {
     expect(storeStats.parses).toBe(parses);
     expect(counterOf(await a.read())).toBe(7);
   });
+
+  it('a writer that finds the lock held applies the lines appended meanwhile before it takes the lock', async () => {
+    const a = open();
+    const b = open();
+    await a.mutate(incrementCounter);
+    await b.read();
+    for (let i = 0; i < 3; i++) await a.mutate(incrementCounter);
+    const applied = storeStats.linesApplied;
+    const release = holdLockElsewhere();
+    const write = b.mutate(incrementCounter);
+    await until(() => storeStats.linesApplied === applied + 3);
+    release();
+    expect(await write).toBe(5);
+    expect(storeStats.linesApplied).toBe(applied + 3); // nothing left to apply under the lock
+    expect(counterOf(await loadFresh())).toBe(5);
+  });
+
+  it('a compaction is not followed while waiting for the lock (it may lack its seal yet): it is, under the lock', async () => {
+    const { reader } = await readerBeforeCompaction();
+    const parses = storeStats.parses;
+    const followed = storeStats.sealsFollowed;
+    const release = holdLockElsewhere();
+    const write = reader.mutate(incrementCounter);
+    await new Promise((r) => setTimeout(r, 150)); // several wake-ups of the waiter
+    expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed]);
+    release();
+    const n = await write;
+    expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed + 1]);
+    expect(counterOf(await loadFresh())).toBe(n);
+  });
 });
+
+/** Takes the state lock as another process would (its own file linked as the lock); returns
+ *  the release. */
+function holdLockElsewhere() {
+  const foreign = join(dir, '.opencomms', '.held-elsewhere');
+  const lock = join(dir, '.opencomms', '.state.lock');
+  writeFileSync(foreign, '');
+  linkSync(foreign, lock);
+  return () => unlinkSync(lock);
+}
+
+async function until(cond: () => boolean, ms = 2000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 describe('durability levels', () => {
   it('durable and default write the same lines (the level changes only fsync)', async () => {

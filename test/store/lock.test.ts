@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, linkSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
@@ -65,6 +65,30 @@ describe('in one process', () => {
   });
 });
 
+
+describe('waiting for another process', () => {
+  it('whileBusy runs each time the lock is found held, before the wait; what it throws is ignored', async () => {
+    const foreign = join(paths.dir, '.held-elsewhere');
+    await writeFile(foreign, '');
+    linkSync(foreign, paths.lock);
+    let calls = 0;
+    let ran = false;
+    const held = withLock(paths, async () => (ran = true), {
+      whileBusy: () => {
+        calls++;
+        throw new Error('a failed catch-up');
+      },
+    });
+    await new Promise((r) => setTimeout(r, 100)); // ten LOCK_RETRY_MAX_MS: woken again, and again
+    expect(ran).toBe(false);
+    expect(calls).toBeGreaterThanOrEqual(2);
+    unlinkSync(paths.lock);
+    expect(await held).toBe(true);
+    const after = calls;
+    await withLock(paths, async () => {}, { whileBusy: () => calls++ }); // free: never called
+    expect(calls).toBe(after);
+  });
+});
 
 describe('the lock is a link to this process token', () => {
   const tokensIn = (d: string) => readdirSync(d).filter((n) => /^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/.test(n));
