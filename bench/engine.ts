@@ -245,15 +245,23 @@ export async function engineBench() {
   });
 
   await withProject(async (dir) => {
+    // Each figure beside the same four processes on four projects of their own (`unshared`): no
+    // lock, journal or state in common, the most four processes reach on this machine whatever
+    // a store does.
     const one = await contended(dir, 1);
     const four = await contended(dir, 4);
-    emitRatio('engine_4_processes_over_1', four.rate, one.rate, '>= 1.5', { unit: 'sends/s aggregate', lost: four.lost + one.lost, ceiling: ceiling(one.cores) });
+    const fourApart = await contended(dir, 4, 0, true);
+    emitRatio('engine_4_processes_over_1', four.rate, one.rate, '>= 1.5', {
+      unit: 'sends/s aggregate', lost: four.lost + one.lost + fourApart.lost, ceiling: ceiling(one.cores), unshared: round(fourApart.rate / one.rate),
+    });
     // The same after each process has sent WARM_SENDS: V8 compiles this code over its first
     // ~3,000 calls, and four cold processes pay that four times on two cores.
     const oneWarm = await contended(dir, 1, WARM_SENDS);
     const fourWarm = await contended(dir, 4, WARM_SENDS);
+    const fourWarmApart = await contended(dir, 4, WARM_SENDS, true);
     emitRatio('engine_4_processes_over_1_warm', fourWarm.rate, oneWarm.rate, 'reported', {
-      unit: 'sends/s aggregate', lost: fourWarm.lost + oneWarm.lost, ceiling: ceiling(oneWarm.cores), warm_up: `${WARM_SENDS} sends per process before the clock`,
+      unit: 'sends/s aggregate', lost: fourWarm.lost + oneWarm.lost + fourWarmApart.lost, ceiling: ceiling(oneWarm.cores),
+      unshared: round(fourWarmApart.rate / oneWarm.rate), warm_up: `${WARM_SENDS} sends per process before the clock`,
     });
   });
   await withProject(async (dir) => wake(dir));
@@ -293,24 +301,33 @@ function child(args: string[]) {
   return { proc, lines, waitFor };
 }
 
-/** `count` processes, each sending to (and pulling for) its own channel, all on one project;
- *  with `warm`, each first sends that many on channels of its own (not timed). */
-async function contended(dir: string, count: number, warm = 0): Promise<{ rate: number; lost: number; cores: number }> {
-  const rt = open(dir);
+/** `count` processes, each sending to (and pulling for) its own channel, all on one project, or
+ *  (`unshared`) each on a project of its own, under `dir`; with `warm`, each first sends that
+ *  many on channels of its own (not timed). */
+async function contended(dir: string, count: number, warm = 0, unshared = false): Promise<{ rate: number; lost: number; cores: number }> {
   const PER = 400;
-  const tag = (w: number) => `${warm ? 'warm' : 'cold'}${count}x${w}`;
-  const member = async (channel: string, sender: string, reader: string) => {
-    await rt.run({ op: 'create', caller: caller(dir, sender, 'push'), args: { channel, role: 'A', role_prompt: 'send', rate_limit: 1000 } });
-    await rt.run({ op: 'join', caller: caller(dir, reader, 'pull'), args: { channel, role: 'R', role_prompt: 'read' } });
+  const tag = (w: number) => `${warm ? 'warm' : 'cold'}${unshared ? '-apart' : ''}${count}x${w}`;
+  const projectOf = (w: number) => (unshared ? join(dir, tag(w)) : dir);
+  const runtimes = new Map<string, Runtime>();
+  const runtimeOf = (w: number) => {
+    const project = projectOf(w);
+    let rt = runtimes.get(project);
+    if (!rt) runtimes.set(project, (rt = open(project)));
+    return rt;
+  };
+  const member = async (w: number, channel: string, sender: string, reader: string) => {
+    const rt = runtimeOf(w);
+    await rt.run({ op: 'create', caller: caller(projectOf(w), sender, 'push'), args: { channel, role: 'A', role_prompt: 'send', rate_limit: 1000 } });
+    await rt.run({ op: 'join', caller: caller(projectOf(w), reader, 'pull'), args: { channel, role: 'R', role_prompt: 'read' } });
   };
   for (let w = 0; w < count; w++) {
-    await member(`w${tag(w)}`, `a${tag(w)}`, `r${tag(w)}`);
-    if (warm) for (let k = 0; k < WARM_CHANNELS; k++) await member(`w${tag(w)}-warm${k}`, `a${tag(w)}`, `r${tag(w)}-warm`);
+    await member(w, `w${tag(w)}`, `a${tag(w)}`, `r${tag(w)}`);
+    if (warm) for (let k = 0; k < WARM_CHANNELS; k++) await member(w, `w${tag(w)}-warm${k}`, `a${tag(w)}`, `r${tag(w)}-warm`);
   }
   const barrier = join(dir, `go-${tag(0)}`);
   const sync = `${barrier}-sync`;
   const kids = Array.from({ length: count }, (_, w) =>
-    child(['contend', dir, `a${tag(w)}`, `r${tag(w)}`, `w${tag(w)}`, String(PER), barrier, ...(warm ? [String(warm), sync] : [])]),
+    child(['contend', projectOf(w), `a${tag(w)}`, `r${tag(w)}`, `w${tag(w)}`, String(PER), barrier, ...(warm ? [String(warm), sync] : [])]),
   );
   if (warm) {
     await Promise.all(kids.map((k) => k.waitFor((l) => l === 'warm')));
@@ -323,13 +340,13 @@ async function contended(dir: string, count: number, warm = 0): Promise<{ rate: 
   const elapsed = now() - t;
   const results = done.map((l) => JSON.parse(l) as { sent: number; pulled: number; cpu_ms: number });
   const cores = round(results.reduce((a, r) => a + r.cpu_ms, 0) / elapsed);
-  const state = await rt.read();
   let pending = 0;
-  for (let w = 0; w < count; w++) pending += (state.queues[`r${tag(w)}`] ?? []).length;
+  for (let w = 0; w < count; w++) pending += ((await runtimeOf(w).read()).queues[`r${tag(w)}`] ?? []).length;
   const sent = results.reduce((a, r) => a + r.sent, 0);
   const pulled = results.reduce((a, r) => a + r.pulled, 0);
-  emit(`engine_throughput_${count}_process${count > 1 ? 'es' : ''}${warm ? '_warm' : ''}`, { unit: 'sends/s', value: Math.round(sent / (elapsed / 1000)), sent, pulled, still_pending: pending, lost: sent - pulled - pending, cores_busy: cores });
-  await rt.close();
+  const name = `engine_throughput_${count}_process${count > 1 ? 'es' : ''}${unshared ? '_unshared' : ''}${warm ? '_warm' : ''}`;
+  emit(name, { unit: 'sends/s', value: Math.round(sent / (elapsed / 1000)), sent, pulled, still_pending: pending, lost: sent - pulled - pending, cores_busy: cores });
+  for (const rt of runtimes.values()) await rt.close();
   return { rate: sent / (elapsed / 1000), lost: sent - pulled - pending, cores };
 }
 

@@ -1,24 +1,31 @@
-// Bench child: `mcp-writer <project> <tag> <count> <barrier>`: its own `opencomms mcp` server, a
-// channel of its own with a reader that joined and left, then <count> sends one at a time after
-// the barrier; prints {sent}.
+// Bench child: `mcp-writer <project> <tag> <count> <barrier> [<floor server>]`: its own
+// `opencomms mcp` server, a channel of its own with a reader that joined and left, then <count>
+// sends one at a time after the barrier; prints {sent}. With a floor server (bench/floor-server.ts,
+// bundled), the same sends to that server instead, which appends each to a file of the project.
 import { join } from 'node:path';
 import { ROOT, mcpNodeFlags, connectMcp, message, waitForBarrier } from './lib.ts';
 
-const [project, tag, count, barrier] = process.argv.slice(2);
-if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier>');
-const server = [...mcpNodeFlags, join(ROOT, 'dist', 'opencomms-mcp.mjs'), project!];
+const [project, tag, count, barrier, floor] = process.argv.slice(2);
+if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier> [<floor server>]');
 const pin = (who: string) => `sess_${`${tag}${who}`.replace(/[^A-Za-z0-9]/g, '').padEnd(24, '0').slice(0, 24)}`;
-const a = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('a') });
-const b = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('b') });
 const channel = `c-${tag}`.toLowerCase();
-await a.call('opencomms_create', { channel, role: 'Writer', role_prompt: 'send', rate_limit: 1000 });
-await b.call('opencomms_join', { channel, role: 'Reader', role_prompt: 'read' });
-await b.close();
+const a = floor ? await connectMcp([floor, project!]) : await ours();
+const tool = floor ? 'send' : 'opencomms_send';
+
+async function ours() {
+  const server = [...mcpNodeFlags, join(ROOT, 'dist', 'opencomms-mcp.mjs'), project!];
+  const writer = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('a') });
+  const reader = await connectMcp(server, { OPENCOMMS_MEMBER_ID: pin('b') });
+  await writer.call('opencomms_create', { channel, role: 'Writer', role_prompt: 'send', rate_limit: 1000 });
+  await reader.call('opencomms_join', { channel, role: 'Reader', role_prompt: 'read' });
+  await reader.close();
+  return writer;
+}
 process.stdout.write('ready\n');
 await waitForBarrier(barrier);
 let sent = 0;
 for (let i = 0; i < Number(count); i++) {
-  const r = await a.call('opencomms_send', { channel, content: message(i) });
+  const r = await a.call(tool, { channel, content: message(i) });
   if (r.ok) sent++;
   else process.stderr.write(`refused: ${r.message}\n`);
 }
