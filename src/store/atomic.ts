@@ -36,16 +36,39 @@ function syncDir(dir: string) {
   }
 }
 
+/** A text given in pieces is written this many characters at a time: the pieces are never
+ *  whole in memory, and a write is still large enough that its syscall is cheap beside it. */
+const WRITE_BATCH_CHARS = 64 * 1024;
+
+function writeText(fd: number, text: string | Iterable<string>) {
+  if (typeof text === 'string') {
+    writeSync(fd, text);
+    return;
+  }
+  let batch: string[] = [];
+  let size = 0;
+  for (const piece of text) {
+    batch.push(piece);
+    size += piece.length;
+    if (size >= WRITE_BATCH_CHARS) {
+      writeSync(fd, batch.join(''));
+      batch = [];
+      size = 0;
+    }
+  }
+  if (batch.length) writeSync(fd, batch.join(''));
+}
+
 export const tempName = (prefix: string) => `${prefix}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
 
 /** One attempt, synchronously (no await, so nothing else of this process runs in between);
  *  throws when the rename fails, after removing the temp file. */
-export function writeAtomicSync(file: string, text: string, opts: Omit<WriteAtomicOptions, 'fsOps'> & { fsOps?: AtomicFsOps }): void {
+export function writeAtomicSync(file: string, text: string | Iterable<string>, opts: Omit<WriteAtomicOptions, 'fsOps'> & { fsOps?: AtomicFsOps }): void {
   const tmp = join(dirname(file), tempName(opts.tmpPrefix));
   try {
     const fd = openSync(tmp, 'wx');
     try {
-      writeSync(fd, text);
+      writeText(fd, text);
       if (opts.durable) fsyncSync(fd);
     } finally {
       closeSync(fd);

@@ -26,7 +26,7 @@ import { withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
 import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
 import { sameKey, statKey, type FileKey } from './file-key.ts';
-import { pinFile, readStateFile, serialize, storeStats, unpin, type Pinned } from './state-file.ts';
+import { pinFile, readStateFile, serialize, serializeChunks, storeStats, unpin, type Pinned } from './state-file.ts';
 import { RefusalError } from '../protocol/result.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { checkOps } from './validate.ts';
@@ -441,14 +441,13 @@ export class FileStore implements Store {
   private async snapshot(state: State, lock: HeldLock, seal: Op[] | null): Promise<void> {
     const c = this.cache!;
     const id = randomBytes(8).toString('hex');
-    const text = serialize(raw(state), id);
     const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld(), fsOps: this.options.fsOps };
     try {
-      writeAtomicSync(this.paths.state, text, opts);
+      writeAtomicSync(this.paths.state, serializeChunks(raw(state), id), opts);
     } catch (e) {
       if (lock.compromised) throw e;
       this.drop();
-      await writeAtomic(this.paths.state, text, { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
+      await writeAtomic(this.paths.state, serialize(raw(state), id), { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
       this.removeJournals([id]);
       return;
     }
