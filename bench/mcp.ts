@@ -181,13 +181,17 @@ async function machineCpu() {
   return { busy: total - f[3]! - f[4]!, total };
 }
 
-/** One sender per process, `writers` at once, each with its own server on one project (ours, or
- *  the floor server `floorJs`): the aggregate rate, the cores the machine kept busy meanwhile, and
- *  its CPU time per send. */
-async function writers(dir: string, count: number, perWriter: number, floorJs?: string): Promise<{ rate: number; cores: number; cpuMsPerSend: number }> {
-  const barrier = join(dir, `go-${count}${floorJs ? '-floor' : ''}`);
+/** One sender per process, `writers` at once, each with its own server (ours, or the floor server
+ *  `floorJs`) on one project, or (`unshared`) each on a project of its own under `dir`: the
+ *  aggregate rate, the cores the machine kept busy meanwhile, and its CPU time per send. */
+async function writers(
+  dir: string, count: number, perWriter: number, o: { floorJs?: string; unshared?: boolean } = {},
+): Promise<{ rate: number; cores: number; cpuMsPerSend: number }> {
+  const kind = `${count}${o.floorJs ? '-floor' : ''}${o.unshared ? '-apart' : ''}`;
+  const barrier = join(dir, `go-${kind}`);
+  const project = (w: number) => (o.unshared ? join(dir, `apart-${kind}-${w}`) : dir);
   const kids = Array.from({ length: count }, (_, w) =>
-    spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'mcp-writer.ts'), dir, `w${count}x${w}`, String(perWriter), barrier, ...(floorJs ? [floorJs] : [])], {
+    spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'mcp-writer.ts'), project(w), `w${count}x${w}`, String(perWriter), barrier, ...(o.floorJs ? [o.floorJs] : [])], {
       stdio: ['ignore', 'pipe', 'inherit'],
     }),
   );
@@ -341,17 +345,18 @@ export async function mcpBench() {
     // Other servers of the project while one writes: what they cost the writer and the machine.
     await withProject(async (dir) => emit('mcp_idle_servers_beside_a_writer', { unit: 'ms', ...(await idleBeside(dir)) }));
 
-    // Four writers at once against one: each writer is its own process with its own server. The
-    // floor's writers the same way (`floor_4_over_1`): the most four MCP writers reach on this
-    // machine when a send is one append and nothing is shared.
+    // Four writers at once against one: each writer is its own process with its own server.
+    // Beside it, what four reach sharing nothing: ours on four projects of their own (`unshared`),
+    // and the floor's writers (`floor_4_over_1`), whose send is one append.
     await withProject(async (dir) => {
       const one = await writers(dir, 1, 600);
       const four = await writers(dir, 4, 600);
-      const floorOne = await writers(dir, 1, 600, floorJs);
-      const floorFour = await writers(dir, 4, 600, floorJs);
+      const fourApart = await writers(dir, 4, 600, { unshared: true });
+      const floorOne = await writers(dir, 1, 600, { floorJs });
+      const floorFour = await writers(dir, 4, 600, { floorJs });
       emitRatio('mcp_4_writers_over_1', four.rate, one.rate, '>= 1.5', {
         unit: 'sends/s aggregate', cores_busy: { one: one.cores, four: four.cores }, cpu_ms_per_send: { one: one.cpuMsPerSend, four: four.cpuMsPerSend },
-        ceiling: ceiling(one.cores), floor_4_over_1: round(floorFour.rate / floorOne.rate),
+        ceiling: ceiling(one.cores), unshared: round(fourApart.rate / one.rate), floor_4_over_1: round(floorFour.rate / floorOne.rate),
       });
     });
   });
