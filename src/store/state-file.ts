@@ -31,8 +31,8 @@ export const unpin = (p: Pinned | null | undefined) => {
 };
 
 /** Test and bench hook: state.json parses (JSON + zod), fast-path hits that skipped one,
- *  compactions followed by their seal instead of a parse, and journal lines of other processes
- *  applied. */
+ *  compactions followed by their seal instead of a parse, and journal lines read back from disk
+ *  and applied (other processes' writes, or a journal replayed after a load). */
 export const storeStats = { parses: 0, cacheHits: 0, sealsFollowed: 0, linesApplied: 0 };
 
 export type FileRead =
