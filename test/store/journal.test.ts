@@ -217,6 +217,33 @@ describe('following a compaction by its seal', () => {
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
+  it('between the rename and the seal, while the lock is held, a read keeps what it has and follows the seal after', async () => {
+    const { reader, before } = await readerBeforeCompaction();
+    const file = join(journalDir(), `${before}.jsonl`);
+    const lines = (await readFile(file, 'utf8')).trimEnd().split('\n');
+    await writeFile(file, `${lines.slice(0, -1).join('\n')}\n`); // the seal not written yet
+    const parses = storeStats.parses;
+    const followed = storeStats.sealsFollowed;
+    const release = holdLockElsewhere(); // the compacting writer still holds it
+    expect(counterOf(await reader.read())).toBe(1); // the state it had: consistent, an instant old
+    expect(storeStats.parses).toBe(parses);
+    await appendFile(file, `${lines.at(-1)}\n`); // the seal
+    release();
+    expect(await reader.read()).toEqual(await loadFresh());
+    expect(storeStats.sealsFollowed).toBe(followed + 1);
+    expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
+  });
+
+  it('a replaced snapshot with no seal and no holder of the lock is read whole', async () => {
+    const { reader, before } = await readerBeforeCompaction();
+    const file = join(journalDir(), `${before}.jsonl`);
+    const lines = (await readFile(file, 'utf8')).trimEnd().split('\n');
+    await writeFile(file, `${lines.slice(0, -1).join('\n')}\n`); // a compaction that never sealed
+    const parses = storeStats.parses;
+    expect(await reader.read()).toEqual(await loadFresh());
+    expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
+  });
+
   it('a seal that does not name the file in place is not followed: the snapshot is read whole', async () => {
     const { reader } = await readerBeforeCompaction();
     // Edited in place after the compaction (same inode, another size): what the seal promised is gone.
