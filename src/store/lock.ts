@@ -54,8 +54,10 @@ export async function withLock<T>(
   // whether it is another process or this one. A nested acquisition (the holder waiting on its
   // own queue) is such a holder: it fails at the deadline, it never hangs. Telling it apart by
   // async context (AsyncLocalStorage) turns on Node 20's promise hooks for every promise of the
-  // process: the sustained send loop ran 1.07× faster without them.
-  const deadline = Date.now() + (opts.timeoutMs ?? LOCK_TIMEOUT_MS);
+  // process: the sustained send loop ran 1.07× faster without them. The deadline is on the
+  // monotonic clock: a wall-clock step (NTP, a VM resumed) must not shorten or stretch the wait
+  // (CI once measured 8.6 s of wall clock across a 5 s wait).
+  const deadline = performance.now() + (opts.timeoutMs ?? LOCK_TIMEOUT_MS);
 
   const prev = queues.get(paths.lock);
   let leave!: () => void;
@@ -79,7 +81,7 @@ export async function withLock<T>(
 /** Resolves when the waiter ahead in this process is done; state_busy at the deadline. */
 function turn(ahead: Promise<void>, deadline: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(stateBusy()), Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(() => reject(stateBusy()), Math.max(0, deadline - performance.now()));
     void ahead.then(() => {
       clearTimeout(timer);
       resolve();
@@ -127,7 +129,7 @@ async function acquire(lock: string, deadline: number, whileBusy?: () => void): 
       } catch {
         // done again under the lock, where a failure is reported
       }
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) throw stateBusy();
       await released(lock, Math.min(left, LOCK_RETRY_MAX_MS));
     }

@@ -88,6 +88,29 @@ describe('waiting for another process', () => {
     await withLock(paths, async () => {}, { whileBusy: () => calls++ }); // free: never called
     expect(calls).toBe(after);
   });
+
+  it('the deadline is monotonic: a wall clock stepped back a minute mid-wait does not stretch it', async () => {
+    const foreign = join(paths.dir, '.held-elsewhere');
+    await writeFile(foreign, '');
+    linkSync(foreign, paths.lock);
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    try {
+      const t0 = performance.now();
+      let stepped = false;
+      const waiting = withLock(paths, async () => 1, {
+        timeoutMs: 300,
+        whileBusy: () => {
+          if (!stepped) vi.setSystemTime(Date.now() - 60_000);
+          stepped = true;
+        },
+      });
+      await expect(waiting).rejects.toMatchObject({ refusal: { data: { reason: 'state_busy' } } });
+      expect(performance.now() - t0).toBeLessThan(2000);
+    } finally {
+      vi.useRealTimers();
+      unlinkSync(paths.lock);
+    }
+  });
 });
 
 describe('the lock is a link to this process token', () => {
