@@ -146,6 +146,15 @@ async function readerBeforeCompaction() {
   return { reader, before };
 }
 
+/** A reader behind a compaction whose seal is not written yet; `seal()` appends it. */
+async function readerBeforeSeal() {
+  const { reader, before } = await readerBeforeCompaction();
+  const file = join(journalDir(), `${before}.jsonl`);
+  const lines = (await readFile(file, 'utf8')).trimEnd().split('\n');
+  await writeFile(file, `${lines.slice(0, -1).join('\n')}\n`);
+  return { reader, seal: () => appendFile(file, `${lines.at(-1)}\n`) };
+}
+
 /** Rewrites the last line (the seal) of journal `id`, as a hand or a bug might. */
 async function editSeal(id: string, edit: (seal: { ops: unknown[]; sealed: { journal: string } }) => void) {
   const file = join(journalDir(), `${id}.jsonl`);
@@ -218,16 +227,13 @@ describe('following a compaction by its seal', () => {
   });
 
   it('between the rename and the seal, while the lock is held, a read keeps what it has and follows the seal after', async () => {
-    const { reader, before } = await readerBeforeCompaction();
-    const file = join(journalDir(), `${before}.jsonl`);
-    const lines = (await readFile(file, 'utf8')).trimEnd().split('\n');
-    await writeFile(file, `${lines.slice(0, -1).join('\n')}\n`); // the seal not written yet
+    const { reader, seal } = await readerBeforeSeal();
     const parses = storeStats.parses;
     const followed = storeStats.sealsFollowed;
     const release = holdLockElsewhere(); // the compacting writer still holds it
     expect(counterOf(await reader.read())).toBe(1); // the state it had: consistent, an instant old
     expect(storeStats.parses).toBe(parses);
-    await appendFile(file, `${lines.at(-1)}\n`); // the seal
+    await seal();
     release();
     expect(await reader.read()).toEqual(await loadFresh());
     expect(storeStats.sealsFollowed).toBe(followed + 1);
@@ -235,10 +241,7 @@ describe('following a compaction by its seal', () => {
   });
 
   it('a replaced snapshot with no seal and no holder of the lock is read whole', async () => {
-    const { reader, before } = await readerBeforeCompaction();
-    const file = join(journalDir(), `${before}.jsonl`);
-    const lines = (await readFile(file, 'utf8')).trimEnd().split('\n');
-    await writeFile(file, `${lines.slice(0, -1).join('\n')}\n`); // a compaction that never sealed
+    const { reader } = await readerBeforeSeal(); // a compaction that never sealed
     const parses = storeStats.parses;
     expect(await reader.read()).toEqual(await loadFresh());
     expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
