@@ -157,10 +157,12 @@ export class Runtime {
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => {
       this.idle = null;
-      void this.store
-        .peek()
-        .catch(() => {})
-        .then(() => this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince));
+      try {
+        this.store.follow();
+      } catch {
+        // the next call reads the state and answers with what it finds
+      }
+      this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince);
     }, ms);
     this.idle.unref?.();
   }

@@ -27,6 +27,9 @@ export class MemoryStore implements Store {
     return this.state;
   }
 
+  /** Nothing to follow: no other process writes this state. */
+  follow(): void {}
+
   /** Every committed mutation replaces the state object, so a counter of them is the revision. */
   private revisions = 0;
 

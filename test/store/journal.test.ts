@@ -226,22 +226,21 @@ describe('following a compaction by its seal', () => {
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
-  it('between the rename and the seal, while the lock is held, a read keeps what it has and follows the seal after', async () => {
+  it('follow() between the rename and the seal keeps what it has, never a load; it follows the seal once written', async () => {
     const { reader, seal } = await readerBeforeSeal();
     const parses = storeStats.parses;
     const followed = storeStats.sealsFollowed;
-    const release = holdLockElsewhere(); // the compacting writer still holds it
-    expect(counterOf(await reader.read())).toBe(1); // the state it had: consistent, an instant old
-    expect(storeStats.parses).toBe(parses);
+    reader.follow();
+    expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed]);
     await seal();
-    release();
+    reader.follow();
+    expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed + 1]);
     expect(await reader.read()).toEqual(await loadFresh());
-    expect(storeStats.sealsFollowed).toBe(followed + 1);
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
-  it('a replaced snapshot with no seal and no holder of the lock is read whole', async () => {
-    const { reader } = await readerBeforeSeal(); // a compaction that never sealed
+  it('a read between the rename and the seal (or after a compaction that never sealed) reads the new snapshot whole', async () => {
+    const { reader } = await readerBeforeSeal();
     const parses = storeStats.parses;
     expect(await reader.read()).toEqual(await loadFresh());
     expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
@@ -309,14 +308,16 @@ describe('catch-up across stores', () => {
     expect(counterOf(await loadFresh())).toBe(5);
   });
 
-  it('a compaction is not followed while waiting for the lock (it may lack its seal yet): it is, under the lock', async () => {
-    const { reader } = await readerBeforeCompaction();
+  it('a writer waiting for the lock never loads a snapshot: a compaction without its seal yet is left, its seal followed once written', async () => {
+    const { reader, seal } = await readerBeforeSeal();
     const parses = storeStats.parses;
     const followed = storeStats.sealsFollowed;
     const release = holdLockElsewhere();
     const write = reader.mutate(incrementCounter);
     await new Promise((r) => setTimeout(r, 150)); // several wake-ups of the waiter
     expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed]);
+    await seal();
+    await until(() => storeStats.sealsFollowed === followed + 1);
     release();
     const n = await write;
     expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed + 1]);

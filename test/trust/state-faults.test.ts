@@ -123,6 +123,7 @@ class FaultyOnce implements Store {
   constructor(private readonly inner = new MemoryStore(emptyState())) {}
   read = () => this.inner.read();
   peek = () => this.inner.peek();
+  follow = () => this.inner.follow();
   revision = () => this.inner.revision();
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     if (!this.failed) {
