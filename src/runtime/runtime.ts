@@ -157,12 +157,10 @@ export class Runtime {
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => {
       this.idle = null;
-      try {
-        this.store.follow();
-      } catch {
-        // the next call reads the state and answers with what it finds
-      }
-      this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince);
+      void this.store
+        .follow()
+        .catch(() => {})
+        .then(() => this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince));
     }, ms);
     this.idle.unref?.();
   }

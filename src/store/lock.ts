@@ -288,6 +288,12 @@ function hold(lock: string, created: string, touched: number): Handle {
 
 const isStale = (st: { mtimeMs: number }) => Date.now() - st.mtimeMs > LOCK_STALE_MS;
 
+/** Whether the lock is held now by a holder that is not stale (this process included). */
+export function lockHeld(paths: Pick<StorePaths, 'lock'>): boolean {
+  const st = statSync(paths.lock, { throwIfNoEntry: false });
+  return st !== undefined && !isStale(st);
+}
+
 /** Removes the lock if it was not refreshed for LOCK_STALE_MS; true when the caller should retry
  *  at once (broken, or already gone). */
 function breakIfStale(lock: string): boolean {

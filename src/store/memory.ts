@@ -28,7 +28,7 @@ export class MemoryStore implements Store {
   }
 
   /** Nothing to follow: no other process writes this state. */
-  follow(): void {}
+  async follow(): Promise<void> {}
 
   /** Every committed mutation replaces the state object, so a counter of them is the revision. */
   private revisions = 0;

@@ -41,9 +41,10 @@ export interface Store {
   /** The current state without a copy where possible: the caller must not change it, and it may
    *  change in place under the caller at the next mutation (copy with `read()` to keep one). */
   peek(): Promise<Readonly<State>>;
-  /** Applies what other processes changed where that is cheap (never a full read): background
-   *  work between calls, so the next call finds less to do. What it leaves, the next call does. */
-  follow(): void;
+  /** Background catch-up between calls, so the next call finds less to do: what `peek` does,
+   *  except that it may leave work to the next call (a snapshot being replaced at this moment).
+   *  It answers nobody; a read never skips. */
+  follow(): Promise<void>;
   /** A token that changes whenever the state changes (the live object itself may not). */
   revision(): Promise<string>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a

@@ -226,24 +226,39 @@ describe('following a compaction by its seal', () => {
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
-  it('follow() between the rename and the seal keeps what it has, never a load; it follows the seal once written', async () => {
+  it('follow() leaves a snapshot replaced with no seal while the lock is held, and follows the seal once written', async () => {
     const { reader, seal } = await readerBeforeSeal();
     const parses = storeStats.parses;
     const followed = storeStats.sealsFollowed;
-    reader.follow();
+    const release = holdLockElsewhere(); // the compacting writer, between its rename and its seal
+    await reader.follow();
     expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed]);
     await seal();
-    reader.follow();
+    await reader.follow();
     expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed + 1]);
+    release();
     expect(await reader.read()).toEqual(await loadFresh());
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
-  it('a read between the rename and the seal (or after a compaction that never sealed) reads the new snapshot whole', async () => {
+  it('follow() reads a replaced snapshot whole when nobody holds the lock (a compaction that never sealed)', async () => {
     const { reader } = await readerBeforeSeal();
     const parses = storeStats.parses;
+    await reader.follow();
+    expect(storeStats.parses).toBe(parses + 1);
     expect(await reader.read()).toEqual(await loadFresh());
-    expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
+  });
+
+  it('a read between the rename and the seal reads the new snapshot whole, whoever holds the lock', async () => {
+    const { reader } = await readerBeforeSeal();
+    const parses = storeStats.parses;
+    const release = holdLockElsewhere();
+    try {
+      expect(await reader.read()).toEqual(await loadFresh());
+      expect(storeStats.parses).toBe(parses + 2); // the reader's load and loadFresh's
+    } finally {
+      release();
+    }
   });
 
   it('a seal that does not name the file in place is not followed: the snapshot is read whole', async () => {
