@@ -110,11 +110,11 @@ export function spawnRaw(project: string, opts: ServerOptions = {}): RawServer {
     stderr: () => err,
     write: (line) => void child.stdin.write(`${typeof line === 'string' ? line : JSON.stringify(line)}\n`),
     async take(pred, ms = 15_000) {
-      const until = Date.now() + ms;
+      const until = performance.now() + ms;
       for (;;) {
         const i = unclaimed.findIndex(pred);
         if (i >= 0) return unclaimed.splice(i, 1)[0];
-        if (Date.now() > until) throw new Error(`no matching output line; got ${JSON.stringify(unclaimed).slice(0, 500)}; stderr ${err}`);
+        if (performance.now() > until) throw new Error(`no matching output line; got ${JSON.stringify(unclaimed).slice(0, 500)}; stderr ${err}`);
         await new Promise((r) => setTimeout(r, 5));
       }
     },

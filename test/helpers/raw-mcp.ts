@@ -58,9 +58,9 @@ export function spawnRawMcp(project: string, pin: string | null, extraArgs: stri
         else child.stdin.once('drain', () => resolve());
       }),
     async response(id, ms = 30_000) {
-      const until = Date.now() + ms;
+      const until = performance.now() + ms;
       while (!byId.has(id)) {
-        if (Date.now() > until || child.exitCode !== null)
+        if (performance.now() > until || child.exitCode !== null)
           throw new Error(`no response to ${JSON.stringify(id)} (exit ${child.exitCode}); stderr: ${err.slice(-2000)}`);
         await new Promise((r) => setTimeout(r, 5));
       }

@@ -67,8 +67,8 @@ export async function startPeer(sb: Sandbox, pin: string, channel: string, env: 
       return { id: r.data.message_ids[0] as string, at: Date.now() };
     },
     async pullUntil(pattern: RegExp, ms: number) {
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
+      const end = performance.now() + ms;
+      while (performance.now() < end) {
         const r = await h.call('opencomms_pull', {});
         for (const m of r.data?.messages ?? []) received.push(m.framed as string);
         const hit = received.find((t) => pattern.test(t));
@@ -121,11 +121,11 @@ export function hookProcesses(sb: Sandbox): number[] {
 }
 
 export async function until<T>(what: string, f: () => T | undefined | false | Promise<T | undefined | false>, ms: number, info: () => string = () => ''): Promise<T> {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   for (;;) {
     const v = await f();
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timeout ${ms} ms: ${what}\n${info()}`);
+    if (performance.now() > end) throw new Error(`timeout ${ms} ms: ${what}\n${info()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -241,7 +241,7 @@ export async function namespaced(cmd: string, args: string[], o: Pick<RunOptions
 /** Starts a command (in its own process group, by default in a loopback-only network namespace). */
 export async function start(cmd: string, args: string[], o: RunOptions): Promise<Proc> {
   const { argv, ports, close: closeRelays } = await namespaced(cmd, args, o);
-  const t0 = Date.now();
+  const t0 = performance.now();
   const child = spawn(argv[0], argv.slice(1), {
     cwd: o.cwd,
     env: o.env,
@@ -260,7 +260,7 @@ export async function start(cmd: string, args: string[], o: RunOptions): Promise
       killGroup(child.pid, 'SIGKILL'); // leftovers (MCP servers, helpers) of the group
       closeRelays();
       for (const w of waiters) w();
-      res({ code, signal, stdout: out, stderr: err, timedOut, ms: Date.now() - t0 });
+      res({ code, signal, stdout: out, stderr: err, timedOut, ms: Math.round(performance.now() - t0) });
     };
     child.on('error', (e) => { err += `\nspawn error: ${e.message}`; finish(null, null); });
     child.on('close', finish);
@@ -505,9 +505,9 @@ export function configureOpenCode(sb: Sandbox, fake: FakeServer, mcpServers: Rec
 
 /** Polls `url` (with a 1 s limit per try) until it answers 200; OpenCode's port opens ~2 s after spawn. */
 export async function waitHttp(url: string, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
+  const end = performance.now() + timeoutMs;
   let last = '';
-  while (Date.now() < end) {
+  while (performance.now() < end) {
     try {
       const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
       if (r.ok) return;

@@ -33,15 +33,15 @@ describe('script lines', () => {
     expect(parseLine('DELAY 10 CALL ping {"n":1}')).toEqual({ kind: 'call', name: 'ping', args: { n: 1 }, delayMs: 10 });
     expect(() => parseLine('DELAY x SAY no')).toThrow(/CALL or SAY/);
     const fake = track(await startFakeOpenAIChat(['DELAY 300 SAY slow', 'SAY fast']));
-    const t0 = Date.now();
+    const t0 = performance.now();
     const slow = await post(`${fake.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'a' }] });
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(290);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
     expect(JSON.parse(slow.text).choices[0].message.content).toBe('slow');
     const [r] = fake.turns();
     expect(r.repliedAt! - r.at).toBeGreaterThanOrEqual(290);
-    const t1 = Date.now();
+    const t1 = performance.now();
     await post(`${fake.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'b' }] });
-    expect(Date.now() - t1).toBeLessThan(290);
+    expect(performance.now() - t1).toBeLessThan(290);
   });
 
   it('fails at start on a malformed static line', async () => {

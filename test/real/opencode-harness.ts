@@ -115,9 +115,9 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Polls `fn` until it returns a truthy value; throws with `what` (and `info()`) on timeout. */
 export async function until<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 30_000, info?: () => string, intervalMs = 50): Promise<NonNullable<T>> {
-  const end = Date.now() + timeoutMs;
+  const end = performance.now() + timeoutMs;
   let last: unknown;
-  while (Date.now() < end) {
+  while (performance.now() < end) {
     try {
       const v = await fn();
       if (v) return v as NonNullable<T>;

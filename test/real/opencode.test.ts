@@ -288,7 +288,7 @@ describe('live OpenCode: the OpenComms plugin in the real opencode serve', () =>
     const owners = () => Object.fromEntries(readState(sb.proj).channels.review.members.map((m: any) => [m.role, Number(m.owner.split('@')[0])]));
     expect(owners()).toEqual({ Builder: s1.pid, Reviewer: s2.pid });
 
-    const t0 = Date.now();
+    const t0 = performance.now();
     expect(textOf(await s1.api.prompt(A, 'CONV-A ask for a review'))).toBe('sent');
     const reqCall = toolCalls(await s1.api.messages(A)).find((c) => c.tool === 'opencomms_send')!;
     const reqId = result(reqCall).data.message_ids[0];
@@ -306,7 +306,7 @@ describe('live OpenCode: the OpenComms plugin in the real opencode serve', () =>
     expect(fake1.turns().filter((r) => pushedIds(r).includes(reqId))).toEqual([]);
     expect(userMessagesWith(await s2.api.messages(B), reqId)).toHaveLength(1);
     expect(owners()).toEqual({ Builder: s1.pid, Reviewer: s2.pid });
-    await sleep(Math.max(0, 5500 - (Date.now() - t0))); // past the fallback: still exactly one push each way
+    await sleep(Math.max(0, 5500 - (performance.now() - t0))); // past the fallback: still exactly one push each way
     expect(pushedTurns(fake2, 'CONV-B')).toHaveLength(1);
     expect(pushedTurns(fake1, 'CONV-A')).toHaveLength(1);
     const envs = [...allEnvelopes(sb.proj).values()];

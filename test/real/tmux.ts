@@ -55,9 +55,9 @@ export async function startTerminal(cmd: string, args: string[], o: RunOptions &
     },
     screen,
     async waitScreen(pattern, timeoutMs) {
-      const end = Date.now() + timeoutMs;
+      const end = performance.now() + timeoutMs;
       let last = '';
-      while (Date.now() < end) {
+      while (performance.now() < end) {
         last = screen();
         if (pattern.test(last)) return last;
         await sleep(100);

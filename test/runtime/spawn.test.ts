@@ -74,9 +74,9 @@ async function world(o: { host?: string; bound?: boolean; env?: Record<string, s
 }
 
 const until = async (ok: () => boolean | Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   while (!(await ok())) {
-    if (Date.now() > end) throw new Error('timed out');
+    if (performance.now() > end) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 25));
   }
 };

@@ -351,9 +351,9 @@ function holdLockElsewhere() {
 }
 
 async function until(cond: () => boolean, ms = 2000) {
-  const end = Date.now() + ms;
+  const end = performance.now() + ms;
   while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
+    if (performance.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 5));
   }
 }

@@ -15,9 +15,9 @@ const OVERSIZE = `Parse error: message exceeds ${MAX} bytes`;
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
-  const until = Date.now() + ms;
+  const until = performance.now() + ms;
   while (!cond()) {
-    if (Date.now() > until) throw new Error('waitFor timed out');
+    if (performance.now() > until) throw new Error('waitFor timed out');
     await tick();
   }
 }
@@ -229,11 +229,11 @@ describe('LineLimitedStdioTransport with the SDK McpServer and Client', () => {
     const client = new Client({ name: 'transport-test-client', version: '0.0.0' });
     await client.connect(new StdioServerTransport(serverToClient, clientToServer));
 
-    const t0 = Date.now();
+    const t0 = performance.now();
     const err = await client
       .callTool({ name: 'echo', arguments: { text: 'x'.repeat(1.5 * 1024 * 1024) } }, undefined, { timeout: 5000 })
       .then(() => null, (e: unknown) => e);
-    const elapsed = Date.now() - t0;
+    const elapsed = performance.now() - t0;
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(-32700);
     expect(elapsed).toBeLessThan(2000);
