@@ -299,7 +299,7 @@ export class FileStore implements Store {
    *  window: it read the new ~8 MB snapshot whole and kept the heap (RSS 89 MB in one bench run
    *  of eight). A read owes its caller what is on disk and never skips; this answers nobody. */
   async follow(): Promise<void> {
-    if (this.cache && this.damage === null && !this.catchUpQuietly() && lockHeld(this.paths)) return;
+    if (this.cache && this.damage === null && (this.catchUpQuietly() || lockHeld(this.paths))) return;
     await this.current();
   }
 
