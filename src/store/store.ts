@@ -270,7 +270,7 @@ export class FileStore implements Store {
     if (!c || this.damage !== null) return null;
     const key = statKey(this.paths.state);
     if (c.pin ? !key || !sameKey(key, c.pin.key) : key !== null) {
-      if (!key || !this.followSeal(c, key)) {
+      if (!key || this.followSeal(c, key) !== 'followed') {
         this.drop();
         return null;
       }
@@ -293,44 +293,53 @@ export class FileStore implements Store {
     return size === c.offset || this.applyJournal(c, file);
   }
 
-  /** Between calls, what `peek` does, except that a snapshot replaced with no seal to follow
-   *  while the lock is held (most likely a compaction between its rename and its seal) is left
-   *  for the next tick or call. The MCP server follows every 10 ms after a call and met that
-   *  window: it read the new ~8 MB snapshot whole and kept the heap (RSS 89 MB in one bench run
-   *  of eight). A read owes its caller what is on disk and never skips; this answers nobody. */
+  /** Between calls, what `peek` does, except that a snapshot replaced while the journal this
+   *  process holds has no seal yet and the lock is held (a compaction between its rename and its
+   *  seal) is left for the next tick or call. The MCP server follows every 10 ms after a call and
+   *  met that window: it read the new ~8 MB snapshot whole and kept the heap (RSS 89 MB in one
+   *  bench run of eight). A read owes its caller what is on disk and never skips; this answers
+   *  nobody. A process further behind (its journal sealed for a snapshot replaced since) loads. */
   async follow(): Promise<void> {
-    if (this.cache && this.damage === null && (this.catchUpQuietly() || lockHeld(this.paths))) return;
+    const r = this.catchUpQuietly();
+    if (r === 'current' || (r === 'unsealed' && lockHeld(this.paths))) return;
     await this.current();
   }
 
-  /** Journal lines applied and a compaction's seal followed, never a load; false when the
-   *  snapshot was replaced and no seal leads to it (a load is due) or there is nothing cached. It
-   *  also runs each time this process finds the lock held: the holders' lines are applied before
-   *  it takes the lock. A load there cost four MCP writers a sixth of their rate (it met
-   *  compactions between their rename and their seal); under the lock the load is done anyway. */
-  private catchUpQuietly(): boolean {
+  /** Journal lines applied and a compaction's seal followed, never a load: 'current' then;
+   *  'unsealed' when the snapshot was replaced and the journal held has no seal yet; 'load' for
+   *  anything else (nothing cached, a seal for another snapshot, a damaged journal). It also
+   *  runs each time this process finds the lock held: the holders' lines are applied before it
+   *  takes the lock. A load there cost four MCP writers a sixth of their rate (it met compactions
+   *  between their rename and their seal); under the lock the load is done anyway. */
+  private catchUpQuietly(): 'current' | 'unsealed' | 'load' {
     const c = this.cache;
-    if (!c || this.damage !== null) return false;
+    if (!c || this.damage !== null) return 'load';
     const key = statKey(this.paths.state);
     const replaced = c.pin ? !key || !sameKey(key, c.pin.key) : key !== null;
-    if (replaced && !(key && this.followSeal(c, key))) return false;
-    return this.applyAppended(c);
+    if (replaced) {
+      const sealed = key ? this.followSeal(c, key) : 'load';
+      if (sealed !== 'followed') return sealed;
+    }
+    return this.applyAppended(c) ? 'current' : 'load';
   }
 
   /** state.json changed. When this process reads the journal it holds to that journal's end, and
    *  the end is the seal a compaction wrote naming this very file, the state in memory already is
    *  that snapshot: it is pinned and adopted without being read. Reading it cost every other
    *  process a full parse and validation per compaction (50–100 ms with a few thousand envelopes
-   *  pending). Anything else is false: no seal yet, another file or a malformed seal (the cache
-   *  untouched), or a bad entry before the seal or the file gone (the cache dropped); the caller
-   *  loads the snapshot whole. */
-  private followSeal(c: Cache, key: FileKey): boolean {
-    if (!c.journalId) return false;
+   *  pending). 'unsealed': the journal ends without a seal (none written yet, or a malformed one);
+   *  'load': no journal, or a seal naming another file (the cache untouched), or a bad entry
+   *  before the seal or the file gone (the cache dropped). Either way the caller that must be
+   *  current loads the snapshot whole. */
+  private followSeal(c: Cache, key: FileKey): 'followed' | 'unsealed' | 'load' {
+    if (!c.journalId) return 'load';
     const r = readJournal(journalFile(this.paths, c.journalId), c.offset, c.count + 1);
-    if (r.kind !== 'ok' || r.entries.length === 0) return false;
-    const seal = sealOf(r.entries.at(-1)!);
-    if (!seal || !sameKey(seal.key, key)) return false;
-    const fail = () => (this.drop(), false); // the entries replayed: the cache is ahead of its offset
+    if (r.kind !== 'ok') return 'load';
+    const last = r.entries.at(-1);
+    const seal = last ? sealOf(last) : null;
+    if (!seal) return 'unsealed';
+    if (!sameKey(seal.key, key)) return 'load';
+    const fail = () => (this.drop(), 'load' as const); // the entries replayed: the cache is ahead of its offset
     for (const entry of r.entries) if (this.replay(c.state, entry)) return fail();
     let pin: Pinned;
     try {
@@ -346,7 +355,7 @@ export class FileStore implements Store {
     Object.assign(c, { pin, journalId: seal.journal, offset: 0, count: 0 });
     this.journal.close();
     storeStats.sealsFollowed++;
-    return true;
+    return 'followed';
   }
 
   /** Takes a freshly loaded snapshot as the cache and applies its journal. false = the journal is

@@ -241,6 +241,24 @@ describe('following a compaction by its seal', () => {
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
+  it('follow() two compactions behind loads, even while the lock is held: no seal it holds can lead it', async () => {
+    const writer = open({ compactBytes: 300 });
+    const reader = open();
+    await writer.mutate(incrementCounter);
+    await reader.read();
+    await untilCompacted(writer);
+    await untilCompacted(writer);
+    const parses = storeStats.parses;
+    const release = holdLockElsewhere();
+    try {
+      await reader.follow();
+      expect(storeStats.parses).toBe(parses + 1);
+    } finally {
+      release();
+    }
+    expect(await reader.read()).toEqual(await loadFresh());
+  });
+
   it('follow() reads a replaced snapshot whole when nobody holds the lock (a compaction that never sealed)', async () => {
     const { reader } = await readerBeforeSeal();
     const parses = storeStats.parses;
