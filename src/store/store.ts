@@ -263,20 +263,16 @@ export class FileStore implements Store {
     return this.locked(lock);
   }
 
-  /** The cached state with what other processes appended since applied; null when the snapshot
-   *  changed (or there is no cache) and must be loaded again. */
+  /** The cached state with what other processes appended since applied; null when it must be
+   *  loaded again (the snapshot changed with no seal to follow: the cache is dropped) or repaired
+   *  (a damaged journal: the cache, good part applied, is kept for the repair). */
   private catchUp(): State | null {
-    const c = this.cache;
-    if (!c || this.damage !== null) return null;
-    const key = statKey(this.paths.state);
-    if (c.pin ? !key || !sameKey(key, c.pin.key) : key !== null) {
-      if (!key || this.followSeal(c, key) !== 'followed') {
-        this.drop();
-        return null;
-      }
+    if (this.catchUpQuietly() === 'current') {
+      storeStats.cacheHits++;
+      return this.cache!.state;
     }
-    storeStats.cacheHits++;
-    return this.applyAppended(c) ? c.state : null;
+    if (this.cache && this.damage === null) this.drop();
+    return null;
   }
 
   /** What was appended to the cached snapshot's journal since it was last read, applied; false
@@ -307,9 +303,9 @@ export class FileStore implements Store {
 
   /** Journal lines applied and a compaction's seal followed, never a load: 'current' then;
    *  'unsealed' when the snapshot was replaced and the journal held has no seal yet; 'load' for
-   *  anything else (nothing cached, a seal for another snapshot, a damaged journal). It also
-   *  runs each time this process finds the lock held: the holders' lines are applied before it
-   *  takes the lock. A load there cost four MCP writers a sixth of their rate (it met compactions
+   *  anything else (nothing cached, a seal for another snapshot, a damaged journal). Every read
+   *  starts with it (`catchUp`), the background follow too, and it runs each time this process
+   *  finds the lock held: the holders' lines are applied before it takes the lock. A load there cost four MCP writers a sixth of their rate (it met compactions
    *  between their rename and their seal); under the lock the load is done anyway. */
   private catchUpQuietly(): 'current' | 'unsealed' | 'load' {
     const c = this.cache;
