@@ -138,6 +138,11 @@ describe('CON-7 an agent process sends; the machine view follows live', () => {
     await hung.stop('SIGKILL');
     const next = start(['--import', 'tsx', worker, 'owner', dir, 'sess_push']);
     owners.push(next);
+    // The page's deadline covers the sweep, the delivery and the SSE refresh, not the start of a
+    // process: on a machine's first run (cold module and transform caches, a CPU busy with the
+    // install) a start alone takes seconds, so it is waited for on its own, with the helper's limit.
+    await next.waitFor((l) => l === 'ready');
+    await next.waitFor((l) => l.includes(pid));
     await pushed.and(row('delivered')).waitFor({ timeout: 10_000 });
     await expect(page.locator('ol.trail').innerText()).resolves.toMatch(/DRAIN → in_flight[\s\S]*SWEEP → pending[\s\S]*DRAIN → in_flight[\s\S]*COMMIT → delivered/);
   });
