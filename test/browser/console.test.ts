@@ -1,6 +1,6 @@
 // The console in real Chromium (FEATURES.md §10.3, CON-1, CON-2, CON-3, CON-7): every change the
 // page shows arrives by SSE (never a reload), whether the page, the CLI or an agent's MCP server
-// made it. Screenshots of the main views go to docs/screenshots/ (the README shows them).
+// made it. Screenshots of the main views go to docs/screenshots/ (the README and docs/operator.md show them).
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
