@@ -165,6 +165,9 @@ describe('CON-2 remove a member', () => {
 
     await page.getByRole('button', { name: 'Remove Reviewer' }).click();
     await page.locator('table.agents td', { hasText: 'Reviewer' }).waitFor({ state: 'detached' });
+    // The toast follows the POST's answer, which can come after the SSE refresh that re-rendered
+    // the roster: it is waited for, not read at once.
+    await page.locator('#toast', { hasText: 'Removed Reviewer' }).waitFor();
     await expect(page.locator('#toast').innerText()).resolves.toBe('Removed Reviewer (sess_bbbbbbbbbbbbbbbbbbbbbbbb) from "crew".');
     // The remaining members each have the operator's notice waiting: the live one shows as
     // Working, the stale one stays Offline.
