@@ -22,7 +22,7 @@ export const memberEnv = (pin: string | null) => ({
  *  hundreds of functions once each, so with the default a server spent its first thousand calls
  *  mostly in the interpreter (send p50 over calls 500–2000, two servers side by side in one
  *  project: 0.68–0.72 → 0.55–0.58 ms). The extra compiles cost ~0.25 s of CPU over a server's
- *  first 600 calls, paid once per session. Measured in `npm run bench` and docs/PERFORMANCE.md. */
+ *  first 600 calls, paid once per session. Measured in `npm run bench` and docs/performance.md. */
 export const MCP_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256', '--v8-pool-size=1', '--interrupt-budget=16384'] as const;
 
 /** argv of the installed MCP server bundle for one project and host label. */
