@@ -2,10 +2,15 @@
 import { refuse, type Refusal } from '../../src/protocol/result.ts';
 import type { FileChange } from './files.ts';
 import { isObject } from './json.ts';
+import type { RecordDelta } from './record.ts';
 
 export interface InstallPlan {
   changes: FileChange[];
   notes: string[];
+  /** What the install record gains (containers this install created) or loses (an uninstall). */
+  record?: RecordDelta;
+  /** Entries of ours a reinstall put right (a moved or copied project, an older install's form). */
+  repaired?: string[];
 }
 
 export const isRefusal = (v: unknown): v is Refusal => isObject(v) && v.ok === false;
