@@ -45,17 +45,21 @@ async function writeTarget(path: string): Promise<string> {
   return link?.isSymbolicLink() ? writeTarget(resolve(dirname(path), await readlink(path))) : path;
 }
 
-async function syncDir(dir: string) {
+/** Told of each fsync (tests prove the write path makes them). */
+export type SyncSeen = (what: 'file' | 'directory') => void;
+
+async function syncDir(dir: string, seen: SyncSeen) {
   const fd = await open(dir, 'r');
   try {
     await fd.sync();
+    seen('directory');
   } finally {
     await fd.close();
   }
 }
 
 /** temp file with the target's mode, fsync, rename over the target, fsync of the directory. */
-async function writeDurably(path: string, text: string) {
+async function writeDurably(path: string, text: string, seen: SyncSeen) {
   const target = await writeTarget(path);
   const mode = await stat(target).then((s) => s.mode & 0o7777, () => undefined);
   await mkdir(dirname(target), { recursive: true });
@@ -65,6 +69,7 @@ async function writeDurably(path: string, text: string) {
     if (mode !== undefined) await fd.chmod(mode); // open() applies the umask; the old mode is the rule
     await fd.writeFile(text);
     await fd.sync();
+    seen('file');
     await fd.close();
     await rename(tmp, target);
   } catch (e) {
@@ -72,13 +77,16 @@ async function writeDurably(path: string, text: string) {
     await rm(tmp, { force: true });
     throw e;
   }
-  await syncDir(dirname(target));
+  await syncDir(dirname(target), seen);
 }
 
-const realOps: ApplyOps = {
-  write: writeDurably,
+/** The real write step: symlinks followed, mode kept, file and directory fsynced. */
+export const durableOps = (seen: SyncSeen = () => {}): ApplyOps => ({
+  write: (path, text) => writeDurably(path, text, seen),
   remove: (path) => rm(path, { force: true }),
-};
+});
+
+const realOps = durableOps();
 
 /**
  * Applies the changes whose content differs from `before` (a no-op plan writes nothing: a second

@@ -18,12 +18,12 @@ export const install: CliCommand = {
       .command('install <host>')
       .description('install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable)')
       .option('--json', 'one {ok, message, data} document')
-      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).install(host, projectOf(cmd), { warn }), o.json));
+      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).install(host, projectOf(cmd, ctx.io), { warn }), o.json));
     program
       .command('uninstall <host>')
       .description('remove only what install added (state, pins and archives stay): opencode | claude-code | codex')
       .option('--json', 'one {ok, message, data} document')
-      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).uninstall(host, projectOf(cmd)), o.json));
+      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).uninstall(host, projectOf(cmd, ctx.io)), o.json));
     program
       .command('install-member')
       .description("pin a member id for a host (default claude-code) and fill its MCP config's placeholder")
@@ -32,7 +32,7 @@ export const install: CliCommand = {
       .option('--name <member_id>', 'alias of --id')
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { host?: string; id?: string; name?: string; json?: boolean }, cmd) =>
-        done((await hosts()).installMember(projectOf(cmd), { host: o.host, id: o.id ?? o.name }), o.json));
+        done((await hosts()).installMember(projectOf(cmd, ctx.io), { host: o.host, id: o.id ?? o.name }), o.json));
     program
       .command('bind')
       .description("bind a host session (default codex: its thread id) to a pinned member, so spawn_push can resume it")
@@ -42,6 +42,6 @@ export const install: CliCommand = {
       .option('--name <member_id>', 'alias of --id')
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { host?: string; session: string; id?: string; name?: string; json?: boolean }, cmd) =>
-        done((await hosts()).bindSession(projectOf(cmd), { host: o.host, session: o.session, id: o.id ?? o.name }), o.json));
+        done((await hosts()).bindSession(projectOf(cmd, ctx.io), { host: o.host, session: o.session, id: o.id ?? o.name }), o.json));
   },
 };
