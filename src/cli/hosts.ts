@@ -1,7 +1,7 @@
 // The host commands of the CLI (FEATURES.md §8.1, §8.3, §9): install / uninstall <host>,
 // install-member, bind. Each returns a ToolResult and its exit code; the dispatcher only prints.
 import { execFile } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST as CLAUDE, claudePaths, claudeUses, planClaudeInstall, planClaudeUninstall } from '../../adapters/claude-code/install.ts';
 import { HOST as CODEX, codexPaths, codexUses, planCodexInstall, planCodexUninstall } from '../../adapters/codex/install.ts';
@@ -13,7 +13,7 @@ import { isObject, parseObject, replace } from '../../adapters/install/json.ts';
 import { claudeMemberValue, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, pinnedIn, PINNED_ID_VAR, ROLE_PLACEHOLDER } from '../../adapters/install/member-env.ts';
 import { isRefusal, malformed, type InstallPlan } from '../../adapters/install/plan.ts';
 import { HOST_LABEL_RE, isMemberId, MEMBER_ID_RE, newMemberId } from '../protocol/ids.ts';
-import { ok, refuse, type Refusal, type ToolResult } from '../protocol/result.ts';
+import { ok, refuse, type Reason, type Refusal, type ToolResult } from '../protocol/result.ts';
 import { ensureDir, listPins, readPin, resolvePaths, writePin } from '../store/index.ts';
 import { openRuntime } from '../runtime/runtime.ts';
 import { PACKAGE_ROOT } from '../version.ts';
@@ -113,6 +113,58 @@ export async function install(host: string | undefined, project: string, o: Host
     default:
       return outcome(refuse('invalid_argument', `install supports: ${INSTALLABLE.join(', ')}${host ? ` (not "${host}")` : ''}.`));
   }
+}
+
+/** The hosts `install` with no host sets up, with the project files and the CLI that reveal each. */
+const FOUND_BY: ReadonlyArray<{ host: 'opencode' | typeof CLAUDE | typeof CODEX; bin: string; files: string[] }> = [
+  { host: 'opencode', bin: 'opencode', files: ['opencode.json', 'opencode.jsonc', '.opencode'] },
+  { host: CLAUDE, bin: 'claude', files: ['.claude', '.mcp.json', 'CLAUDE.md'] },
+  { host: CODEX, bin: 'codex', files: ['.codex', 'AGENTS.md'] },
+];
+
+/** Each host whose files are in the project or whose CLI runs here, and what showed it. */
+async function foundHosts(project: string, detect: Detect) {
+  const found = await Promise.all(
+    FOUND_BY.map(async (h) => {
+      const file = h.files.find((f) => existsSync(join(project, f)));
+      if (file) return { host: h.host, why: `${file} in the project` };
+      return (await detect(h.bin)) !== null ? { host: h.host, why: `\`${h.bin}\` on the PATH` } : null;
+    }),
+  );
+  return found.filter((f) => f !== null);
+}
+
+/** `opencomms install` with no host: every host found, a member pinned for each MCP host that has
+ *  none, and one report of what was done and what to do next. Running it again changes nothing. */
+export async function installAll(project: string, o: HostOptions = {}): Promise<CommandResult> {
+  const detect = o.detect ?? detectCli;
+  const found = await foundHosts(project, detect);
+  if (!found.length)
+    return outcome(refuse('invalid_argument', `No host found in this project or on the PATH (OpenCode, Claude Code, Codex); nothing was written. Name one: opencomms install <${INSTALLABLE.slice(0, 3).join('|')}>.`));
+  const lines: string[] = [];
+  const changed: string[] = [];
+  for (const { host, why } of found) {
+    const r = await install(host, project, { ...o, detect: async () => 'found' });
+    lines.push(`${host} (${why}):`, ...r.result.message.split('\n').map((l) => `  ${l}`));
+    if (!r.result.ok) return outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
+    changed.push(...((r.result.data as { changed?: string[] } | undefined)?.changed ?? []));
+    if (host === 'opencode' || (await listPins(resolvePaths(project))).pins.some((p) => p.host === host)) continue;
+    const m = await installMember(project, { host });
+    lines.push(`  ${m.result.message}`);
+    if (!m.result.ok) return outcome(refuse(String(m.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
+  }
+  return outcome(ok(lines.join('\n'), { hosts: found.map((f) => f.host), changed }));
+}
+
+/** `opencomms uninstall` with no host: each host's uninstall, stopping at the first refusal. */
+export async function uninstallAll(project: string): Promise<CommandResult> {
+  const lines: string[] = [];
+  for (const host of [CODEX, CLAUDE, 'opencode']) {
+    const r = await uninstall(host, project);
+    lines.push(`${host}: ${r.result.message}`);
+    if (!r.result.ok) return outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
+  }
+  return outcome(ok(lines.join('\n')));
 }
 
 export async function uninstall(host: string | undefined, project: string): Promise<CommandResult> {

@@ -3,15 +3,15 @@
 // says so, uninstall removes only what an install recorded as its own and restores the rest byte
 // for byte, doctor checks each host's whole install, and paths the hosts cannot run are refused.
 import { spawnSync } from 'node:child_process';
-import { cp, lstat, mkdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { cp, lstat, mkdir, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { applyChanges, durableOps } from '../../adapters/install/files.ts';
 import { doctor } from '../../src/doctor/doctor.ts';
 import { findProjectRoot } from '../../src/cli/context.ts';
-import { install, installMember, uninstall } from '../../src/cli/hosts.ts';
+import { install, installAll, installMember, uninstall, uninstallAll } from '../../src/cli/hosts.ts';
 import { installOpenCode, uninstallOpenCode } from '../../adapters/opencode/install.ts';
 import { MCP_NODE_FLAGS } from '../../adapters/install/member-env.ts';
 import { useProject } from '../helpers/project.ts';
@@ -273,5 +273,65 @@ describe('every installer write is durable', () => {
     await applyChanges([{ path: p.at('a.json'), content: '{}\n' }], new Map([[p.at('a.json'), null]]), ops);
     expect(synced).toEqual(['file', 'directory']);
     expect(await p.read('a.json')).toBe('{}\n');
+  });
+});
+
+describe('one command per project', () => {
+  const none = { detect: async () => null, warn: () => {} };
+
+  it('install with no host sets up every host found, pins a member for each MCP host, and changes nothing the second time', async () => {
+    await mkdir(p.at('.claude'));
+    await p.write('AGENTS.md', '# agents\n');
+    const r = await installAll(p.dir, none);
+    expect(r.code, r.result.message).toBe(0);
+    expect(r.result.data).toMatchObject({ hosts: ['claude-code', 'codex'] });
+    expect(r.result.message).toContain('claude-code (.claude in the project):');
+    expect(r.result.message).toContain('codex (AGENTS.md in the project):');
+    const pins = (await readdir(p.at('.opencomms/pins'))).sort();
+    expect(pins).toHaveLength(2);
+    expect(await p.read('.mcp.json')).not.toContain('<set by');
+    expect(await p.read('.codex/config.toml')).not.toContain('<set by');
+    expect(existsSync(p.at('opencode.json'))).toBe(false);
+    const once = await p.snapshot();
+    expect((await installAll(p.dir, none)).result.data).toMatchObject({ changed: [] });
+    expect(await p.snapshot()).toEqual(once);
+    expect((await uninstallAll(p.dir)).code).toBe(0);
+    for (const f of CONFIGS) expect(existsSync(p.at(f)), f).toBe(false);
+  });
+
+  it('with no host found it refuses and writes nothing', async () => {
+    expect(await installAll(p.dir, none)).toMatchObject({ code: 1, result: { data: { reason: 'invalid_argument' } } });
+    expect(await p.snapshot()).toEqual({});
+  });
+
+  it('a git clone at a second path runs the installed hook runner and MCP server from its own files', async () => {
+    const git = (cwd: string, ...args: string[]) => {
+      const r = spawnSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], { cwd, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+    };
+    await mkdir(p.at('.claude'));
+    await p.write('AGENTS.md', '# agents\n');
+    await installAll(p.dir, none);
+    git(p.dir, 'init', '-q');
+    git(p.dir, 'add', '-A');
+    git(p.dir, 'commit', '-qm', 'configs');
+    const clone = `${p.dir} clone`;
+    git(tmpdir(), 'clone', '-q', p.dir, clone);
+    try {
+      expect(existsSync(join(clone, '.opencomms'))).toBe(false); // git-ignored: the clone installs its own bundles
+      const configs = Object.fromEntries(CONFIGS.map((f) => [f, readFileSync(join(clone, f), 'utf8')]));
+      expect((await installAll(clone, none)).code).toBe(0);
+      for (const f of CONFIGS) expect(readFileSync(join(clone, f), 'utf8'), f).toBe(configs[f]);
+      await rm(p.dir, { recursive: true }); // nothing of the original checkout can answer
+      const hook = JSON.parse(configs['.codex/hooks.json']!).hooks.SessionStart[0].hooks[0].command as string;
+      const ran = spawnSync(hook, { cwd: clone, shell: true, input: '{}', encoding: 'utf8', timeout: 20_000 });
+      expect([ran.status, ran.stdout.trim()], ran.stderr).toEqual([0, '{}']);
+      const args = JSON.parse(configs['.mcp.json']!).mcpServers.opencomms.args as string[];
+      const server = spawnSync('node', args, { cwd: clone, input: '', encoding: 'utf8', timeout: 20_000 });
+      expect(server.stderr).toContain('[opencomms-mcp] start');
+      expect(server.stderr).not.toMatch(/Cannot find module|Error/);
+    } finally {
+      await rm(clone, { recursive: true, force: true });
+    }
   });
 });

@@ -15,15 +15,23 @@ export const install: CliCommand = {
     };
     const warn = (l: string) => ctx.io.err(`warning: ${l}\n`);
     program
-      .command('install <host>')
-      .description('install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable)')
+      .command('install [host]')
+      .description('install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable); with no host, every host found in the project or on the PATH, each with a pinned member')
       .option('--json', 'one {ok, message, data} document')
-      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).install(host, projectOf(cmd, ctx.io), { warn }), o.json));
+      .action(async (host: string | undefined, o: { json?: boolean }, cmd) => {
+        const h = await hosts();
+        const project = projectOf(cmd, ctx.io);
+        return done(host === undefined ? h.installAll(project, { warn }) : h.install(host, project, { warn }), o.json);
+      });
     program
-      .command('uninstall <host>')
-      .description('remove only what install added (state, pins and archives stay): opencode | claude-code | codex')
+      .command('uninstall [host]')
+      .description('remove only what install added (state, pins and archives stay): opencode | claude-code | codex; with no host, all three')
       .option('--json', 'one {ok, message, data} document')
-      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).uninstall(host, projectOf(cmd, ctx.io)), o.json));
+      .action(async (host: string | undefined, o: { json?: boolean }, cmd) => {
+        const h = await hosts();
+        const project = projectOf(cmd, ctx.io);
+        return done(host === undefined ? h.uninstallAll(project) : h.uninstall(host, project), o.json);
+      });
     program
       .command('install-member')
       .description("pin a member id for a host (default claude-code) and fill its MCP config's placeholder")
