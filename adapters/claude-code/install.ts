@@ -9,7 +9,7 @@ import { hooksShapeError, registerHooks, registersRunner, unregisterHooks, type 
 import { append, isObject, newJsonFile, parseObject, remove, replace, type JsonObject } from '../install/json.ts';
 import { claudeMemberEnv, claudeMemberValue, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, pinnedIn, serverArgs } from '../install/member-env.ts';
 import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
-import { isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
+import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
 
 export const HOST = 'claude-code';
 
@@ -110,7 +110,7 @@ function editServer(text: string, mcp: JsonObject | null, pin: string | null): E
   const cur = mcp.mcpServers.opencomms;
   if (cur === undefined) return { text: append(text, ['mcpServers'], want, 'opencomms'), created: [], repaired: [], notes: [] };
   if (!isOurServer(cur) || !isObject(cur))
-    return { text, created: [], repaired: [], notes: [`${REL.mcp} already has an "opencomms" server that OpenComms did not write: it is left as it is, so OpenComms' own server is not configured. Rename or remove it, then install again.`] };
+    return { text, created: [], repaired: [], notes: [foreignNote(`${REL.mcp} already has an "opencomms" server`)] };
   const edit: Edit = { text, created: [], repaired: [], notes: [] };
   const at = ['mcpServers', 'opencomms'];
   const put = (key: string, value: unknown) => {
@@ -170,7 +170,12 @@ const emptied = (text: string) => {
   return cfg !== null && Object.keys(cfg).length === 0;
 };
 
-export function planClaudeUninstall(project: string, files: Map<string, string | null>, others: { serverUsed: boolean; runnerUsed: boolean }, rec: InstallRecord = emptyRecord()): InstallPlan | Refusal {
+export function planClaudeUninstall(
+  project: string,
+  files: Map<string, string | null>,
+  others: { serverUsed: boolean; runnerUsed: boolean },
+  rec: InstallRecord = emptyRecord(),
+): InstallPlan | Refusal {
   const cfg = readConfigs(project, files);
   if (isRefusal(cfg)) return cfg;
   const { p, settingsText, mcpText, settings, mcp } = cfg;

@@ -26,7 +26,6 @@ export function serversShapeError(value: JsonObject): string | null {
   return null;
 }
 
-export const hasServer = (value: JsonObject) => isObject(value.mcp_servers) && SERVER_KEY[1] in value.mcp_servers;
 
 const eolOf = (text: string) => (text.includes('\r\n') ? '\r\n' : '\n');
 

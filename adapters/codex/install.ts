@@ -9,7 +9,7 @@ import type { FileChange } from '../install/files.ts';
 import { hooksShapeError, registerHooks, registersRunner, unregisterHooks, type HookGroup } from '../install/hook-config.ts';
 import { isObject, newJsonFile, parseObject } from '../install/json.ts';
 import { codexMemberEnv, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, PINNED_ID_VAR, PROJECT_ARG, relBundle, serverArgs } from '../install/member-env.ts';
-import { isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
+import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
 import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
 import { appendServer, parseToml, removeServer, serverOf, serversShapeError } from './config-toml.ts';
 import { shellQuote } from './shell.ts';
@@ -61,7 +61,8 @@ function editServer(text: string, toml: ReturnType<typeof parseToml>, pin: strin
   if (cur !== undefined && sameJson(cur, want)) return { text, repaired: false, foreign: false };
   const out = appendServer(cur !== undefined && toml ? removeServer(text, toml.ast) : text, want);
   const check = parseToml(out);
-  if (!check || !isOurServer(serverOf(check.value))) return malformed(REL.config, 'defines mcp_servers in a form a new [mcp_servers.opencomms] table cannot join (an inline table)');
+  if (!check || !isOurServer(serverOf(check.value)))
+    return malformed(REL.config, 'defines mcp_servers in a form a new [mcp_servers.opencomms] table cannot join (an inline table)');
   return { text: out, repaired: cur !== undefined, foreign: false };
 }
 
@@ -95,7 +96,7 @@ export function planCodexInstall(project: string, files: Map<string, string | nu
       `Codex reads ${join('.codex', 'config.toml')} and ${join('.codex', 'hooks.json')} only in a trusted project: run /trust in Codex here, or move the [mcp_servers.opencomms] section to ~/.codex/config.toml.`,
       'Codex runs a project hook only after you review it: open /hooks in Codex and trust the three OpenComms hooks (or start Codex with --dangerously-bypass-hook-trust).',
       'Codex starts the MCP server and the hooks in the directory it was started in: start it at the project root.',
-      ...(server.foreign ? [`${REL.config} already has an [mcp_servers.opencomms] that OpenComms did not write: it is left as it is, so OpenComms' own server is not configured. Rename or remove it, then install again.`] : []),
+      ...(server.foreign ? [foreignNote(`${REL.config} already has an [mcp_servers.opencomms]`)] : []),
       pin
         ? `The MCP server runs as the session's OPENCOMMS_MEMBER_ID when it is set, else as member ${pin}.`
         : 'Next: `opencomms install-member --host codex` gives this project\'s Codex sessions their member id.',
@@ -105,7 +106,12 @@ export function planCodexInstall(project: string, files: Map<string, string | nu
   };
 }
 
-export function planCodexUninstall(project: string, files: Map<string, string | null>, others: { serverUsed: boolean; runnerUsed: boolean }, rec: InstallRecord = emptyRecord()): InstallPlan | Refusal {
+export function planCodexUninstall(
+  project: string,
+  files: Map<string, string | null>,
+  others: { serverUsed: boolean; runnerUsed: boolean },
+  rec: InstallRecord = emptyRecord(),
+): InstallPlan | Refusal {
   const p = codexPaths(project);
   const ours = (key: string) => created(rec, HOST, key);
   const changes: FileChange[] = [];

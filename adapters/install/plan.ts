@@ -15,5 +15,9 @@ export interface InstallPlan {
 
 export const isRefusal = (v: unknown): v is Refusal => isObject(v) && v.ok === false;
 
+/** What an install says about a server entry of our name that it did not write and leaves alone. */
+export const foreignNote = (what: string) =>
+  `${what} that OpenComms did not write: it is left as it is, so OpenComms' own server is not configured. Rename or remove it, then install again.`;
+
 export const malformed = (file: string, why: string): Refusal =>
   refuse('config_malformed', `${file} ${why}; nothing was written. Fix it and run the command again.`);

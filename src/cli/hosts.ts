@@ -55,7 +55,10 @@ async function onlyPin(project: string, host: string): Promise<string | null> {
  *  separator only on Windows: elsewhere Node turns it into an invalid module specifier. */
 function unrunnablePath(project: string, platform = process.platform): Refusal | null {
   if (platform !== 'win32' && project.includes('\\'))
-    return refuse('invalid_argument', `The project path ${JSON.stringify(project)} holds a backslash, which Node cannot load a module from on ${platform}; nothing was written. Move the project to a path without one.`);
+    return refuse(
+      'invalid_argument',
+      `The project path ${JSON.stringify(project)} holds a backslash, which Node cannot load a module from on ${platform}; nothing was written. Move the project to a path without one.`,
+    );
   return null;
 }
 
@@ -65,10 +68,19 @@ function unusableStateDir(project: string): Refusal | null {
   const dir = resolvePaths(project).dir;
   const st = statSync(dir, { throwIfNoEntry: false });
   if (!st || st.isDirectory()) return null;
-  return refuse('state_unreadable', `${dir} is not a directory; OpenComms keeps its state, pins and bundles there. Move that file away, then run the command again. Nothing was written.`);
+  return refuse(
+    'state_unreadable',
+    `${dir} is not a directory; OpenComms keeps its state, pins and bundles there. Move that file away, then run the command again. Nothing was written.`,
+  );
 }
 
-async function runPlan(project: string, host: string, plan: InstallPlan | Refusal, before: Map<string, string | null>, done: (changed: string[]) => string): Promise<CommandResult> {
+async function runPlan(
+  project: string,
+  host: string,
+  plan: InstallPlan | Refusal,
+  before: Map<string, string | null>,
+  done: (changed: string[]) => string,
+): Promise<CommandResult> {
   if (isRefusal(plan)) return outcome(plan);
   const changes = [...plan.changes];
   const rec = plan.record && recordChange(project, before.get(recordPath(project)) ?? null, host, plan.record);
@@ -105,7 +117,8 @@ export async function install(host: string | undefined, project: string, o: Host
       return runPlan(project, host, plan, before, (c) => `Installed OpenComms for ${host}: ${relative(project, c)}.`);
     }
     case 'claude-desktop': {
-      const config = { mcpServers: { opencomms: { command: process.execPath, args: [join(PACKAGE_ROOT, 'bin', 'opencomms.js'), 'mcp', '--project', project, '--host', 'claude-desktop'], env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER } } } };
+      const args = [join(PACKAGE_ROOT, 'bin', 'opencomms.js'), 'mcp', '--project', project, '--host', 'claude-desktop'];
+      const config = { mcpServers: { opencomms: { command: process.execPath, args, env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER } } } };
       return outcome(ok(`Claude Desktop is configured by hand; nothing was written. Add this to its claude_desktop_config.json (then set the member id with \`opencomms install-member --host claude-desktop\`):\n${JSON.stringify(config, null, 2)}`, config));
     }
     case 'chatgpt':

@@ -81,8 +81,8 @@ interface HostFacts {
   bad: string[];
   /** What is present of the install, by what it is; false = missing. */
   parts: Record<string, boolean>;
-  /** Which parts prove an install at all (a host with none of them is not installed). */
-  markers: string[];
+  /** Any entry of ours (a hook or the server entry): a host without one is not installed. */
+  installed: boolean;
   outside: string[];
   foreign?: string;
 }
@@ -107,7 +107,7 @@ function claudeFacts(project: string): HostFacts {
     host: 'claude-code',
     bad: [settings.kind === 'bad' && '.claude/settings.json', mcp.kind === 'bad' && '.mcp.json'].filter((f): f is string => !!f),
     parts,
-    markers: hooked.length || ours ? ['x'] : [],
+    installed: hooked.length > 0 || ours,
     outside: [...outsidePaths(project, ours ? entry : null), ...outsidePaths(project, settings.kind === 'ok' ? settings.value.hooks : null)],
     foreign: entry !== undefined && !ours ? '.mcp.json holds an "opencomms" server that OpenComms did not write' : undefined,
   };
@@ -132,7 +132,7 @@ function codexFacts(project: string): HostFacts {
     host: 'codex',
     bad: [tomlText !== null && !toml && '.codex/config.toml', hooks.kind === 'bad' && '.codex/hooks.json'].filter((f): f is string => !!f),
     parts,
-    markers: hooked.length || ours ? ['x'] : [],
+    installed: hooked.length > 0 || ours,
     outside: [...outsidePaths(project, ours ? entry : null), ...outsidePaths(project, hooks.kind === 'ok' ? hooks.value.hooks : null)],
     foreign: entry !== undefined && !ours ? '.codex/config.toml holds an [mcp_servers.opencomms] that OpenComms did not write' : undefined,
   };
@@ -142,7 +142,7 @@ function factRows(f: HostFacts): Row[] {
   const fix = `run \`opencomms install ${f.host}\``;
   if (f.bad.length) return [row('FAIL', f.host, `${f.bad.join(', ')} is malformed, so ${f.host} cannot read it either; fix it, then ${fix}`)];
   const rows: Row[] = f.foreign ? [row('WARN', f.host, `${f.foreign}; it is left alone, and OpenComms' own server is not configured`)] : [];
-  if (!f.markers.length) return [...rows, row('OK', f.host, 'not installed')];
+  if (!f.installed) return [...rows, row('OK', f.host, 'not installed')];
   const missing = Object.entries(f.parts).filter(([, present]) => !present).map(([what]) => what);
   if (missing.length) rows.push(row('FAIL', f.host, `incomplete install, missing: ${missing.join('; ')}; ${fix}`));
   if (f.outside.length) rows.push(row('FAIL', f.host, `the config names paths outside this project (${f.outside.join(', ')}): it was written for another checkout; ${fix} to repair it`));

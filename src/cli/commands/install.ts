@@ -16,7 +16,10 @@ export const install: CliCommand = {
     const warn = (l: string) => ctx.io.err(`warning: ${l}\n`);
     program
       .command('install [host]')
-      .description('install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable); with no host, every host found in the project or on the PATH, each with a pinned member')
+      .description(
+        'install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable); ' +
+          'with no host, every host found in the project or on the PATH, each with a pinned member',
+      )
       .option('--json', 'one {ok, message, data} document')
       .action(async (host: string | undefined, o: { json?: boolean }, cmd) => {
         const h = await hosts();
