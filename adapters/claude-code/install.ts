@@ -132,6 +132,12 @@ function editServer(text: string, mcp: JsonObject | null, pin: string | null): E
   return edit;
 }
 
+/** The pinned id our `.mcp.json` entry names (null: none, or still the placeholder). */
+export function pinnedOf(entry: unknown): string | null {
+  const v = isObject(entry) && isObject(entry.env) ? pinnedIn(entry.env[MEMBER_ID_VAR]) : undefined;
+  return v && v !== MEMBER_ID_PLACEHOLDER ? v : null;
+}
+
 export function planClaudeInstall(project: string, files: Map<string, string | null>, bundles: Record<BundleName, string>, pin: string | null): InstallPlan | Refusal {
   const cfg = readConfigs(project, files);
   if (isRefusal(cfg)) return cfg;

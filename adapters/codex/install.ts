@@ -40,7 +40,7 @@ const REL = { config: '.codex/config.toml', hooks: '.codex/hooks.json' } as cons
 export const isOurServer = (entry: unknown) => entry !== undefined && JSON.stringify(entry).includes(MCP_BUNDLE);
 
 /** The pinned id an existing entry of ours names (this form or the older literal OPENCOMMS_MEMBER_ID). */
-function pinnedOf(entry: unknown): string | null {
+export function pinnedOf(entry: unknown): string | null {
   const env = isObject(entry) && isObject(entry.env) ? entry.env : {};
   const v = env[PINNED_ID_VAR] ?? env[MEMBER_ID_VAR];
   return typeof v === 'string' && v !== MEMBER_ID_PLACEHOLDER ? v : null;

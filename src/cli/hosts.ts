@@ -3,9 +3,13 @@
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { HOST as CLAUDE, claudePaths, claudeUses, planClaudeInstall, planClaudeUninstall } from '../../adapters/claude-code/install.ts';
-import { HOST as CODEX, codexPaths, codexUses, planCodexInstall, planCodexUninstall } from '../../adapters/codex/install.ts';
-import { parseToml, placeholderRange, tomlString } from '../../adapters/codex/config-toml.ts';
+import {
+  HOST as CLAUDE, claudePaths, claudeUses, isOurServer as isClaudeServer, pinnedOf as claudePinnedOf, planClaudeInstall, planClaudeUninstall,
+} from '../../adapters/claude-code/install.ts';
+import {
+  HOST as CODEX, codexPaths, codexUses, isOurServer as isCodexServer, pinnedOf as codexPinnedOf, planCodexInstall, planCodexUninstall,
+} from '../../adapters/codex/install.ts';
+import { parseToml, placeholderRange, serverOf, tomlString } from '../../adapters/codex/config-toml.ts';
 import { allBundles } from '../../adapters/install/bundles.ts';
 import { applyChanges, readTargets } from '../../adapters/install/files.ts';
 import { parseRecord, recordChange, recordPath } from '../../adapters/install/record.ts';
@@ -162,11 +166,24 @@ export async function installAll(project: string, o: HostOptions = {}): Promise<
     if (!r.result.ok) return outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
     changed.push(...((r.result.data as { changed?: string[] } | undefined)?.changed ?? []));
     if (host === 'opencode' || (await listPins(resolvePaths(project))).pins.some((p) => p.host === host)) continue;
-    const m = await installMember(project, { host });
+    // A committed config may already name the member (another clone of the project pinned it):
+    // pinning that id keeps the hooks and the server on one member.
+    const m = await installMember(project, { host, id: (await configuredMember(project, host)) ?? undefined });
     lines.push(`  ${m.result.message}`);
     if (!m.result.ok) return outcome(refuse(String(m.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
   }
   return outcome(ok(lines.join('\n'), { hosts: found.map((f) => f.host), changed }));
+}
+
+/** The member id the host's installed MCP entry names as its pin, if any. */
+async function configuredMember(project: string, host: typeof CLAUDE | typeof CODEX): Promise<string | null> {
+  if (host === CLAUDE) {
+    const mcp = parseObject((await readTargets([claudePaths(project).mcp])).get(claudePaths(project).mcp) ?? '');
+    return isObject(mcp?.mcpServers) && isClaudeServer(mcp.mcpServers.opencomms) ? claudePinnedOf(mcp.mcpServers.opencomms) : null;
+  }
+  const toml = parseToml((await readTargets([codexPaths(project).config])).get(codexPaths(project).config) ?? '');
+  const entry = toml ? serverOf(toml.value) : undefined;
+  return isCodexServer(entry) ? codexPinnedOf(entry) : null;
 }
 
 /** `opencomms uninstall` with no host: each host's uninstall, stopping at the first refusal. */

@@ -322,6 +322,9 @@ describe('one command per project', () => {
       const configs = Object.fromEntries(CONFIGS.map((f) => [f, readFileSync(join(clone, f), 'utf8')]));
       expect((await installAll(clone, none)).code).toBe(0);
       for (const f of CONFIGS) expect(readFileSync(join(clone, f), 'utf8'), f).toBe(configs[f]);
+      // The clone pins the members the committed configs name, so its hooks and servers agree.
+      const named = [/OPENCOMMS_MEMBER_ID:-(sess_[0-9a-f]+)/.exec(configs['.mcp.json']!)![1], /OPENCOMMS_PINNED_MEMBER_ID = "(sess_[0-9a-f]+)"/.exec(configs['.codex/config.toml']!)![1]];
+      expect((await readdir(join(clone, '.opencomms', 'pins'))).sort()).toEqual(named.map((id) => `${id}.json`).sort());
       await rm(p.dir, { recursive: true }); // nothing of the original checkout can answer
       const hook = JSON.parse(configs['.codex/hooks.json']!).hooks.SessionStart[0].hooks[0].command as string;
       const ran = spawnSync(hook, { cwd: clone, shell: true, input: '{}', encoding: 'utf8', timeout: 20_000 });
