@@ -161,16 +161,19 @@ export async function installAll(project: string, o: HostOptions = {}): Promise<
   const lines: string[] = [];
   const changed: string[] = [];
   for (const { host, why } of found) {
+    lines.push(`${host} (${why}):`);
+    const failed = (r: CommandResult) => outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, [...lines, `  ${r.result.message}`].join('\n')));
+    // The member is pinned before the install, which then names it. A committed config may already
+    // name one (another clone pinned it): pinning that id keeps the hooks and the server on one member.
+    if (host !== 'opencode' && !(await listPins(resolvePaths(project))).pins.some((p) => p.host === host)) {
+      const m = await installMember(project, { host, id: (await configuredMember(project, host)) ?? undefined });
+      if (!m.result.ok) return failed(m);
+      lines.push(`  Pinned member ${(m.result.data as { member_id: string }).member_id} for ${host}.`);
+    }
     const r = await install(host, project, { ...o, detect: async () => 'found' });
-    lines.push(`${host} (${why}):`, ...r.result.message.split('\n').map((l) => `  ${l}`));
-    if (!r.result.ok) return outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
+    if (!r.result.ok) return failed(r);
+    lines.push(...r.result.message.split('\n').map((l) => `  ${l}`));
     changed.push(...((r.result.data as { changed?: string[] } | undefined)?.changed ?? []));
-    if (host === 'opencode' || (await listPins(resolvePaths(project))).pins.some((p) => p.host === host)) continue;
-    // A committed config may already name the member (another clone of the project pinned it):
-    // pinning that id keeps the hooks and the server on one member.
-    const m = await installMember(project, { host, id: (await configuredMember(project, host)) ?? undefined });
-    lines.push(`  ${m.result.message}`);
-    if (!m.result.ok) return outcome(refuse(String(m.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
   }
   return outcome(ok(lines.join('\n'), { hosts: found.map((f) => f.host), changed }));
 }
@@ -243,6 +246,7 @@ export async function installMember(project: string, o: MemberOptions = {}): Pro
   const before = await readTargets(target ? [target] : []);
   const filled = target ? fillPlaceholder(target, before.get(target) ?? null, host, id) : null;
   if (isRefusal(filled)) return outcome(filled);
+  await ensureDir(paths); // with its .gitignore: pins are this checkout's, never committed
   if (!existing) await writePin(paths, { member_id: id, host });
   if (filled) await applyChanges([{ path: target!, content: filled }], before);
   const where = target ? recipe(host, id, target.slice(project.length + 1), filled !== null, before.get(target) != null) : `Set OPENCOMMS_MEMBER_ID=${id} in the environment of this member's MCP server.`;
