@@ -1,0 +1,41 @@
+// The file-system calls of the store's write path, in one object: production calls node:fs through
+// it (one property load per call), and the fault-injection tests replace its members to record
+// every call an operation makes and to fail any one of them (test/store/faults.test.ts).
+//
+// `writeAll` is the only way the store writes bytes: a write() may write fewer bytes than asked
+// (a full disk writes what fits, then fails), and bytes that did not all reach the file are an
+// error, never a success.
+import {
+  closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeSync,
+} from 'node:fs';
+
+export const storeFs = {
+  openSync, closeSync, writeSync, fsyncSync, ftruncateSync, renameSync, unlinkSync, mkdirSync, readSync, fstatSync,
+};
+export type StoreFs = typeof storeFs;
+
+/** Thrown when a write moved no bytes: the file system took nothing (it reports no error code). */
+const stalled = () => Object.assign(new Error('write wrote 0 bytes'), { code: 'EIO' });
+
+/** Writes every byte of `bytes` at the descriptor's position, calling write() again for the rest
+ *  of a short write; throws what the file system throws (ENOSPC when the rest does not fit). */
+export function writeAll(fd: number, bytes: Uint8Array): void {
+  let done = storeFs.writeSync(fd, bytes);
+  while (done < bytes.length) {
+    const n = storeFs.writeSync(fd, bytes, done, bytes.length - done);
+    if (n <= 0) throw stalled();
+    done += n;
+  }
+}
+
+/** The store cannot write: a full disk, a read-only file system, an I/O error. Whatever it was
+ *  writing was taken back (or never named by anything a reader follows), so the operation left
+ *  no trace. `code` is the file system's (ENOSPC, EROFS, EIO, ...). */
+export class StoreWriteError extends Error {
+  constructor(readonly code: string, readonly what: string, cause: unknown) {
+    super(`the store could not write ${what} (${code}); nothing was changed`, { cause });
+  }
+}
+
+/** The file system's error code of a thrown value ('EIO' when it has none). */
+export const codeOf = (e: unknown): string => (e as NodeJS.ErrnoException)?.code ?? 'EIO';
