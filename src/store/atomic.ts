@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
-import { storeFs, writeAll } from './fs.ts';
+import { closeQuietly, storeFs, writeAll } from './fs.ts';
 
 export interface AtomicFsOps {
   rename(from: string, to: string): void;
@@ -32,7 +32,7 @@ export function syncDir(dir: string) {
   try {
     storeFs.fsyncSync(fd);
   } finally {
-    storeFs.closeSync(fd);
+    closeQuietly(fd);
   }
 }
 

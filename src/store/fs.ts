@@ -14,6 +14,17 @@ export const storeFs = {
 };
 export type StoreFs = typeof storeFs;
 
+/** Closes a descriptor whose writes are done and checked (or never happened): a close that
+ *  reports an error then changes nothing a reader sees, and must not fail an operation that
+ *  already happened. Linux releases the descriptor either way. */
+export function closeQuietly(fd: number): void {
+  try {
+    storeFs.closeSync(fd);
+  } catch {
+    // see above
+  }
+}
+
 /** Thrown when a write moved no bytes: the file system took nothing (it reports no error code). */
 const stalled = () => Object.assign(new Error('write wrote 0 bytes'), { code: 'EIO' });
 

@@ -8,7 +8,7 @@ import { EnvelopeSchema } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import type { StorePaths } from './paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
-import { codeOf, StoreWriteError, storeFs, writeAll } from './fs.ts';
+import { closeQuietly, codeOf, StoreWriteError, storeFs, writeAll } from './fs.ts';
 
 const CHUNK_BYTES = 64 * 1024;
 
@@ -92,7 +92,7 @@ function takeBack(file: string, size: number) {
     try {
       storeFs.ftruncateSync(fd, size);
     } finally {
-      storeFs.closeSync(fd);
+      closeQuietly(fd);
     }
   } catch {
     closeLog(file);
@@ -110,7 +110,7 @@ function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log:
       openLogs.set(file, kept);
       return { log: kept, size: st.size };
     }
-    storeFs.closeSync(kept.fd);
+    closeQuietly(kept.fd);
   }
   let fd: number;
   try {
@@ -129,7 +129,7 @@ function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log:
 function closeLog(file: string) {
   const log = openLogs.get(file);
   openLogs.delete(file);
-  if (log) storeFs.closeSync(log.fd);
+  if (log) closeQuietly(log.fd);
 }
 
 /** Closes the logs of one project this process keeps open (its store is closing). */

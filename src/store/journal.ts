@@ -5,19 +5,20 @@
 // A line is `{"n":<1-based count>,"ops":[...],"tag":"<8 hex>"}` followed by "\n", written whole
 // or taken back: a killed writer leaves whole lines and at most one torn line at the end. A line
 // without its newline (power loss, a full disk, or a reader racing the writer) is not applied, and
-// the next writer starts on a fresh line.
+// the next writer ends it with `#` (no reader parses it then) and starts a fresh line.
 //
 // Every reader remembers the last TAIL_BYTES bytes before where it read up to (its `tail`). The
 // random tag makes them unique to that line, so a reader or writer whose journal was cut and
 // written again under it (a truncate, a restored copy) finds other bytes there, even where the
 // length came out the same, and loads again instead of skipping what was written after the cut.
 import { randomBytes } from 'node:crypto';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Op } from '../protocol/draft.ts';
 import type { StorePaths } from './paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
 import { FILE_KEY_FIELDS, type FileKey } from './file-key.ts';
-import { codeOf, StoreWriteError, storeFs, writeAll } from './fs.ts';
+import { closeQuietly, codeOf, StoreWriteError, storeFs, writeAll } from './fs.ts';
 
 export const JOURNAL_ID_RE = /^[0-9a-f]{16}$/;
 
@@ -57,6 +58,9 @@ export function newTag(): string {
 /** The last TAIL_BYTES bytes of `before` followed by `bytes`. */
 export const tailAfter = (before: Buffer, bytes: Buffer): Buffer =>
   bytes.length >= TAIL_BYTES ? Buffer.from(bytes.subarray(bytes.length - TAIL_BYTES)) : Buffer.concat([before, bytes]).subarray(-TAIL_BYTES);
+
+/** What a writer puts after a torn tail: `#` makes it invalid JSON whatever it holds. */
+const TORN_END = '#\n';
 
 /** The journal is not what this process read: cut, or cut and written again. */
 export class JournalCut extends Error {}
@@ -100,19 +104,19 @@ export type JournalRead =
 export function readJournal(file: string, offset: number, next: number, tail: Buffer = EMPTY): JournalRead {
   let fd: number;
   try {
-    fd = storeFs.openSync(file, 'r');
+    fd = openSync(file, 'r');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'absent' };
     throw e;
   }
   try {
-    const size = storeFs.fstatSync(fd).size;
+    const size = fstatSync(fd).size;
     if (size < offset) return { kind: 'cut', cause: `the journal is ${size} bytes, shorter than the ${offset} this process had read` };
     const from = offset - tail.length;
     const buf = Buffer.allocUnsafe(size - from);
     let got = 0;
     while (got < buf.length) {
-      const n = storeFs.readSync(fd, buf, got, buf.length - got, from + got);
+      const n = readSync(fd, buf, got, buf.length - got, from + got);
       if (n === 0) break;
       got += n;
     }
@@ -153,7 +157,7 @@ export function readJournal(file: string, offset: number, next: number, tail: Bu
     }
     return done('ok');
   } finally {
-    storeFs.closeSync(fd);
+    closeSync(fd);
   }
 }
 
@@ -206,8 +210,10 @@ export class JournalWriter {
     const size = opts.size ?? storeFs.fstatSync(fd).size;
     const json = JSON.stringify(entry);
     let text = `${json.slice(0, -1)},"tag":"${newTag()}"}\n`;
-    // Past what was read there can only be a torn tail (a write cut short): a fresh line.
-    if (size !== opts.offset && size > 0 && !endsWithNewline(fd, size)) text = `\n${text}`;
+    // Past what was read there can only be a torn tail (a write cut short): ended as a line no
+    // reader parses, then a fresh line. A bare newline would make a whole entry of a tail that
+    // lacked only its newline, counted the same as this one.
+    if (size !== opts.offset && size > 0 && !endsWithNewline(fd, size)) text = `${TORN_END}${text}`;
     opts.guard?.();
     const bytes = Buffer.from(text);
     try {
@@ -231,7 +237,7 @@ export class JournalWriter {
   }
 
   close(): void {
-    if (this.fd !== null) storeFs.closeSync(this.fd);
+    if (this.fd !== null) closeQuietly(this.fd);
     this.fd = null;
     this.id = null;
   }

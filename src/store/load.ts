@@ -75,10 +75,10 @@ export function lostSnapshot(paths: StorePaths): string | null {
   return `.opencomms/state.json is missing, but the journal that continued it is there (${held.map((n) => `journal/${n}`).join(', ')}): put state.json back from a backup; or, to start the project empty, move the journal/ folder aside`;
 }
 
-/** A corrupt file is copied to `state.corrupt.<ms>.json`, and a fresh state with one error naming
- *  it takes its place; journals that continued the corrupt file are renamed `<id>.corrupt.<ms>.jsonl`
- *  after that (no later compaction removes them). The copy is written before anything is replaced:
- *  at no moment is the only copy of the old bytes renamed away. `cause` says what was wrong. */
+/** A corrupt file is copied to `state.corrupt.<ms>.json`, the journals that continued it are
+ *  renamed `<id>.corrupt.<ms>.jsonl` (no compaction removes those), and a fresh state with one
+ *  error naming them takes its place. The copy is written before anything is replaced: at no
+ *  moment is the only copy of the old bytes gone. `cause` says what was wrong. */
 async function recoverCorrupt(paths: StorePaths, cause: string, text: Buffer, opts: SaveOptions): Promise<Snapshot> {
   let at = Date.now();
   while (await exists(join(paths.dir, `state.corrupt.${at}.json`))) at++; // never overwrite an older backup
@@ -93,8 +93,10 @@ async function recoverCorrupt(paths: StorePaths, cause: string, text: Buffer, op
     reason: 'state_corrupt',
     message: `state.json was corrupt (${cause}); it was preserved as ${backup}${kept} and a fresh state was started.`,
   });
-  const pin = await saveState(paths, serialize(state), opts);
+  // The journals first: once the fresh state is there, the next compaction removes every
+  // journal it does not name. Until then a reader still finds the corrupt file and waits here.
   for (const [from, to] of journals) storeFs.renameSync(join(paths.journal, from), join(paths.journal, to));
+  const pin = await saveState(paths, serialize(state), opts);
   return { state, journalId: null, pin };
 }
 

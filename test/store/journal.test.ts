@@ -87,7 +87,7 @@ describe('whole lines only', () => {
     const b = open();
     expect(await b.mutate(incrementCounter)).toBe(3);
     const text = await readFile(file, 'utf8');
-    expect(text).toMatch(/"message":"99"\n\{"n":/); // the torn bytes kept, a fresh line after them
+    expect(text).toMatch(/"message":"99"#\n\{"n":/); // the torn bytes kept, a fresh line after them
     expect(counterOf(await loadFresh())).toBe(3);
     expect((await loadFresh()).errors.some((e) => e.reason === 'state_corrupt')).toBe(false);
   });
