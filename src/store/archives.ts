@@ -7,7 +7,7 @@ import { isArchiveId } from '../protocol/ids.ts';
 import { ArchiveSchema, type Archive, type ArchiveInput } from '../protocol/archive.ts';
 export { ArchiveSchema, type Archive, type ArchiveInput };
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
-import { storeFs } from './fs.ts';
+import { makeDir, storeFs } from './fs.ts';
 import type { StorePaths } from './paths.ts';
 
 export interface InvalidFile {
@@ -24,7 +24,7 @@ export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive:
   if (!isArchiveId(archive.channel_id)) throw new Error(`archive: invalid channel id ${JSON.stringify(archive.channel_id)}`);
   const parsed = ArchiveSchema.parse(archive); // never write a file the reader would skip
   const file = archiveFile(paths, parsed.channel_id);
-  storeFs.mkdirSync(paths.archives, { recursive: true });
+  makeDir(paths.archives, durable);
   const before = previous(file);
   await writeAtomic(file, `${JSON.stringify(parsed, null, 2)}\n`, { tmpPrefix: '.arch', durable });
   return () => {

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
-import { closeQuietly, storeFs, writeAll } from './fs.ts';
+import { storeFs, syncDir, writeAll } from './fs.ts';
 
 export interface AtomicFsOps {
   rename(from: string, to: string): void;
@@ -24,16 +24,6 @@ export interface WriteAtomicOptions {
   durable?: boolean;
   /** Waits before each rename attempt (default RENAME_RETRY_DELAYS_MS). */
   delays?: readonly number[];
-}
-
-/** Makes a rename itself durable. */
-export function syncDir(dir: string) {
-  const fd = storeFs.openSync(dir, 'r');
-  try {
-    storeFs.fsyncSync(fd);
-  } finally {
-    closeQuietly(fd);
-  }
 }
 
 /** A text given in pieces is written this many characters at a time: the pieces are never

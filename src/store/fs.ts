@@ -8,6 +8,7 @@
 import {
   closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeSync,
 } from 'node:fs';
+import { dirname } from 'node:path';
 
 export const storeFs = {
   openSync, closeSync, writeSync, fsyncSync, ftruncateSync, renameSync, unlinkSync, mkdirSync, readSync, fstatSync,
@@ -22,6 +23,40 @@ export function closeQuietly(fd: number): void {
     storeFs.closeSync(fd);
   } catch {
     // see above
+  }
+}
+
+/** Makes a rename, a creation or a removal in `dir` durable. */
+export function syncDir(dir: string): void {
+  const fd = storeFs.openSync(dir, 'r');
+  try {
+    storeFs.fsyncSync(fd);
+  } finally {
+    closeQuietly(fd);
+  }
+}
+
+/** mkdir -p; at `durable`, the new directory's name is synced into its parent (an fsync of a
+ *  file inside it does not make the directory itself survive a power loss). */
+export function makeDir(dir: string, durable: boolean): void {
+  const first = storeFs.mkdirSync(dir, { recursive: true });
+  if (first === undefined || !durable) return;
+  for (let d = dir; ; d = dirname(d)) {
+    syncDir(dirname(d));
+    if (d === first) return;
+  }
+}
+
+/** Opens a file for appending, creating it if absent; at `durable`, a file it created has its
+ *  name synced into the directory (its own fsync keeps its bytes, not its name). */
+export function openAppend(file: string, durable: boolean): number {
+  try {
+    const fd = storeFs.openSync(file, 'ax+');
+    if (durable) syncDir(dirname(file));
+    return fd;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    return storeFs.openSync(file, 'a+');
   }
 }
 

@@ -8,7 +8,7 @@ import { EnvelopeSchema } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import type { StorePaths } from './paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
-import { closeQuietly, codeOf, StoreWriteError, storeFs, writeAll } from './fs.ts';
+import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs, writeAll } from './fs.ts';
 
 const CHUNK_BYTES = 64 * 1024;
 
@@ -59,7 +59,7 @@ export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: rea
   for (const [file, lines] of files) {
     let size = -1;
     try {
-      const opened = openForAppend(paths, file);
+      const opened = openForAppend(paths, file, durable);
       size = opened.size;
       const { log } = opened;
       // A torn last line (crash mid-append) must not swallow our first line.
@@ -101,7 +101,7 @@ function takeBack(file: string, size: number) {
 
 /** The log's open descriptor and its size now; opened (its directory made when missing) if this
  *  process has none for it, or the one it has was deleted. */
-function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log: OpenLog; size: number } {
+function openForAppend(paths: Pick<StorePaths, 'history'>, file: string, durable: boolean): { log: OpenLog; size: number } {
   const kept = openLogs.get(file);
   if (kept) {
     const st = storeFs.fstatSync(kept.fd);
@@ -114,11 +114,11 @@ function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log:
   }
   let fd: number;
   try {
-    fd = storeFs.openSync(file, 'a+');
+    fd = openAppend(file, durable);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    storeFs.mkdirSync(paths.history, { recursive: true });
-    fd = storeFs.openSync(file, 'a+');
+    makeDir(paths.history, durable);
+    fd = openAppend(file, durable);
   }
   const log: OpenLog = { fd, end: -1 };
   openLogs.set(file, log);

@@ -18,7 +18,7 @@ import type { Op } from '../protocol/draft.ts';
 import type { StorePaths } from './paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
 import { FILE_KEY_FIELDS, type FileKey } from './file-key.ts';
-import { closeQuietly, codeOf, StoreWriteError, storeFs, writeAll } from './fs.ts';
+import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs, writeAll } from './fs.ts';
 
 export const JOURNAL_ID_RE = /^[0-9a-f]{16}$/;
 
@@ -180,11 +180,11 @@ export class JournalWriter {
   private fd: number | null = null;
   private id: string | null = null;
 
-  private open(paths: Pick<StorePaths, 'journal'>, id: string): number {
+  private open(paths: Pick<StorePaths, 'journal'>, id: string, durable: boolean): number {
     if (this.id !== id || this.fd === null) {
       this.close();
-      storeFs.mkdirSync(paths.journal, { recursive: true });
-      this.fd = storeFs.openSync(journalFile(paths, id), 'a+');
+      makeDir(paths.journal, durable);
+      this.fd = openAppend(journalFile(paths, id), durable);
       this.id = id;
     }
     return this.fd;
@@ -193,9 +193,9 @@ export class JournalWriter {
   /** The journal's size, after checking that the bytes before `offset` are `tail` (one read,
    *  in place of the stat an append needs anyway); throws JournalCut when they are not. Under
    *  the lock, so the size stays until this process appends. */
-  end(paths: Pick<StorePaths, 'journal'>, id: string, offset: number, tail: Buffer): number {
-    const fd = this.open(paths, id);
-    if (offset === 0) return storeFs.fstatSync(fd).size;
+  end(paths: Pick<StorePaths, 'journal'>, id: string, offset: number, tail: Buffer): number | null {
+    if (offset === 0) return null; // nothing read: nothing to check, and no file to create yet
+    const fd = this.open(paths, id, false);
     const buf = Buffer.allocUnsafe(tail.length + 1);
     const got = storeFs.readSync(fd, buf, 0, buf.length, offset - tail.length);
     if (got < tail.length || !buf.subarray(0, tail.length).equals(tail))
@@ -206,7 +206,7 @@ export class JournalWriter {
   /** Appends one entry whole, or not at all (what a failed write left is cut off again); returns
    *  the journal's size after it and the tail there. */
   append(paths: Pick<StorePaths, 'journal'>, id: string, entry: Entry, opts: AppendOptions): { offset: number; tail: Buffer } {
-    const fd = this.open(paths, id);
+    const fd = this.open(paths, id, opts.durable);
     const size = opts.size ?? storeFs.fstatSync(fd).size;
     const json = JSON.stringify(entry);
     let text = `${json.slice(0, -1)},"tag":"${newTag()}"}\n`;
