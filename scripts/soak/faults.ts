@@ -1,12 +1,16 @@
 // `npm run soak -- --faults`: the long form of test/store/faults.test.ts. Every fault point the
 // recorder finds (operation × file-system call × fault, at both durability levels) is run, and the
 // journal is cut at every byte offset of its last line under processes holding its old length.
-// One JSON line says how many points ran and what failed; exit 1 on any failure.
+// Then every crash state (test/helpers/crash.ts) of a send, a pull, a compaction and a journal's
+// first line at both levels. One JSON line per part says how many ran and what failed (at
+// `default`, how many power-loss states lose acknowledged mail: the documented promise); exit 1
+// on any failure.
 //
 //   npm run soak -- --faults            every point and every offset
 //   options: --limit N (fault points per scenario and level, seeded sample)  --seed N
 import { Bench, faultPoints, lastLine, runCut, runPoint, sample, SCENARIOS } from '../../test/helpers/faults.ts';
 import { send } from '../../test/helpers/mail.ts';
+import { checkCrash, CRASH_OPERATIONS } from '../../test/helpers/crash.ts';
 
 export async function faults(argv: string[]): Promise<boolean> {
   const arg = (name: string) => {
@@ -46,9 +50,30 @@ export async function faults(argv: string[]): Promise<boolean> {
     }
     const line = { figure: 'store faults', fault_points_found: found, fault_points_run: covered, cut_offsets: cuts, failures: failures.length, seconds: Math.round((Date.now() - started) / 1000) };
     process.stdout.write(`${JSON.stringify(line)}\n`);
+    const crash = await crashStates(bench, limit, seed, failures);
     for (const f of failures.slice(0, 20)) process.stderr.write(`FAIL ${f}\n`);
-    return failures.length === 0;
+    return failures.length === 0 && crash;
   } finally {
     await bench.dispose();
   }
+}
+
+/** Every crash state of each operation at both levels: one JSON line each. */
+async function crashStates(bench: Bench, limit: number, seed: number, failures: string[]): Promise<boolean> {
+  let ok = true;
+  for (const durability of ['default', 'durable'] as const) {
+    for (const op of CRASH_OPERATIONS) {
+      const r = await checkCrash(bench, op, durability, limit, seed);
+      const powerLosses = r.losses.length - r.killLosses;
+      const line = {
+        figure: 'store crash states', operation: op.name, durability, ops: r.ops.length, kill_states: r.kill, power_states: r.power, checked: r.checked,
+        not_loading: r.broken.length, kill_states_losing: r.killLosses, power_states_losing: powerLosses,
+      };
+      process.stdout.write(`${JSON.stringify(line)}\n`);
+      const bad = [...r.broken, ...r.losses.slice(0, r.killLosses), ...(durability === 'durable' ? r.losses : [])];
+      for (const b of bad) failures.push(`${durability} ${op.name}: ${b}`);
+      if (bad.length) ok = false;
+    }
+  }
+  return ok;
 }

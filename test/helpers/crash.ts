@@ -4,9 +4,13 @@
 // prefix of the operations with any of them that no fsync forced yet lost (in any combination:
 // POSIX orders nothing without fsync), and the last write kept torn. A kill -9 loses nothing the
 // kernel took: its states are the prefixes themselves.
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { storeFs } from '../../src/store/fs.ts';
+import { resolvePaths } from '../../src/store/paths.ts';
+import { FileStore } from '../../src/store/store.ts';
+import { sample, type Bench } from './faults.ts';
+import { live, pull, send, type Proc } from './mail.ts';
 
 export type FsOp =
   | { kind: 'create'; path: string }
@@ -174,4 +178,75 @@ export function materialise(state: CrashState, dir: string): void {
   }
 }
 
-export const sizeOf = (p: string) => statSync(p).size;
+export interface CrashOperation {
+  name: string;
+  compactBytes?: number;
+  /** Compacted just before: the operation's line creates the journal. */
+  fresh?: boolean;
+  run(p: Proc): Promise<{ acknowledged: string[] }>;
+}
+
+/** Contents acknowledged before the operation: one, two (pending). */
+export const CRASH_OPERATIONS: CrashOperation[] = [
+  { name: 'send', run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }) },
+  { name: 'pull', run: async (p) => ((await pull(p)).result.ok ? { acknowledged: [] } : { acknowledged: [] }) },
+  { name: 'compaction', compactBytes: 0, run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }) },
+  { name: 'first line of a journal', fresh: true, run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }) },
+];
+
+/** Contents the project holds: live, or delivered into a history log. */
+async function held(dir: string): Promise<string[]> {
+  const s = new FileStore(dir);
+  try {
+    const state = await s.read();
+    const out = Object.values(state.messages).map((m) => m.content);
+    const folder = resolvePaths(dir).history;
+    let names: string[] = [];
+    try {
+      names = readdirSync(folder);
+    } catch {
+      // no history yet
+    }
+    for (const n of names) for (const l of readFileSync(join(folder, n), 'utf8').split('\n')) if (l.startsWith('{') && l.endsWith('}')) out.push((JSON.parse(l) as { content: string }).content);
+    return out;
+  } finally {
+    await s.close();
+  }
+}
+
+/** Records `op` on a fresh copy of a template (one, two pending) and checks its crash states: kill
+ *  -9 states all, power-loss states a seeded `limit` of them. */
+export async function checkCrash(bench: Bench, op: CrashOperation, durability: 'default' | 'durable', limit: number, seed: number) {
+  const template = await bench.template(['one', 'two']);
+  const dir = bench.copy(template);
+  const p = bench.open(dir, { durability, compactBytes: op.compactBytes });
+  if (op.fresh) await p.store.compact();
+  await live(p);
+  const before = filesOf(dir);
+  const { value, ops } = await recordOps(dir, () => op.run(p));
+  await bench.closeAll();
+  const kill = crashStates(before, ops, false);
+  const power = crashStates(before, ops, true);
+  const losses: string[] = [];
+  const broken: string[] = [];
+  const check = async (state: CrashState, kind: 'kill' | 'power') => {
+    const at = join(bench.root, `crash${Math.random().toString(16).slice(2)}`);
+    materialise(state, at);
+    const label = `${kind} after ${state.prefix}/${ops.length} ops, lost [${state.lost.map((i) => `${ops[i]!.kind} ${'path' in ops[i]! ? (ops[i] as { path: string }).path : (ops[i] as { to: string }).to}`).join(', ')}]${state.torn ? ', last write torn' : ''}`;
+    let got: string[];
+    try {
+      got = await held(at);
+    } catch (e) {
+      broken.push(`${label}: does not load (${(e as Error).message})`);
+      return;
+    }
+    const acked = ['one', 'two', ...(state.prefix === ops.length ? value.acknowledged : [])];
+    const missing = acked.filter((m) => !got.includes(m));
+    if (missing.length) losses.push(`${label}: lost ${missing.join(', ')}`);
+  };
+  for (const s of kill) await check(s, 'kill');
+  const killLosses = losses.length;
+  for (const s of sample(power, limit, seed)) await check(s, 'power');
+  return { ops, kill: kill.length, power: power.length, checked: kill.length + Math.min(limit, power.length), killLosses, losses, broken };
+}
+

@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSyn
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RefusalError } from '../../src/protocol/result.ts';
+import { glance } from '../../src/store/glance.ts';
 import { inspectState } from '../../src/store/store.ts';
 import { tempProject } from '../helpers/store-fixtures.ts';
 import { live, pair, proc, pull, send, type Proc } from '../helpers/mail.ts';
@@ -160,6 +161,7 @@ describe('a lost snapshot', () => {
     expect(readFileSync(journalFileOf(id))).toEqual(journal);
     const inspected = await inspectState(dir);
     expect(inspected.kind).toBe('corrupt');
+    expect(glance(dir).kind).toBe('unknown'); // the hook runner's look takes the full path, never 'no mail'
     // Put back, the project is whole again.
     writeFileSync(stateFile(), snapshot);
     expect(await drain()).toEqual(['one', 'two']);
