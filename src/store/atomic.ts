@@ -7,16 +7,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
 import { storeFs, syncDir, writeAll } from './fs.ts';
 
-export interface AtomicFsOps {
-  rename(from: string, to: string): void;
-}
-const realFs: AtomicFsOps = { rename: (from, to) => storeFs.renameSync(from, to) };
 
 export interface WriteAtomicOptions {
   /** `.state`, `.arch`, `.pin`: the temp file is `<prefix>.<pid>.<8 hex>.tmp` next to the target. */
   tmpPrefix: string;
-  /** Injected by tests to make rename fail. */
-  fsOps?: AtomicFsOps;
   /** Runs before every rename attempt; throwing aborts the save (a lost lock must not write). */
   guard?: () => void;
   /** Survive power loss, not only a killed process: fsync the file before the rename and the
@@ -53,7 +47,7 @@ export const tempName = (prefix: string) => `${prefix}.${process.pid}.${randomBy
 
 /** One attempt, synchronously (no await, so nothing else of this process runs in between);
  *  throws when the rename fails, after removing the temp file. */
-export function writeAtomicSync(file: string, text: string | Iterable<string>, opts: Omit<WriteAtomicOptions, 'fsOps'> & { fsOps?: AtomicFsOps }): void {
+export function writeAtomicSync(file: string, text: string | Iterable<string>, opts: WriteAtomicOptions): void {
   const tmp = join(dirname(file), tempName(opts.tmpPrefix));
   try {
     const fd = storeFs.openSync(tmp, 'wx');
@@ -64,7 +58,7 @@ export function writeAtomicSync(file: string, text: string | Iterable<string>, o
       storeFs.closeSync(fd);
     }
     opts.guard?.();
-    (opts.fsOps ?? realFs).rename(tmp, file);
+    storeFs.renameSync(tmp, file);
   } catch (e) {
     try {
       storeFs.unlinkSync(tmp);
@@ -89,7 +83,6 @@ function syncRenamed(file: string) {
 
 export async function writeAtomic(file: string, text: string | Buffer, opts: WriteAtomicOptions): Promise<void> {
   const tmp = join(dirname(file), tempName(opts.tmpPrefix));
-  const fsOps = opts.fsOps ?? realFs;
   try {
     const fd = storeFs.openSync(tmp, 'wx');
     try {
@@ -103,7 +96,7 @@ export async function writeAtomic(file: string, text: string | Buffer, opts: Wri
       if (delay > 0) await sleep(delay);
       opts.guard?.();
       try {
-        fsOps.rename(tmp, file);
+        storeFs.renameSync(tmp, file);
         if (opts.durable) syncRenamed(file);
         return;
       } catch (e) {

@@ -10,7 +10,6 @@ import type { State } from '../protocol/schema.ts';
 import { writeAtomic } from './atomic.ts';
 import { keyOf, type FileKey } from './file-key.ts';
 import { JOURNAL_ID_RE } from './journal.ts';
-import type { AtomicFsOps } from './atomic.ts';
 import type { StorePaths } from './paths.ts';
 
 const pOpen = promisify(open);
@@ -153,7 +152,6 @@ const isMap = (v: unknown): v is Record<string, unknown> =>
 
 export interface SaveOptions {
   guard?: () => void;
-  fsOps?: AtomicFsOps;
   durable?: boolean;
 }
 

@@ -6,9 +6,10 @@
 //
 // The promises of the old whole-file rewrite hold: the lock serialises writers; a writer proves
 // it still holds the lock right before it writes; what is written is validated first; a process
-// killed at any point leaves whole lines and whole files (a journal line is one write() call, a
-// snapshot one rename); readers never apply a partial line. At the `durable` level every write is
-// also fsynced, so a power loss keeps it too.
+// killed at any point leaves whole lines and whole files (a journal line is one write() unless the
+// disk takes less, a snapshot one rename); readers never apply a partial line. A write that fails
+// is taken back and refused (fs.ts). At the `durable` level every write is also fsynced, so a
+// power loss keeps it too (docs/RELIABILITY.md, "Damage").
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +19,7 @@ import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limit
 import { emptyState, type State } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
-import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
+import { writeAtomic, writeAtomicSync } from './atomic.ts';
 import { appendHistory, closeHistoryLogs, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
 import { JournalCut, JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry, type Seal } from './journal.ts';
 import { codeOf, StoreWriteError, storeFs } from './fs.ts';
@@ -40,8 +41,6 @@ export type Durability = 'default' | 'durable';
 export interface FileStoreOptions {
   /** false = reload from disk for every call (benchmarks, debugging). */
   fastPath?: boolean;
-  /** Tests inject a failing rename here. */
-  fsOps?: AtomicFsOps;
   /** Default: OPENCOMMS_DURABILITY, else `default`. */
   durability?: Durability;
   /** Journal size that triggers a new snapshot; tests make it small. */
@@ -274,7 +273,7 @@ export class FileStore implements Store {
     const hit = this.catchUp();
     if (hit && this.atEnd()) return hit;
     if (this.damage === null) {
-      const snap = await loadLocked(this.paths, { guard: () => lock.assertHeld(), fsOps: this.options.fsOps });
+      const snap = await loadLocked(this.paths, { guard: () => lock.assertHeld() });
       if (this.adopt(snap)) {
         if (this.cut !== null) await this.recordCut(lock);
         return this.cache!.state;
@@ -524,7 +523,7 @@ export class FileStore implements Store {
   private async snapshot(state: State, lock: HeldLock, seal: Op[] | null, keep: string[] = []): Promise<void> {
     const c = this.cache!;
     const id = randomBytes(8).toString('hex');
-    const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld(), fsOps: this.options.fsOps };
+    const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld() };
     try {
       writeAtomicSync(this.paths.state, serializeChunks(raw(state), id), opts);
     } catch (e) {

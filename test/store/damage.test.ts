@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSyn
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RefusalError } from '../../src/protocol/result.ts';
+import { storeFs } from '../../src/store/fs.ts';
 import { glance } from '../../src/store/glance.ts';
 import { inspectState } from '../../src/store/store.ts';
 import { tempProject } from '../helpers/store-fixtures.ts';
@@ -107,8 +108,16 @@ describe('recovery of a damaged journal', () => {
     const id = journalId();
     // A line out of sequence: real damage, recovered under the lock by the next process.
     appendFileSync(journalFileOf(id), '{"n":99,"ops":[]}\n');
-    const failing = open({ fsOps: { rename: () => { throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' }); } } });
-    await expect(send(failing, 'three').then((r) => r.ok)).resolves.toBe(false);
+    const failing = open();
+    const rename = storeFs.renameSync;
+    storeFs.renameSync = () => {
+      throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    };
+    try {
+      expect((await send(failing, 'three')).ok).toBe(false);
+    } finally {
+      storeFs.renameSync = rename;
+    }
     // Nothing moved: state.json still names a journal that is there, and a fresh process loads
     // everything before the damage.
     expect(journalId()).toBe(id);
