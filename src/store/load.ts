@@ -20,6 +20,8 @@ import type { Pinned, SaveOptions } from './state-file.ts';
 export interface Snapshot {
   state: State;
   journalId: string | null;
+  /** The journal was created before the snapshot: if it is absent, it was lost. */
+  journalCreated: boolean;
   pin: Pinned | null;
 }
 
@@ -28,10 +30,10 @@ async function current(paths: StorePaths): Promise<Snapshot | { corrupt: string;
   if (r.kind === 'absent') {
     const lost = lostSnapshot(paths);
     if (lost) throw new RefusalError(refuse('state_unreadable', `${lost}. Nothing was changed.`, { code: 'ENOENT' }));
-    return { state: emptyState(), journalId: null, pin: null };
+    return { state: emptyState(), journalId: null, journalCreated: false, pin: null };
   }
   if (r.kind === 'corrupt') return { corrupt: r.cause, text: r.text };
-  return { state: r.state, journalId: r.journalId, pin: r.pin };
+  return { state: r.state, journalId: r.journalId, journalCreated: r.journalCreated, pin: r.pin };
 }
 
 /** Without the lock. null = this load needs the lock (corrupt file or a pending migration). */
@@ -52,7 +54,7 @@ export async function loadLocked(paths: StorePaths, opts: SaveOptions = {}): Pro
   const migrated = await migrateV1(paths, out.pin ? out.state : null, opts);
   if (migrated) {
     unpin(out.pin);
-    out = { state: migrated.state, journalId: null, pin: migrated.pin };
+    out = { state: migrated.state, journalId: null, journalCreated: false, pin: migrated.pin };
   }
   return out;
 }
@@ -97,7 +99,7 @@ async function recoverCorrupt(paths: StorePaths, cause: string, text: Buffer, op
   // journal it does not name. Until then a reader still finds the corrupt file and waits here.
   for (const [from, to] of journals) storeFs.renameSync(join(paths.journal, from), join(paths.journal, to));
   const pin = await saveState(paths, serialize(state), opts);
-  return { state, journalId: null, pin };
+  return { state, journalId: null, journalCreated: false, pin };
 }
 
 const journalNames = (paths: StorePaths): string[] => {

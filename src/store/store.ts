@@ -22,7 +22,7 @@ import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchi
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
 import { appendHistory, closeHistoryLogs, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
 import { JournalCut, JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry, type Seal } from './journal.ts';
-import { codeOf, StoreWriteError, storeFs } from './fs.ts';
+import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs } from './fs.ts';
 import { loadLockFree, loadLocked, lostSnapshot, type Snapshot } from './load.ts';
 import { lockHeld, withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
@@ -60,6 +60,8 @@ interface Cache {
   /** A pin on the snapshot's inode (null: there was no state.json). */
   pin: Pinned | null;
   journalId: string | null;
+  /** The snapshot says its journal was created before it: an absent journal is lost. */
+  created: boolean;
   /** Bytes of the journal applied, and entries; the last bytes before `offset` (journal.ts). */
   offset: number;
   count: number;
@@ -83,9 +85,9 @@ export class FileStore implements Store {
   private readonly journal = new JournalWriter();
   /** Set when the journal was found damaged: the next access recovers it under the lock. */
   private damage: string | null = null;
-  /** Set when the journal was found cut under this process: the next access loads what is on
-   *  disk and records the cut under the lock. */
-  private cut: string | null = null;
+  /** Damage to record in `state.errors` (a journal cut under this process, or lost): the next
+   *  access loads what is on disk and records it under the lock. */
+  private note: { reason: string; message: string } | null = null;
   /** A writer that finds the lock held applies what the holders before it appended meanwhile,
    *  instead of after taking it: with four writers that was three lines of every turn. */
   private readonly lockOptions = { whileBusy: () => void this.catchUpQuietly() };
@@ -253,14 +255,14 @@ export class FileStore implements Store {
       const hit = this.catchUp();
       if (hit) return hit;
       const seen = this.cache;
-      const snap = this.damage === null && this.cut === null ? await loadLockFree(this.paths) : null;
+      const snap = this.damage === null && this.note === null ? await loadLockFree(this.paths) : null;
       // Another call of this process loaded (or a mutation wrote) meanwhile: use that, never
       // put an older snapshot in its place.
       if (this.cache !== seen) {
         unpin(snap?.pin);
         continue;
       }
-      if (snap && this.adopt(snap)) return this.cache!.state;
+      if (snap && this.adopt(snap) && this.note === null) return this.cache!.state;
       await ensureDir(this.paths);
       return withLock(this.paths, (lock) => this.locked(lock));
     }
@@ -270,12 +272,12 @@ export class FileStore implements Store {
    *  under this process recorded. */
   private async locked(lock: HeldLock): Promise<State> {
     if (this.options.fastPath === false) this.drop();
-    const hit = this.catchUp();
+    const hit = this.note === null ? this.catchUp() : null;
     if (hit && this.atEnd()) return hit;
     if (this.damage === null) {
       const snap = await loadLocked(this.paths, { guard: () => lock.assertHeld() });
       if (this.adopt(snap)) {
-        if (this.cut !== null) await this.recordCut(lock);
+        if (this.note !== null) await this.recordNote(lock);
         return this.cache!.state;
       }
     }
@@ -302,17 +304,20 @@ export class FileStore implements Store {
   }
 
   private noteCut(c: Cache, cause: string) {
-    this.cut = `journal/${c.journalId}.jsonl was cut under this process (${cause}); it had applied ${c.count} entries of it, and what the journal holds now was loaded instead`;
+    this.note = {
+      reason: 'journal_cut',
+      message: `journal/${c.journalId}.jsonl was cut under this process (${cause}); it had applied ${c.count} entries of it, and what the journal holds now was loaded instead. Entries after the cut that no process wrote again are lost; check the recent messages.`,
+    };
     this.drop();
   }
 
-  /** Writes the note of a cut into the state loaded after it, as a new snapshot (which also
-   *  leaves the journal whole again). */
-  private async recordCut(lock: HeldLock) {
+  /** Writes the note into the state loaded after the damage, as a new snapshot (which also
+   *  leaves a journal that is whole again). */
+  private async recordNote(lock: HeldLock) {
     const c = this.cache!;
-    raw(c.state).errors.push({ at: Date.now(), reason: 'journal_cut', message: `${this.cut}. Entries after the cut that no process wrote again are lost; check the recent messages.` });
+    raw(c.state).errors.push({ at: Date.now(), ...this.note! });
     await this.snapshot(c.state, lock, null);
-    this.cut = null;
+    this.note = null;
   }
 
   /** The cached state with what other processes appended since applied; null when it must be
@@ -334,8 +339,8 @@ export class FileStore implements Store {
     const file = journalFile(this.paths, c.journalId);
     const size = statSync(file, { throwIfNoEntry: false })?.size;
     if (size === undefined) {
-      if (c.offset === 0) return true; // nothing appended to this snapshot yet
-      this.drop(); // compacted away between our two stats
+      if (c.offset === 0 && !c.created) return true; // nothing appended to this snapshot yet
+      this.drop(); // compacted away between our two stats, or lost: the load says which
       return false;
     }
     return size === c.offset || this.applyJournal(c, file);
@@ -401,7 +406,7 @@ export class FileStore implements Store {
       return fail();
     }
     unpin(c.pin);
-    Object.assign(c, { pin, journalId: seal.journal, offset: 0, count: 0, tail: NO_TAIL });
+    Object.assign(c, { pin, journalId: seal.journal, created: true, offset: 0, count: 0, tail: NO_TAIL });
     this.journal.close();
     storeStats.sealsFollowed++;
     return 'followed';
@@ -411,9 +416,25 @@ export class FileStore implements Store {
    *  damaged (the good part is applied; `damage` says why). */
   private adopt(snap: Snapshot): boolean {
     this.drop();
-    const c: Cache = { state: snap.state, pin: snap.pin, journalId: snap.journalId, offset: 0, count: 0, tail: NO_TAIL, size: null };
+    const c: Cache = { state: snap.state, pin: snap.pin, journalId: snap.journalId, created: snap.journalCreated, offset: 0, count: 0, tail: NO_TAIL, size: null };
     this.cache = c;
-    return !c.journalId || this.applyJournal(c, journalFile(this.paths, c.journalId));
+    if (!c.journalId) return true;
+    const file = journalFile(this.paths, c.journalId);
+    if (c.created && !existsSync(file) && this.stillCurrent(c)) {
+      this.note = {
+        reason: 'journal_missing',
+        message: `journal/${c.journalId}.jsonl, which continued state.json, is gone: the state as of that snapshot was loaded, and what was written after it is lost; check the recent messages.`,
+      };
+      return true;
+    }
+    return this.applyJournal(c, file);
+  }
+
+  /** state.json is still the snapshot cached (not replaced since it was read, by a compaction
+   *  that may since have removed the journal the cache names). */
+  private stillCurrent(c: Cache): boolean {
+    const key = statKey(this.paths.state);
+    return key !== null && c.pin !== null && sameKey(key, c.pin.key);
   }
 
   private applyJournal(c: Cache, file: string): boolean {
@@ -524,6 +545,14 @@ export class FileStore implements Store {
     const c = this.cache!;
     const id = randomBytes(8).toString('hex');
     const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld() };
+    // The journal exists before the snapshot that names it (`journal_created`): a reader that
+    // then finds it absent knows it was lost.
+    try {
+      makeDir(this.paths.journal, this.durable);
+      closeQuietly(openAppend(journalFile(this.paths, id), this.durable));
+    } catch (e) {
+      throw writeError(e, 'the journal');
+    }
     try {
       writeAtomicSync(this.paths.state, serializeChunks(raw(state), id), opts);
     } catch (e) {
@@ -532,6 +561,7 @@ export class FileStore implements Store {
       try {
         await writeAtomic(this.paths.state, serialize(raw(state), id), { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
       } catch (again) {
+        this.removeJournals(keep, [id]);
         throw writeError(again, 'state.json');
       }
       this.removeJournals([id, ...keep]);
@@ -550,7 +580,7 @@ export class FileStore implements Store {
     const sealed = seal !== null && c.journalId !== null && this.seal(c, seal, { journal: id, key: pin.key }, lock);
     const ended = c.journalId;
     unpin(c.pin);
-    Object.assign(c, { pin, journalId: id, offset: 0, count: 0, tail: NO_TAIL, size: null });
+    Object.assign(c, { pin, journalId: id, created: true, offset: 0, count: 0, tail: NO_TAIL, size: null });
     this.journal.close();
     this.removeJournals(sealed && ended ? [id, ended, ...keep] : [id, ...keep]);
   }
@@ -569,10 +599,12 @@ export class FileStore implements Store {
 
   /** Every journal but those in `keep` is inside the snapshot now (a crash before this leaves
    *  files behind, never state); damaged ones stay for the operator. A file that cannot be
-   *  removed stays too: the snapshot names another journal, and the next compaction tries again. */
-  private removeJournals(keep: string[]) {
+   *  removed stays too: the snapshot names another journal, and the next compaction tries again.
+   *  With `only`, just those ids (a snapshot that failed removes the journal it created). */
+  private removeJournals(keep: string[], only?: string[]) {
     for (const f of listJournals(this.paths)) {
       if (keep.some((k) => f === `${k}.jsonl`) || f.includes('.corrupt.')) continue;
+      if (only && !only.some((k) => f === `${k}.jsonl`)) continue;
       try {
         storeFs.unlinkSync(join(this.paths.journal, f));
       } catch {
@@ -615,7 +647,10 @@ export async function inspectState(projectDir: string): Promise<Inspection> {
   if (!r.journalId) return { kind: 'ok', state: r.state, journal: { id: null, entries: 0, bytes: 0 } };
   const j = readJournal(journalFile(paths, r.journalId), 0, 1);
   if (j.kind === 'cut') return { kind: 'corrupt', cause: `journal: ${j.cause}` }; // not from offset 0: changed while read
-  if (j.kind === 'absent') return { kind: 'ok', state: r.state, journal: { id: r.journalId, entries: 0, bytes: 0 } };
+  if (j.kind === 'absent')
+    return r.journalCreated
+      ? { kind: 'corrupt', cause: `journal/${r.journalId}.jsonl, which continues state.json, is gone` }
+      : { kind: 'ok', state: r.state, journal: { id: r.journalId, entries: 0, bytes: 0 } };
   for (const entry of j.entries) {
     applyOps(r.state, entry.ops);
     const problem = checkOps(r.state, entry.ops, false).problem;

@@ -146,6 +146,24 @@ describe('a journal cut under running processes', () => {
   });
 });
 
+describe('a lost journal', () => {
+  it('is reported in state.errors and by inspectState, and the snapshot it continued is kept', async () => {
+    const a = open();
+    await pair(a);
+    for (const m of ['one', 'two']) expect((await send(a, m)).ok).toBe(true);
+    await a.store.compact(); // one and two are in the snapshot now
+    expect((await send(a, 'three')).ok).toBe(true); // a line of the journal only
+    unlinkSync(journalFileOf(journalId()));
+    expect(await inspectState(dir)).toMatchObject({ kind: 'corrupt', cause: expect.stringMatching(/is gone/) });
+    // A running process and a fresh one: the snapshot's state, and the loss recorded once.
+    expect((await send(a, 'four')).ok).toBe(true);
+    const state = await open().store.read();
+    expect(Object.values(state.messages).map((m) => m.content)).toEqual(['one', 'two', 'four']);
+    expect(state.errors.filter((e) => e.reason === 'journal_missing')).toHaveLength(1);
+    expect((await inspectState(dir)).kind).toBe('ok');
+  });
+});
+
 describe('a lost snapshot', () => {
   it('is reported and refused, never replaced by an empty state, and its journal is kept', async () => {
     const a = open();
