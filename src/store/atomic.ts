@@ -47,7 +47,7 @@ export const tempName = (prefix: string) => `${prefix}.${process.pid}.${randomBy
 
 /** One attempt, synchronously (no await, so nothing else of this process runs in between);
  *  throws when the rename fails, after removing the temp file. */
-export function writeAtomicSync(file: string, text: string | Iterable<string>, opts: WriteAtomicOptions): void {
+export function writeAtomicSync(file: string, text: string | Buffer | Iterable<string>, opts: WriteAtomicOptions): void {
   const tmp = join(dirname(file), tempName(opts.tmpPrefix));
   try {
     const fd = storeFs.openSync(tmp, 'wx');

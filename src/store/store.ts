@@ -11,7 +11,7 @@
 // is taken back and refused (fs.ts). At the `durable` level every write is also fsynced, so a
 // power loss keeps it too (docs/RELIABILITY.md, "Damage").
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { applyOps, detach, raw, track, type Draft, type Op } from '../protocol/draft.ts';
@@ -481,23 +481,30 @@ export class FileStore implements Store {
   }
 
   /** A damaged journal: the state up to the damage is kept, and a new snapshot (with an error
-   *  naming the journal's backup) replaces them (§2.7, for the journal). The snapshot is written
-   *  first and the journal renamed after: until the new snapshot is on disk, the old one and its
-   *  journal stay exactly where a reader looks for them. */
+   *  naming the journal's backup) replaces them (§2.7, for the journal). The journal is copied to
+   *  its backup first, the snapshot written next, and the journal removed by that snapshot last:
+   *  at every step the old snapshot and its journal, or their replacement, are where a reader
+   *  looks for them. */
   private async recoverJournal(lock: HeldLock) {
     const c = this.cache!;
     const cause = this.damage ?? 'unknown damage';
     const at = Date.now();
     const damaged = c.journalId;
     const kept = `${damaged}.corrupt.${at}.jsonl`;
+    if (damaged) {
+      try {
+        writeAtomicSync(join(this.paths.journal, kept), readFileSync(journalFile(this.paths, damaged)), { tmpPrefix: '.journal', durable: this.durable, guard: () => lock.assertHeld() });
+      } catch (e) {
+        throw writeError(e, `journal/${kept}`);
+      }
+    }
     raw(c.state).errors.push({
       at,
       reason: 'state_corrupt',
       message: `The state journal was damaged (${cause}); it was preserved as journal/${kept} and the state before the damage was kept.`,
     });
     this.damage = null;
-    await this.snapshot(c.state, lock, null, damaged ? [damaged] : []);
-    if (damaged) storeFs.renameSync(journalFile(this.paths, damaged), join(this.paths.journal, kept));
+    await this.snapshot(c.state, lock, null);
   }
 
   /** Under test: what is on disk, loaded afresh, must equal what this process holds. A write the
@@ -541,7 +548,7 @@ export class FileStore implements Store {
    *  gets a last line with those ops naming the new file (followSeal), and is kept until the next
    *  compaction, so that processes up to date need not read the snapshot. A recovery does not
    *  seal: its state is what no journal holds. */
-  private async snapshot(state: State, lock: HeldLock, seal: Op[] | null, keep: string[] = []): Promise<void> {
+  private async snapshot(state: State, lock: HeldLock, seal: Op[] | null): Promise<void> {
     const c = this.cache!;
     const id = randomBytes(8).toString('hex');
     const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld() };
@@ -561,10 +568,10 @@ export class FileStore implements Store {
       try {
         await writeAtomic(this.paths.state, serialize(raw(state), id), { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
       } catch (again) {
-        this.removeJournals(keep, [id]);
+        this.removeJournals([], [id]);
         throw writeError(again, 'state.json');
       }
-      this.removeJournals([id, ...keep]);
+      this.removeJournals([id]);
       return;
     }
     // Renamed: every reader sees the new snapshot now, and the operation is done whatever fails
@@ -574,7 +581,7 @@ export class FileStore implements Store {
       pin = pinFile(this.paths.state);
     } catch {
       this.drop();
-      this.removeJournals([id, ...keep]);
+      this.removeJournals([id]);
       return;
     }
     const sealed = seal !== null && c.journalId !== null && this.seal(c, seal, { journal: id, key: pin.key }, lock);
@@ -582,7 +589,7 @@ export class FileStore implements Store {
     unpin(c.pin);
     Object.assign(c, { pin, journalId: id, created: true, offset: 0, count: 0, tail: NO_TAIL, size: null });
     this.journal.close();
-    this.removeJournals(sealed && ended ? [id, ended, ...keep] : [id, ...keep]);
+    this.removeJournals(sealed && ended ? [id, ended] : [id]);
   }
 
   /** Appends the seal to the journal the snapshot ends. The snapshot is on disk already: a seal
