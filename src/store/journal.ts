@@ -40,23 +40,28 @@ export interface Entry {
 }
 
 /** Bytes before a reader's offset that it compares: the tag, its quotes, `}` and the newline. */
-export const TAIL_BYTES = 12;
+const TAIL_BYTES = 12;
 
-/** The tag of a new line. A pool of random bytes refilled now and then: one randomBytes() call
- *  per line would cost more than the tag is worth. */
+/** Random bytes per tag: 8 hex digits, one chance in 2^32 that a line written again after a cut
+ *  ends like the one it replaced. */
+const TAG_BYTES = 4;
+/** Random bytes drawn at once: one randomBytes() call per line would cost more than the tag is
+ *  worth; 1,024 tags per call. */
+const TAG_POOL_BYTES = 4096;
+
 let pool = Buffer.alloc(0);
 let used = 0;
-export function newTag(): string {
-  if (used + 4 > pool.length) {
-    pool = randomBytes(4096);
+function newTag(): string {
+  if (used + TAG_BYTES > pool.length) {
+    pool = randomBytes(TAG_POOL_BYTES);
     used = 0;
   }
-  used += 4;
-  return pool.toString('hex', used - 4, used);
+  used += TAG_BYTES;
+  return pool.toString('hex', used - TAG_BYTES, used);
 }
 
 /** The last TAIL_BYTES bytes of `before` followed by `bytes`. */
-export const tailAfter = (before: Buffer, bytes: Buffer): Buffer =>
+const tailAfter = (before: Buffer, bytes: Buffer): Buffer =>
   bytes.length >= TAIL_BYTES ? Buffer.from(bytes.subarray(bytes.length - TAIL_BYTES)) : Buffer.concat([before, bytes]).subarray(-TAIL_BYTES);
 
 /** What a writer puts after a torn tail: `#` makes it invalid JSON whatever it holds. */
