@@ -9,7 +9,7 @@
 // killed at any point leaves whole lines and whole files (a journal line is one write() unless the
 // disk takes less, a snapshot one rename); readers never apply a partial line. A write that fails
 // is taken back and refused (fs.ts). At the `durable` level every write is also fsynced, so a
-// power loss keeps it too (docs/RELIABILITY.md, "Damage").
+// power loss keeps it too (docs/reliability.md, "Damage").
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';

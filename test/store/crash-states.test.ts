@@ -2,7 +2,7 @@
 // pull and a compaction, and every state a POSIX file system may leave when the power goes at any
 // point of them, at both durability levels. Every state loads; at `durable` nothing acknowledged
 // is lost; at `default` a kill -9 loses nothing, and what a power loss may lose is counted
-// (docs/RELIABILITY.md, "Damage").
+// (docs/reliability.md, "Damage").
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkCrash, CRASH_OPERATIONS } from '../helpers/crash.ts';
 import { Bench } from '../helpers/faults.ts';

@@ -1,5 +1,5 @@
 // The file store under the damage disks and operators do: a full disk, a journal cut under running
-// processes, a lost snapshot. The rules (docs/RELIABILITY.md, "Damage"): a write that did not reach
+// processes, a lost snapshot. The rules (docs/reliability.md, "Damage"): a write that did not reach
 // the disk whole is refused and leaves the store as it was; recovery never moves the only copy of
 // anything before its replacement is written; a lost snapshot is reported and its journal kept.
 import { execFileSync } from 'node:child_process';
