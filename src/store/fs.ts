@@ -50,6 +50,7 @@ export function makeDir(dir: string, durable: boolean): void {
 /** Opens a file for appending, creating it if absent; at `durable`, a file it created has its
  *  name synced into the directory (its own fsync keeps its bytes, not its name). */
 export function openAppend(file: string, durable: boolean): number {
+  if (!durable) return storeFs.openSync(file, 'a+'); // one call: whether it was created does not matter here
   try {
     const fd = storeFs.openSync(file, 'ax+');
     if (durable) syncDir(dirname(file));
