@@ -9,6 +9,8 @@
 //   options: --kills N  --max-seconds S  --interval MIN-MAX (ms between kills)  --seed N  --keep
 //            --compact-bytes N (the workers' journal size per snapshot: small = many compactions,
 //            killed mid-way and followed by their seals)
+//   npm run soak -- --faults      instead: every injected file-system fault of the store's write
+//                                 path and every cut of the journal's last line (faults.ts)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +21,7 @@ import type { Caller } from '../../src/engine/index.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
 import { openRuntime, processAlive } from '../../src/runtime/runtime.ts';
 import { analyse, verdict } from './analyse.ts';
+import { faults } from './faults.ts';
 import { CHANNELS, OWNERS, SOAK_COMPACT_BYTES, WRITERS, rng } from './plan.ts';
 import { readLog, type CheckRecord, type Incarnation, type PromptRecord, type WriterRecord } from './records.ts';
 
@@ -283,4 +286,5 @@ async function main() {
   process.exitCode = failed.length ? 1 : 0;
 }
 
-await main();
+if (process.argv.includes('--faults')) process.exitCode = (await faults(process.argv.slice(2))) ? 0 : 1;
+else await main();

@@ -1,11 +1,13 @@
 // Saved-session archives, `archives/<channel_id>.json` (FEATURES.md §2.6). Ids are checked
 // against ARCHIVE_ID_RE before any path is built from one.
-import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isArchiveId } from '../protocol/ids.ts';
 import { ArchiveSchema, type Archive, type ArchiveInput } from '../protocol/archive.ts';
 export { ArchiveSchema, type Archive, type ArchiveInput };
-import { writeAtomic } from './atomic.ts';
+import { writeAtomic, writeAtomicSync } from './atomic.ts';
+import { makeDir, storeFs } from './fs.ts';
 import type { StorePaths } from './paths.ts';
 
 export interface InvalidFile {
@@ -15,12 +17,33 @@ export interface InvalidFile {
 
 const archiveFile = (paths: Pick<StorePaths, 'archives'>, id: string) => join(paths.archives, `${id}.json`);
 
-export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive: ArchiveInput, durable = false): Promise<Archive> {
+/** Writes an archive; returns what takes it back (the state write that follows failed: the
+ *  channel is still live, and a failed operation leaves no trace), which puts back the file it
+ *  replaced, if any. */
+export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive: ArchiveInput, durable = false): Promise<() => void> {
   if (!isArchiveId(archive.channel_id)) throw new Error(`archive: invalid channel id ${JSON.stringify(archive.channel_id)}`);
   const parsed = ArchiveSchema.parse(archive); // never write a file the reader would skip
-  await mkdir(paths.archives, { recursive: true });
-  await writeAtomic(archiveFile(paths, parsed.channel_id), `${JSON.stringify(parsed, null, 2)}\n`, { tmpPrefix: '.arch', durable });
-  return parsed;
+  const file = archiveFile(paths, parsed.channel_id);
+  makeDir(paths.archives, durable);
+  const before = previous(file);
+  await writeAtomic(file, `${JSON.stringify(parsed, null, 2)}\n`, { tmpPrefix: '.arch', durable });
+  return () => {
+    try {
+      if (before === null) storeFs.unlinkSync(file);
+      else writeAtomicSync(file, before, { tmpPrefix: '.arch', durable });
+    } catch {
+      // the file system refuses every write: the archive stays, of a channel still live
+    }
+  };
+}
+
+function previous(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
 }
 
 type ReadOutcome = { ok: true; archive: Archive } | { ok: false; cause: string };
@@ -92,7 +115,7 @@ export async function findArchiveByName(paths: Pick<StorePaths, 'archives'>, nam
 export async function deleteArchive(paths: Pick<StorePaths, 'archives'>, id: string): Promise<boolean> {
   if (!isArchiveId(id)) return false;
   try {
-    await rm(archiveFile(paths, id));
+    storeFs.unlinkSync(archiveFile(paths, id));
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;

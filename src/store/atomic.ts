@@ -2,21 +2,15 @@
 // The happy path is synchronous: thread-pool hops cost more than a small write and rename; only
 // the retry waits are async.
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
+import { storeFs, syncDir, writeAll } from './fs.ts';
 
-export interface AtomicFsOps {
-  rename(from: string, to: string): void;
-}
-const realFs: AtomicFsOps = { rename: renameSync };
 
 export interface WriteAtomicOptions {
   /** `.state`, `.arch`, `.pin`: the temp file is `<prefix>.<pid>.<8 hex>.tmp` next to the target. */
   tmpPrefix: string;
-  /** Injected by tests to make rename fail. */
-  fsOps?: AtomicFsOps;
   /** Runs before every rename attempt; throwing aborts the save (a lost lock must not write). */
   guard?: () => void;
   /** Survive power loss, not only a killed process: fsync the file before the rename and the
@@ -26,23 +20,13 @@ export interface WriteAtomicOptions {
   delays?: readonly number[];
 }
 
-/** Makes a rename itself durable. */
-function syncDir(dir: string) {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** A text given in pieces is written this many characters at a time: the pieces are never
  *  whole in memory, and a write is still large enough that its syscall is cheap beside it. */
 const WRITE_BATCH_CHARS = 64 * 1024;
 
-function writeText(fd: number, text: string | Iterable<string>) {
-  if (typeof text === 'string') {
-    writeSync(fd, text);
+function writeText(fd: number, text: string | Buffer | Iterable<string>) {
+  if (typeof text === 'string' || Buffer.isBuffer(text)) {
+    writeAll(fd, typeof text === 'string' ? Buffer.from(text) : text);
     return;
   }
   let batch: string[] = [];
@@ -51,59 +35,69 @@ function writeText(fd: number, text: string | Iterable<string>) {
     batch.push(piece);
     size += piece.length;
     if (size >= WRITE_BATCH_CHARS) {
-      writeSync(fd, batch.join(''));
+      writeAll(fd, Buffer.from(batch.join('')));
       batch = [];
       size = 0;
     }
   }
-  if (batch.length) writeSync(fd, batch.join(''));
+  if (batch.length) writeAll(fd, Buffer.from(batch.join('')));
 }
 
 export const tempName = (prefix: string) => `${prefix}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
 
 /** One attempt, synchronously (no await, so nothing else of this process runs in between);
  *  throws when the rename fails, after removing the temp file. */
-export function writeAtomicSync(file: string, text: string | Iterable<string>, opts: Omit<WriteAtomicOptions, 'fsOps'> & { fsOps?: AtomicFsOps }): void {
+export function writeAtomicSync(file: string, text: string | Buffer | Iterable<string>, opts: WriteAtomicOptions): void {
   const tmp = join(dirname(file), tempName(opts.tmpPrefix));
   try {
-    const fd = openSync(tmp, 'wx');
+    const fd = storeFs.openSync(tmp, 'wx');
     try {
       writeText(fd, text);
-      if (opts.durable) fsyncSync(fd);
+      if (opts.durable) storeFs.fsyncSync(fd);
     } finally {
-      closeSync(fd);
+      storeFs.closeSync(fd);
     }
     opts.guard?.();
-    (opts.fsOps ?? realFs).rename(tmp, file);
-    if (opts.durable) syncDir(dirname(file));
+    storeFs.renameSync(tmp, file);
   } catch (e) {
     try {
-      unlinkSync(tmp);
+      storeFs.unlinkSync(tmp);
     } catch {
       // never created, or already renamed away
     }
     throw e;
   }
+  if (opts.durable) syncRenamed(file);
 }
 
-export async function writeAtomic(file: string, text: string, opts: WriteAtomicOptions): Promise<void> {
-  const tmp = join(dirname(file), tempName(opts.tmpPrefix));
-  const fsOps = opts.fsOps ?? realFs;
+/** After the rename every reader sees the new file, whole (its bytes were synced before): the
+ *  save happened, and is not reported as failed. A directory whose fsync fails leaves only the
+ *  rename's survival of a power loss in doubt. */
+function syncRenamed(file: string) {
   try {
-    const fd = openSync(tmp, 'wx');
+    syncDir(dirname(file));
+  } catch {
+    // see above
+  }
+}
+
+export async function writeAtomic(file: string, text: string | Buffer, opts: WriteAtomicOptions): Promise<void> {
+  const tmp = join(dirname(file), tempName(opts.tmpPrefix));
+  try {
+    const fd = storeFs.openSync(tmp, 'wx');
     try {
-      writeSync(fd, text);
-      if (opts.durable) fsyncSync(fd); // the rename must never expose bytes that are only in cache
+      writeText(fd, text);
+      if (opts.durable) storeFs.fsyncSync(fd); // the rename must never expose bytes that are only in cache
     } finally {
-      closeSync(fd);
+      storeFs.closeSync(fd);
     }
     let lastError: unknown;
     for (const delay of opts.delays ?? RENAME_RETRY_DELAYS_MS) {
       if (delay > 0) await sleep(delay);
       opts.guard?.();
       try {
-        fsOps.rename(tmp, file);
-        if (opts.durable) syncDir(dirname(file));
+        storeFs.renameSync(tmp, file);
+        if (opts.durable) syncRenamed(file);
         return;
       } catch (e) {
         lastError = e; // transient EBUSY/EPERM (Windows, network file systems): try again
@@ -112,7 +106,7 @@ export async function writeAtomic(file: string, text: string, opts: WriteAtomicO
     throw lastError;
   } catch (e) {
     try {
-      unlinkSync(tmp);
+      storeFs.unlinkSync(tmp);
     } catch {
       // never created, or already renamed away
     }

@@ -3,7 +3,7 @@
 // here" (the hook runner runs on every prompt); anything that acts goes through the Store, which
 // validates. Node built-ins only. Anything it cannot read plainly is `unknown`, and the caller
 // takes the full path: a glance must never miss mail.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { applyOps, type Op } from '../protocol/draft.ts';
 import { journalFile } from './journal.ts';
 import { resolvePaths } from './paths.ts';
@@ -16,7 +16,8 @@ export function glance(projectDir: string): Glance {
   try {
     text = readFileSync(paths.state, 'utf8');
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? { kind: 'absent' } : { kind: 'unknown' };
+    // Absent with a journal beside it is a lost snapshot (load.ts refuses it): not "no mail".
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' && !hasJournal(paths.journal) ? { kind: 'absent' } : { kind: 'unknown' };
   }
   try {
     const state: unknown = JSON.parse(text);
@@ -26,6 +27,14 @@ export function glance(projectDir: string): Glance {
     return { kind: 'state', state: state as Record<string, unknown> };
   } catch {
     return { kind: 'unknown' };
+  }
+}
+
+function hasJournal(dir: string): boolean {
+  try {
+    return readdirSync(dir).some((n) => n.endsWith('.jsonl'));
+  } catch {
+    return false;
   }
 }
 

@@ -1,7 +1,6 @@
 // Delivered history that left state.json: one append-only JSONL log per channel.
 // A crash between append and state save appends an envelope twice; readers keep the last line.
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { open, readFile, rm } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isArchiveId } from '../protocol/ids.ts';
@@ -9,6 +8,7 @@ import { EnvelopeSchema } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import type { StorePaths } from './paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
+import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs, writeAll } from './fs.ts';
 
 const CHUNK_BYTES = 64 * 1024;
 
@@ -38,8 +38,10 @@ const openLogs = new Map<string, OpenLog>();
 
 /** Appends under the state lock, synchronously: it sits on the hot path of every commit and pull,
  *  where thread-pool hops cost more than the small writes themselves, and nothing else of this
- *  process may run between it and the state write that follows. */
-export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[], durable = false): void {
+ *  process may run between it and the state write that follows. Returns what takes the lines back
+ *  (the state write failed: the envelopes are still live, and a failed operation leaves no
+ *  trace); a failed append takes back its own. */
+export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[], durable = false): () => void {
   // A pull of 100 from one channel is 100 envelopes for one file: grouped by channel id, each
   // file's name is built and checked once.
   const byChannel = new Map<string, string[]>();
@@ -48,55 +50,86 @@ export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: rea
     if (lines) lines.push(JSON.stringify(e));
     else byChannel.set(e.channel_id, [JSON.stringify(e)]);
   }
-  if (byChannel.size === 0) return;
+  const appended: Array<{ file: string; size: number }> = [];
+  const undo = () => {
+    for (const { file, size } of appended) takeBack(file, size);
+  };
+  if (byChannel.size === 0) return undo;
   const files = [...byChannel].map(([id, lines]) => [logFile(paths, id), lines] as const); // every id checked before anything is written
   for (const [file, lines] of files) {
-    const { log, size } = openForAppend(paths, file);
+    let size = -1;
     try {
+      const opened = openForAppend(paths, file, durable);
+      size = opened.size;
+      const { log } = opened;
       // A torn last line (crash mid-append) must not swallow our first line.
       const torn = size > 0 && size !== log.end && !endsWithNewline(log.fd, size);
       const bytes = Buffer.from(`${torn ? '\n' : ''}${lines.join('\n')}\n`);
-      writeSync(log.fd, bytes);
-      if (durable) fsyncSync(log.fd);
+      appended.push({ file, size });
+      writeAll(log.fd, bytes);
+      if (durable) storeFs.fsyncSync(log.fd);
       log.end = size + bytes.length;
     } catch (e) {
+      undo();
       closeLog(file);
-      throw e;
+      throw new StoreWriteError(codeOf(e), 'a history log', e);
     }
+  }
+  return undo;
+}
+
+/** Cuts a log back to `size`. If that fails the lines stay, and readers of history show an
+ *  envelope that is also still live, once: they keep one line per message id. */
+function takeBack(file: string, size: number) {
+  const log = openLogs.get(file);
+  try {
+    if (log) {
+      storeFs.ftruncateSync(log.fd, size);
+      log.end = size;
+      return;
+    }
+    const fd = storeFs.openSync(file, 'r+'); // closed since, to keep MAX_OPEN_LOGS
+    try {
+      storeFs.ftruncateSync(fd, size);
+    } finally {
+      closeQuietly(fd);
+    }
+  } catch {
+    closeLog(file);
   }
 }
 
 /** The log's open descriptor and its size now; opened (its directory made when missing) if this
  *  process has none for it, or the one it has was deleted. */
-function openForAppend(paths: Pick<StorePaths, 'history'>, file: string): { log: OpenLog; size: number } {
+function openForAppend(paths: Pick<StorePaths, 'history'>, file: string, durable: boolean): { log: OpenLog; size: number } {
   const kept = openLogs.get(file);
   if (kept) {
-    const st = fstatSync(kept.fd);
+    const st = storeFs.fstatSync(kept.fd);
     openLogs.delete(file);
     if (st.nlink > 0) {
       openLogs.set(file, kept);
       return { log: kept, size: st.size };
     }
-    closeSync(kept.fd);
+    closeQuietly(kept.fd);
   }
   let fd: number;
   try {
-    fd = openSync(file, 'a+');
+    fd = openAppend(file, durable);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    mkdirSync(paths.history, { recursive: true });
-    fd = openSync(file, 'a+');
+    makeDir(paths.history, durable);
+    fd = openAppend(file, durable);
   }
   const log: OpenLog = { fd, end: -1 };
   openLogs.set(file, log);
   if (openLogs.size > MAX_OPEN_LOGS) closeLog(openLogs.keys().next().value!);
-  return { log, size: fstatSync(fd).size };
+  return { log, size: storeFs.fstatSync(fd).size };
 }
 
 function closeLog(file: string) {
   const log = openLogs.get(file);
   openLogs.delete(file);
-  if (log) closeSync(log.fd);
+  if (log) closeQuietly(log.fd);
 }
 
 /** Closes the logs of one project this process keeps open (its store is closing). */
@@ -212,5 +245,9 @@ export async function historyIds(paths: Pick<StorePaths, 'history'>, channelId: 
 export async function deleteHistory(paths: Pick<StorePaths, 'history'>, channelId: string): Promise<void> {
   const file = logFile(paths, channelId);
   closeLog(file);
-  await rm(file, { force: true });
+  try {
+    storeFs.unlinkSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
 }

@@ -6,7 +6,7 @@ export type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
 export type { StorePaths } from './paths.ts';
 export { writeAtomic } from './atomic.ts';
-export type { AtomicFsOps, WriteAtomicOptions } from './atomic.ts';
+export type { WriteAtomicOptions } from './atomic.ts';
 export { stateBusy, withLock } from './lock.ts';
 export type { HeldLock, LockOptions } from './lock.ts';
 export { classify, readStateFile, storeStats } from './state-file.ts';

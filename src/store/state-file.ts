@@ -10,7 +10,6 @@ import type { State } from '../protocol/schema.ts';
 import { writeAtomic } from './atomic.ts';
 import { keyOf, type FileKey } from './file-key.ts';
 import { JOURNAL_ID_RE } from './journal.ts';
-import type { AtomicFsOps } from './atomic.ts';
 import type { StorePaths } from './paths.ts';
 
 const pOpen = promisify(open);
@@ -37,7 +36,7 @@ export const storeStats = { parses: 0, cacheHits: 0, sealsFollowed: 0, linesAppl
 
 export type FileRead =
   | { kind: 'absent' }
-  | { kind: 'ok'; state: State; journalId: string | null; pin: Pinned }
+  | { kind: 'ok'; state: State; journalId: string | null; journalCreated: boolean; pin: Pinned }
   | { kind: 'corrupt'; cause: string; text: Buffer };
 
 const unreadable = (code: string, detail: string) =>
@@ -71,7 +70,7 @@ export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<F
     const out = classify(text.toString('utf8'));
     if (!out.ok) return { kind: 'corrupt', cause: out.cause, text };
     keep = true;
-    return { kind: 'ok', state: out.state, journalId: out.journalId, pin: { fd, key: keyOf(st) } };
+    return { kind: 'ok', state: out.state, journalId: out.journalId, journalCreated: out.journalCreated, pin: { fd, key: keyOf(st) } };
   } finally {
     if (!keep) await pClose(fd).catch(() => {});
   }
@@ -79,7 +78,7 @@ export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<F
 
 /** Text → state, or the cause of corruption. An integer schema_version other than ours is not
  *  corruption: it is a newer (or older) OpenComms' file and must never be touched. */
-export function classify(text: string): { ok: true; state: State; journalId: string | null } | { ok: false; cause: string } {
+export function classify(text: string): { ok: true; state: State; journalId: string | null; journalCreated: boolean } | { ok: false; cause: string } {
   storeStats.parses++;
   let raw: unknown;
   try {
@@ -98,11 +97,13 @@ export function classify(text: string): { ok: true; state: State; journalId: str
         { schema_version: v },
       ),
     );
-  // The additive `journal_id` names the journal that continues this snapshot (journal.ts).
-  const { journal_id: journal, ...rest } = raw as Record<string, unknown>;
+  // The additive `journal_id` names the journal that continues this snapshot (journal.ts), and
+  // `journal_created` says that journal was created before the snapshot was written: its
+  // absence is then damage, not a journal nobody wrote yet.
+  const { journal_id: journal, journal_created: created, ...rest } = raw as Record<string, unknown>;
   const journalId = typeof journal === 'string' && JOURNAL_ID_RE.test(journal) ? journal : null;
   const parsed = parseState(rest);
-  return parsed.ok ? { ok: true, state: parsed.state, journalId } : { ok: false, cause: parsed.cause };
+  return parsed.ok ? { ok: true, state: parsed.state, journalId, journalCreated: journalId !== null && created === true } : { ok: false, cause: parsed.cause };
 }
 
 /** Pretty JSON (§2); `journalId` names the journal that continues this snapshot, if any. */
@@ -114,8 +115,8 @@ export const serialize = (state: State, journalId: string | null = null): string
  *  the server's RSS 10–20 MB higher for good, past the 80 MB target, however small the state
  *  became after. */
 export function* serializeChunks(state: State, journalId: string | null = null): Generator<string> {
-  // The journal id first, for a reader's eye.
-  const head = { schema_version: state.schema_version, journal_id: journalId };
+  // The journal id first, for a reader's eye. Its file is created before the snapshot (store.ts).
+  const head = { schema_version: state.schema_version, journal_id: journalId, journal_created: true };
   const top: object = journalId ? { ...head, ...state } : state;
   // Each piece is JSON.stringify(…, null, 2) of a one-key object holding it at the depth it has in
   // the state, cut out of that wrapper: the same text as the whole, with no re-indenting pass.
@@ -153,7 +154,6 @@ const isMap = (v: unknown): v is Record<string, unknown> =>
 
 export interface SaveOptions {
   guard?: () => void;
-  fsOps?: AtomicFsOps;
   durable?: boolean;
 }
 

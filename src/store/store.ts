@@ -6,11 +6,12 @@
 //
 // The promises of the old whole-file rewrite hold: the lock serialises writers; a writer proves
 // it still holds the lock right before it writes; what is written is validated first; a process
-// killed at any point leaves whole lines and whole files (a journal line is one write() call, a
-// snapshot one rename); readers never apply a partial line. At the `durable` level every write is
-// also fsynced, so a power loss keeps it too.
+// killed at any point leaves whole lines and whole files (a journal line is one write() unless the
+// disk takes less, a snapshot one rename); readers never apply a partial line. A write that fails
+// is taken back and refused (fs.ts). At the `durable` level every write is also fsynced, so a
+// power loss keeps it too (docs/reliability.md, "Damage").
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { applyOps, detach, raw, track, type Draft, type Op } from '../protocol/draft.ts';
@@ -18,10 +19,11 @@ import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limit
 import { emptyState, type State } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
-import { writeAtomic, writeAtomicSync, type AtomicFsOps } from './atomic.ts';
+import { writeAtomic, writeAtomicSync } from './atomic.ts';
 import { appendHistory, closeHistoryLogs, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
-import { JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry, type Seal } from './journal.ts';
-import { loadLockFree, loadLocked, type Snapshot } from './load.ts';
+import { JournalCut, JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry, type Seal } from './journal.ts';
+import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs } from './fs.ts';
+import { loadLockFree, loadLocked, lostSnapshot, type Snapshot } from './load.ts';
 import { lockHeld, withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
 import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
@@ -39,8 +41,6 @@ export type Durability = 'default' | 'durable';
 export interface FileStoreOptions {
   /** false = reload from disk for every call (benchmarks, debugging). */
   fastPath?: boolean;
-  /** Tests inject a failing rename here. */
-  fsOps?: AtomicFsOps;
   /** Default: OPENCOMMS_DURABILITY, else `default`. */
   durability?: Durability;
   /** Journal size that triggers a new snapshot; tests make it small. */
@@ -60,10 +60,17 @@ interface Cache {
   /** A pin on the snapshot's inode (null: there was no state.json). */
   pin: Pinned | null;
   journalId: string | null;
-  /** Bytes of the journal applied, and entries. */
+  /** The snapshot says its journal was created before it: an absent journal is lost. */
+  created: boolean;
+  /** Bytes of the journal applied, and entries; the last bytes before `offset` (journal.ts). */
   offset: number;
   count: number;
+  tail: Buffer;
+  /** The journal's size, checked under the lock this process holds now (null: not checked). */
+  size: number | null;
 }
+
+const NO_TAIL = Buffer.alloc(0);
 
 /** What a mutation writes, taken out of the draft before anything is written. */
 interface Writes {
@@ -78,6 +85,9 @@ export class FileStore implements Store {
   private readonly journal = new JournalWriter();
   /** Set when the journal was found damaged: the next access recovers it under the lock. */
   private damage: string | null = null;
+  /** Damage to record in `state.errors` (a journal cut under this process, or lost): the next
+   *  access loads what is on disk and records it under the lock. */
+  private note: { reason: string; message: string } | null = null;
   /** A writer that finds the lock held applies what the holders before it appended meanwhile,
    *  instead of after taking it: with four writers that was three lines of every turn. */
   private readonly lockOptions = { whileBusy: () => void this.catchUpQuietly() };
@@ -147,31 +157,39 @@ export class FileStore implements Store {
         throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
       }
       const { ops } = checked;
-      if (writes.archive) {
-        // The archive is written first (a crash never loses the saved messages), and while
-        // that waits, this process must see the old state: put it back, then apply again.
-        undo();
-        lock.assertHeld();
-        await writeArchive(this.paths, writes.archive, this.durable);
-        applyOps(state, ops);
-      }
+      // What the files written before the state take back should the state write fail: a
+      // failed operation leaves no trace.
+      const takeBack: Array<() => void> = [];
       try {
+        if (writes.archive) {
+          // The archive is written first (a crash never loses the saved messages), and while
+          // that waits, this process must see the old state: put it back, then apply again.
+          undo();
+          lock.assertHeld();
+          takeBack.push(await writeArchive(this.paths, writes.archive, this.durable));
+          applyOps(state, ops);
+        }
         // Log first: a crash before the state write duplicates a log line (readers keep one per
         // id) instead of losing the envelopes. The journal write checks the lock itself.
         if (writes.history.length) {
           lock.assertHeld();
-          appendHistory(this.paths, writes.history, this.durable);
+          takeBack.push(appendHistory(this.paths, writes.history, this.durable));
         }
         await this.persist(state, ops, lock);
       } catch (e) {
         this.drop(); // memory may be ahead of disk now: the next access reloads
-        throw e;
+        for (const back of takeBack.reverse()) back();
+        throw writeError(e, 'the state');
       }
       if (VERIFY_WRITES) await this.verify(state);
-      // Deletions follow the write: a crash in between leaves an orphan file, never a live
-      // channel whose archive is gone.
-      if (out.deleteArchive) await deleteArchive(this.paths, out.deleteArchive);
-      for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
+      // Deletions follow the write: a crash in between, or a file system that refuses them,
+      // leaves an orphan file, never a live channel whose archive is gone. The operation is done.
+      try {
+        if (out.deleteArchive) await deleteArchive(this.paths, out.deleteArchive);
+        for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
+      } catch {
+        // see above: an orphan file
+      }
       return result;
     }, this.lockOptions);
   }
@@ -237,30 +255,69 @@ export class FileStore implements Store {
       const hit = this.catchUp();
       if (hit) return hit;
       const seen = this.cache;
-      const snap = this.damage === null ? await loadLockFree(this.paths) : null;
+      const snap = this.damage === null && this.note === null ? await loadLockFree(this.paths) : null;
       // Another call of this process loaded (or a mutation wrote) meanwhile: use that, never
       // put an older snapshot in its place.
       if (this.cache !== seen) {
         unpin(snap?.pin);
         continue;
       }
-      if (snap && this.adopt(snap)) return this.cache!.state;
+      if (snap && this.adopt(snap) && this.note === null) return this.cache!.state;
       await ensureDir(this.paths);
       return withLock(this.paths, (lock) => this.locked(lock));
     }
   }
 
-  /** Under the lock: up to date, with a corrupt snapshot or journal recovered. */
+  /** Under the lock: up to date, with a corrupt snapshot or journal recovered, and a journal cut
+   *  under this process recorded. */
   private async locked(lock: HeldLock): Promise<State> {
     if (this.options.fastPath === false) this.drop();
-    const hit = this.catchUp();
-    if (hit) return hit;
+    const hit = this.note === null ? this.catchUp() : null;
+    if (hit && this.atEnd()) return hit;
     if (this.damage === null) {
-      const snap = await loadLocked(this.paths, { guard: () => lock.assertHeld(), fsOps: this.options.fsOps });
-      if (this.adopt(snap)) return this.cache!.state;
+      const snap = await loadLocked(this.paths, { guard: () => lock.assertHeld() });
+      if (this.adopt(snap)) {
+        if (this.note !== null) await this.recordNote(lock);
+        return this.cache!.state;
+      }
     }
     await this.recoverJournal(lock);
     return this.locked(lock);
+  }
+
+  /** Under the lock, before a mutation runs on the cache: the journal still holds what this
+   *  process read (its tail is where it left it), and its size is noted for the append. A stat
+   *  said nothing was appended, but a journal cut and written again may have the same length.
+   *  false: it was cut (the cache is dropped, the cut noted). */
+  private atEnd(): boolean {
+    const c = this.cache!;
+    c.size = null;
+    if (!c.journalId) return true;
+    try {
+      c.size = this.journal.end(this.paths, c.journalId, c.offset, c.tail);
+      return true;
+    } catch (e) {
+      if (!(e instanceof JournalCut)) throw e;
+      this.noteCut(c, e.message);
+      return false;
+    }
+  }
+
+  private noteCut(c: Cache, cause: string) {
+    this.note = {
+      reason: 'journal_cut',
+      message: `journal/${c.journalId}.jsonl was cut under this process (${cause}); it had applied ${c.count} entries of it, and what the journal holds now was loaded instead. Entries after the cut that no process wrote again are lost; check the recent messages.`,
+    };
+    this.drop();
+  }
+
+  /** Writes the note into the state loaded after the damage, as a new snapshot (which also
+   *  leaves a journal that is whole again). */
+  private async recordNote(lock: HeldLock) {
+    const c = this.cache!;
+    raw(c.state).errors.push({ at: Date.now(), ...this.note! });
+    await this.snapshot(c.state, lock, null);
+    this.note = null;
   }
 
   /** The cached state with what other processes appended since applied; null when it must be
@@ -282,8 +339,8 @@ export class FileStore implements Store {
     const file = journalFile(this.paths, c.journalId);
     const size = statSync(file, { throwIfNoEntry: false })?.size;
     if (size === undefined) {
-      if (c.offset === 0) return true; // nothing appended to this snapshot yet
-      this.drop(); // compacted away between our two stats
+      if (c.offset === 0 && !c.created) return true; // nothing appended to this snapshot yet
+      this.drop(); // compacted away between our two stats, or lost: the load says which
       return false;
     }
     return size === c.offset || this.applyJournal(c, file);
@@ -312,6 +369,7 @@ export class FileStore implements Store {
     if (!c || this.damage !== null) return 'load';
     const key = statKey(this.paths.state);
     const replaced = c.pin ? !key || !sameKey(key, c.pin.key) : key !== null;
+    c.size = null;
     if (replaced) {
       const sealed = key ? this.followSeal(c, key) : 'load';
       if (sealed !== 'followed') return sealed;
@@ -329,7 +387,7 @@ export class FileStore implements Store {
    *  current loads the snapshot whole. */
   private followSeal(c: Cache, key: FileKey): 'followed' | 'unsealed' | 'load' {
     if (!c.journalId) return 'load';
-    const r = readJournal(journalFile(this.paths, c.journalId), c.offset, c.count + 1);
+    const r = readJournal(journalFile(this.paths, c.journalId), c.offset, c.count + 1, c.tail);
     if (r.kind !== 'ok') return 'load';
     const last = r.entries.at(-1);
     const seal = last ? sealOf(last) : null;
@@ -348,7 +406,7 @@ export class FileStore implements Store {
       return fail();
     }
     unpin(c.pin);
-    Object.assign(c, { pin, journalId: seal.journal, offset: 0, count: 0 });
+    Object.assign(c, { pin, journalId: seal.journal, created: true, offset: 0, count: 0, tail: NO_TAIL });
     this.journal.close();
     storeStats.sealsFollowed++;
     return 'followed';
@@ -358,16 +416,36 @@ export class FileStore implements Store {
    *  damaged (the good part is applied; `damage` says why). */
   private adopt(snap: Snapshot): boolean {
     this.drop();
-    const c: Cache = { state: snap.state, pin: snap.pin, journalId: snap.journalId, offset: 0, count: 0 };
+    const c: Cache = { state: snap.state, pin: snap.pin, journalId: snap.journalId, created: snap.journalCreated, offset: 0, count: 0, tail: NO_TAIL, size: null };
     this.cache = c;
-    return !c.journalId || this.applyJournal(c, journalFile(this.paths, c.journalId));
+    if (!c.journalId) return true;
+    const file = journalFile(this.paths, c.journalId);
+    if (c.created && !existsSync(file) && this.stillCurrent(c)) {
+      this.note = {
+        reason: 'journal_missing',
+        message: `journal/${c.journalId}.jsonl, which continued state.json, is gone: the state as of that snapshot was loaded, and what was written after it is lost; check the recent messages.`,
+      };
+      return true;
+    }
+    return this.applyJournal(c, file);
+  }
+
+  /** state.json is still the snapshot cached (not replaced since it was read, by a compaction
+   *  that may since have removed the journal the cache names). */
+  private stillCurrent(c: Cache): boolean {
+    const key = statKey(this.paths.state);
+    return key !== null && c.pin !== null && sameKey(key, c.pin.key);
   }
 
   private applyJournal(c: Cache, file: string): boolean {
-    const r = readJournal(file, c.offset, c.count + 1);
+    const r = readJournal(file, c.offset, c.count + 1, c.tail);
     if (r.kind === 'absent') {
       if (c.offset === 0) return true;
       this.drop();
+      return false;
+    }
+    if (r.kind === 'cut') {
+      this.noteCut(c, r.cause);
       return false;
     }
     for (const entry of r.entries) {
@@ -380,6 +458,7 @@ export class FileStore implements Store {
       storeStats.linesApplied++;
     }
     c.offset = r.offset;
+    c.tail = r.tail;
     if (r.kind === 'corrupt') {
       this.damage = r.cause;
       return false;
@@ -401,14 +480,24 @@ export class FileStore implements Store {
     return problem;
   }
 
-  /** A damaged journal: the state up to the damage is kept, the journal is preserved beside it,
-   *  and a new snapshot (with an error naming both) replaces them (§2.7, for the journal). */
+  /** A damaged journal: the state up to the damage is kept, and a new snapshot (with an error
+   *  naming the journal's backup) replaces them (§2.7, for the journal). The journal is copied to
+   *  its backup first, the snapshot written next, and the journal removed by that snapshot last:
+   *  at every step the old snapshot and its journal, or their replacement, are where a reader
+   *  looks for them. */
   private async recoverJournal(lock: HeldLock) {
     const c = this.cache!;
     const cause = this.damage ?? 'unknown damage';
     const at = Date.now();
-    const kept = `${c.journalId}.corrupt.${at}.jsonl`;
-    if (c.journalId) renameSync(journalFile(this.paths, c.journalId), join(this.paths.journal, kept));
+    const damaged = c.journalId;
+    const kept = `${damaged}.corrupt.${at}.jsonl`;
+    if (damaged) {
+      try {
+        writeAtomicSync(join(this.paths.journal, kept), readFileSync(journalFile(this.paths, damaged)), { tmpPrefix: '.journal', durable: this.durable, guard: () => lock.assertHeld() });
+      } catch (e) {
+        throw writeError(e, `journal/${kept}`);
+      }
+    }
     raw(c.state).errors.push({
       at,
       reason: 'state_corrupt',
@@ -447,8 +536,9 @@ export class FileStore implements Store {
   private async persist(state: State, ops: Op[], lock: HeldLock): Promise<void> {
     const c = this.cache!;
     if (!c.journalId || c.offset >= (this.options.compactBytes ?? JOURNAL_COMPACT_BYTES)) return this.snapshot(state, lock, ops);
-    c.offset = this.journal.append(this.paths, c.journalId, { n: c.count + 1, ops }, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset });
-    c.count++;
+    const opts = { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset, tail: c.tail, size: c.size };
+    const end = this.journal.append(this.paths, c.journalId, { n: c.count + 1, ops }, opts);
+    Object.assign(c, { offset: end.offset, tail: end.tail, size: null, count: c.count + 1 });
   }
 
   /** Writes `state` whole as state.json with a new journal id, and removes the old journals. A
@@ -461,21 +551,43 @@ export class FileStore implements Store {
   private async snapshot(state: State, lock: HeldLock, seal: Op[] | null): Promise<void> {
     const c = this.cache!;
     const id = randomBytes(8).toString('hex');
-    const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld(), fsOps: this.options.fsOps };
+    const opts = { tmpPrefix: '.state', durable: this.durable, guard: () => lock.assertHeld() };
+    // The journal exists before the snapshot that names it (`journal_created`): a reader that
+    // then finds it absent knows it was lost.
+    try {
+      makeDir(this.paths.journal, this.durable);
+      closeQuietly(openAppend(journalFile(this.paths, id), this.durable));
+    } catch (e) {
+      throw writeError(e, 'the journal');
+    }
     try {
       writeAtomicSync(this.paths.state, serializeChunks(raw(state), id), opts);
     } catch (e) {
       if (lock.compromised) throw e;
       this.drop();
-      await writeAtomic(this.paths.state, serialize(raw(state), id), { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
+      try {
+        await writeAtomic(this.paths.state, serialize(raw(state), id), { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
+      } catch (again) {
+        this.removeJournals([], [id]);
+        throw writeError(again, 'state.json');
+      }
       this.removeJournals([id]);
       return;
     }
-    const pin = pinFile(this.paths.state);
+    // Renamed: every reader sees the new snapshot now, and the operation is done whatever fails
+    // after. A pin that cannot be taken only costs this process a load.
+    let pin: Pinned;
+    try {
+      pin = pinFile(this.paths.state);
+    } catch {
+      this.drop();
+      this.removeJournals([id]);
+      return;
+    }
     const sealed = seal !== null && c.journalId !== null && this.seal(c, seal, { journal: id, key: pin.key }, lock);
     const ended = c.journalId;
     unpin(c.pin);
-    Object.assign(c, { pin, journalId: id, offset: 0, count: 0 });
+    Object.assign(c, { pin, journalId: id, created: true, offset: 0, count: 0, tail: NO_TAIL, size: null });
     this.journal.close();
     this.removeJournals(sealed && ended ? [id, ended] : [id]);
   }
@@ -485,7 +597,7 @@ export class FileStore implements Store {
   private seal(c: Cache, ops: Op[], seal: Seal, lock: HeldLock): boolean {
     try {
       const entry = { n: c.count + 1, ops, sealed: sealLine(seal) };
-      this.journal.append(this.paths, c.journalId!, entry, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset });
+      this.journal.append(this.paths, c.journalId!, entry, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset, tail: c.tail, size: c.size });
       return true;
     } catch {
       return false;
@@ -493,10 +605,27 @@ export class FileStore implements Store {
   }
 
   /** Every journal but those in `keep` is inside the snapshot now (a crash before this leaves
-   *  files behind, never state); damaged ones stay for the operator. */
-  private removeJournals(keep: string[]) {
-    for (const f of listJournals(this.paths)) if (!keep.some((k) => f === `${k}.jsonl`) && !f.includes('.corrupt.')) unlinkSync(join(this.paths.journal, f));
+   *  files behind, never state); damaged ones stay for the operator. A file that cannot be
+   *  removed stays too: the snapshot names another journal, and the next compaction tries again.
+   *  With `only`, just those ids (a snapshot that failed removes the journal it created). */
+  private removeJournals(keep: string[], only?: string[]) {
+    for (const f of listJournals(this.paths)) {
+      if (keep.some((k) => f === `${k}.jsonl`) || f.includes('.corrupt.')) continue;
+      if (only && !only.some((k) => f === `${k}.jsonl`)) continue;
+      try {
+        storeFs.unlinkSync(join(this.paths.journal, f));
+      } catch {
+        // see above
+      }
+    }
   }
+}
+
+/** A failed write as the store reports it: a file-system error (with its code) becomes a
+ *  StoreWriteError; refusals and the store's own errors pass as they are. */
+function writeError(e: unknown, what: string): unknown {
+  if (e instanceof StoreWriteError || e instanceof RefusalError || typeof (e as NodeJS.ErrnoException)?.code !== 'string') return e;
+  return new StoreWriteError(codeOf(e), what, e);
 }
 
 export type Inspection =
@@ -516,11 +645,19 @@ export async function inspectState(projectDir: string): Promise<Inspection> {
     if (e instanceof RefusalError) return { kind: 'refused', reason: String(e.refusal.data?.reason), message: e.refusal.message };
     throw e;
   }
-  if (r.kind !== 'ok') return r.kind === 'absent' ? r : { kind: 'corrupt', cause: r.cause };
+  if (r.kind === 'absent') {
+    const lost = lostSnapshot(paths);
+    return lost ? { kind: 'corrupt', cause: lost } : r;
+  }
+  if (r.kind !== 'ok') return { kind: 'corrupt', cause: r.cause };
   unpin(r.pin);
   if (!r.journalId) return { kind: 'ok', state: r.state, journal: { id: null, entries: 0, bytes: 0 } };
   const j = readJournal(journalFile(paths, r.journalId), 0, 1);
-  if (j.kind === 'absent') return { kind: 'ok', state: r.state, journal: { id: r.journalId, entries: 0, bytes: 0 } };
+  if (j.kind === 'cut') return { kind: 'corrupt', cause: `journal: ${j.cause}` }; // not from offset 0: changed while read
+  if (j.kind === 'absent')
+    return r.journalCreated
+      ? { kind: 'corrupt', cause: `journal/${r.journalId}.jsonl, which continues state.json, is gone` }
+      : { kind: 'ok', state: r.state, journal: { id: r.journalId, entries: 0, bytes: 0 } };
   for (const entry of j.entries) {
     applyOps(r.state, entry.ops);
     const problem = checkOps(r.state, entry.ops, false).problem;

@@ -3,7 +3,7 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeAtomic } from '../../src/store/atomic.ts';
-import type { AtomicFsOps } from '../../src/store/atomic.ts';
+import { storeFs } from '../../src/store/fs.ts';
 import { FileStore } from '../../src/store/store.ts';
 import { counterOf, entriesOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
 
@@ -12,31 +12,34 @@ let cleanup: () => Promise<void>;
 beforeEach(async () => ({ dir, cleanup } = await tempProject()));
 afterEach(() => cleanup());
 
-/** rename that fails `n` times with EBUSY, then behaves. */
-const flakyRename = (n: number) => {
+/** The store's rename, failing `n` times with EBUSY and then behaving, while `fn` runs. */
+async function flakyRename<T>(n: number, fn: (calls: string[]) => Promise<T>): Promise<T> {
   const calls: string[] = [];
-  const ops: AtomicFsOps = {
-    rename(from, to) {
-      calls.push(from);
-      if (calls.length <= n) throw Object.assign(new Error('EBUSY: resource busy'), { code: 'EBUSY' });
-      renameSync(from, to);
-    },
+  storeFs.renameSync = (from, to) => {
+    calls.push(String(from));
+    if (calls.length <= n) throw Object.assign(new Error('EBUSY: resource busy'), { code: 'EBUSY' });
+    renameSync(from, to);
   };
-  return { ops, calls };
-};
+  try {
+    return await fn(calls);
+  } finally {
+    storeFs.renameSync = renameSync;
+  }
+}
 
 describe('writeAtomic', () => {
   it('names the temp file <prefix>.<pid>.<8 hex>.tmp in the target directory', async () => {
-    const { ops, calls } = flakyRename(0);
-    await writeAtomic(join(dir, 'x.json'), 'hi', { tmpPrefix: '.state', fsOps: ops });
+    const calls = await flakyRename(0, async (c) => (await writeAtomic(join(dir, 'x.json'), 'hi', { tmpPrefix: '.state' }), c));
     expect(calls[0]).toMatch(new RegExp(`^${dir}/\\.state\\.${process.pid}\\.[0-9a-f]{8}\\.tmp$`));
     expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('hi');
   });
 
   it('a rename that keeps failing throws, keeps the previous file, leaves no temp', async () => {
     await writeFile(join(dir, 'x.json'), 'old');
-    const { ops, calls } = flakyRename(Infinity);
-    await expect(writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state', fsOps: ops })).rejects.toThrow('EBUSY');
+    const calls = await flakyRename(Infinity, async (c) => {
+      await expect(writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state' })).rejects.toThrow('EBUSY');
+      return c;
+    });
     expect(calls).toHaveLength(3); // at 0, 50 and 100 ms
     expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('old');
     expect(await readdir(dir)).toEqual(['x.json']);
@@ -44,9 +47,8 @@ describe('writeAtomic', () => {
 
   it('a rename that fails twice then succeeds saves', async () => {
     await writeFile(join(dir, 'x.json'), 'old');
-    const { ops, calls } = flakyRename(2);
     const t0 = performance.now();
-    await writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state', fsOps: ops });
+    const calls = await flakyRename(2, async (c) => (await writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state' }), c));
     expect(performance.now() - t0).toBeGreaterThanOrEqual(140); // waited 50 + 100 ms
     expect(calls).toHaveLength(3);
     expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('new');
@@ -76,13 +78,13 @@ describe('store save through a failing rename', () => {
     await good.mutate(incrementCounter);
     const file = join(dir, '.opencomms', 'state.json');
     const before = await readFile(file);
-    const bad = new FileStore(dir, { fsOps: flakyRename(Infinity).ops, compactBytes: 0 });
-    await expect(bad.mutate(incrementCounter)).rejects.toThrow('EBUSY');
+    const bad = new FileStore(dir, { compactBytes: 0 });
+    await flakyRename(Infinity, () => expect(bad.mutate(incrementCounter)).rejects.toThrow('EBUSY'));
     expect(await readFile(file)).toEqual(before);
     expect((await entriesOf(join(dir, '.opencomms'))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
     expect(counterOf(await bad.read())).toBe(1);
-    const twice = new FileStore(dir, { fsOps: flakyRename(2).ops, compactBytes: 0 });
-    expect(await twice.mutate(incrementCounter)).toBe(2);
+    const twice = new FileStore(dir, { compactBytes: 0 });
+    expect(await flakyRename(2, () => twice.mutate(incrementCounter))).toBe(2);
     expect(counterOf(await good.read())).toBe(2);
     for (const s of [good, bad, twice]) s.close();
   });

@@ -87,7 +87,7 @@ describe('whole lines only', () => {
     const b = open();
     expect(await b.mutate(incrementCounter)).toBe(3);
     const text = await readFile(file, 'utf8');
-    expect(text).toMatch(/"message":"99"\n\{"n":/); // the torn bytes kept, a fresh line after them
+    expect(text).toMatch(/"message":"99"#\n\{"n":/); // the torn bytes kept, a fresh line after them
     expect(counterOf(await loadFresh())).toBe(3);
     expect((await loadFresh()).errors.some((e) => e.reason === 'state_corrupt')).toBe(false);
   });
@@ -176,9 +176,10 @@ describe('compaction', () => {
     expect(sealed.sealed.journal).toBe(first.after);
     const second = await untilCompacted(store);
     expect(second.before).toBe(first.after);
-    // The new journal has no line yet (the compacting mutation's ops are in the seal); the one
-    // before the sealed one is gone.
-    expect(await readdir(journalDir())).toEqual([`${second.before}.jsonl`]);
+    // The new journal has no line yet (the compacting mutation's ops are in the seal; it was
+    // created empty before the snapshot that names it); the one before the sealed one is gone.
+    expect((await readdir(journalDir())).sort()).toEqual([`${second.before}.jsonl`, `${second.after}.jsonl`].sort());
+    expect(await readFile(join(journalDir(), `${second.after}.jsonl`), 'utf8')).toBe('');
     expect(counterOf(await loadFresh())).toBe(counterOf(await store.read()));
   });
 

@@ -153,7 +153,7 @@ describe('schema 1 → 2 migration', () => {
     expect(s.errors).toEqual([]);
     expect(await exists(oc())).toBe(false);
     await open().mutate(incrementCounter);
-    expect((await entriesOf(oc())).sort()).toEqual(['.gitignore', 'state.json']);
+    expect((await entriesOf(oc())).sort()).toEqual(['.gitignore', 'journal', 'state.json']); // the snapshot's journal, created before it
     expect((await open().read()).errors).toEqual([{ at: 0, message: '1' }]);
   });
 

@@ -16,7 +16,7 @@ afterEach(() => cleanup());
 
 /** What the text must be: JSON.stringify's own, the journal id after the schema version. */
 const expected = (state: object, journalId: string | null) =>
-  `${JSON.stringify(journalId ? { schema_version: (state as { schema_version?: unknown }).schema_version, journal_id: journalId, ...state } : state, null, 2)}\n`;
+  `${JSON.stringify(journalId ? { schema_version: (state as { schema_version?: unknown }).schema_version, journal_id: journalId, journal_created: true, ...state } : state, null, 2)}\n`;
 
 // Keys as a state has them, and the awkward ones: integer-like (ordered first by JSON), quotes,
 // newlines, non-ASCII; values with undefined (left out by JSON) wherever a map may hold one.

@@ -100,11 +100,12 @@ describe('item 4: nothing is created by a refused call or by starting a server',
     expect(readdirSync(dir)).toEqual([]);
     // The first successful mutation creates the directory and its .gitignore (§2).
     expect((await h.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'p' })).ok).toBe(true);
-    // A server that has written keeps its lock token (src/store/lock.ts) until it exits.
+    // A server that has written keeps its lock token (src/store/lock.ts) until it exits. The
+    // snapshot's journal is created with it (src/store/store.ts, `journal_created`).
     const token = /^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/;
-    expect(readdirSync(join(dir, '.opencomms')).filter((n) => !token.test(n)).sort()).toEqual(['.gitignore', 'state.json']);
+    expect(readdirSync(join(dir, '.opencomms')).filter((n) => !token.test(n)).sort()).toEqual(['.gitignore', 'journal', 'state.json']);
     await h.close();
-    expect(readdirSync(join(dir, '.opencomms')).sort()).toEqual(['.gitignore', 'state.json']);
+    expect(readdirSync(join(dir, '.opencomms')).sort()).toEqual(['.gitignore', 'journal', 'state.json']);
   });
 
   it('the OpenCode plugin starting up and refusing a send writes nothing', async () => {
