@@ -80,12 +80,13 @@ export async function launchCodex(o: LaunchOptions): Promise<number> {
   if (o.args.some((a) => EMBEDDED_FLAGS.includes(a))) o.log(`not waking: ${EMBEDDED_FLAGS.join(', ')} runs Codex without its background server`);
   else {
     const busy = () => Date.now() - lastKey < TYPING_QUIET_MS || Date.now() - lastOutput < OUTPUT_QUIET_MS;
-    waiter = await startWaiter({ project: o.project, codex: o.codex, env: o.env, busy, log: o.log }).catch((e) => {
+    waiter = await startWaiter({ project: o.project, env: o.env, busy, log: o.log }).catch((e) => {
       o.log(`waiter not started: ${(e as Error).message}`);
       return null;
     });
   }
   const code = await exited;
+  o.log(`codex exited (${code})`);
   for (const [sig, h] of handlers) process.off(sig, h);
   stdin.off('data', onKey);
   stdout.off('resize', onResize);
@@ -93,5 +94,6 @@ export async function launchCodex(o: LaunchOptions): Promise<number> {
   stdin.pause();
   if (recheck) clearTimeout(recheck);
   await waiter?.close();
+  o.log('waiter closed');
   return code;
 }

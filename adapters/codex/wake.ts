@@ -1,7 +1,7 @@
 // The waiter that wakes an idle Codex TUI (docs/codex-wake.md), run by the launcher
 // (`opencomms codex`). The TUI runs its turns on Codex's shared background server (the
-// app-server daemon); `codex queue --thread <id> --message <text> --resume` hands that server a
-// prompt, which it runs as a turn of the TUI's thread at once when the thread is idle, or right
+// app-server daemon); its `thread/queue/add` request (what `codex queue` sends) hands that server
+// a prompt, which it runs as a turn of the TUI's thread at once when the thread is idle, or right
 // after the running turn, and the TUI shows it. The prompt is the fixed wake prompt
 // (wake-trigger.ts): nothing is typed into the terminal, and no peer byte leaves this process.
 //
@@ -11,7 +11,9 @@
 // batch the turn never shows goes back to the queue after WAKE_CONFIRM_MS; a killed launcher's
 // batch is swept back by the next boundary or server. No wake loop: the woken turn leaves nothing
 // pending, and a batch in flight blocks a second one.
-import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { Hold } from '../../machines/index.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { isMemberId } from '../../src/protocol/ids.ts';
@@ -19,11 +21,9 @@ import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { listPins, resolvePaths } from '../../src/store/index.ts';
 import { SPAWN_HOSTS } from '../spawn.ts';
 import { HOST } from './install.ts';
+import { VERSION } from '../../src/version.ts';
+import { connectAppServer, controlSocket } from './app-server.ts';
 import { wakePrompt } from './wake-trigger.ts';
-
-/** How long `codex queue` may take: it starts a Codex process that connects to the running
- *  daemon (about 0.2 s here); a daemon that does not answer in this time is not going to. */
-const QUEUE_TIMEOUT_MS = 15_000;
 
 /** How long a queued wake may wait for its turn before its batch goes back to the queue: a busy
  *  turn runs first, and a long one is normal; a wake prompt the user deleted from Codex's queue
@@ -32,8 +32,6 @@ const WAKE_CONFIRM_MS = 10 * 60_000;
 
 export interface WaiterOptions {
   project: string;
-  /** The Codex executable (`codex queue` is run with it). */
-  codex: string;
   env: NodeJS.ProcessEnv;
   /** The launcher's hold: the user is typing, or the screen is still changing (a turn runs). */
   busy(): boolean;
@@ -63,16 +61,18 @@ function threadOf(state: Readonly<State>, member: string): string | null {
   return ids.size === 1 && thread && !rows.some((m) => m.stale) ? thread : null;
 }
 
-function queuePrompt(o: WaiterOptions, thread: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    execFile(o.codex, ['queue', '--thread', thread, '--message', wakePrompt(), '--resume'], { cwd: o.project, env: o.env, timeout: QUEUE_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout, stderr) => {
-      // Without a daemon (embedded mode) Codex keeps the prompt for the thread's next turn and
-      // says it could not resume: that is no wake, so the batch goes back to the queue.
-      if (err) reject(new Error(`codex queue failed: ${(stderr || err.message).trim()}`));
-      else if (/could not resume/i.test(`${stdout}${stderr}`)) reject(new Error('codex queue: no Codex background server runs this thread (is Codex in embedded mode?)'));
-      else resolve();
-    });
+/** Queues the wake prompt on the thread in Codex's background server, which starts it as a turn
+ *  at once when the thread is idle, or right after the running turn (as `codex queue --resume`). */
+async function queuePrompt(o: WaiterOptions, thread: string, wake: string): Promise<void> {
+  const codexHome = o.env.CODEX_HOME || join(homedir(), '.codex');
+  const server = await connectAppServer(controlSocket(codexHome), { name: 'opencomms', version: VERSION }).catch((e: Error) => {
+    throw new Error(`no Codex background server to wake the thread (${e.message}); is Codex in embedded mode?`);
   });
+  try {
+    await server.request('thread/queue/add', { threadId: thread, input: [{ type: 'text', text: wakePrompt() }], clientUserMessageId: wake });
+  } finally {
+    server.close();
+  }
 }
 
 export async function startWaiter(o: WaiterOptions): Promise<Waiter | null> {
@@ -82,6 +82,8 @@ export async function startWaiter(o: WaiterOptions): Promise<Waiter | null> {
     return null;
   }
   const deadlines = new Set<NodeJS.Timeout>();
+  /** The last drain was held by the launcher: it drains again once the user and screen are quiet. */
+  let held = false;
   const rt: Runtime = openRuntime(o.project, {
     watch: true,
     spawnHosts: SPAWN_HOSTS,
@@ -90,12 +92,16 @@ export async function startWaiter(o: WaiterOptions): Promise<Waiter | null> {
       method: 'push',
       confirmsLater: true,
       owns: (rid, state) => rid === member && threadOf(state, member) !== null,
-      hold: (): Hold | null => (o.busy() ? 'busy' : null),
+      hold: (): Hold | null => {
+        held = o.busy();
+        return held ? 'busy' : null;
+      },
       deliver: async (rid, _text, ids) => {
         const thread = threadOf(await rt.peek(), rid);
         if (!thread) throw new Error('the Codex thread is no longer bound');
-        await queuePrompt(o, thread);
-        o.log(`woke thread ${thread} for ${ids.length} message(s) ${ids.join(' ')}`);
+        const t0 = Date.now();
+        await queuePrompt(o, thread, `opencomms-wake-${randomUUID()}`);
+        o.log(`woke thread ${thread} for ${ids.length} message(s) ${ids.join(' ')} (queued in ${Date.now() - t0} ms)`);
         const t = setTimeout(() => {
           deadlines.delete(t);
           void unconfirmed(rt, rid, ids).catch((e) => o.log(`requeue failed: ${(e as Error).message}`));
@@ -107,7 +113,9 @@ export async function startWaiter(o: WaiterOptions): Promise<Waiter | null> {
   });
   await rt.start();
   return {
-    recheck: () => rt.wake(member),
+    recheck: () => {
+      if (held) rt.wake(member);
+    },
     async close() {
       for (const t of deadlines) clearTimeout(t);
       // Codex is gone or going: a wake it has not shown goes back to the queue now rather than

@@ -5,6 +5,9 @@ import { appendFileSync } from 'node:fs';
 import type { CliCommand } from '../command.ts';
 import { projectOf } from '../context.ts';
 
+/** How long the process may take to end by itself once Codex has exited and all is closed. */
+const EXIT_GRACE_MS = 500;
+
 export const codexCommand: CliCommand = {
   register(program, ctx) {
     program
@@ -18,7 +21,11 @@ export const codexCommand: CliCommand = {
         const file = process.env.OPENCOMMS_LAUNCHER_LOG;
         const log = file ? (line: string) => appendFileSync(file, `${new Date().toISOString()} launcher ${process.pid}: ${line}\n`) : () => {};
         const codex = process.env.OPENCOMMS_CODEX_BIN || 'codex';
-        ctx.exit(await launchCodex({ project: projectOf(cmd), args, codex, env: process.env, log }));
+        const code = await launchCodex({ project: projectOf(cmd), args, codex, env: process.env, log });
+        ctx.exit(code);
+        // Codex's background server, when this Codex started it, inherits the pseudo-terminal and
+        // may keep it open: the launcher ends with Codex all the same.
+        setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
       });
   },
 };
