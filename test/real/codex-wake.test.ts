@@ -281,7 +281,7 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     // sent afterwards is not taken; the next launcher on the thread wakes it.
     const others = /opencomms-mcp\.mjs|opencomms\.js mcp|netns-exec/;
     const left = () => sandboxProcesses(sb).filter((p) => !others.test(p.cmd));
-    const t2 = await r.open(true, false, ['resume', thread]);
+    await r.open(true, false, ['resume', thread]);
     await sleep(3000);
     const [launcher] = pids(/opencomms\.js codex/, sb);
     expect(launcher).toBeTruthy();
