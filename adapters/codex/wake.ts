@@ -69,7 +69,11 @@ async function queuePrompt(o: WaiterOptions, thread: string, wake: string): Prom
     throw new Error(`no Codex background server to wake the thread (${e.message}); is Codex in embedded mode?`);
   });
   try {
-    await server.request('thread/queue/add', { threadId: thread, input: [{ type: 'text', text: wakePrompt() }], clientUserMessageId: wake });
+    const added = await server.request<{ queuedSubmission: { id: string } }>('thread/queue/add', { threadId: thread, input: [{ type: 'text', text: wakePrompt() }], clientUserMessageId: wake });
+    // An idle, loaded thread has started the prompt already (the start then finds nothing); a
+    // thread the server has not loaded yet (a session still resuming) starts it now. A refusal
+    // leaves the prompt queued for the thread's next turn end, which is a wake all the same.
+    await server.request('thread/queue/start', { threadId: thread, queuedSubmissionId: added.queuedSubmission.id }).catch(() => {});
   } finally {
     server.close();
   }
