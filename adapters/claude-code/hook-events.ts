@@ -8,6 +8,7 @@ import { MAX_BATCH } from '../../src/protocol/limits.ts';
 import { roleInstructions } from '../../src/engine/roles.ts';
 import { openRuntime, processAlive, processTag, type Runtime } from '../../src/runtime/runtime.ts';
 import { SPAWN_HOSTS } from '../spawn.ts';
+import { handWokenBatch } from '../codex/wake-hook.ts';
 import { resolveMember, resolveOrBind } from './binding.ts';
 import type { HookContext, HookEvent } from './hook-input.ts';
 
@@ -82,9 +83,11 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   await sweepDead(rt, member);
   if (ctx.event === 'Stop' && ctx.input.stop_hook_active === true) return out;
 
+  // A Codex wake's batch first (held in flight for the woken turn), then what is pending.
+  const woken = ctx.host === 'codex' && ctx.event === 'UserPromptSubmit' ? await handWokenBatch(rt, ctx.input.prompt, member) : '';
   const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push' });
   const data = (r.ok ? r.data : undefined) as { messages: Array<{ framed: string }>; remaining: number } | undefined;
-  let batch = (data?.messages ?? []).map((m) => m.framed).join(BATCH_SEPARATOR);
+  let batch = [woken, ...(data?.messages ?? []).map((m) => m.framed)].filter(Boolean).join(BATCH_SEPARATOR);
   if (batch && data!.remaining > 0) batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
   if (ctx.event === 'Stop') return batch ? { ...out, decision: 'block', reason: batch } : out;
   const parts = ctx.event === 'SessionStart' ? [...roleInstructions(await rt.peek(), member), batch] : [batch];

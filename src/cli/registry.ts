@@ -2,6 +2,7 @@
 // module under commands/ and one line here.
 import type { CliCommand } from './command.ts';
 import { channels } from './commands/channels.ts';
+import { codexCommand } from './commands/codex.ts';
 import { consoleCommands } from './commands/console.ts';
 import { demoCommand } from './commands/demo.ts';
 import { doctor } from './commands/doctor.ts';
@@ -23,6 +24,7 @@ export const COMMANDS: readonly CliCommand[] = [
   doctor,
   install,
   mcp,
+  codexCommand,
   demoCommand,
   version,
 ];
