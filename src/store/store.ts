@@ -110,7 +110,17 @@ export class FileStore implements Store {
     return c ? `${c.pin?.key.ino ?? 0}:${c.pin?.key.ctimeNs ?? 0}:${c.journalId}:${c.offset}` : 'none';
   }
 
-  async mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+  /** Mutations of this instance run one at a time in call order: under the lock alone, a later
+   *  call of this process could overtake an earlier one still waiting for it. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+    const run = this.queue.then(() => this.mutateInOrder(fn));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async mutateInOrder<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     // Nothing on disk yet: a call that would change nothing (a refusal, a start-up sweep with
     // nothing to sweep) answers from an empty state and creates no file, not even `.opencomms/`.
     if (!existsSync(this.paths.dir)) {
