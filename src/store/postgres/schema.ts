@@ -25,7 +25,10 @@ export const ident = (schema: string) => `"${schema}"`;
 export function layoutSql(schema: string): string {
   const s = ident(schema);
   return `
-create schema if not exists ${s};
+-- Created only when missing: a role that owns its schema (store grant) may not create schemas.
+do $do$ begin
+  if not exists (select 1 from pg_namespace where nspname = '${schema}') then create schema ${s}; end if;
+end $do$;
 create table if not exists ${s}.meta (layout int not null);
 insert into ${s}.meta (layout) select ${PG_LAYOUT} where not exists (select 1 from ${s}.meta);
 create table if not exists ${s}.head (one boolean primary key default true check (one), seq bigint not null, retired text);

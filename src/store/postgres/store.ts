@@ -31,6 +31,14 @@ export interface PgStoreOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+export interface PgStatus {
+  server_version: string;
+  head: number;
+  lag: number;
+  cold_start_changes: number;
+  connections: number;
+}
+
 interface Cache {
   state: State;
   seq: number;
@@ -321,6 +329,20 @@ export class PgStore implements Store {
   async archives(): Promise<{ archives: Archive[]; invalid: InvalidFile[] }> {
     const r = await this.query<{ archive: Archive }>(`select archive from ${ident(this.schema)}.archives order by saved_at desc`);
     return { archives: r.rows.map((x) => x.archive), invalid: [] };
+  }
+
+  /** What `opencomms store status` shows: the server, how far this process is behind the head
+   *  (lag, in changes), what a cold start replays, and the OpenComms connections to the database. */
+  async status(): Promise<PgStatus> {
+    await this.peek();
+    const s = ident(this.schema);
+    const r = await this.query<{ server_version: string; head: string; snapshot: string | null; connections: string }>(
+      `select current_setting('server_version') as server_version, (select seq from ${s}.head) as head, (select max(seq) from ${s}.snapshots) as snapshot,
+        (select count(*) from pg_stat_activity where datname = current_database() and application_name = 'opencomms') as connections`,
+    );
+    const row = r.rows[0]!;
+    const head = Number(row.head);
+    return { server_version: row.server_version, head, lag: head - this.cache!.seq, cold_start_changes: head - Number(row.snapshot ?? 0), connections: Number(row.connections) };
   }
 
   async close(): Promise<void> {
