@@ -4,6 +4,7 @@
 // failures a user meets (no server, a newer layout, a forbidden URL) are refusals.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { grantSql } from '../../../src/cli/commands/store.ts';
 import { RefusalError } from '../../../src/protocol/result.ts';
@@ -152,6 +153,24 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     const newer = new PgStore({ url: testDatabaseUrl(), key: keys[0]! });
     expect((await refusalOf(newer.read())).data?.reason).toBe('state_incompatible');
     await newer.close();
+  });
+
+  it('a project lock held past the lock timeout is a state_busy refusal, and nothing is written', async () => {
+    const key = keys[0]!;
+    const s = new PgStore({ url: testDatabaseUrl(), key });
+    await s.mutate((d) => (d.errors.push({ at: 1, message: 'first' }), { changed: true, result: null }));
+    const c = new pg.Client({ connectionString: testDatabaseUrl() });
+    await c.connect();
+    try {
+      await c.query(`begin; select seq from "oc_${key}".head for update`);
+      const e = await refusalOf(s.mutate((d) => (d.errors.push({ at: 1, message: 'blocked' }), { changed: true, result: null })));
+      expect(e.data?.reason).toBe('state_busy');
+      await c.query('rollback');
+      expect((await s.read()).errors.map((x) => x.message)).toEqual(['first']);
+    } finally {
+      await c.end();
+      await s.close();
+    }
   });
 
   it('a wrong password is a refusal that names what to check', async () => {
