@@ -206,34 +206,74 @@ export class PgStore implements Store {
 
   // ---- writing ---------------------------------------------------------------------------------
 
+  /** Optimistic first: one round trip when this process is up to date. When another process
+   *  committed first, its changes are applied and the mutation runs once more with the project's
+   *  lock held (three round trips, but it cannot lose again): under many concurrent writers an
+   *  optimistic retry could lose over and over. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     return this.serial(async () => {
       if (!this.cache) await this.load();
-      for (;;) {
-        const c = this.cache!;
-        const step = this.prepare(c, fn);
-        if ('result' in step) return step.result;
-        let rows: Array<{ o_seq: string; o_ops: Op[] | null; o_archives: boolean }>;
-        try {
-          rows = (await this.query<{ o_seq: string; o_ops: Op[] | null; o_archives: boolean }>(step.query)).rows;
-        } catch (e) {
-          step.undo(); // committed or not is unknown after a lost connection: the next access reloads
-          this.cache = null;
-          throw e;
-        }
-        const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
-        if (committed !== null) {
-          c.seq = committed;
-          this.lastAsked = Date.now();
-          if (committed % (this.options.snapshotEvery ?? PG_SNAPSHOT_EVERY) === 0) await this.snapshot(c);
-          return step.answer;
-        }
-        // Someone committed first: their changes, then this mutation again on what they made.
-        step.undo();
-        const news = rows.map((r) => ({ seq: r.o_seq, ops: r.o_ops ?? [], archives: r.o_archives }));
-        if (!news.length || !this.applyRows(c, news)) await this.load();
-      }
+      const first = await this.attempt(fn);
+      if (first.done) return first.answer;
+      return this.attemptLocked(fn);
     });
+  }
+
+  private async attempt<T>(fn: (draft: State) => MutateOutcome<T>): Promise<{ done: true; answer: T } | { done: false }> {
+    const c = this.cache!;
+    const step = this.prepare(c, fn);
+    if ('result' in step) return { done: true, answer: step.result };
+    const rows = await this.send(step);
+    const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
+    if (committed !== null) {
+      await this.committed(c, committed);
+      return { done: true, answer: step.answer };
+    }
+    // Someone committed first: their changes, then this mutation again on what they made.
+    step.undo();
+    const news = rows.map((r) => ({ seq: r.o_seq, ops: r.o_ops ?? [], archives: r.o_archives }));
+    if (!news.length || !this.applyRows(c, news)) await this.load();
+    return { done: false };
+  }
+
+  private async attemptLocked<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+    const s = ident(this.schema);
+    const c = this.cache!;
+    try {
+      const [, , since] = (await this.query(`begin; select seq from ${s}.head for update; select seq, ops, archives from ${s}.changes where seq > ${Number(c.seq)} order by seq;`)) as unknown as pg.QueryResult<ChangeRow>[];
+      if (!this.applyRows(c, since!.rows)) throw new Error(`the changes of ${this.location} were compacted during a mutation; retry`);
+      const step = this.prepare(c, fn);
+      if ('result' in step) {
+        await this.query('rollback');
+        return step.result;
+      }
+      const rows = await this.send(step);
+      if (rows.length !== 1 || rows[0]!.o_ops !== null) throw new Error(`${this.location} moved on while this process held its lock`);
+      await this.query('commit');
+      await this.committed(c, Number(rows[0]!.o_seq));
+      return step.answer;
+    } catch (e) {
+      await this.client?.query('rollback').catch(() => {});
+      throw e;
+    }
+  }
+
+  /** The commit statement; a failure takes the change back out of the cache and drops it
+   *  (committed or not is unknown after a lost connection: the next access reloads). */
+  private async send(step: { query: pg.QueryConfig; undo: () => void }) {
+    try {
+      return (await this.query<{ o_seq: string; o_ops: Op[] | null; o_archives: boolean }>(step.query)).rows;
+    } catch (e) {
+      step.undo();
+      this.cache = null;
+      throw e;
+    }
+  }
+
+  private async committed(c: Cache, seq: number) {
+    c.seq = seq;
+    this.lastAsked = Date.now();
+    if (seq % (this.options.snapshotEvery ?? PG_SNAPSHOT_EVERY) === 0) await this.snapshot(c);
   }
 
   /** Runs `fn` on the cache: its answer when nothing is to be written, else the commit statement
@@ -290,8 +330,8 @@ export class PgStore implements Store {
 
   // ---- watching --------------------------------------------------------------------------------
 
-  async watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
-    await this.connection(); // the layout exists (and a refusal surfaces) before listening
+  /** Never refuses: a server down now is listened to once it is up (calls meanwhile refuse). */
+  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
     return this.listener.watch(onChange, log);
   }
 
