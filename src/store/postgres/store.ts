@@ -167,11 +167,18 @@ export class PgStore implements Store {
 
   /** The cache brought up to date: the changes after it applied, or a cold load. */
   private async current(): Promise<State> {
+    await this.news();
+    return this.cache!.state;
+  }
+
+  /** Brings the cache up to date; true when anything changed (or it was loaded afresh). */
+  private async news(): Promise<boolean> {
     const c = this.cache;
-    if (!c) return this.load();
+    if (!c) return (await this.load(), true);
     this.lastAsked = Date.now();
     const r = await this.query<ChangeRow>({ name: `${this.schema}.since`, text: `select seq, ops, archives from ${ident(this.schema)}.changes where seq > $1 order by seq`, values: [c.seq] });
-    return this.applyRows(c, r.rows) ? c.state : this.load();
+    if (!this.applyRows(c, r.rows)) await this.load();
+    return r.rows.length > 0;
   }
 
   private async load(): Promise<State> {
@@ -206,7 +213,8 @@ export class PgStore implements Store {
 
   // ---- writing ---------------------------------------------------------------------------------
 
-  /** Optimistic first: one round trip when this process is up to date. When another process
+  /** Optimistic first: one round trip when this process is up to date (an answer that writes
+   *  nothing costs one too: the check that nothing is newer). When another process
    *  committed first, its changes are applied and the mutation runs once more with the project's
    *  lock held (three round trips, but it cannot lose again): under many concurrent writers an
    *  optimistic retry could lose over and over. */
@@ -222,7 +230,9 @@ export class PgStore implements Store {
   private async attempt<T>(fn: (draft: State) => MutateOutcome<T>): Promise<{ done: true; answer: T } | { done: false }> {
     const c = this.cache!;
     const step = this.prepare(c, fn);
-    if ('result' in step) return { done: true, answer: step.result };
+    // An answer that writes nothing (a refusal, mostly) must hold on the newest state too: one
+    // computed on a cache another process has moved past would never meet the server.
+    if ('result' in step) return (await this.news()) ? { done: false } : { done: true, answer: step.result };
     const rows = await this.send(step);
     const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
     if (committed !== null) {

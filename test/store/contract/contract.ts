@@ -211,6 +211,14 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
         expect(messagesOf(await a.read())).toHaveLength(10);
       });
 
+      it('an answer that writes nothing is computed on the newest state, not on what the instance last saw', async () => {
+        const b = await open();
+        await b.peek();
+        await a.mutate(append('from a'));
+        const seen = await b.mutate((d) => ({ changed: false, result: messagesOf(d) }));
+        expect(seen).toEqual(['from a']);
+      });
+
       it('concurrent mutators lose no write and keep each one’s order', async () => {
         const writers = [a, await open(), await open()];
         const per = 15;
