@@ -27,7 +27,7 @@ import { migrationPending } from './migrate.ts';
 import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
 import { sameKey, statKey, type FileKey } from './file-key.ts';
 import { pinFile, readStateFile, serialize, serializeChunks, storeStats, unpin, type Pinned } from './state-file.ts';
-import { RefusalError } from '../protocol/result.ts';
+import { RefusalError, refuse } from '../protocol/result.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { checkOps } from './validate.ts';
 import { watchStateFile } from './watch.ts';
@@ -131,6 +131,10 @@ export class FileStore implements Store {
       await ensureDir(this.paths);
     }
     return withLock(this.paths, async (lock) => {
+      // Moved to another store (store/postgres/move.ts writes the binding under this lock): the
+      // files are retired, and a write here would fork the project.
+      if (existsSync(this.paths.binding))
+        throw new RefusalError(refuse('state_incompatible', 'This project moved to another store (.opencomms/store.json): restart this process to use it; nothing was written.'));
       const state = await this.locked(lock);
       const draft = track(state);
       let out: MutateOutcome<T>;

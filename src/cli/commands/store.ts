@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { ok, refuse, RefusalError, type ToolResult } from '../../protocol/result.ts';
 import { readBinding, writeBinding } from '../../store/binding.ts';
 import { describeUrl } from '../../store/postgres/connect.ts';
+import { moveToPostgres } from '../../store/postgres/move.ts';
 import { ident, schemaOf } from '../../store/postgres/schema.ts';
 import { PgStore, type PgStatus } from '../../store/postgres/store.ts';
 import type { CliCommand } from '../command.ts';
@@ -67,6 +68,20 @@ export const store: CliCommand = {
         const r = await asResult(async () => {
           await writeBinding(project, url, o.key);
           return ok(`This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json).`, { store: 'postgres', server: describeUrl(url), key: o.key });
+        });
+        ctx.exit(answer(ctx.io, r, o.json, () => r.message));
+      });
+    group
+      .command('migrate')
+      .description("move this project's files (state, history, archives) into PostgreSQL and bind it there")
+      .requiredOption('--to <url>', 'the PostgreSQL URL (no password in it)')
+      .requiredOption('--key <project-key>', 'the project key, which must not hold a project yet')
+      .option('--json', 'one {ok, message, data} document')
+      .action(async (o: { to: string; key: string; json?: boolean }, cmd: Command) => {
+        const r = await asResult(async () => {
+          if (o.to === 'file') return refuse('invalid_argument', 'Moving a project from PostgreSQL back to files is not supported yet.');
+          const m = await moveToPostgres(projectOf(cmd), o.to, o.key);
+          return ok(`Moved ${m.channels} channel(s), ${m.messages} live message(s), ${m.history} history entries and ${m.archives} archive(s) to ${describeUrl(o.to)}, project key ${o.key}; this project is now bound there. Restart running OpenComms processes of this project.`, { ...m, server: describeUrl(o.to), key: o.key });
         });
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
