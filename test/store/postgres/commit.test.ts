@@ -56,3 +56,31 @@ it('two projects in one database never see each other', async () => {
   expect((await open(k2).read()).errors).toEqual([]);
   expect(messages(await open(k1).read())).toEqual(['one']);
 });
+
+it('a dropped listening connection comes back: the watcher is told to look again, and notifications wake it again', async () => {
+  const k = key();
+  const [a, b] = [open(k), open(k)];
+  await a.mutate((d) => (d.errors.push({ at: 1, message: 'first' }), { changed: true, result: null }));
+  let woken = 0;
+  const w = await b.watch(async () => void woken++, () => {});
+  const listening = () => admin(async (c) => (await c.query(`select pid from pg_stat_activity where query = 'listen "oc_${k}"'`)).rows.map((r) => r.pid as number));
+  const until = async (cond: () => Promise<boolean> | boolean, ms: number) => {
+    const end = Date.now() + ms;
+    while (!(await cond())) {
+      if (Date.now() > end) throw new Error(`not within ${ms} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  await until(async () => (await listening()).length === 1, 5_000);
+  const [pid] = await listening();
+  await admin((c) => c.query('select pg_terminate_backend($1)', [pid]));
+  const before = woken;
+  // Reconnected (a new backend listens) and told to look again without any new change.
+  await until(async () => (await listening()).some((p) => p !== pid), 10_000);
+  await until(() => woken > before, 5_000);
+  const seen = woken;
+  await a.mutate((d) => (d.errors.push({ at: 1, message: 'second' }), { changed: true, result: null }));
+  await until(() => woken > seen, 5_000);
+  expect(messages(await b.read())).toEqual(['first', 'second']);
+  await w.close();
+});
