@@ -13,6 +13,7 @@ import {
   type Row, type StateLoad,
 } from './files.ts';
 import { claudeRows, codexRows, opencodeRows, placeholderRows } from './hosts.ts';
+import { boundStore } from './store.ts';
 
 /** The oldest Node this package supports (package.json `engines`; chokidar 5 needs it). */
 export const MIN_NODE = [20, 19, 0] as const;
@@ -76,13 +77,15 @@ export function nodeRow(version = process.versions.node): Row {
 
 export async function diagnose(project: string, now: number): Promise<Row[]> {
   const paths = resolvePaths(project);
-  const load = await loadState(paths);
+  const bound = await boundStore(project);
+  const load = bound?.load ?? (await loadState(paths));
   const backups = await corruptBackups(paths);
   const marker = await migrationMarker(project);
   const age = await lockAge(paths, now);
   const temps = (await tempFiles(paths)).filter((t) => !t.alive);
   const orphans = load.kind === 'ok' ? orphanedInFlight(load.state) : [];
   return [
+    ...(bound?.rows ?? []),
     ...stateRows(load),
     backups.length
       ? row('WARN', 'corrupt backups', `${backups.length} preserved corrupt state file(s): ${backups.join(', ')}; inspect, then delete them`)

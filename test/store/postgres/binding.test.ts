@@ -79,7 +79,11 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     expect(d).toMatchObject({ store: 'postgres', key, lag: 0 });
     expect(d.server_version).toMatch(/^\d+/);
     expect(d.head).toBeGreaterThan(0);
-    const outputs = [fromB.out, fromB.err, st.out, st.err, (await cli('store', 'status', '--project', a)).out, (await cli('doctor', '--json', '--project', a)).out, (await cli('channels', '--json', '--project', a)).out];
+    const doctor = await cli('doctor', '--json', '--project', a);
+    const rows = doctor.json().data.rows as Array<{ level: string; check: string; detail: string }>;
+    expect(rows.find((r) => r.check === 'store')).toMatchObject({ level: 'OK', detail: expect.stringContaining(key) });
+    expect(rows.find((r) => r.check === 'state')?.detail).toMatch(/2 live channel/);
+    const outputs = [fromB.out, fromB.err, st.out, st.err, (await cli('store', 'status', '--project', a)).out, doctor.out, (await cli('channels', '--json', '--project', a)).out];
     for (const dir of [a, b]) for (const f of await filesUnder(join(dir, '.opencomms'))) outputs.push(await readFile(f, 'utf8'));
     const rt = openRuntime(b);
     outputs.push(JSON.stringify((await rt.read()).errors));
