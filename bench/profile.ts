@@ -1,6 +1,6 @@
 // `npm run bench:profile -- send|pull`: one MCP server profiled (--cpu-prof) under the bench's
 // workload, run from the sources so frames carry their file names; prints where its time went.
-// docs/PERFORMANCE.md quotes these tables.
+// docs/performance.md quotes these tables.
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ROOT, mcpNodeFlags, connectMcp, message, withProject } from './lib.ts';

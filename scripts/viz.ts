@@ -1,9 +1,9 @@
-// `npm run viz`: regenerates visualizations/ from machines/index.ts and the README's diagrams.
+// `npm run viz`: regenerates visualizations/ from machines/index.ts and the diagrams of docs/architecture.md.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MACHINES } from '../machines/index.ts';
 import { renderAll } from '../src/viz/mermaid.ts';
-import { machinesByName, readmeWithDiagrams } from '../src/viz/readme.ts';
+import { DIAGRAMS_DOC, docWithDiagrams, machinesByName } from '../src/viz/doc-diagrams.ts';
 
 const root = join(import.meta.dirname, '..');
 const files = renderAll(machinesByName(MACHINES));
@@ -11,6 +11,6 @@ for (const [file, text] of Object.entries(files)) {
   writeFileSync(join(root, 'visualizations', file), text);
   console.log(`wrote visualizations/${file}`);
 }
-const readmePath = join(root, 'README.md');
-writeFileSync(readmePath, readmeWithDiagrams(readFileSync(readmePath, 'utf8'), files));
-console.log('updated README.md diagrams');
+const docPath = join(root, DIAGRAMS_DOC);
+writeFileSync(docPath, docWithDiagrams(readFileSync(docPath, 'utf8'), files));
+console.log(`updated the diagrams of ${DIAGRAMS_DOC}`);

@@ -3,12 +3,13 @@
 // Nothing here touches the disk; adapters/install/files.ts writes the plan atomically.
 import { join } from 'node:path';
 import type { Refusal } from '../../src/protocol/result.ts';
-import { HOOK_RUNNER, MCP_BUNDLE, HOST_BUNDLES, RUNNER_BUNDLES, bundlePath, bundlePaths, removeBundles, writeBundles, type BundleName } from '../install/bundles.ts';
+import { HOOK_RUNNER, MCP_BUNDLE, HOST_BUNDLES, RUNNER_BUNDLES, bundlePaths, removeBundles, writeBundles, type BundleName } from '../install/bundles.ts';
 import type { FileChange } from '../install/files.ts';
 import { hooksShapeError, registerHooks, registersRunner, unregisterHooks, type HookGroup } from '../install/hook-config.ts';
-import { append, isObject, newJsonFile, parseObject, remove, type JsonObject } from '../install/json.ts';
-import { memberEnv, serverArgs } from '../install/member-env.ts';
-import { isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
+import { append, isObject, newJsonFile, parseObject, remove, replace, type JsonObject } from '../install/json.ts';
+import { claudeMemberEnv, claudeMemberValue, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, pinnedIn, serverArgs } from '../install/member-env.ts';
+import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
+import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
 
 export const HOST = 'claude-code';
 
@@ -86,62 +87,133 @@ function readConfigs(project: string, files: Map<string, string | null>) {
   return { p, settingsText, mcpText, settings, mcp };
 }
 
+/** Files as the record and the notes name them, relative to the project. */
+const REL = { settings: '.claude/settings.json', mcp: '.mcp.json', command: '.claude/commands/opencomms.md' } as const;
+
+const serverEntry = (pin: string | null) => ({ type: 'stdio', command: 'node', args: serverArgs(HOST), env: claudeMemberEnv(pin) });
+
+/** An `opencomms` server entry is ours when it starts our bundle; a hand-written one is the user's. */
+export const isOurServer = (entry: unknown) => entry !== undefined && JSON.stringify(entry).includes(MCP_BUNDLE);
+
+interface Edit {
+  text: string;
+  created: (string | number)[][];
+  repaired: string[];
+  notes: string[];
+}
+
+/** `.mcp.json` with our server entry: added when absent, its keys put right when ours, a
+ *  hand-written `opencomms` entry left alone. */
+function editServer(text: string, mcp: JsonObject | null, pin: string | null): Edit {
+  const want = serverEntry(pin);
+  if (!isObject(mcp?.mcpServers)) return { text: append(text, [], { opencomms: want }, 'mcpServers'), created: [['mcpServers']], repaired: [], notes: [] };
+  const cur = mcp.mcpServers.opencomms;
+  if (cur === undefined) return { text: append(text, ['mcpServers'], want, 'opencomms'), created: [], repaired: [], notes: [] };
+  if (!isOurServer(cur) || !isObject(cur))
+    return { text, created: [], repaired: [], notes: [foreignNote(`${REL.mcp} already has an "opencomms" server`)] };
+  const edit: Edit = { text, created: [], repaired: [], notes: [] };
+  const at = ['mcpServers', 'opencomms'];
+  const put = (key: string, value: unknown) => {
+    edit.text = cur[key] === undefined ? append(edit.text, at, value, key) : replace(edit.text, [...at, key], value);
+    edit.repaired.push(`${REL.mcp} mcpServers.opencomms.${key}`);
+  };
+  for (const key of ['type', 'command', 'args'] as const) if (JSON.stringify(cur[key]) !== JSON.stringify(want[key])) put(key, want[key]);
+  if (!isObject(cur.env)) put('env', want.env);
+  else {
+    const value = cur.env[MEMBER_ID_VAR];
+    const pinned = pinnedIn(value);
+    const id = pinned === undefined || pinned === MEMBER_ID_PLACEHOLDER ? (pin ?? pinned ?? MEMBER_ID_PLACEHOLDER) : pinned;
+    const next = claudeMemberValue(id);
+    if (value !== next) {
+      edit.text = value === undefined ? append(edit.text, [...at, 'env'], next, MEMBER_ID_VAR) : replace(edit.text, [...at, 'env', MEMBER_ID_VAR], next);
+      edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${MEMBER_ID_VAR} (now the session's own id, else ${id})`);
+    }
+  }
+  return edit;
+}
+
+/** The pinned id our `.mcp.json` entry names (null: none, or still the placeholder). */
+export function pinnedOf(entry: unknown): string | null {
+  const v = isObject(entry) && isObject(entry.env) ? pinnedIn(entry.env[MEMBER_ID_VAR]) : undefined;
+  return v && v !== MEMBER_ID_PLACEHOLDER ? v : null;
+}
+
 export function planClaudeInstall(project: string, files: Map<string, string | null>, bundles: Record<BundleName, string>, pin: string | null): InstallPlan | Refusal {
   const cfg = readConfigs(project, files);
   if (isRefusal(cfg)) return cfg;
   const { p, settingsText, mcpText, settings, mcp } = cfg;
-  const settingsOut = registerHooks(settingsText ?? '{}\n', settings ?? {}, claudeHookGroups());
-  let mcpOut = mcpText ?? '{}\n';
-  const server = { type: 'stdio', command: 'node', args: serverArgs(bundlePath(project, MCP_BUNDLE), project, HOST), env: memberEnv(pin) };
-  if (!isObject(mcp?.mcpServers)) mcpOut = append(mcpOut, [], { opencomms: server }, 'mcpServers');
-  else if (!('opencomms' in mcp.mcpServers)) mcpOut = append(mcpOut, ['mcpServers'], server, 'opencomms');
+  const hooks = registerHooks(settingsText ?? '{}\n', settings ?? {}, claudeHookGroups());
+  const server = editServer(mcpText ?? '{}\n', mcp, pin);
+  const created = [
+    ...(settingsText === null ? [REL.settings] : hooks.created.map((k) => containerKey(REL.settings, k))),
+    ...(mcpText === null ? [REL.mcp] : server.created.map((k) => containerKey(REL.mcp, k))),
+    ...(files.get(p.command) == null ? [REL.command] : []),
+  ];
+  const repaired = [...hooks.repaired.map((e) => `${REL.settings} hooks.${e}`), ...server.repaired];
   const notes = [
     'Claude Code asks once before it starts a project MCP server from .mcp.json: approve "opencomms".',
-    pin ? `The MCP server is pinned to member ${pin}.` : 'Next: `opencomms install-member` gives this project\'s Claude Code session its member id.',
+    ...server.notes,
+    pin
+      ? `The MCP server runs as the session's OPENCOMMS_MEMBER_ID when it is set, else as member ${pin}.`
+      : 'Next: `opencomms install-member` gives this project\'s Claude Code sessions their member id.',
   ];
   return {
     changes: [
       ...writeBundles(project, HOST_BUNDLES, bundles),
-      { path: p.settings, content: settingsText === null ? newJsonFile(parseObject(settingsOut)!) : settingsOut },
-      { path: p.mcp, content: mcpText === null ? newJsonFile(parseObject(mcpOut)!) : mcpOut },
+      { path: p.settings, content: settingsText === null ? newJsonFile(parseObject(hooks.text)!) : hooks.text },
+      { path: p.mcp, content: mcpText === null ? newJsonFile(parseObject(server.text)!) : server.text },
       { path: p.command, content: COMMAND_MD },
     ],
     notes,
+    record: { created },
+    repaired,
   };
 }
 
-/** An edited file that holds nothing any more (only our entries were ever in it) is removed. */
+/** An edited file that holds nothing any more is removed when an install created it. */
 const emptied = (text: string) => {
   const cfg = parseObject(text);
   return cfg !== null && Object.keys(cfg).length === 0;
 };
 
-export function planClaudeUninstall(project: string, files: Map<string, string | null>, others: { serverUsed: boolean; runnerUsed: boolean }): InstallPlan | Refusal {
+export function planClaudeUninstall(
+  project: string,
+  files: Map<string, string | null>,
+  others: { serverUsed: boolean; runnerUsed: boolean },
+  rec: InstallRecord = emptyRecord(),
+): InstallPlan | Refusal {
   const cfg = readConfigs(project, files);
   if (isRefusal(cfg)) return cfg;
   const { p, settingsText, mcpText, settings, mcp } = cfg;
+  const ours = (key: string) => created(rec, HOST, key);
   const changes: FileChange[] = [];
+  const notes: string[] = [];
   if (settings && settingsText !== null) {
-    const out = unregisterHooks(settingsText, settings);
-    if (out !== settingsText) changes.push({ path: p.settings, content: emptied(out) ? null : out });
+    const out = unregisterHooks(settingsText, settings, (path) => ours(containerKey(REL.settings, path)));
+    if (out !== settingsText) changes.push({ path: p.settings, content: emptied(out) && ours(REL.settings) ? null : out });
   }
-  if (mcp && mcpText !== null && isObject(mcp.mcpServers) && 'opencomms' in mcp.mcpServers) {
-    const out = Object.keys(mcp.mcpServers).length === 1 ? remove(mcpText, ['mcpServers']) : remove(mcpText, ['mcpServers', 'opencomms']);
-    changes.push({ path: p.mcp, content: emptied(out) ? null : out });
-  }
-  if (files.get(p.command) !== null) changes.push({ path: p.command, content: null });
+  const entry = isObject(mcp?.mcpServers) ? mcp.mcpServers.opencomms : undefined;
+  if (mcpText !== null && isObject(mcp?.mcpServers) && isOurServer(entry)) {
+    const whole = Object.keys(mcp.mcpServers).length === 1 && ours(containerKey(REL.mcp, ['mcpServers']));
+    const out = remove(mcpText, whole ? ['mcpServers'] : ['mcpServers', 'opencomms']);
+    changes.push({ path: p.mcp, content: emptied(out) && ours(REL.mcp) ? null : out });
+  } else if (entry !== undefined) notes.push(`${REL.mcp}: the "opencomms" server there was not written by OpenComms and is left as it is.`);
+  if (files.get(p.command)?.startsWith(COMMAND_MD.slice(0, COMMAND_MD.indexOf('\n---')))) changes.push({ path: p.command, content: null });
   if (!others.runnerUsed) changes.push(...removeBundles(project, RUNNER_BUNDLES, files));
   if (!others.serverUsed) changes.push(...removeBundles(project, [MCP_BUNDLE], files));
-  return { changes, notes: [] };
+  return { changes, notes, record: { forget: true } };
 }
 
-/** Does this `.mcp.json` / settings text still use the server bundle / the hook runner? */
-export const claudeUses = (files: Map<string, string | null>, project: string) => {
+/** Does this `.mcp.json` / settings text still use the server bundle / the hook runner? null when
+ *  a file is malformed: then nobody can tell, and a shared bundle must not be removed. */
+export function claudeUses(files: Map<string, string | null>, project: string): { server: boolean; runner: boolean } | null {
   const p = claudePaths(project);
-  const mcp = parseObject(files.get(p.mcp) ?? '') ?? null;
-  const settings = parseObject(files.get(p.settings) ?? '') ?? null;
-  return {
-    server: JSON.stringify(isObject(mcp?.mcpServers) ? mcp.mcpServers : {}).includes(MCP_BUNDLE),
-    runner: registersRunner(settings),
+  const read = (path: string) => {
+    const text = files.get(path) ?? null;
+    return text === null ? { cfg: null, bad: false } : { cfg: parseObject(text), bad: parseObject(text) === null };
   };
-};
+  const mcp = read(p.mcp);
+  const settings = read(p.settings);
+  if (mcp.bad || settings.bad) return null;
+  return { server: isObject(mcp.cfg?.mcpServers) && isOurServer(mcp.cfg.mcpServers.opencomms), runner: registersRunner(settings.cfg) };
+}

@@ -26,13 +26,17 @@ export function serversShapeError(value: JsonObject): string | null {
   return null;
 }
 
-export const hasServer = (value: JsonObject) => isObject(value.mcp_servers) && SERVER_KEY[1] in value.mcp_servers;
 
-/** `text` with `[mcp_servers.opencomms]` (and its `.env` sub-table) appended after a blank line. */
+const eolOf = (text: string) => (text.includes('\r\n') ? '\r\n' : '\n');
+
+/** `text` with `[mcp_servers.opencomms]` (and its `.env` sub-table) appended after a blank line, in
+ *  the file's line ending; a file without a final newline gets none after our section either, so
+ *  removing the section gives the file back byte for byte. */
 export function appendServer(text: string, server: JsonObject): string {
-  const section = stringify({ [SERVER_KEY[0]]: { [SERVER_KEY[1]]: server } });
-  if (!text) return `${section}\n`;
-  return `${text}${text.endsWith('\n') ? '\n' : '\n\n'}${section}\n`;
+  const eol = eolOf(text);
+  const section = stringify({ [SERVER_KEY[0]]: { [SERVER_KEY[1]]: server } }).replace(/\n+$/, '').split('\n').join(eol);
+  if (!text) return `${section}${eol}`;
+  return text.endsWith('\n') ? `${text}${eol}${section}${eol}` : `${text}${eol}${eol}${section}`;
 }
 
 const isOurs = (key: readonly (string | number)[]) => key[0] === SERVER_KEY[0] && key[1] === SERVER_KEY[1];
@@ -60,23 +64,31 @@ function ourRanges(text: string, ast: AST.TOMLProgram): Array<[number, number]> 
 
 const keyName = (k: AST.TOMLKey['keys'][number]) => (k.type === 'TOMLBare' ? k.name : k.value);
 
-/** `text` without our server; a blank line the install added before it goes with it. */
+/** `text` without our server: the exact inverse of `appendServer` when the section is the last
+ *  thing in the file (the blank line before it goes too, and a final newline only if it had one). */
 export function removeServer(text: string, ast: AST.TOMLProgram): string {
+  const eol = eolOf(text);
+  const ranges = ourRanges(text, ast).sort((a, b) => b[0] - a[0]);
+  const last = ranges.find(([, to]) => to >= text.length);
   let out = text;
-  for (const [from, to] of ourRanges(text, ast).sort((a, b) => b[0] - a[0])) {
-    const atEnd = to >= out.length;
-    out = out.slice(0, from) + out.slice(to);
-    if (atEnd && out.endsWith('\n\n')) out = out.slice(0, -1);
+  for (const [from, to] of ranges) out = out.slice(0, from) + out.slice(to);
+  if (last && out.length) {
+    // appendServer put one line ending before the section after a final newline, two without one.
+    const hadFinal = text.slice(last[0], last[1]).endsWith('\n');
+    if (out.endsWith(eol + eol)) out = out.slice(0, -(hadFinal ? eol : eol + eol).length);
   }
   return out;
 }
 
-/** The source range of `[mcp_servers.opencomms.env] OPENCOMMS_MEMBER_ID` when it still holds `placeholder`. */
-export function placeholderRange(ast: AST.TOMLProgram, placeholder: string): [number, number] | null {
+/** Our server entry's value, when the file has one. */
+export const serverOf = (value: JsonObject): unknown => (isObject(value.mcp_servers) ? value.mcp_servers[SERVER_KEY[1]] : undefined);
+
+/** The source range of `[mcp_servers.opencomms.env] <key>` when it still holds `placeholder`. */
+export function placeholderRange(ast: AST.TOMLProgram, placeholder: string, key: string): [number, number] | null {
   for (const item of ast.body[0].body) {
     if (item.type !== 'TOMLTable' || !isOurs(item.resolvedKey) || item.resolvedKey[2] !== 'env') continue;
     for (const kv of item.body)
-      if (kv.key.keys.length === 1 && keyName(kv.key.keys[0]!) === 'OPENCOMMS_MEMBER_ID' && kv.value.type === 'TOMLValue' && kv.value.value === placeholder)
+      if (kv.key.keys.length === 1 && keyName(kv.key.keys[0]!) === key && kv.value.type === 'TOMLValue' && kv.value.value === placeholder)
         return kv.value.range;
   }
   return null;

@@ -4,13 +4,14 @@
 // once it is reviewed (`/hooks`) or under `--dangerously-bypass-hook-trust`: the plan says so.
 import { join } from 'node:path';
 import type { Refusal } from '../../src/protocol/result.ts';
-import { HOOK_RUNNER, MCP_BUNDLE, HOST_BUNDLES, RUNNER_BUNDLES, bundlePath, bundlePaths, removeBundles, writeBundles, type BundleName } from '../install/bundles.ts';
+import { HOOK_RUNNER, MCP_BUNDLE, HOST_BUNDLES, RUNNER_BUNDLES, bundlePaths, removeBundles, writeBundles, type BundleName } from '../install/bundles.ts';
 import type { FileChange } from '../install/files.ts';
 import { hooksShapeError, registerHooks, registersRunner, unregisterHooks, type HookGroup } from '../install/hook-config.ts';
-import { newJsonFile, parseObject } from '../install/json.ts';
-import { memberEnv, serverArgs } from '../install/member-env.ts';
-import { malformed, type InstallPlan } from '../install/plan.ts';
-import { appendServer, hasServer, parseToml, removeServer, serversShapeError } from './config-toml.ts';
+import { isObject, newJsonFile, parseObject } from '../install/json.ts';
+import { codexMemberEnv, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, PINNED_ID_VAR, PROJECT_ARG, relBundle, serverArgs } from '../install/member-env.ts';
+import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
+import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
+import { appendServer, parseToml, removeServer, serverOf, serversShapeError } from './config-toml.ts';
 import { shellQuote } from './shell.ts';
 
 export const HOST = 'codex';
@@ -24,11 +25,45 @@ export const codexPaths = (project: string) => ({
 /** Codex's default hook timeout is 600 s; the runner answers in tens of ms, so 15 s as for Claude. */
 const HOOK_TIMEOUT_S = 15;
 
-/** Codex sets no project variable for hooks: the runner and the project are named by absolute path. */
-export function codexHookGroups(project: string, platform = process.platform): Record<string, HookGroup> {
-  const command = ['node', bundlePath(project, HOOK_RUNNER), 'auto', project, '--host', HOST].map((a) => shellQuote(a, platform)).join(' ');
+/** Codex sets no project variable for hooks, and runs them and the MCP server in the directory the
+ *  session started in (the project: Codex loads `.codex/` there only for a trusted project), so the
+ *  runner and the project are named relative to it. */
+export function codexHookGroups(platform = process.platform): Record<string, HookGroup> {
+  const command = ['node', relBundle(HOOK_RUNNER), 'auto', PROJECT_ARG, '--host', HOST].map((a) => shellQuote(a, platform)).join(' ');
   const group = { hooks: [{ type: 'command' as const, command, timeout: HOOK_TIMEOUT_S }] };
   return { SessionStart: group, UserPromptSubmit: group, Stop: group };
+}
+
+const REL = { config: '.codex/config.toml', hooks: '.codex/hooks.json' } as const;
+
+/** Our server entry is the one that starts our bundle; a hand-written `[mcp_servers.opencomms]` is the user's. */
+export const isOurServer = (entry: unknown) => entry !== undefined && JSON.stringify(entry).includes(MCP_BUNDLE);
+
+/** The pinned id an existing entry of ours names (this form or the older literal OPENCOMMS_MEMBER_ID). */
+export function pinnedOf(entry: unknown): string | null {
+  const env = isObject(entry) && isObject(entry.env) ? entry.env : {};
+  const v = env[PINNED_ID_VAR] ?? env[MEMBER_ID_VAR];
+  return typeof v === 'string' && v !== MEMBER_ID_PLACEHOLDER ? v : null;
+}
+
+const serverEntry = (pin: string | null) => ({ command: 'node', args: serverArgs(HOST), cwd: PROJECT_ARG, env_vars: [MEMBER_ID_VAR], env: codexMemberEnv(pin) });
+/** Key order aside, the same value (TOML tables have no order a reader relies on). */
+const canonical = (v: unknown): unknown =>
+  isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])])) : Array.isArray(v) ? v.map(canonical) : v;
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+
+/** config.toml with our server: appended when absent; an entry of ours that differs (another
+ *  checkout's path, an older form) rewritten in place of the old one. */
+function editServer(text: string, toml: ReturnType<typeof parseToml>, pin: string | null): { text: string; repaired: boolean; foreign: boolean } | Refusal {
+  const cur = toml ? serverOf(toml.value) : undefined;
+  if (cur !== undefined && !isOurServer(cur)) return { text, repaired: false, foreign: true };
+  const want = serverEntry(pinnedOf(cur) ?? pin);
+  if (cur !== undefined && sameJson(cur, want)) return { text, repaired: false, foreign: false };
+  const out = appendServer(cur !== undefined && toml ? removeServer(text, toml.ast) : text, want);
+  const check = parseToml(out);
+  if (!check || !isOurServer(serverOf(check.value)))
+    return malformed(REL.config, 'defines mcp_servers in a form a new [mcp_servers.opencomms] table cannot join (an inline table)');
+  return { text: out, repaired: cur !== undefined, foreign: false };
 }
 
 export function planCodexInstall(project: string, files: Map<string, string | null>, bundles: Record<BundleName, string>, pin: string | null): InstallPlan | Refusal {
@@ -44,56 +79,74 @@ export function planCodexInstall(project: string, files: Map<string, string | nu
   const hookShape = hooksShapeError(hooks);
   if (hookShape) return malformed(p.hooks, hookShape);
 
-  let tomlOut = tomlText ?? '';
-  if (!toml || !hasServer(toml.value)) {
-    tomlOut = appendServer(tomlOut, { command: 'node', args: serverArgs(bundlePath(project, MCP_BUNDLE), project, HOST), cwd: '.', env: memberEnv(pin) });
-    const check = parseToml(tomlOut);
-    if (!check || !hasServer(check.value)) return malformed(p.config, 'defines mcp_servers in a form a new [mcp_servers.opencomms] table cannot join (an inline table)');
-  }
-  const hooksOut = registerHooks(hooksText ?? '{}\n', hooks, codexHookGroups(project));
+  const server = editServer(tomlText ?? '', toml, pin);
+  if (isRefusal(server)) return server;
+  const hooksOut = registerHooks(hooksText ?? '{}\n', hooks, codexHookGroups());
+  const created = [
+    ...(tomlText === null ? [REL.config] : []),
+    ...(hooksText === null ? [REL.hooks] : hooksOut.created.map((k) => containerKey(REL.hooks, k))),
+  ];
   return {
     changes: [
       ...writeBundles(project, HOST_BUNDLES, bundles),
-      { path: p.config, content: tomlOut },
-      { path: p.hooks, content: hooksText === null ? newJsonFile(parseObject(hooksOut)!) : hooksOut },
+      { path: p.config, content: server.text },
+      { path: p.hooks, content: hooksText === null ? newJsonFile(parseObject(hooksOut.text)!) : hooksOut.text },
     ],
     notes: [
       `Codex reads ${join('.codex', 'config.toml')} and ${join('.codex', 'hooks.json')} only in a trusted project: run /trust in Codex here, or move the [mcp_servers.opencomms] section to ~/.codex/config.toml.`,
       'Codex runs a project hook only after you review it: open /hooks in Codex and trust the three OpenComms hooks (or start Codex with --dangerously-bypass-hook-trust).',
-      pin ? `The MCP server is pinned to member ${pin}.` : 'Next: `opencomms install-member --host codex` gives this project\'s Codex session its member id.',
+      'Codex starts the MCP server and the hooks in the directory it was started in: start it at the project root.',
+      ...(server.foreign ? [foreignNote(`${REL.config} already has an [mcp_servers.opencomms]`)] : []),
+      pin
+        ? `The MCP server runs as the session's OPENCOMMS_MEMBER_ID when it is set, else as member ${pin}.`
+        : 'Next: `opencomms install-member --host codex` gives this project\'s Codex sessions their member id.',
     ],
+    record: { created },
+    repaired: [...(server.repaired ? [`${REL.config} [mcp_servers.opencomms]`] : []), ...hooksOut.repaired.map((e) => `${REL.hooks} hooks.${e}`)],
   };
 }
 
-export function planCodexUninstall(project: string, files: Map<string, string | null>, others: { serverUsed: boolean; runnerUsed: boolean }): InstallPlan | Refusal {
+export function planCodexUninstall(
+  project: string,
+  files: Map<string, string | null>,
+  others: { serverUsed: boolean; runnerUsed: boolean },
+  rec: InstallRecord = emptyRecord(),
+): InstallPlan | Refusal {
   const p = codexPaths(project);
+  const ours = (key: string) => created(rec, HOST, key);
   const changes: FileChange[] = [];
+  const notes: string[] = [];
   const tomlText = files.get(p.config) ?? null;
   if (tomlText !== null) {
     const toml = parseToml(tomlText);
     if (!toml) return malformed(p.config, 'is not valid TOML');
-    const out = removeServer(tomlText, toml.ast);
-    if (out !== tomlText) changes.push({ path: p.config, content: out.trim() === '' ? null : out });
+    const entry = serverOf(toml.value);
+    if (isOurServer(entry)) {
+      const out = removeServer(tomlText, toml.ast);
+      changes.push({ path: p.config, content: out.trim() === '' && ours(REL.config) ? null : out });
+    } else if (entry !== undefined) notes.push(`${REL.config}: the [mcp_servers.opencomms] there was not written by OpenComms and is left as it is.`);
   }
   const hooksText = files.get(p.hooks) ?? null;
   if (hooksText !== null) {
     const hooks = parseObject(hooksText);
     if (!hooks) return malformed(p.hooks, 'is not a valid JSON object');
-    const out = unregisterHooks(hooksText, hooks);
+    const out = unregisterHooks(hooksText, hooks, (path) => ours(containerKey(REL.hooks, path)));
     const left = parseObject(out);
-    if (out !== hooksText) changes.push({ path: p.hooks, content: left && Object.keys(left).length === 0 ? null : out });
+    if (out !== hooksText) changes.push({ path: p.hooks, content: left && Object.keys(left).length === 0 && ours(REL.hooks) ? null : out });
   }
   if (!others.runnerUsed) changes.push(...removeBundles(project, RUNNER_BUNDLES, files));
   if (!others.serverUsed) changes.push(...removeBundles(project, [MCP_BUNDLE], files));
-  return { changes, notes: [] };
+  return { changes, notes, record: { forget: true } };
 }
 
-/** Does the Codex config still use the server bundle / the hook runner? */
-export function codexUses(files: Map<string, string | null>, project: string) {
+/** Does the Codex config still use the server bundle / the hook runner? null when a file is
+ *  malformed: then nobody can tell, and a shared bundle must not be removed. */
+export function codexUses(files: Map<string, string | null>, project: string): { server: boolean; runner: boolean } | null {
   const p = codexPaths(project);
-  const toml = parseToml(files.get(p.config) ?? '');
-  return {
-    server: toml !== null && hasServer(toml.value) && JSON.stringify(toml.value.mcp_servers).includes(MCP_BUNDLE),
-    runner: registersRunner(parseObject(files.get(p.hooks) ?? '')),
-  };
+  const tomlText = files.get(p.config) ?? null;
+  const hooksText = files.get(p.hooks) ?? null;
+  const toml = tomlText === null ? null : parseToml(tomlText);
+  const hooks = hooksText === null ? null : parseObject(hooksText);
+  if ((tomlText !== null && !toml) || (hooksText !== null && !hooks)) return null;
+  return { server: toml !== null && isOurServer(serverOf(toml.value)), runner: registersRunner(hooks) };
 }

@@ -1,10 +1,12 @@
 // The one write step of every installer (FEATURES.md §8.1): a plan of whole-file changes computed in
-// memory first, then each file written atomically (temp + fsync + rename); if a later write fails,
-// the files already written are put back as they were (restored, or removed when they were new).
-// Never a partial install. Pure planners live beside each host; this module is the only I/O.
-import { mkdir, readFile, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { writeAtomic } from '../../src/store/index.ts';
+// memory first, then each file written atomically (temp + fsync + rename + directory fsync); if a
+// later write fails, the files already written are put back as they were (restored, or removed when
+// they were new). Never a partial install. Pure planners live beside each host; this module is the
+// only I/O. A config file is the user's: a symlink stays a symlink (its target is what changes) and
+// the file keeps its permission bits (a 0600 file may hold another server's secret).
+import { open, lstat, mkdir, readFile, readlink, realpath, rename, rm, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { tempName } from '../../src/store/atomic.ts';
 
 /** The new content of one file, or `null` to delete it. */
 export interface FileChange {
@@ -31,13 +33,60 @@ export interface ApplyOps {
   remove(path: string): Promise<void>;
 }
 
-const realOps: ApplyOps = {
-  async write(path, text) {
-    await mkdir(dirname(path), { recursive: true });
-    await writeAtomic(path, text, { tmpPrefix: '.opencomms-install' });
-  },
+/** The file a write to `path` must replace: the end of its symlink chain (a dangling link's
+ *  target included), else `path` itself. */
+async function writeTarget(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  const link = await lstat(path).catch(() => null);
+  return link?.isSymbolicLink() ? writeTarget(resolve(dirname(path), await readlink(path))) : path;
+}
+
+/** Told of each fsync (tests prove the write path makes them). */
+export type SyncSeen = (what: 'file' | 'directory') => void;
+
+async function syncDir(dir: string, seen: SyncSeen) {
+  const fd = await open(dir, 'r');
+  try {
+    await fd.sync();
+    seen('directory');
+  } finally {
+    await fd.close();
+  }
+}
+
+/** temp file with the target's mode, fsync, rename over the target, fsync of the directory. */
+async function writeDurably(path: string, text: string, seen: SyncSeen) {
+  const target = await writeTarget(path);
+  const mode = await stat(target).then((s) => s.mode & 0o7777, () => undefined);
+  await mkdir(dirname(target), { recursive: true });
+  const tmp = resolve(dirname(target), tempName('.opencomms-install'));
+  const fd = await open(tmp, 'wx', mode ?? 0o666);
+  try {
+    if (mode !== undefined) await fd.chmod(mode); // open() applies the umask; the old mode is the rule
+    await fd.writeFile(text);
+    await fd.sync();
+    seen('file');
+    await fd.close();
+    await rename(tmp, target);
+  } catch (e) {
+    await fd.close().catch(() => {});
+    await rm(tmp, { force: true });
+    throw e;
+  }
+  await syncDir(dirname(target), seen);
+}
+
+/** The real write step: symlinks followed, mode kept, file and directory fsynced. */
+export const durableOps = (seen: SyncSeen = () => {}): ApplyOps => ({
+  write: (path, text) => writeDurably(path, text, seen),
   remove: (path) => rm(path, { force: true }),
-};
+});
+
+const realOps = durableOps();
 
 /**
  * Applies the changes whose content differs from `before` (a no-op plan writes nothing: a second

@@ -28,29 +28,58 @@ export function hooksShapeError(cfg: JsonObject): string | null {
   return null;
 }
 
+/** A registration's new text, the containers it created (for the install record) and the events
+ *  whose entries of ours it repaired. */
+export interface HookEdit {
+  text: string;
+  created: string[][];
+  repaired: string[];
+}
+
 /**
- * Registers `groups` (one per event). An event that already holds exactly our group is left alone
- * (a second run changes no byte); an older group of ours is replaced in place; otherwise ours is
- * appended after the user's own groups.
+ * Registers `groups` (one per event). An event that already holds exactly our handlers is left
+ * alone (a second run changes no byte); handlers of ours that differ are replaced inside their
+ * group, so a handler the user added to that group stays; otherwise our group is appended after
+ * the user's own groups.
  */
-export function registerHooks(text: string, cfg: JsonObject, groups: Record<string, HookGroup>): string {
-  if (!isObject(cfg.hooks)) return append(text, [], Object.fromEntries(Object.entries(groups).map(([e, g]) => [e, [g]])), 'hooks');
+export function registerHooks(text: string, cfg: JsonObject, groups: Record<string, HookGroup>): HookEdit {
+  if (!isObject(cfg.hooks)) {
+    const out = append(text, [], Object.fromEntries(Object.entries(groups).map(([e, g]) => [e, [g]])), 'hooks');
+    return { text: out, created: [['hooks'], ...Object.keys(groups).map((e) => ['hooks', e])], repaired: [] };
+  }
   const hooks = cfg.hooks;
+  const edit: HookEdit = { text, created: [], repaired: [] };
   for (const [event, group] of Object.entries(groups)) {
     const list = hooks[event];
     if (!Array.isArray(list)) {
-      text = append(text, ['hooks'], [group], event);
+      edit.text = append(edit.text, ['hooks'], [group], event);
+      edit.created.push(['hooks', event]);
       continue;
     }
     const mine = list.findIndex(ours);
-    if (mine < 0) text = append(text, ['hooks', event], group);
-    else if (JSON.stringify(list[mine]) !== JSON.stringify(group)) text = replace(text, ['hooks', event, mine], group);
+    if (mine < 0) edit.text = append(edit.text, ['hooks', event], group);
+    else if (repairGroup(edit, event, mine, list[mine], group)) edit.repaired.push(event);
   }
-  return text;
+  return edit;
 }
 
-/** Removes every handler of ours, then groups, events and a `hooks` object left empty by that. */
-export function unregisterHooks(text: string, cfg: JsonObject): string {
+/** Puts our handlers of one existing group right; true when anything changed. */
+function repairGroup(edit: HookEdit, event: string, gi: number, existing: unknown, group: HookGroup): boolean {
+  const handlers = isObject(existing) && Array.isArray(existing.hooks) ? existing.hooks : [];
+  const mine = handlers.filter(ours);
+  if (JSON.stringify(mine) === JSON.stringify(group.hooks)) return false;
+  if (mine.length === handlers.length) {
+    edit.text = replace(edit.text, ['hooks', event, gi], group);
+    return true;
+  }
+  for (let hi = handlers.length - 1; hi >= 0; hi--) if (ours(handlers[hi])) edit.text = remove(edit.text, ['hooks', event, gi, 'hooks', hi]);
+  for (const h of group.hooks) edit.text = append(edit.text, ['hooks', event, gi, 'hooks'], h);
+  return true;
+}
+
+/** Removes every handler of ours and every group left empty by that; an event or a `hooks` object
+ *  left empty goes only when `mayRemove` says an install created it. */
+export function unregisterHooks(text: string, cfg: JsonObject, mayRemove: (path: string[]) => boolean = () => false): string {
   const hooks = cfg.hooks;
   if (!isObject(hooks)) return text;
   let events = Object.keys(hooks).length;
@@ -66,12 +95,12 @@ export function unregisterHooks(text: string, cfg: JsonObject): string {
         left--;
       } else for (let hi = handlers.length - 1; hi >= 0; hi--) if (ours(handlers[hi])) text = remove(text, ['hooks', event, gi, 'hooks', hi]);
     }
-    if (left === 0) {
+    if (left === 0 && mayRemove(['hooks', event])) {
       text = remove(text, ['hooks', event]);
       events--;
     }
   }
-  return events === 0 ? remove(text, ['hooks']) : text;
+  return events === 0 && mayRemove(['hooks']) ? remove(text, ['hooks']) : text;
 }
 
 /** Does this config still register the hook runner? */

@@ -52,7 +52,10 @@ export function append(text: string, path: JSONPath, value: unknown, key?: strin
   }
   const outer = indentAt(text, container.offset);
   const indent = outer + unitOf(text);
-  return splice(text, container.offset + 1, container.offset + container.length - 1, `${eol}${indent}${item(indent)}${eol}${outer}`);
+  const inner = text.slice(container.offset + 1, container.offset + container.length - 1);
+  // Only white space inside: ours replaces it. A comment inside stays, after our entry.
+  if (inner.trim() === '') return splice(text, container.offset + 1, container.offset + container.length - 1, `${eol}${indent}${item(indent)}${eol}${outer}`);
+  return splice(text, container.offset + 1, container.offset + 1, `${eol}${indent}${item(indent)}`);
 }
 
 /** Replaces the value at `path`. */
@@ -72,5 +75,7 @@ export function remove(text: string, path: JSONPath): string {
   if (i > 0) return splice(text, siblings[i - 1]!.offset + siblings[i - 1]!.length, end, '');
   if (siblings.length > 1) return splice(text, item.offset, siblings[1]!.offset, '');
   const c = item.parent!;
-  return splice(text, c.offset + 1, c.offset + c.length - 1, '');
+  const close = c.offset + c.length - 1;
+  const after = text.slice(end, close);
+  return splice(text, c.offset + 1, after.trim() === '' ? close : end, '');
 }

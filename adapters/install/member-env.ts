@@ -1,11 +1,35 @@
-// The environment an installed MCP server entry carries (FEATURES.md §8.1, §8.3): the member id
-// comes from `opencomms install-member`; until then a placeholder that doctor reports and that
-// install-member replaces in place.
+// The environment an installed MCP server entry carries (FEATURES.md §8.1, §8.3). The session's own
+// OPENCOMMS_MEMBER_ID decides the member wherever it is set, so two sessions of one host in one
+// project run as two members; the pinned member (from `opencomms install-member`) is the fallback,
+// and a placeholder stands there until one is pinned (doctor reports it, install-member replaces it).
+// Claude Code expands `${VAR:-default}` in `.mcp.json` env values. Codex expands nothing and a literal
+// `env` value beats its `env_vars` passthrough, so Codex passes the session's variable through and
+// names the pin in OPENCOMMS_PINNED_MEMBER_ID, which the server reads when the first is unset.
+import { MCP_BUNDLE } from './bundle-names.ts';
+
 export const MEMBER_ID_PLACEHOLDER = '<set by: opencomms install-member>';
 export const ROLE_PLACEHOLDER = '<role label>';
+export const MEMBER_ID_VAR = 'OPENCOMMS_MEMBER_ID';
+export const PINNED_ID_VAR = 'OPENCOMMS_PINNED_MEMBER_ID';
 
-export const memberEnv = (pin: string | null) => ({
-  OPENCOMMS_MEMBER_ID: pin ?? MEMBER_ID_PLACEHOLDER,
+/** Claude Code's value: the session's id, else the pin (`${OPENCOMMS_MEMBER_ID:-<pin>}`). */
+export const claudeMemberValue = (pin: string) => `\${${MEMBER_ID_VAR}:-${pin}}`;
+/** The pin inside a Claude Code value of that form, or the literal value itself. */
+export function pinnedIn(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = new RegExp(`^\\$\\{${MEMBER_ID_VAR}:-(.*)\\}$`).exec(value);
+  return m ? m[1] : value;
+}
+/** Does this value let the session's own OPENCOMMS_MEMBER_ID decide? */
+export const followsSession = (value: unknown) => typeof value === 'string' && value.startsWith(`\${${MEMBER_ID_VAR}`);
+
+export const claudeMemberEnv = (pin: string | null) => ({
+  [MEMBER_ID_VAR]: claudeMemberValue(pin ?? MEMBER_ID_PLACEHOLDER),
+  OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
+});
+
+export const codexMemberEnv = (pin: string | null) => ({
+  [PINNED_ID_VAR]: pin ?? MEMBER_ID_PLACEHOLDER,
   OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
 });
 
@@ -22,8 +46,14 @@ export const memberEnv = (pin: string | null) => ({
  *  hundreds of functions once each, so with the default a server spent its first thousand calls
  *  mostly in the interpreter (send p50 over calls 500–2000, two servers side by side in one
  *  project: 0.68–0.72 → 0.55–0.58 ms). The extra compiles cost ~0.25 s of CPU over a server's
- *  first 600 calls, paid once per session. Measured in `npm run bench` and docs/PERFORMANCE.md. */
+ *  first 600 calls, paid once per session. Measured in `npm run bench` and docs/performance.md. */
 export const MCP_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256', '--v8-pool-size=1', '--interrupt-budget=16384'] as const;
 
-/** argv of the installed MCP server bundle for one project and host label. */
-export const serverArgs = (bundlePath: string, project: string, host: string) => [...MCP_NODE_FLAGS, bundlePath, project, '--host', host];
+/** The installed bundles and the project as the hosts' configs name them: relative to the project
+ *  directory, where both hosts start a project's MCP server and hooks, so a moved, copied or cloned
+ *  project runs its own files. */
+export const PROJECT_ARG = '.';
+export const relBundle = (name: string) => `.opencomms/${name}`;
+
+/** argv of the installed MCP server bundle for one host label. */
+export const serverArgs = (host: string) => [...MCP_NODE_FLAGS, relBundle(MCP_BUNDLE), PROJECT_ARG, '--host', host];

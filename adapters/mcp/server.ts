@@ -25,9 +25,11 @@ export interface McpOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** A pin is the member id this process serves; blank or malformed counts as none. */
+/** A pin is the member id this process serves: the session's OPENCOMMS_MEMBER_ID, else the one an
+ *  installer names in OPENCOMMS_PINNED_MEMBER_ID (a host that cannot default one variable to
+ *  another); blank or malformed counts as none. */
 export function readPin(env: NodeJS.ProcessEnv): string | null {
-  const raw = env.OPENCOMMS_MEMBER_ID?.trim() ?? '';
+  const raw = env.OPENCOMMS_MEMBER_ID?.trim() || env.OPENCOMMS_PINNED_MEMBER_ID?.trim() || '';
   return raw && MEMBER_ID_RE.test(raw) ? raw : null;
 }
 

@@ -3,7 +3,7 @@
 // recorded, and when each process lived and died. Pure, so a test can feed it a crafted run and
 // watch each figure catch its defect.
 //
-// Counting rules (docs/RELIABILITY.md explains them):
+// Counting rules (docs/reliability.md explains them):
 // - accepted: every envelope the store holds with a soak origin, plus every id a writer recorded
 //   as accepted. A send the store holds but the writer never recorded is `accepted_unrecorded`
 //   when it was its incarnation's last action and that incarnation was killed (the kill fell

@@ -1,6 +1,8 @@
 // What every command module gets: where to write, which project, how to answer. One place for
 // the `--json` document, the exit codes of §9 and the operator identity of the CLI.
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { ToolResult } from '../protocol/result.ts';
 import { openRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.ts';
@@ -27,8 +29,36 @@ export interface CliContext {
   exit(code: number): void;
 }
 
-/** `--project` may stand anywhere on the line (a program option commander reads everywhere). */
-export const projectOf = (cmd: Command): string => resolve((cmd.optsWithGlobals() as { project?: string }).project ?? process.cwd());
+export interface ProjectRoot {
+  dir: string;
+  /** What marks it: a `.opencomms` entry, a `.git` entry, or nothing found (the start itself). */
+  via: '.opencomms' | 'git' | 'start';
+}
+
+/** The project a directory belongs to, found as the hosts find theirs: the nearest directory at or
+ *  above `start` holding `.opencomms` or `.git`. The walk stops below the home directory, so a
+ *  stray `~/.opencomms` never captures every project under home. */
+export function findProjectRoot(start: string, home = homedir()): ProjectRoot {
+  for (let dir = start; ; ) {
+    if (existsSync(join(dir, '.opencomms'))) return { dir, via: '.opencomms' };
+    if (existsSync(join(dir, '.git'))) return { dir, via: 'git' };
+    const up = dirname(dir);
+    if (up === dir || up === home) return { dir: start, via: 'start' };
+    dir = up;
+  }
+}
+
+/** `--project` may stand anywhere on the line (a program option commander reads everywhere); it is
+ *  taken as given. Without it the project is the root above the working directory, and a root other
+ *  than the working directory is named on stderr, so nobody acts on a project they did not mean. */
+export function projectOf(cmd: Command, io: Io = processIo): string {
+  const given = (cmd.optsWithGlobals() as { project?: string }).project;
+  if (given !== undefined) return resolve(given);
+  const cwd = process.cwd();
+  const root = findProjectRoot(cwd);
+  if (root.dir !== cwd) io.err(`opencomms: project ${root.dir} (${root.via === 'git' ? 'the git root' : 'the nearest directory with .opencomms'} above ${cwd})\n`);
+  return root.dir;
+}
 
 /** The CLI acts as the operator with the `cli-local-project` sentinel (§5.10). */
 export const cliOperator = (project: string) => operatorActor(project, CLI_PROJECT_ID);

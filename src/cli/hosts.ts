@@ -1,17 +1,23 @@
 // The host commands of the CLI (FEATURES.md §8.1, §8.3, §9): install / uninstall <host>,
 // install-member, bind. Each returns a ToolResult and its exit code; the dispatcher only prints.
 import { execFile } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { HOST as CLAUDE, claudePaths, claudeUses, planClaudeInstall, planClaudeUninstall } from '../../adapters/claude-code/install.ts';
-import { HOST as CODEX, codexPaths, codexUses, planCodexInstall, planCodexUninstall } from '../../adapters/codex/install.ts';
-import { parseToml, placeholderRange, tomlString } from '../../adapters/codex/config-toml.ts';
+import {
+  HOST as CLAUDE, claudePaths, claudeUses, isOurServer as isClaudeServer, pinnedOf as claudePinnedOf, planClaudeInstall, planClaudeUninstall,
+} from '../../adapters/claude-code/install.ts';
+import {
+  HOST as CODEX, codexPaths, codexUses, isOurServer as isCodexServer, pinnedOf as codexPinnedOf, planCodexInstall, planCodexUninstall,
+} from '../../adapters/codex/install.ts';
+import { parseToml, placeholderRange, serverOf, tomlString } from '../../adapters/codex/config-toml.ts';
 import { allBundles } from '../../adapters/install/bundles.ts';
 import { applyChanges, readTargets } from '../../adapters/install/files.ts';
+import { parseRecord, recordChange, recordPath } from '../../adapters/install/record.ts';
 import { isObject, parseObject, replace } from '../../adapters/install/json.ts';
-import { MEMBER_ID_PLACEHOLDER, memberEnv } from '../../adapters/install/member-env.ts';
+import { claudeMemberValue, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, pinnedIn, PINNED_ID_VAR, ROLE_PLACEHOLDER } from '../../adapters/install/member-env.ts';
 import { isRefusal, malformed, type InstallPlan } from '../../adapters/install/plan.ts';
 import { HOST_LABEL_RE, isMemberId, MEMBER_ID_RE, newMemberId } from '../protocol/ids.ts';
-import { ok, refuse, type Refusal, type ToolResult } from '../protocol/result.ts';
+import { ok, refuse, type Reason, type Refusal, type ToolResult } from '../protocol/result.ts';
 import { ensureDir, listPins, readPin, resolvePaths, writePin } from '../store/index.ts';
 import { openRuntime } from '../runtime/runtime.ts';
 import { PACKAGE_ROOT } from '../version.ts';
@@ -49,12 +55,46 @@ async function onlyPin(project: string, host: string): Promise<string | null> {
   return pins.length === 1 ? pins[0]!.member_id : null;
 }
 
-async function runPlan(project: string, plan: InstallPlan | Refusal, before: Map<string, string | null>, done: (changed: string[]) => string): Promise<CommandResult> {
+/** Why the hosts could not run what an install writes here, or null. A backslash is a path
+ *  separator only on Windows: elsewhere Node turns it into an invalid module specifier. */
+function unrunnablePath(project: string, platform = process.platform): Refusal | null {
+  if (platform !== 'win32' && project.includes('\\'))
+    return refuse(
+      'invalid_argument',
+      `The project path ${JSON.stringify(project)} holds a backslash, which Node cannot load a module from on ${platform}; nothing was written. Move the project to a path without one.`,
+    );
+  return null;
+}
+
+/** `.opencomms` must be a directory (state, pins and the bundles live there); a file of that name
+ *  is refused before anything is written. */
+function unusableStateDir(project: string): Refusal | null {
+  const dir = resolvePaths(project).dir;
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (!st || st.isDirectory()) return null;
+  return refuse(
+    'state_unreadable',
+    `${dir} is not a directory; OpenComms keeps its state, pins and bundles there. Move that file away, then run the command again. Nothing was written.`,
+  );
+}
+
+async function runPlan(
+  project: string,
+  host: string,
+  plan: InstallPlan | Refusal,
+  before: Map<string, string | null>,
+  done: (changed: string[]) => string,
+): Promise<CommandResult> {
   if (isRefusal(plan)) return outcome(plan);
+  const changes = [...plan.changes];
+  const rec = plan.record && recordChange(project, before.get(recordPath(project)) ?? null, host, plan.record);
+  if (rec) changes.push(rec);
   // `.opencomms/` is created the store's way (with its .gitignore) before a bundle lands in it.
-  if (plan.changes.some((c) => c.content !== null)) await ensureDir(resolvePaths(project));
-  const changed = await applyChanges(plan.changes, before);
-  return outcome(ok([done(changed), ...plan.notes].join('\n'), { changed }));
+  if (changes.some((c) => c.content !== null)) await ensureDir(resolvePaths(project));
+  const changed = await applyChanges(changes, before);
+  const repaired = plan.repaired?.length ? [`Repaired: ${plan.repaired.join('; ')}.`] : [];
+  const shown = changed.filter((c) => c !== recordPath(project));
+  return outcome(ok([done(shown), ...repaired, ...plan.notes].join('\n'), { changed: shown, repaired: plan.repaired ?? [] }));
 }
 
 const relative = (project: string, paths: string[]) => paths.map((p) => p.slice(project.length + 1)).join(', ') || 'nothing (already up to date)';
@@ -62,6 +102,8 @@ const relative = (project: string, paths: string[]) => paths.map((p) => p.slice(
 export async function install(host: string | undefined, project: string, o: HostOptions = {}): Promise<CommandResult> {
   const warn = o.warn ?? (() => {});
   const detect = o.detect ?? detectCli;
+  const unusable = host === 'opencode' || host === CLAUDE || host === CODEX ? (unrunnablePath(project) ?? unusableStateDir(project)) : null;
+  if (unusable) return outcome(unusable);
   switch (host) {
     case 'opencode': {
       const { installOpenCode } = await import('../../adapters/opencode/install.ts');
@@ -72,14 +114,15 @@ export async function install(host: string | undefined, project: string, o: Host
       const bin = host === CLAUDE ? 'claude' : 'codex';
       if ((await detect(bin)) === null) warn(`\`${bin} --version\` did not run: ${host} is installed for this project anyway.`);
       const p = host === CLAUDE ? claudePaths(project) : codexPaths(project);
-      const before = await readTargets(Object.values(p));
+      const before = await readTargets([...Object.values(p), recordPath(project)]);
       const bundles = await allBundles();
       const pin = await onlyPin(project, host);
       const plan = host === CLAUDE ? planClaudeInstall(project, before, bundles, pin) : planCodexInstall(project, before, bundles, pin);
-      return runPlan(project, plan, before, (c) => `Installed OpenComms for ${host}: ${relative(project, c)}.`);
+      return runPlan(project, host, plan, before, (c) => `Installed OpenComms for ${host}: ${relative(project, c)}.`);
     }
     case 'claude-desktop': {
-      const config = { mcpServers: { opencomms: { command: process.execPath, args: [join(PACKAGE_ROOT, 'bin', 'opencomms.js'), 'mcp', '--project', project, '--host', 'claude-desktop'], env: memberEnv(null) } } };
+      const args = [join(PACKAGE_ROOT, 'bin', 'opencomms.js'), 'mcp', '--project', project, '--host', 'claude-desktop'];
+      const config = { mcpServers: { opencomms: { command: process.execPath, args, env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER } } } };
       return outcome(ok(`Claude Desktop is configured by hand; nothing was written. Add this to its claude_desktop_config.json (then set the member id with \`opencomms install-member --host claude-desktop\`):\n${JSON.stringify(config, null, 2)}`, config));
     }
     case 'chatgpt':
@@ -89,6 +132,74 @@ export async function install(host: string | undefined, project: string, o: Host
   }
 }
 
+/** The hosts `install` with no host sets up, with the project files and the CLI that reveal each. */
+const FOUND_BY: ReadonlyArray<{ host: 'opencode' | typeof CLAUDE | typeof CODEX; bin: string; files: string[] }> = [
+  { host: 'opencode', bin: 'opencode', files: ['opencode.json', 'opencode.jsonc', '.opencode'] },
+  { host: CLAUDE, bin: 'claude', files: ['.claude', '.mcp.json', 'CLAUDE.md'] },
+  { host: CODEX, bin: 'codex', files: ['.codex', 'AGENTS.md'] },
+];
+
+/** Each host whose files are in the project or whose CLI runs here, and what showed it. */
+async function foundHosts(project: string, detect: Detect) {
+  const found = await Promise.all(
+    FOUND_BY.map(async (h) => {
+      const file = h.files.find((f) => existsSync(join(project, f)));
+      if (file) return { host: h.host, why: `${file} in the project` };
+      return (await detect(h.bin)) !== null ? { host: h.host, why: `\`${h.bin}\` on the PATH` } : null;
+    }),
+  );
+  return found.filter((f) => f !== null);
+}
+
+/** `opencomms install` with no host: every host found, a member pinned for each MCP host that has
+ *  none, and one report of what was done and what to do next. Running it again changes nothing. */
+export async function installAll(project: string, o: HostOptions = {}): Promise<CommandResult> {
+  const detect = o.detect ?? detectCli;
+  const found = await foundHosts(project, detect);
+  if (!found.length)
+    return outcome(refuse('invalid_argument', `No host found in this project or on the PATH (OpenCode, Claude Code, Codex); nothing was written. Name one: opencomms install <${INSTALLABLE.slice(0, 3).join('|')}>.`));
+  const lines: string[] = [];
+  const changed: string[] = [];
+  for (const { host, why } of found) {
+    lines.push(`${host} (${why}):`);
+    const failed = (r: CommandResult) => outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, [...lines, `  ${r.result.message}`].join('\n')));
+    // The member is pinned before the install, which then names it. A committed config may already
+    // name one (another clone pinned it): pinning that id keeps the hooks and the server on one member.
+    if (host !== 'opencode' && !(await listPins(resolvePaths(project))).pins.some((p) => p.host === host)) {
+      const m = await installMember(project, { host, id: (await configuredMember(project, host)) ?? undefined });
+      if (!m.result.ok) return failed(m);
+      lines.push(`  Pinned member ${(m.result.data as { member_id: string }).member_id} for ${host}.`);
+    }
+    const r = await install(host, project, { ...o, detect: async () => 'found' });
+    if (!r.result.ok) return failed(r);
+    lines.push(...r.result.message.split('\n').map((l) => `  ${l}`));
+    changed.push(...((r.result.data as { changed?: string[] } | undefined)?.changed ?? []));
+  }
+  return outcome(ok(lines.join('\n'), { hosts: found.map((f) => f.host), changed }));
+}
+
+/** The member id the host's installed MCP entry names as its pin, if any. */
+async function configuredMember(project: string, host: typeof CLAUDE | typeof CODEX): Promise<string | null> {
+  if (host === CLAUDE) {
+    const mcp = parseObject((await readTargets([claudePaths(project).mcp])).get(claudePaths(project).mcp) ?? '');
+    return isObject(mcp?.mcpServers) && isClaudeServer(mcp.mcpServers.opencomms) ? claudePinnedOf(mcp.mcpServers.opencomms) : null;
+  }
+  const toml = parseToml((await readTargets([codexPaths(project).config])).get(codexPaths(project).config) ?? '');
+  const entry = toml ? serverOf(toml.value) : undefined;
+  return isCodexServer(entry) ? codexPinnedOf(entry) : null;
+}
+
+/** `opencomms uninstall` with no host: each host's uninstall, stopping at the first refusal. */
+export async function uninstallAll(project: string): Promise<CommandResult> {
+  const lines: string[] = [];
+  for (const host of [CODEX, CLAUDE, 'opencode']) {
+    const r = await uninstall(host, project);
+    lines.push(`${host}: ${r.result.message}`);
+    if (!r.result.ok) return outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
+  }
+  return outcome(ok(lines.join('\n')));
+}
+
 export async function uninstall(host: string | undefined, project: string): Promise<CommandResult> {
   if (host === 'opencode') {
     const { uninstallOpenCode } = await import('../../adapters/opencode/install.ts');
@@ -96,12 +207,17 @@ export async function uninstall(host: string | undefined, project: string): Prom
   }
   if (host !== CLAUDE && host !== CODEX)
     return outcome(refuse('invalid_argument', `uninstall supports: opencode, ${CLAUDE}, ${CODEX}${host ? ` (not "${host}")` : ''}.`));
-  const before = await readTargets([...Object.values(claudePaths(project)), ...Object.values(codexPaths(project))]);
-  // The two hosts share the server bundle and the hook runner: each stays while the other uses it.
+  const before = await readTargets([...new Set([...Object.values(claudePaths(project)), ...Object.values(codexPaths(project)), recordPath(project)])]);
+  // The two hosts share the server bundle and the hook runner: each stays while the other uses it,
+  // and when the other's config cannot be read nobody can tell, so nothing is removed.
+  const otherHost = host === CLAUDE ? CODEX : CLAUDE;
   const other = host === CLAUDE ? codexUses(before, project) : claudeUses(before, project);
+  if (!other)
+    return outcome(refuse('config_malformed', `${otherHost}'s config in this project is malformed, so it cannot be told whether ${otherHost} still uses the OpenComms bundles; nothing was written. Fix it (\`opencomms doctor\` names the file), then run the command again.`));
   const uses = { serverUsed: other.server, runnerUsed: other.runner };
-  const plan = host === CLAUDE ? planClaudeUninstall(project, before, uses) : planCodexUninstall(project, before, uses);
-  return runPlan(project, plan, before, (c) => `Removed OpenComms from ${host}: ${relative(project, c)}. State, pins and archives are kept.`);
+  const rec = parseRecord(before.get(recordPath(project)) ?? null);
+  const plan = host === CLAUDE ? planClaudeUninstall(project, before, uses, rec) : planCodexUninstall(project, before, uses, rec);
+  return runPlan(project, host, plan, before, (c) => `Removed OpenComms from ${host}: ${relative(project, c)}. State, pins and archives are kept.`);
 }
 
 export interface MemberOptions {
@@ -115,6 +231,8 @@ export async function installMember(project: string, o: MemberOptions = {}): Pro
     return outcome(refuse('invalid_argument', `--host must be a host label (${HOST_LABEL_RE}), not "generic".`));
   if (o.id !== undefined && !isMemberId(o.id))
     return outcome(refuse('invalid_member_id', `A member id must match ${MEMBER_ID_RE}; nothing was written.`));
+  const unusable = unusableStateDir(project);
+  if (unusable) return outcome(unusable);
   const paths = resolvePaths(project);
   if (o.id === undefined && (await listPins(paths)).pins.some((p) => p.host === host))
     return outcome(refuse('pins_exist', `${host} already has a pinned member in this project. Pass --id <member_id> to add another member, or reuse the existing pin.`));
@@ -128,10 +246,21 @@ export async function installMember(project: string, o: MemberOptions = {}): Pro
   const before = await readTargets(target ? [target] : []);
   const filled = target ? fillPlaceholder(target, before.get(target) ?? null, host, id) : null;
   if (isRefusal(filled)) return outcome(filled);
+  await ensureDir(paths); // with its .gitignore: pins are this checkout's, never committed
   if (!existing) await writePin(paths, { member_id: id, host });
   if (filled) await applyChanges([{ path: target!, content: filled }], before);
-  const where = filled ? `${target!.slice(project.length + 1)} now names it.` : `Set OPENCOMMS_MEMBER_ID=${id} in the environment of this member's MCP server.`;
+  const where = target ? recipe(host, id, target.slice(project.length + 1), filled !== null, before.get(target) != null) : `Set OPENCOMMS_MEMBER_ID=${id} in the environment of this member's MCP server.`;
   return outcome(ok(`${existing ? 'Already pinned' : 'Pinned'}: member ${id} for ${host}. ${where}`, { member_id: id, host, changed: !existing || filled !== null }));
+}
+
+/** What the user does next so that a session runs as this member: the installed config takes the
+ *  session's OPENCOMMS_MEMBER_ID first and the pin it names second. */
+function recipe(host: string, id: string, file: string, filled: boolean, installed: boolean): string {
+  const bin = host === CLAUDE ? 'claude' : 'codex';
+  const start = `start its session as \`OPENCOMMS_MEMBER_ID=${id} ${bin}\` (the MCP server and the hooks take the session's own id)`;
+  if (filled) return `${file} now names it as the member of every ${host} session started without OPENCOMMS_MEMBER_ID; to run several members side by side, ${start}.`;
+  if (!installed) return `Run \`opencomms install ${host}\`, then ${start}.`;
+  return `To run this member, ${start}.`;
 }
 
 /** The config text with the placeholder replaced by `id`; null when no placeholder is left. */
@@ -142,11 +271,11 @@ function fillPlaceholder(path: string, text: string | null, host: string, id: st
     if (!cfg) return malformed(path, 'is not a valid JSON object');
     const server = isObject(cfg.mcpServers) ? cfg.mcpServers.opencomms : undefined;
     const env = isObject(server) && isObject(server.env) ? server.env : undefined;
-    return env?.OPENCOMMS_MEMBER_ID === MEMBER_ID_PLACEHOLDER ? replace(text, ['mcpServers', 'opencomms', 'env', 'OPENCOMMS_MEMBER_ID'], id) : null;
+    return pinnedIn(env?.[MEMBER_ID_VAR]) === MEMBER_ID_PLACEHOLDER ? replace(text, ['mcpServers', 'opencomms', 'env', MEMBER_ID_VAR], claudeMemberValue(id)) : null;
   }
   const toml = parseToml(text);
   if (!toml) return malformed(path, 'is not valid TOML');
-  const range = placeholderRange(toml.ast, MEMBER_ID_PLACEHOLDER);
+  const range = placeholderRange(toml.ast, MEMBER_ID_PLACEHOLDER, PINNED_ID_VAR) ?? placeholderRange(toml.ast, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR);
   return range ? text.slice(0, range[0]) + tomlString(id) + text.slice(range[1]) : null;
 }
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MACHINES } from '../../machines/index.ts';
-import { machinesByName } from '../viz/readme.ts';
+import { machinesByName } from '../viz/doc-diagrams.ts';
 import { toSvg, type MachineJson } from '../viz/svg.ts';
 import { PACKAGE_ROOT } from '../version.ts';
 

@@ -2,17 +2,18 @@
 // `--fix` does only what §9 allows: remove stale locks and temp files of ended processes, sweep
 // in-flight mail of ended processes (§5.4), and re-register a missing config entry for an
 // installed OpenCode plugin bundle. It never installs an integration and never runs install-member.
+import { statSync } from 'node:fs';
 import { rm, unlink } from 'node:fs/promises';
 import { bundleState, registerPlugin, planConfig } from '../../adapters/opencode/install.ts';
 import { ok, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
 import { openRuntime, processAlive } from '../runtime/runtime.ts';
-import { listArchives, listPins, resolvePaths, type StorePaths } from '../store/index.ts';
+import { listArchives, listPins, resolvePaths, type Pin, type StorePaths } from '../store/index.ts';
 import {
   corruptBackups, isStaleLock, legacyStatePresent, loadState, lockAge, migrationMarker, row, shortId, tempFiles,
   type Row, type StateLoad,
 } from './files.ts';
-import { claudeRows, codexRows, opencodeRows, placeholderRows } from './hosts.ts';
+import { claudeRows, codexRows, memberIdRows, opencodeRows } from './hosts.ts';
 import { boundStore } from './store.ts';
 
 /** The oldest Node this package supports (package.json `engines`; chokidar 5 needs it). */
@@ -75,8 +76,18 @@ export function nodeRow(version = process.versions.node): Row {
   return old ? row('FAIL', 'node', `Node ${version}; OpenComms needs ${MIN_NODE.join('.')} or newer`) : row('OK', 'node', `Node ${version}`);
 }
 
+/** The host rows need only the project's config files and pins, so they are printed even when
+ *  `.opencomms` itself cannot be used. */
+const hostRows = (project: string, pins: Pin[]): Row[] => [...opencodeRows(project), ...claudeRows(project), ...codexRows(project), ...memberIdRows(project, pins)];
+
+/** `.opencomms` exists but is no directory: nothing in it can be read or repaired. */
+const notADir = (paths: StorePaths) => statSync(paths.dir, { throwIfNoEntry: false })?.isDirectory() === false;
+
 export async function diagnose(project: string, now: number): Promise<Row[]> {
   const paths = resolvePaths(project);
+  if (notADir(paths))
+    return [row('FAIL', 'state', `${paths.dir} is not a directory; OpenComms keeps its state, pins and bundles there: move that file away`), ...hostRows(project, []), nodeRow()];
+  const { pins } = await listPins(paths);
   const bound = await boundStore(project);
   const load = bound?.load ?? (await loadState(paths));
   const backups = await corruptBackups(paths);
@@ -106,10 +117,7 @@ export async function diagnose(project: string, now: number): Promise<Row[]> {
     orphans.length
       ? row('WARN', 'in-flight mail', `${orphans.length} envelope(s) in flight for ended processes; --fix re-queues them`)
       : row('OK', 'in-flight mail', 'none orphaned'),
-    ...opencodeRows(project),
-    ...claudeRows(project),
-    ...codexRows(project),
-    ...placeholderRows(project),
+    ...hostRows(project, pins),
     ...(await pinRows(paths)),
     ...(await archiveRows(paths)),
     ...(load.kind === 'ok' ? unboundSpawnRows(load.state) : []),
@@ -121,6 +129,7 @@ export async function diagnose(project: string, now: number): Promise<Row[]> {
 export async function repair(project: string, now: number): Promise<string[]> {
   const paths = resolvePaths(project);
   const fixed: string[] = [];
+  if (notADir(paths)) return fixed;
   if (isStaleLock(await lockAge(paths, now))) {
     await rm(paths.lock, { recursive: true, force: true }).catch(() => {}); // a file; a directory from before the journal
     fixed.push('removed the stale lock .opencomms/.state.lock');

@@ -1,34 +1,39 @@
-// Per-host install state as the installers write it (FEATURES.md §6.7, §8.1) and the member-id
-// placeholders they leave (§8.3). Doctor reads these files; it never writes them except the one
-// OpenCode re-registration §9 allows. No id is printed in full (§9, INS-7).
+// Per-host install state as the installers write it (FEATURES.md §6.7, §8.1) and the member ids they
+// name (§8.3). Each host's whole install is checked (config entries, hooks, the bundles they start);
+// a host with none of its entries is "not installed" and never fails; an entry that names a path
+// outside this project (a moved or copied project) fails with the command that repairs it. Doctor
+// reads these files only; it never writes them except the one OpenCode re-registration §9 allows.
+// No id is printed in full (§9, INS-7).
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parse, type ParseError } from 'jsonc-parser';
+import { isAbsolute, join, relative } from 'node:path';
+import { claudeHookGroups, claudePaths, isOurServer as isClaudeServer } from '../../adapters/claude-code/install.ts';
+import { parseToml, serverOf } from '../../adapters/codex/config-toml.ts';
+import { codexHookGroups, codexPaths, isOurServer as isCodexServer } from '../../adapters/codex/install.ts';
+import { HOOK_RUNNER, RUNNER_BUNDLES, MCP_BUNDLE } from '../../adapters/install/bundles.ts';
+import { isObject, parseObject, type JsonObject } from '../../adapters/install/json.ts';
+import { followsSession, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, PINNED_ID_VAR, pinnedIn, relBundle } from '../../adapters/install/member-env.ts';
 import { bundleState, planConfig, PLUGIN_PATH } from '../../adapters/opencode/install.ts';
+import type { Pin } from '../store/index.ts';
 import { row, shortId, type Row } from './files.ts';
 
-/** What an installer writes where a member id belongs until `opencomms install-member` sets it. */
-export const MEMBER_ID_PLACEHOLDER = '<set by: opencomms install-member>';
-export const CLAUDE_HOOK_EVENTS = ['SessionStart', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const;
-export const HOOK_RUNNER = 'claude-code-hooks.mjs';
-export const MCP_BUNDLE = '.opencomms/opencomms-mcp.mjs';
-const CLAUDE_SETTINGS = '.claude/settings.json';
-const MCP_JSON = '.mcp.json';
-const CODEX_CONFIG = '.codex/config.toml';
-const CODEX_SECTION = 'mcp_servers.opencomms';
+export { MEMBER_ID_PLACEHOLDER };
 
-type Json = { ok: true; value: unknown } | { ok: false } | null;
+type Parsed<T> = { kind: 'absent' } | { kind: 'bad' } | { kind: 'ok'; value: T };
 
-/** null = absent; ok:false = malformed (JSONC tolerated, as the hosts do). */
-function readJson(file: string): Json {
-  if (!existsSync(file)) return null;
-  const errors: ParseError[] = [];
-  const value = parse(readFileSync(file, 'utf8'), errors, { allowTrailingComma: true });
-  return errors.length ? { ok: false } : { ok: true, value };
+function readText(file: string): string | null {
+  try {
+    return existsSync(file) ? readFileSync(file, 'utf8') : null;
+  } catch {
+    return null; // a directory or an unreadable file: the host cannot read it either
+  }
 }
 
-const get = (v: unknown, ...keys: string[]): unknown =>
-  keys.reduce<unknown>((o, k) => (o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Record<string, unknown>)[k] : undefined), v);
+function readJson(file: string): Parsed<JsonObject> {
+  const text = readText(file);
+  if (text === null) return { kind: 'absent' };
+  const value = parseObject(text);
+  return value ? { kind: 'ok', value } : { kind: 'bad' };
+}
 
 export function opencodeRows(project: string): Row[] {
   const bundle = bundleState(project);
@@ -47,81 +52,140 @@ export function opencodeRows(project: string): Row[] {
   return rows;
 }
 
-/** The opencomms MCP server entry of .mcp.json, and the hook events that run our hook runner. */
-function claudeFacts(project: string) {
-  const settings = readJson(join(project, CLAUDE_SETTINGS));
-  const mcp = readJson(join(project, MCP_JSON));
-  const hooked = CLAUDE_HOOK_EVENTS.filter((ev) => {
-    const entries = settings?.ok ? get(settings.value, 'hooks', ev) : undefined;
-    return Array.isArray(entries) && entries.some((e) => {
-      const hooks = get(e, 'hooks');
-      return Array.isArray(hooks) && hooks.some((h) => String(get(h, 'command') ?? '').includes(HOOK_RUNNER));
-    });
-  });
-  const server = mcp?.ok ? get(mcp.value, 'mcpServers', 'opencomms') : undefined;
-  return { settings, mcp, hooked, server };
+/** Hook events of `groups` whose registration in `cfg` runs our hook runner. */
+function hookedEvents(cfg: JsonObject | null, events: string[]): string[] {
+  const hooks = cfg && isObject(cfg.hooks) ? cfg.hooks : {};
+  return events.filter((ev) => JSON.stringify(hooks[ev] ?? null).includes(HOOK_RUNNER));
 }
 
-export function claudeRows(project: string): Row[] {
-  const f = claudeFacts(project);
-  const malformed = [f.settings?.ok === false && CLAUDE_SETTINGS, f.mcp?.ok === false && MCP_JSON].filter(Boolean);
-  if (malformed.length) return [row('FAIL', 'claude-code', `${malformed.join(', ')} is not valid JSON; fix it, then \`opencomms install claude-code\``)];
-  const runner = existsSync(join(project, '.opencomms', HOOK_RUNNER));
-  const bundle = existsSync(join(project, MCP_BUNDLE));
-  const parts = { [`.opencomms/${HOOK_RUNNER}`]: runner, [`hooks in ${CLAUDE_SETTINGS}`]: f.hooked.length > 0, [`mcpServers.opencomms in ${MCP_JSON}`]: f.server !== undefined };
-  if (!Object.values(parts).some(Boolean)) return [row('OK', 'claude-code', 'not installed')];
-  const missing = Object.entries(parts).filter(([, present]) => !present).map(([what]) => what);
-  const events = CLAUDE_HOOK_EVENTS.filter((e) => !f.hooked.includes(e));
-  if (f.hooked.length && events.length) missing.push(`hooks for ${events.join(', ')}`);
-  if (f.server !== undefined && !bundle) missing.push(MCP_BUNDLE);
-  return missing.length
-    ? [row('FAIL', 'claude-code', `incomplete install, missing: ${missing.join('; ')}; run \`opencomms install claude-code\``)]
-    : [row('OK', 'claude-code', `hook runner, hooks (${CLAUDE_HOOK_EVENTS.length} events) and the .mcp.json server entry present`)];
-}
+/** String leaves of a parsed config value. */
+const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isArray(v) ? v.flatMap(strings) : isObject(v) ? Object.values(v).flatMap(strings) : []);
 
-/** The `[mcp_servers.opencomms*]` sections of a TOML file, line by line: enough to find the
- *  section and its member id without a TOML library (doctor only reads). */
-function codexFacts(project: string) {
-  const file = join(project, CODEX_CONFIG);
-  if (!existsSync(file)) return { section: false, memberId: undefined as string | undefined };
-  let current = '';
-  let section = false;
-  let memberId: string | undefined;
-  for (const line of readFileSync(file, 'utf8').split(/\r?\n/)) {
-    const header = /^\s*\[\s*([^\]]+?)\s*\]\s*(#.*)?$/.exec(line);
-    if (header) {
-      current = header[1]!.replace(/\s+/g, '');
-      if (current === CODEX_SECTION) section = true;
-      continue;
+/** Absolute paths into a `.opencomms/` folder outside this project, in an entry (an args element,
+ *  or a quoted word of a hook command): the entry was written for another checkout (a moved or
+ *  copied project) and would start that checkout's files. */
+function outsidePaths(project: string, entry: unknown): string[] {
+  const found = new Set<string>();
+  for (const s of strings(entry))
+    for (const c of [s, ...s.split(/['"]/)].map((x) => x.trim())) {
+      if (!isAbsolute(c) || !/[\\/]\.opencomms[\\/]/.test(c)) continue;
+      const rel = relative(project, c);
+      if (rel.startsWith('..') || isAbsolute(rel)) found.add(c);
     }
-    if (current !== CODEX_SECTION && current !== `${CODEX_SECTION}.env`) continue;
-    const id = /OPENCOMMS_MEMBER_ID\s*=\s*"([^"]*)"/.exec(line);
-    if (id) memberId = id[1];
+  return [...found];
+}
+
+interface HostFacts {
+  host: string;
+  /** Files the host reads that are malformed. */
+  bad: string[];
+  /** What is present of the install, by what it is; false = missing. */
+  parts: Record<string, boolean>;
+  /** Any entry of ours (a hook or the server entry): a host without one is not installed. */
+  installed: boolean;
+  outside: string[];
+  foreign?: string;
+}
+
+const bundlesPresent = (project: string, names: readonly string[]) => Object.fromEntries(names.map((n) => [relBundle(n), existsSync(join(project, '.opencomms', n))]));
+
+function claudeFacts(project: string): HostFacts {
+  const p = claudePaths(project);
+  const settings = readJson(p.settings);
+  const mcp = readJson(p.mcp);
+  const events = Object.keys(claudeHookGroups());
+  const hooked = hookedEvents(settings.kind === 'ok' ? settings.value : null, events);
+  const entry = mcp.kind === 'ok' && isObject(mcp.value.mcpServers) ? mcp.value.mcpServers.opencomms : undefined;
+  const ours = isClaudeServer(entry);
+  const parts: Record<string, boolean> = {
+    [`hooks in .claude/settings.json (${events.length} events)`]: hooked.length === events.length,
+    'mcpServers.opencomms in .mcp.json': ours,
+  };
+  if (hooked.length) Object.assign(parts, bundlesPresent(project, RUNNER_BUNDLES));
+  if (ours) Object.assign(parts, bundlesPresent(project, [MCP_BUNDLE]));
+  return {
+    host: 'claude-code',
+    bad: [settings.kind === 'bad' && '.claude/settings.json', mcp.kind === 'bad' && '.mcp.json'].filter((f): f is string => !!f),
+    parts,
+    installed: hooked.length > 0 || ours,
+    outside: [...outsidePaths(project, ours ? entry : null), ...outsidePaths(project, settings.kind === 'ok' ? settings.value.hooks : null)],
+    foreign: entry !== undefined && !ours ? '.mcp.json holds an "opencomms" server that OpenComms did not write' : undefined,
+  };
+}
+
+function codexFacts(project: string): HostFacts {
+  const p = codexPaths(project);
+  const tomlText = readText(p.config);
+  const toml = tomlText === null ? null : parseToml(tomlText);
+  const hooks = readJson(p.hooks);
+  const events = Object.keys(codexHookGroups());
+  const hooked = hookedEvents(hooks.kind === 'ok' ? hooks.value : null, events);
+  const entry = toml ? serverOf(toml.value) : undefined;
+  const ours = isCodexServer(entry);
+  const parts: Record<string, boolean> = {
+    '[mcp_servers.opencomms] in .codex/config.toml': ours,
+    [`hooks in .codex/hooks.json (${events.length} events)`]: hooked.length === events.length,
+  };
+  if (hooked.length) Object.assign(parts, bundlesPresent(project, RUNNER_BUNDLES));
+  if (ours) Object.assign(parts, bundlesPresent(project, [MCP_BUNDLE]));
+  return {
+    host: 'codex',
+    bad: [tomlText !== null && !toml && '.codex/config.toml', hooks.kind === 'bad' && '.codex/hooks.json'].filter((f): f is string => !!f),
+    parts,
+    installed: hooked.length > 0 || ours,
+    outside: [...outsidePaths(project, ours ? entry : null), ...outsidePaths(project, hooks.kind === 'ok' ? hooks.value.hooks : null)],
+    foreign: entry !== undefined && !ours ? '.codex/config.toml holds an [mcp_servers.opencomms] that OpenComms did not write' : undefined,
+  };
+}
+
+function factRows(f: HostFacts): Row[] {
+  const fix = `run \`opencomms install ${f.host}\``;
+  if (f.bad.length) return [row('FAIL', f.host, `${f.bad.join(', ')} is malformed, so ${f.host} cannot read it either; fix it, then ${fix}`)];
+  const rows: Row[] = f.foreign ? [row('WARN', f.host, `${f.foreign}; it is left alone, and OpenComms' own server is not configured`)] : [];
+  if (!f.installed) return [...rows, row('OK', f.host, 'not installed')];
+  const missing = Object.entries(f.parts).filter(([, present]) => !present).map(([what]) => what);
+  if (missing.length) rows.push(row('FAIL', f.host, `incomplete install, missing: ${missing.join('; ')}; ${fix}`));
+  if (f.outside.length) rows.push(row('FAIL', f.host, `the config names paths outside this project (${f.outside.join(', ')}): it was written for another checkout; ${fix} to repair it`));
+  if (!missing.length && !f.outside.length) rows.push(row('OK', f.host, `${Object.keys(f.parts).join(', ')} present`));
+  return rows;
+}
+
+export const claudeRows = (project: string): Row[] => factRows(claudeFacts(project));
+export const codexRows = (project: string): Row[] => factRows(codexFacts(project));
+
+/** How each installed MCP entry picks its member: the value that names the pin, and whether the
+ *  session's own OPENCOMMS_MEMBER_ID can override it. */
+function identities(project: string): Array<{ host: string; where: string; pinned: unknown; perSession: boolean }> {
+  const out = [];
+  const mcp = readJson(claudePaths(project).mcp);
+  const claude = mcp.kind === 'ok' && isObject(mcp.value.mcpServers) ? mcp.value.mcpServers.opencomms : undefined;
+  if (isClaudeServer(claude) && isObject(claude)) {
+    const v = isObject(claude.env) ? claude.env[MEMBER_ID_VAR] : undefined;
+    out.push({ host: 'claude-code', where: 'claude-code (.mcp.json)', pinned: v === undefined ? undefined : pinnedIn(v), perSession: v === undefined || followsSession(v) });
   }
-  return { section, memberId };
+  const toml = parseToml(readText(codexPaths(project).config) ?? '');
+  const codex = toml ? serverOf(toml.value) : undefined;
+  if (isCodexServer(codex) && isObject(codex)) {
+    const env = isObject(codex.env) ? codex.env : {};
+    const passes = Array.isArray(codex.env_vars) && codex.env_vars.includes(MEMBER_ID_VAR) && env[MEMBER_ID_VAR] === undefined;
+    out.push({ host: 'codex', where: 'codex (.codex/config.toml)', pinned: env[PINNED_ID_VAR] ?? env[MEMBER_ID_VAR], perSession: passes });
+  }
+  return out;
 }
 
-export function codexRows(project: string): Row[] {
-  const f = codexFacts(project);
-  if (!f.section) return [row('OK', 'codex', 'not installed')];
-  return existsSync(join(project, MCP_BUNDLE))
-    ? [row('OK', 'codex', `[${CODEX_SECTION}] present in ${CODEX_CONFIG}`)]
-    : [row('FAIL', 'codex', `[${CODEX_SECTION}] in ${CODEX_CONFIG} points at ${MCP_BUNDLE}, which is missing; run \`opencomms install codex\``)];
-}
-
-/** §9: a member id still set to the installer's placeholder FAILs until install-member sets it. */
-export function placeholderRows(project: string): Row[] {
-  const ids: [string, unknown][] = [];
-  const claude = claudeFacts(project).server;
-  if (claude !== undefined) ids.push([`claude-code (${MCP_JSON})`, get(claude, 'env', 'OPENCOMMS_MEMBER_ID')]);
-  const codex = codexFacts(project);
-  if (codex.section) ids.push([`codex (${CODEX_CONFIG})`, codex.memberId]);
+/** §9: a member id still set to the installer's placeholder FAILs until install-member sets it;
+ *  several pinned members of one host whose config can only ever start one of them FAIL too. */
+export function memberIdRows(project: string, pins: Pin[]): Row[] {
+  const ids = identities(project);
   if (!ids.length) return [row('OK', 'member ids', 'no MCP host config to check')];
-  return ids.map(([where, id]) =>
-    id === MEMBER_ID_PLACEHOLDER
-      ? row('FAIL', 'member ids', `${where}: OPENCOMMS_MEMBER_ID is still the placeholder; run \`opencomms install-member\``)
-      : typeof id === 'string' && id.trim()
-        ? row('OK', 'member ids', `${where}: ${shortId(id)}`)
-        : row('WARN', 'member ids', `${where}: no OPENCOMMS_MEMBER_ID set; every tool call is refused (identity_unpinned)`),
-  );
+  return ids.flatMap(({ host, where, pinned, perSession }) => {
+    const rows: Row[] = [];
+    const count = pins.filter((p) => p.host === host).length;
+    if (count > 1 && !perSession)
+      rows.push(row('FAIL', 'member ids', `${where}: ${count} members are pinned for ${host}, but the config always starts the same one; run \`opencomms install ${host}\` so that each session's OPENCOMMS_MEMBER_ID decides`));
+    if (pinned === MEMBER_ID_PLACEHOLDER) rows.push(row('FAIL', 'member ids', `${where}: the pinned member is still the placeholder; run \`opencomms install-member --host ${host}\``));
+    else if (typeof pinned === 'string' && pinned.trim()) rows.push(row('OK', 'member ids', `${where}: ${shortId(pinned)}${perSession ? ", unless the session sets its own" : ''}`));
+    else rows.push(row('WARN', 'member ids', `${where}: no member id pinned; a session without OPENCOMMS_MEMBER_ID is refused every tool call (identity_unpinned)`));
+    return rows;
+  });
 }

@@ -114,7 +114,7 @@ export const LOCK_RETRY_MAX_MS = 10;
  *  on every prompt), and a snapshot of a busy project (~100 KB) then costs under 1% of the appends
  *  it replaces. A large backlog makes the snapshot dear (10,000 pending: 14 MB, ~86 ms a
  *  compaction); a size that grew with it would lengthen every cold load instead
- *  (docs/PERFORMANCE.md). */
+ *  (docs/performance.md). */
 export const JOURNAL_COMPACT_BYTES = 1_048_576;
 
 /** Rename retries of an atomic save (transient EBUSY/EPERM on some file systems). */

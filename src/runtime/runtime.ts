@@ -33,7 +33,7 @@ export interface RuntimeOptions {
    *  often, so that a call after a pause does not wait for the pause's writes (a pull of 100
    *  after another server's 100 sends spent ~2–4 ms replaying them). On a timer, not on every
    *  write through a file watch, which would wake every server of a project on every write,
-   *  servers that may never be called included (docs/PERFORMANCE.md). */
+   *  servers that may never be called included (docs/performance.md). */
   follow?: boolean;
   now?: () => number;
   log?: (line: string) => void;

@@ -22,12 +22,18 @@ export interface SpawnContract {
   args(hostSessionId: string, text: string): string[];
 }
 
-/** Runs the CLI; resolves with its exit code (null = killed by a signal), rejects when it could not start. */
-export type Exec = (file: string, args: string[], opts: { cwd: string }) => Promise<number | null>;
+/** Runs the CLI for `member`; resolves with its exit code (null = killed by a signal), rejects when it could not start. */
+export type Exec = (file: string, args: string[], opts: { cwd: string; member: string }) => Promise<number | null>;
+
+/** The spawned run's environment: ours, with OPENCOMMS_MEMBER_ID naming the recipient. The installed
+ *  configs let a session's own OPENCOMMS_MEMBER_ID decide its member, so the spawning server's id
+ *  must never reach the run it starts for another member. */
+export const spawnEnv = (member: string, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => ({ ...env, OPENCOMMS_MEMBER_ID: member });
 
 const realExec: Exec = (file, args, opts) =>
   new Promise((resolve, reject) => {
-    const child = execFile(file, args, { cwd: opts.cwd, shell: false, windowsHide: true, timeout: SPAWN_TIMEOUT_MS, maxBuffer: SPAWN_MAX_OUTPUT_BYTES }, (err) => {
+    const o = { cwd: opts.cwd, env: spawnEnv(opts.member), shell: false, windowsHide: true, timeout: SPAWN_TIMEOUT_MS, maxBuffer: SPAWN_MAX_OUTPUT_BYTES };
+    const child = execFile(file, args, o, (err) => {
       if (!err) return resolve(0);
       const e = err as NodeJS.ErrnoException & { code?: unknown; signal?: string | null };
       if (typeof e.code === 'number') return resolve(e.code);
@@ -153,7 +159,7 @@ export class Spawner implements SpawnDriver {
     const args = [...cmd.prepend, ...this.o.contracts[row.host]!.args(row.host_session_id!, text)];
     let code: number | null;
     try {
-      code = await (this.o.exec ?? realExec)(cmd.file, args, { cwd: this.o.project });
+      code = await (this.o.exec ?? realExec)(cmd.file, args, { cwd: this.o.project, member: rid });
     } catch (e) {
       const errno = (e as NodeJS.ErrnoException).code ?? 'error';
       const hint = errno === 'EINVAL' ? ` (point ${this.o.contracts[row.host]!.binEnv} at the real executable)` : '';

@@ -45,7 +45,7 @@ async function start(): Promise<{ context: BrowserContext; profile: string }> {
 }
 
 export async function launch(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install it with \`apt-get install -y chromium\` (see README, "Console").`);
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install it with \`apt-get install -y chromium\` (see docs/operator.md, "How it is tested").`);
   const { context, profile } = await start();
   const requests: string[] = [];
   const errors: string[] = [];

@@ -1,6 +1,6 @@
 // The console in real Chromium (FEATURES.md §10.3, CON-1, CON-2, CON-3, CON-7): every change the
 // page shows arrives by SSE (never a reload), whether the page, the CLI or an agent's MCP server
-// made it. Screenshots of the main views go to docs/screenshots/ (the README shows them).
+// made it. Screenshots of the main views go to docs/screenshots/ (the README and docs/operator.md show them).
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -138,6 +138,11 @@ describe('CON-7 an agent process sends; the machine view follows live', () => {
     await hung.stop('SIGKILL');
     const next = start(['--import', 'tsx', worker, 'owner', dir, 'sess_push']);
     owners.push(next);
+    // The page's deadline covers the sweep, the delivery and the SSE refresh, not the start of a
+    // process: on a machine's first run (cold module and transform caches, a CPU busy with the
+    // install) a start alone takes seconds, so it is waited for on its own, with the helper's limit.
+    await next.waitFor((l) => l === 'ready');
+    await next.waitFor((l) => l.includes(pid));
     await pushed.and(row('delivered')).waitFor({ timeout: 10_000 });
     await expect(page.locator('ol.trail').innerText()).resolves.toMatch(/DRAIN → in_flight[\s\S]*SWEEP → pending[\s\S]*DRAIN → in_flight[\s\S]*COMMIT → delivered/);
   });
@@ -160,6 +165,9 @@ describe('CON-2 remove a member', () => {
 
     await page.getByRole('button', { name: 'Remove Reviewer' }).click();
     await page.locator('table.agents td', { hasText: 'Reviewer' }).waitFor({ state: 'detached' });
+    // The toast follows the POST's answer, which can come after the SSE refresh that re-rendered
+    // the roster: it is waited for, not read at once.
+    await page.locator('#toast', { hasText: 'Removed Reviewer' }).waitFor();
     await expect(page.locator('#toast').innerText()).resolves.toBe('Removed Reviewer (sess_bbbbbbbbbbbbbbbbbbbbbbbb) from "crew".');
     // The remaining members each have the operator's notice waiting: the live one shows as
     // Working, the stale one stays Offline.

@@ -89,10 +89,10 @@ describe('doctor on a broken project', () => {
     await placeholderInstall(dir);
     const r = await cli('doctor', '--project', dir);
     expect(r.code).toBe(1);
-    expect(r.out).toContain('[FAIL] member ids: claude-code (.mcp.json): OPENCOMMS_MEMBER_ID is still the placeholder; run `opencomms install-member`');
-    expect(r.out).toContain('[FAIL] member ids: codex (.codex/config.toml): OPENCOMMS_MEMBER_ID is still the placeholder; run `opencomms install-member`');
-    expect(r.out).toContain('[OK] claude-code: hook runner, hooks (4 events) and the .mcp.json server entry present');
-    expect(r.out).toContain('[OK] codex: [mcp_servers.opencomms] present in .codex/config.toml');
+    expect(r.out).toContain('[FAIL] member ids: claude-code (.mcp.json): the pinned member is still the placeholder; run `opencomms install-member --host claude-code`');
+    expect(r.out).toContain('[FAIL] member ids: codex (.codex/config.toml): the pinned member is still the placeholder; run `opencomms install-member --host codex`');
+    expect(r.out).toMatch(/\[OK\] claude-code: hooks in \.claude\/settings\.json \(4 events\), mcpServers\.opencomms in \.mcp\.json, .* present/);
+    expect(r.out).toMatch(/\[OK\] codex: \[mcp_servers\.opencomms\] in \.codex\/config\.toml, hooks in \.codex\/hooks\.json \(3 events\), .* present/);
     expect(r.out).toContain('[OK] opencode: not installed');
     const before = await snapshot(dir);
     const fix = await cli('doctor', '--fix', '--project', dir);
@@ -113,10 +113,10 @@ describe('doctor on a broken project', () => {
     const r = await cli('doctor', '--project', dir);
     expect(r.out).toContain('[OK] member ids: claude-code (.mcp.json): sess_bbbbbbb...');
     expect(r.out).not.toContain(IDS.reviewer);
-    expect(r.out).toMatch(/\[FAIL\] claude-code: incomplete install, missing: hooks for Stop; \.opencomms\/opencomms-mcp\.mjs; run `opencomms install claude-code`/);
-    expect(r.out).toContain('[FAIL] codex: [mcp_servers.opencomms] in .codex/config.toml points at .opencomms/opencomms-mcp.mjs, which is missing');
+    expect(r.out).toContain('[FAIL] claude-code: incomplete install, missing: hooks in .claude/settings.json (4 events); .opencomms/opencomms-mcp.mjs; run `opencomms install claude-code`');
+    expect(r.out).toContain('[FAIL] codex: incomplete install, missing: .opencomms/opencomms-mcp.mjs; run `opencomms install codex`');
     await writeFile(join(dir, '.mcp.json'), '{ broken');
-    expect((await cli('doctor', '--project', dir)).out).toContain('[FAIL] claude-code: .mcp.json is not valid JSON');
+    expect((await cli('doctor', '--project', dir)).out).toContain('[FAIL] claude-code: .mcp.json is malformed');
   });
 
   it('pin files whose name is not their id FAIL; valid pins are listed shortened', async () => {

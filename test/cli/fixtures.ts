@@ -89,6 +89,9 @@ export async function placeholderInstall(dir: string) {
   await mkdir(join(dir, '.claude'), { recursive: true });
   await mkdir(join(dir, '.codex'), { recursive: true });
   await writeFile(join(dir, '.opencomms', 'claude-code-hooks.mjs'), '// hook runner\n');
+  await writeFile(join(dir, '.opencomms', 'claude-code-hooks-full.mjs'), '// hook runner, full path\n');
+  const codexHook = { hooks: [{ type: 'command', command: 'node .opencomms/claude-code-hooks.mjs auto . --host codex', timeout: 15 }] };
+  await writeFile(join(dir, '.codex', 'hooks.json'), JSON.stringify({ hooks: { SessionStart: [codexHook], UserPromptSubmit: [codexHook], Stop: [codexHook] } }));
   await writeFile(abs, '// mcp bundle\n');
   const hook = { hooks: [{ type: 'command', command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"', timeout: 15 }] };
   await writeFile(join(dir, '.claude', 'settings.json'), JSON.stringify({ hooks: { SessionStart: [hook], UserPromptSubmit: [hook], Stop: [hook], SessionEnd: [hook] } }, null, 2));

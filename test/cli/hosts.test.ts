@@ -48,18 +48,18 @@ describe('INS-5 install-member', () => {
     await install('codex', p.dir, quiet);
     const a = await installMember(p.dir, { id: 'sess_claude' });
     expect(a.result.message).toContain('.mcp.json now names it');
-    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('sess_claude');
+    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('${OPENCOMMS_MEMBER_ID:-sess_claude}');
     const b = await installMember(p.dir, { host: 'codex', id: 'sess_codex' });
     expect(b.code).toBe(0);
     const toml = await p.read('.codex/config.toml');
-    expect((parse(toml) as any).mcp_servers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('sess_codex');
+    expect((parse(toml) as any).mcp_servers.opencomms.env.OPENCOMMS_PINNED_MEMBER_ID).toBe('sess_codex');
     expect(toml).not.toContain(MEMBER_ID_PLACEHOLDER);
   });
 
   it('an install after install-member pins the MCP entry to that member at once', async () => {
     await installMember(p.dir, { id: 'sess_early' });
     await install('claude-code', p.dir, quiet);
-    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('sess_early');
+    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('${OPENCOMMS_MEMBER_ID:-sess_early}');
   });
 });
 

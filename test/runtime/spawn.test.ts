@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { SPAWN_CONTRACTS, spawnDriver } from '../../adapters/spawn.ts';
 import { spawnEligible } from '../../src/engine/eligibility.ts';
 import { capabilitiesFor } from '../../src/protocol/schema.ts';
@@ -31,7 +31,7 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const calls = (): Array<{ argv: string[]; at: number }> => {
+const calls = (): Array<{ argv: string[]; at: number; member: string | null }> => {
   try {
     return readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
   } catch {
@@ -102,12 +102,15 @@ describe('SPN-2 argv contracts: the framed batch is the last single element, no 
 
   for (const host of ['claude-code', 'codex'])
     it(`${host}: shell syntax in peer text reaches the CLI verbatim as one argument`, async () => {
+      process.env.OPENCOMMS_MEMBER_ID = 'sess_a'; // as in the spawning member's own MCP server
+      onTestFinished(() => void delete process.env.OPENCOMMS_MEMBER_ID);
       const w = await world({ host });
       const evil = `$(touch ${join(dir, 'pwned')}); echo "quoted" \`id\` | cat > ${join(dir, 'pwned2')} & \\ 'x'`;
       await w.send(evil);
       await until(() => calls().length === 1);
       await w.rt.settled();
       const argv = calls()[0]!.argv;
+      expect(calls()[0]!.member).toBe('sess_b'); // the recipient, never the spawning process's own id
       expect(argv.slice(0, 1)).toEqual(['--prepended']);
       expect(argv.slice(1, -1)).toEqual(host === 'codex' ? ['exec', 'resume', 'session-b'] : ['--resume', 'session-b', '--print']);
       expect(argv.at(-1)).toContain(`<<<UNTRUSTED_PEER_MESSAGE>>>\n${evil}\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`);

@@ -16,7 +16,7 @@ export const doctor: CliCommand = {
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { fix?: boolean; json?: boolean }, cmd) => {
         const { doctor: runDoctor } = await import('../../doctor/doctor.ts'); // loaded when it runs
-        const r = await runDoctor(projectOf(cmd), { fix: o.fix });
+        const r = await runDoctor(projectOf(cmd, ctx.io), { fix: o.fix });
         // A failing report is still a report: its rows go to stdout either way; the exit code says FAIL.
         ctx.io.out(o.json ? `${JSON.stringify(r)}\n` : `${renderDoctor(r.data!, r.message)}\n`);
         ctx.exit(r.ok ? EXIT_OK : EXIT_FAIL);

@@ -15,15 +15,26 @@ export const install: CliCommand = {
     };
     const warn = (l: string) => ctx.io.err(`warning: ${l}\n`);
     program
-      .command('install <host>')
-      .description('install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable)')
+      .command('install [host]')
+      .description(
+        'install the integration for a host: opencode | claude-code | codex (claude-desktop prints its manual config; chatgpt is not installable); ' +
+          'with no host, every host found in the project or on the PATH, each with a pinned member',
+      )
       .option('--json', 'one {ok, message, data} document')
-      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).install(host, projectOf(cmd), { warn }), o.json));
+      .action(async (host: string | undefined, o: { json?: boolean }, cmd) => {
+        const h = await hosts();
+        const project = projectOf(cmd, ctx.io);
+        return done(host === undefined ? h.installAll(project, { warn }) : h.install(host, project, { warn }), o.json);
+      });
     program
-      .command('uninstall <host>')
-      .description('remove only what install added (state, pins and archives stay): opencode | claude-code | codex')
+      .command('uninstall [host]')
+      .description('remove only what install added (state, pins and archives stay): opencode | claude-code | codex; with no host, all three')
       .option('--json', 'one {ok, message, data} document')
-      .action(async (host: string, o: { json?: boolean }, cmd) => done((await hosts()).uninstall(host, projectOf(cmd)), o.json));
+      .action(async (host: string | undefined, o: { json?: boolean }, cmd) => {
+        const h = await hosts();
+        const project = projectOf(cmd, ctx.io);
+        return done(host === undefined ? h.uninstallAll(project) : h.uninstall(host, project), o.json);
+      });
     program
       .command('install-member')
       .description("pin a member id for a host (default claude-code) and fill its MCP config's placeholder")
@@ -32,7 +43,7 @@ export const install: CliCommand = {
       .option('--name <member_id>', 'alias of --id')
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { host?: string; id?: string; name?: string; json?: boolean }, cmd) =>
-        done((await hosts()).installMember(projectOf(cmd), { host: o.host, id: o.id ?? o.name }), o.json));
+        done((await hosts()).installMember(projectOf(cmd, ctx.io), { host: o.host, id: o.id ?? o.name }), o.json));
     program
       .command('bind')
       .description("bind a host session (default codex: its thread id) to a pinned member, so spawn_push can resume it")
@@ -42,6 +53,6 @@ export const install: CliCommand = {
       .option('--name <member_id>', 'alias of --id')
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { host?: string; session: string; id?: string; name?: string; json?: boolean }, cmd) =>
-        done((await hosts()).bindSession(projectOf(cmd), { host: o.host, session: o.session, id: o.id ?? o.name }), o.json));
+        done((await hosts()).bindSession(projectOf(cmd, ctx.io), { host: o.host, session: o.session, id: o.id ?? o.name }), o.json));
   },
 };

@@ -50,8 +50,8 @@ describe('install claude-code', () => {
       expect(settings.hooks[ev][0].hooks[1]).toMatchObject({ command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait', asyncRewake: true, timeout: 86400 });
     const mcp = JSON.parse(await p.read('.mcp.json'));
     expect(mcp.mcpServers.opencomms).toEqual({
-      type: 'stdio', command: 'node', args: [...MCP_NODE_FLAGS, p.at('.opencomms/opencomms-mcp.mjs'), p.dir, '--host', 'claude-code'],
-      env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: '<role label>' },
+      type: 'stdio', command: 'node', args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'claude-code'],
+      env: { OPENCOMMS_MEMBER_ID: `\${OPENCOMMS_MEMBER_ID:-${MEMBER_ID_PLACEHOLDER}}`, OPENCOMMS_MEMBER_ROLE: '<role label>' },
     });
     const cmd = await p.read('.claude/commands/opencomms.md');
     expect(cmd).toContain('$ARGUMENTS');
