@@ -6,5 +6,7 @@ export default defineConfig({
     exclude: ['test/real/**', 'test/browser/**'],
     testTimeout: 30_000,
     pool: 'forks',
+    // A real PostgreSQL for the store contract suite (the machine's, or one started from npm).
+    globalSetup: ['test/helpers/pg-global-setup.ts'],
   },
 });

@@ -11,6 +11,7 @@ import { joinCommandCli } from './commands/join-command.ts';
 import { mcp } from './commands/mcp.ts';
 import { session } from './commands/session.ts';
 import { status } from './commands/status.ts';
+import { store } from './commands/store.ts';
 import { version } from './commands/version.ts';
 import { watch } from './commands/watch.ts';
 
@@ -22,6 +23,7 @@ export const COMMANDS: readonly CliCommand[] = [
   watch,
   consoleCommands,
   doctor,
+  store,
   install,
   mcp,
   codexCommand,

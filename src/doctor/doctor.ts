@@ -14,6 +14,7 @@ import {
   type Row, type StateLoad,
 } from './files.ts';
 import { claudeRows, codexRows, memberIdRows, opencodeRows } from './hosts.ts';
+import { boundStore } from './store.ts';
 
 /** The oldest Node this package supports (package.json `engines`; chokidar 5 needs it). */
 export const MIN_NODE = [20, 19, 0] as const;
@@ -87,13 +88,15 @@ export async function diagnose(project: string, now: number): Promise<Row[]> {
   if (notADir(paths))
     return [row('FAIL', 'state', `${paths.dir} is not a directory; OpenComms keeps its state, pins and bundles there: move that file away`), ...hostRows(project, []), nodeRow()];
   const { pins } = await listPins(paths);
-  const load = await loadState(paths);
+  const bound = await boundStore(project);
+  const load = bound?.load ?? (await loadState(paths));
   const backups = await corruptBackups(paths);
   const marker = await migrationMarker(project);
   const age = await lockAge(paths, now);
   const temps = (await tempFiles(paths)).filter((t) => !t.alive);
   const orphans = load.kind === 'ok' ? orphanedInFlight(load.state) : [];
   return [
+    ...(bound?.rows ?? []),
     ...stateRows(load),
     backups.length
       ? row('WARN', 'corrupt backups', `${backups.length} preserved corrupt state file(s): ${backups.join(', ')}; inspect, then delete them`)

@@ -8,7 +8,7 @@ import { apply, compactContext, plan, type Command, type Env, type Outcome } fro
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
-import { FileStore, type Store, type Watch } from '../store/index.ts';
+import { openStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
 import { DELIVERY_VIEW_LOGGED, FOLLOW_IDLE_MAX_MS, FOLLOW_IDLE_MS, FOLLOW_QUIET_MS, HISTORY_READ_MAX } from './limits.ts';
@@ -311,5 +311,5 @@ export class Runtime {
   }
 }
 
-/** The edge's way to a runtime: the embedded file store of a project directory. */
-export const openRuntime = (projectDir: string, opts?: RuntimeOptions): Runtime => new Runtime(new FileStore(projectDir), opts);
+/** The edge's way to a runtime: the store the project is bound to (the files by default). */
+export const openRuntime = (projectDir: string, opts?: RuntimeOptions): Runtime => new Runtime(openStore(projectDir), opts);

@@ -3,7 +3,7 @@
 // here" (the hook runner runs on every prompt); anything that acts goes through the Store, which
 // validates. Node built-ins only. Anything it cannot read plainly is `unknown`, and the caller
 // takes the full path: a glance must never miss mail.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { applyOps, type Op } from '../protocol/draft.ts';
 import { journalFile } from './journal.ts';
 import { resolvePaths } from './paths.ts';
@@ -12,6 +12,8 @@ export type Glance = { kind: 'absent' } | { kind: 'unknown' } | { kind: 'state';
 
 export function glance(projectDir: string): Glance {
   const paths = resolvePaths(projectDir);
+  // A project bound to another store keeps no live state here (a state.json may be a leftover).
+  if (existsSync(paths.binding)) return { kind: 'unknown' };
   let text: string;
   try {
     text = readFileSync(paths.state, 'utf8');

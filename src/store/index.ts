@@ -2,6 +2,9 @@
 export { FileStore, durabilityFromEnv, inspectState } from './store.ts';
 export type { Durability, FileStoreOptions, Inspection } from './store.ts';
 export { MemoryStore } from './memory.ts';
+export { openStore, readBinding, writeBinding } from './binding.ts';
+export type { Binding } from './binding.ts';
+export { PgStore } from './postgres/store.ts';
 export type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
 export type { StorePaths } from './paths.ts';

@@ -1,22 +1,55 @@
 // The Store interface in memory: the same contract as FileStore (private drafts, nothing written on
-// a throw or an unchanged outcome, history and archives kept aside, watchers told of every change)
-// with no file system, for tests of the engine-and-runtime path and for embedding.
+// a throw or an unchanged outcome, what is written checked first, history and archives kept aside,
+// watchers told of every change) with no file system, for tests of the engine-and-runtime path and
+// for embedding. Several instances share one project through `sibling()`, as processes share a
+// project directory.
 import type { Archive } from '../protocol/archive.ts';
-import { applyOps } from '../protocol/draft.ts';
+import { applyOps, detach, track } from '../protocol/draft.ts';
 import { emptyState, type Envelope, type State } from '../protocol/schema.ts';
 import type { InvalidFile } from './archives.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
+import { checkOps } from './validate.ts';
+import { Watcher } from './watcher.ts';
+
+/** What the instances of one project share. */
+class MemoryProject {
+  state: State;
+  /** Every committed mutation replaces the state object, so a counter of them is the revision. */
+  revisions = 0;
+  tail: Promise<unknown> = Promise.resolve();
+  readonly logs = new Map<string, Envelope[]>();
+  readonly saved = new Map<string, Archive>();
+  readonly watchers = new Set<Watcher>();
+
+  constructor(initial: State) {
+    this.state = structuredClone(initial);
+  }
+}
 
 export class MemoryStore implements Store {
   readonly location = 'memory';
-  private state: State;
-  private tail: Promise<unknown> = Promise.resolve();
-  private readonly logs = new Map<string, Envelope[]>();
-  private readonly saved = new Map<string, Archive>();
-  private readonly watchers = new Set<(change: WatchChange) => Promise<void>>();
+  private readonly project: MemoryProject;
+  private readonly mine = new Set<Watcher>();
 
-  constructor(initial: State = emptyState()) {
-    this.state = structuredClone(initial);
+  constructor(initial: State | MemoryProject = emptyState()) {
+    this.project = initial instanceof MemoryProject ? initial : new MemoryProject(initial);
+  }
+
+  /** Another instance on the same project (another process, in a test). */
+  sibling(): MemoryStore {
+    return new MemoryStore(this.project);
+  }
+
+  private get state() {
+    return this.project.state;
+  }
+
+  private get logs() {
+    return this.project.logs;
+  }
+
+  private get saved() {
+    return this.project.saved;
   }
 
   async read(): Promise<State> {
@@ -27,40 +60,54 @@ export class MemoryStore implements Store {
     return this.state;
   }
 
-  /** Nothing to follow: no other process writes this state. */
+  /** Nothing to follow: every instance reads the one shared state. */
   async follow(): Promise<void> {}
 
-  /** Every committed mutation replaces the state object, so a counter of them is the revision. */
-  private revisions = 0;
-
   async revision(): Promise<string> {
-    return String(this.revisions);
+    return String(this.project.revisions);
   }
 
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     // One mutation at a time, in call order: the in-memory counterpart of the file lock.
-    const run = this.tail.then(() => {
-      const draft = structuredClone(this.state);
-      const out = fn(draft);
-      if (!out.changed) return out.result;
-      if (out.ops) applyOps(draft, out.ops);
-      for (const e of out.history ?? []) this.logs.set(e.channel_id, [...(this.logs.get(e.channel_id) ?? []), structuredClone(e)]);
-      if (out.archive) this.saved.set(out.archive.channel_id, structuredClone(out.archive));
-      this.state = draft;
-      this.revisions++;
+    const p = this.project;
+    const run = p.tail.then(() => {
+      const draft = structuredClone(p.state);
+      const tracked = track(draft);
+      const out = fn(tracked.root);
+      const result = detach(out.result);
+      if (!out.changed) return result;
+      let ops = tracked.ops();
+      if (out.ops) {
+        if (ops.length) throw new Error('a mutation both wrote through its draft and planned operations; nothing was written');
+        applyOps(draft, out.ops);
+        ops = [...out.ops];
+      }
+      const checked = checkOps(draft, ops, true);
+      if (checked.problem) throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
+      for (const e of out.history ?? []) this.logs.set(e.channel_id, [...(this.logs.get(e.channel_id) ?? []), structuredClone(detach(e))]);
+      if (out.archive) this.saved.set(out.archive.channel_id, structuredClone(detach(out.archive)));
+      p.state = draft;
+      p.revisions++;
       if (out.deleteArchive) this.saved.delete(out.deleteArchive);
       for (const id of out.deleteHistory ?? []) this.logs.delete(id);
       const archives = out.archive !== undefined || out.deleteArchive !== undefined;
-      for (const w of this.watchers) void w({ archives }).catch(() => {});
-      return out.result;
+      for (const w of p.watchers) w.tell({ archives });
+      return result;
     });
-    this.tail = run.catch(() => {});
+    p.tail = run.catch(() => {});
     return run;
   }
 
-  async watch(onChange: (change: WatchChange) => Promise<void>): Promise<Watch> {
-    this.watchers.add(onChange);
-    return { close: async () => void this.watchers.delete(onChange) };
+  async watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void = () => {}): Promise<Watch> {
+    const w = new Watcher(onChange, log);
+    this.project.watchers.add(w);
+    this.mine.add(w);
+    return {
+      close: async () => {
+        this.project.watchers.delete(w);
+        this.mine.delete(w);
+      },
+    };
   }
 
   async history(channelId: string, limit: number): Promise<Envelope[]> {
@@ -101,6 +148,7 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.watchers.clear();
+    for (const w of this.mine) this.project.watchers.delete(w);
+    this.mine.clear();
   }
 }

@@ -18,6 +18,8 @@ export interface StorePaths {
   archives: string;
   history: string;
   journal: string;
+  /** Which store holds the project when it is not these files (store/binding.ts). */
+  binding: string;
 }
 
 export const STORE_DIR = '.opencomms';
@@ -45,6 +47,7 @@ export function resolvePaths(projectDir: string): StorePaths {
     archives: join(dir, 'archives'),
     history: join(dir, 'history'),
     journal: join(dir, 'journal'),
+    binding: join(dir, 'store.json'),
   };
 }
 

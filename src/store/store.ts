@@ -29,7 +29,7 @@ import { migrationPending } from './migrate.ts';
 import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
 import { sameKey, statKey, type FileKey } from './file-key.ts';
 import { pinFile, readStateFile, serialize, serializeChunks, storeStats, unpin, type Pinned } from './state-file.ts';
-import { RefusalError } from '../protocol/result.ts';
+import { RefusalError, refuse } from '../protocol/result.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { checkOps } from './validate.ts';
 import { watchStateFile } from './watch.ts';
@@ -120,7 +120,17 @@ export class FileStore implements Store {
     return c ? `${c.pin?.key.ino ?? 0}:${c.pin?.key.ctimeNs ?? 0}:${c.journalId}:${c.offset}` : 'none';
   }
 
-  async mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+  /** Mutations of this instance run one at a time in call order: under the lock alone, a later
+   *  call of this process could overtake an earlier one still waiting for it. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+    const run = this.queue.then(() => this.mutateInOrder(fn));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async mutateInOrder<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     // Nothing on disk yet: a call that would change nothing (a refusal, a start-up sweep with
     // nothing to sweep) answers from an empty state and creates no file, not even `.opencomms/`.
     if (!existsSync(this.paths.dir)) {
@@ -131,6 +141,10 @@ export class FileStore implements Store {
       await ensureDir(this.paths);
     }
     return withLock(this.paths, async (lock) => {
+      // Moved to another store (store/postgres/move.ts writes the binding under this lock): the
+      // files are retired, and a write here would fork the project.
+      if (existsSync(this.paths.binding))
+        throw new RefusalError(refuse('state_incompatible', 'This project moved to another store (.opencomms/store.json): restart this process to use it; nothing was written.'));
       const state = await this.locked(lock);
       const draft = track(state);
       let out: MutateOutcome<T>;

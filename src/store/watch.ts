@@ -75,13 +75,18 @@ export async function watchStateFile(paths: StorePaths, onChange: (change: Watch
       }
     });
     open(paths.journal, () => fire());
+    const archivesWatched = watchers.has(paths.archives);
     open(paths.archives, (file) => {
       if (!file?.endsWith('.json')) return;
       archives = true;
       fire();
     });
+    // A folder created after the watch began may hold an archive written before it was watched.
+    if (armed && !archivesWatched && watchers.has(paths.archives)) archives = true;
   };
+  let armed = false;
   arm();
+  armed = true;
   const interval = setInterval(() => {
     arm();
     fire();

@@ -1,0 +1,104 @@
+// How the PostgreSQL store reaches its server, with authentication by construction (PROTOCOL.md:
+// any networked transport requires it): a server off loopback is used only over TLS whose
+// certificate is verified (sslmode verify-full or verify-ca) and with credentials, and a URL
+// that breaks the rule is refused before any connection is made. Passwords never come from
+// `.opencomms/`: the environment (PGPASSWORD, or a password in OPENCOMMS_DATABASE_URL), ~/.pgpass
+// or a user-only file named by PGPASSFILE, as libpq reads them (the `pg` client does the same).
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
+import { RefusalError, refuse, type Refusal } from '../../protocol/result.ts';
+import { PG_CONNECT_TIMEOUT_MS, PG_LOCK_TIMEOUT_MS } from './limits.ts';
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i;
+const VERIFIED = new Set(['verify-full', 'verify-ca']);
+
+/** Where a URL points, without any secret: for `location`, logs and status. */
+export function describeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    const user = u.username ? `${decodeURIComponent(u.username)}@` : '';
+    return `postgres://${user}${u.host || 'localhost'}${u.pathname}`;
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/** Whether the URL itself carries a password (a binding must never record one). */
+export const urlHasPassword = (url: string): boolean => {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return false;
+  }
+};
+
+const isLoopback = (host: string | undefined) => !host || host.startsWith('/') || LOOPBACK.test(host);
+
+const hasCredentials = (cfg: pg.ClientConfig, env: NodeJS.ProcessEnv) =>
+  Boolean(cfg.password) ||
+  Boolean(env.PGPASSWORD) ||
+  existsSync(env.PGPASSFILE ?? join(homedir(), '.pgpass')) ||
+  (typeof cfg.ssl === 'object' && cfg.ssl !== null && Boolean(cfg.ssl.cert) && Boolean(cfg.ssl.key));
+
+/** The client configuration of a URL, or the refusal that forbids connecting at all. */
+export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env): pg.ClientConfig {
+  let cfg: pg.ClientConfig;
+  try {
+    cfg = parseIntoClientConfig(url);
+  } catch {
+    throw new RefusalError(refuse('invalid_argument', `The database URL ${describeUrl(url)} cannot be parsed: use postgres://user@host:port/database.`));
+  }
+  const host = cfg.host ?? env.PGHOST;
+  if (!isLoopback(host)) {
+    const sslmode = new URL(url).searchParams.get('sslmode') ?? env.PGSSLMODE ?? '';
+    if (!VERIFIED.has(sslmode))
+      throw new RefusalError(refuse('invalid_argument', `Refusing to connect to ${describeUrl(url)}: a server off loopback needs TLS with a verified certificate. Add ?sslmode=verify-full (and sslrootcert=<CA file> if the CA is private).`));
+    if (!cfg.user || !hasCredentials(cfg, env))
+      throw new RefusalError(refuse('invalid_argument', `Refusing to connect to ${describeUrl(url)}: a server off loopback needs a user and credentials. Name the user in the URL and put the password in PGPASSWORD, ~/.pgpass or a 0600 file named by PGPASSFILE.`));
+  }
+  return {
+    ...cfg,
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    lock_timeout: PG_LOCK_TIMEOUT_MS,
+    application_name: 'opencomms',
+    keepAlive: true,
+  } as pg.ClientConfig;
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003']);
+
+/** Whether an error means the connection is gone (the next call connects again). */
+export function isConnectionError(e: unknown): boolean {
+  const err = e as { code?: string; message?: string };
+  if (err?.code && CONNECTION_CODES.has(err.code)) return true;
+  return /Connection terminated|timeout expired|Client has encountered a connection error|not queryable|ended/i.test(err?.message ?? '');
+}
+
+/** A server's error as the refusal a user can act on; null for one that is a fault. The message
+ *  names the server without its password, and never repeats the server's own text (which can
+ *  quote the connection string). */
+export function refusalOf(e: unknown, where: string): Refusal | null {
+  if (e instanceof RefusalError) return e.refusal;
+  const code = (e as { code?: string })?.code;
+  if (code === '55P03')
+    return refuse('state_busy', `Another process has held this project's lock in PostgreSQL (${where}) for over ${PG_LOCK_TIMEOUT_MS / 1000} s; retry shortly.`);
+  if (code === '28P01' || code === '28000')
+    return refuse('state_unreadable', `PostgreSQL at ${where} refused the credentials: check the user in the store URL and the password in PGPASSWORD, ~/.pgpass or PGPASSFILE.`);
+  if (code === '3D000') return refuse('state_unreadable', `The database of ${where} does not exist: create it (docs/postgres.md) or fix the URL with \`opencomms store init\`.`);
+  if (code === '42501') return refuse('state_unreadable', `The database role of ${where} may not use this project's schema: run the SQL of \`opencomms store grant\` as an administrator.`);
+  if (code === 'OC001') return refuse('state_incompatible', `This project's store at ${where} was retired (moved elsewhere): run \`opencomms store status\` to see where it lives now.`);
+  if (isConnectionError(e)) {
+    const cause = (e as { code?: string }).code ?? 'connection lost';
+    return refuse('state_unreadable', `PostgreSQL at ${where} cannot be reached (${cause}); nothing was written. Check that the server runs (\`opencomms store status\`), then retry.`);
+  }
+  return null;
+}
+
+/** The error to throw for a server error: its refusal, or the error itself (a fault). */
+export const asRefusal = (e: unknown, where: string): unknown => {
+  const r = refusalOf(e, where);
+  return r ? new RefusalError(r) : e;
+};

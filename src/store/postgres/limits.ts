@@ -1,0 +1,24 @@
+// The PostgreSQL store's numbers, each with its unit and why.
+
+/** Changes between two snapshots: a cold start (a hook process starts cold on every prompt) reads one
+ *  snapshot and at most twice this many changes (the previous interval is kept for processes that
+ *  lag behind), and a snapshot of a busy project (~100 KB of JSON) then costs well under 1% of the
+ *  changes it replaces, as the file store's journal of ~700 sends does. */
+export const PG_SNAPSHOT_EVERY = 500;
+
+/** How long a mutation waits for the project's row lock before it refuses with `state_busy`:
+ *  the file store's lock timeout, so both stores answer a stuck holder alike. */
+export { LOCK_TIMEOUT_MS as PG_LOCK_TIMEOUT_MS } from '../../protocol/limits.ts';
+
+/** A connection attempt that has not completed in this long is a refusal (server down or
+ *  unreachable), not a hang of the caller. */
+export const PG_CONNECT_TIMEOUT_MS = 5_000;
+
+/** A catch-up even with no notification: NOTIFY is a hint, and one sent while the listening
+ *  connection was being re-established is lost. 15 s keeps an idle process at 4 queries a minute
+ *  (the target is at most 12). */
+export const PG_BACKSTOP_MS = 15_000;
+
+/** Waits between attempts to re-establish the listening connection after it dropped: quick at
+ *  first (a server restart takes ~1 s), then every 5 s without end. */
+export const PG_RECONNECT_DELAYS_MS = [100, 500, 1_000, 2_000, 5_000] as const;

@@ -1,0 +1,134 @@
+// The listening connection of a PostgreSQL store: LISTEN on the project's channel, whose
+// notifications carry the new sequence number (and ` a` when archives changed), never message
+// text. A notification is a hint: one sent while this connection is down is lost, so after every
+// (re)connection each watcher is told to look again, and a backstop query of the head every
+// PG_BACKSTOP_MS covers the rest.
+import pg from 'pg';
+import type { Watch, WatchChange } from '../types.ts';
+import { Watcher } from '../watcher.ts';
+import { PG_BACKSTOP_MS, PG_RECONNECT_DELAYS_MS } from './limits.ts';
+import { ident } from './schema.ts';
+
+export class Listener {
+  /** The newest sequence number notified since the connection came up. */
+  newest = 0;
+  /** When LISTEN last took effect (0: not listening now). */
+  upSince = 0;
+  private client: pg.Client | null = null;
+  private starting: Promise<void> | null = null;
+  private closed = false;
+  private failures = 0;
+  private retry: NodeJS.Timeout | null = null;
+  private backstop: NodeJS.Timeout | null = null;
+  private readonly watchers = new Set<Watcher>();
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly channel: string,
+  ) {}
+
+  get up(): boolean {
+    return this.upSince > 0;
+  }
+
+  /** Connects and listens unless it does already or is trying to; resolves when this attempt
+   *  ended (listening, or failed and retrying later). */
+  start(): Promise<void> {
+    if (this.closed || this.client || this.retry) return Promise.resolve();
+    this.starting ??= this.connect().finally(() => (this.starting = null));
+    return this.starting;
+  }
+
+  private async connect() {
+    const c = new pg.Client(this.config);
+    c.on('error', () => this.lost(c));
+    c.on('end', () => this.lost(c));
+    c.on('notification', (n) => {
+      if (n.channel !== this.channel) return;
+      const [seq, archives] = (n.payload ?? '').split(' ');
+      this.newest = Math.max(this.newest, Number(seq) || 0);
+      this.tellAll({ archives: archives === 'a' });
+    });
+    try {
+      await c.connect();
+      await c.query(`listen ${ident(this.channel)}`);
+    } catch {
+      void c.end().catch(() => {});
+      this.again();
+      return;
+    }
+    if (this.closed) return void c.end().catch(() => {});
+    this.client = c;
+    this.failures = 0;
+    this.upSince = Date.now();
+    // Whatever was notified while no connection listened is lost: everyone looks again.
+    this.tellAll({ archives: true });
+  }
+
+  private lost(c: pg.Client) {
+    if (this.client !== c) return;
+    this.client = null;
+    this.upSince = 0;
+    void c.end().catch(() => {});
+    this.again();
+  }
+
+  private again() {
+    if (this.closed || this.retry) return;
+    const delay = PG_RECONNECT_DELAYS_MS[Math.min(this.failures++, PG_RECONNECT_DELAYS_MS.length - 1)];
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      void this.start();
+    }, delay);
+    this.retry.unref();
+  }
+
+  private tellAll(change: WatchChange) {
+    for (const w of this.watchers) w.tell(change);
+  }
+
+  /** Resolves once listening (or trying to: a server down now is retried without end). */
+  async watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
+    const w = new Watcher(onChange, log);
+    await this.start();
+    this.watchers.add(w);
+    this.backstop ??= setInterval(() => void this.poll(), PG_BACKSTOP_MS);
+    this.backstop.unref();
+    return {
+      close: async () => {
+        this.watchers.delete(w);
+        if (!this.watchers.size && this.backstop) {
+          clearInterval(this.backstop);
+          this.backstop = null;
+        }
+      },
+    };
+  }
+
+  /** The backstop: the head as the server has it, compared with what was notified. */
+  private async poll() {
+    const c = this.client;
+    if (!c) return;
+    try {
+      const r = await c.query<{ seq: string }>(`select seq from ${ident(this.channel)}.head`);
+      const seq = Number(r.rows[0]?.seq ?? 0);
+      if (seq > this.newest) {
+        this.newest = seq;
+        this.tellAll({ archives: true });
+      }
+    } catch {
+      // a lost connection is handled by its 'error'/'end' events; the next tick tries again
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.watchers.clear();
+    if (this.retry) clearTimeout(this.retry);
+    if (this.backstop) clearInterval(this.backstop);
+    const c = this.client;
+    this.client = null;
+    this.upSince = 0;
+    await c?.end().catch(() => {});
+  }
+}

@@ -1,0 +1,91 @@
+// The tables of one project in PostgreSQL: a schema per project (`oc_<key>`), so many projects
+// share one database without touching each other and a role granted one schema sees no other.
+// One mutation is one call of `commit`, one statement in autocommit, so one round trip: it takes
+// the project's head row lock, and either appends the change (the `Op`s of src/protocol/draft.ts)
+// with its history and archive rows and a notification carrying the new sequence number only, or,
+// when the caller's cached head is behind, returns the changes it has not seen (it applies them
+// and runs its mutation again). A snapshot every PG_SNAPSHOT_EVERY changes bounds a cold start.
+import { RefusalError, refuse } from '../../protocol/result.ts';
+
+/** The layout version written by this OpenComms; a schema with a higher one is refused. */
+export const PG_LAYOUT = 1;
+
+/** A project key: lowercase, digits, `_` and `-`; it names the schema and the notify channel. */
+export const PROJECT_KEY_RE = /^[a-z0-9][a-z0-9_-]{0,47}$/;
+
+export function schemaOf(key: string): string {
+  if (!PROJECT_KEY_RE.test(key))
+    throw new RefusalError(refuse('invalid_argument', `"${key}" is not a project key: use 1-48 of a-z, 0-9, _ and - (starting with a letter or digit).`));
+  return `oc_${key}`;
+}
+
+/** A schema name as an SQL identifier (keys are checked by schemaOf, so no quote can occur). */
+export const ident = (schema: string) => `"${schema}"`;
+
+export function layoutSql(schema: string): string {
+  const s = ident(schema);
+  return `
+-- Created only when missing: a role that owns its schema (store grant) may not create schemas.
+do $do$ begin
+  if not exists (select 1 from pg_namespace where nspname = '${schema}') then create schema ${s}; end if;
+end $do$;
+create table if not exists ${s}.meta (layout int not null);
+insert into ${s}.meta (layout) select ${PG_LAYOUT} where not exists (select 1 from ${s}.meta);
+create table if not exists ${s}.head (one boolean primary key default true check (one), seq bigint not null, retired text);
+insert into ${s}.head (seq) values (0) on conflict do nothing;
+create table if not exists ${s}.changes (seq bigint primary key, ops jsonb not null, archives boolean not null);
+create table if not exists ${s}.snapshots (seq bigint primary key, state jsonb not null);
+create table if not exists ${s}.history (n bigserial primary key, channel_id text not null, message_id text not null, envelope jsonb not null);
+create index if not exists history_channel on ${s}.history (channel_id, n);
+create table if not exists ${s}.archives (channel_id text primary key, name text not null, saved_at bigint not null, archive jsonb not null);
+create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history jsonb, p_archive jsonb, p_del_archive text, p_del_history text[])
+returns table(o_seq bigint, o_ops jsonb, o_archives boolean) language plpgsql as $fn$
+declare
+  h bigint;
+  gone text;
+  arch boolean := p_archive is not null or p_del_archive is not null;
+begin
+  select seq, retired into h, gone from ${s}.head for update;
+  if gone is not null then
+    raise exception 'opencomms: project retired: %', gone using errcode = 'OC001';
+  end if;
+  if h <> expected then
+    return query select c.seq, c.ops, c.archives from ${s}.changes c where c.seq > expected order by c.seq;
+    return;
+  end if;
+  update ${s}.head set seq = h + 1;
+  insert into ${s}.changes values (h + 1, p_ops, arch);
+  if p_history is not null then
+    insert into ${s}.history (channel_id, message_id, envelope)
+      select e->>'channel_id', e->>'message_id', e from jsonb_array_elements(p_history) e;
+  end if;
+  if p_archive is not null then
+    insert into ${s}.archives values (p_archive->>'channel_id', p_archive->>'name', (p_archive->>'saved_at')::bigint, p_archive)
+      on conflict (channel_id) do update set name = excluded.name, saved_at = excluded.saved_at, archive = excluded.archive;
+  end if;
+  if p_del_archive is not null then delete from ${s}.archives where channel_id = p_del_archive; end if;
+  if p_del_history is not null then delete from ${s}.history where channel_id = any(p_del_history); end if;
+  perform pg_notify('${schema}', (h + 1)::text || case when arch then ' a' else '' end);
+  return query select h + 1, null::jsonb, arch;
+end $fn$;
+create or replace function ${s}.compact(p_seq bigint, p_state jsonb) returns void language plpgsql as $fn$
+declare prev bigint;
+begin
+  select max(seq) into prev from ${s}.snapshots where seq < p_seq;
+  insert into ${s}.snapshots values (p_seq, p_state) on conflict do nothing;
+  delete from ${s}.snapshots where seq < p_seq;
+  -- The changes since the previous snapshot stay, for processes that lag behind by less.
+  if prev is not null then delete from ${s}.changes where seq <= prev; end if;
+end $fn$;
+`;
+}
+
+/** A cold start: the newest snapshot and every change after it, read in one snapshot of the
+ *  database (a compaction between the two selects would otherwise hide changes). */
+export const loadSql = (schema: string) => {
+  const s = ident(schema);
+  return `begin isolation level repeatable read read only;
+select (select layout from ${s}.meta) as layout, (select retired from ${s}.head) as retired, seq, state from ${s}.snapshots order by seq desc limit 1;
+select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq) from ${s}.snapshots), 0) order by seq;
+commit;`;
+};

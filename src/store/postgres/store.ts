@@ -1,0 +1,407 @@
+// The store on PostgreSQL: one project = one schema = one total order of changes. A process keeps
+// the state as one live object (as the file store does) and the sequence number of the last
+// change it applied. A mutation runs on that object through the change tracker, checks what it
+// wrote, and commits it in one statement against the head it holds (schema.ts `commit`): when
+// another process committed first, the statement returns those changes instead; they are applied
+// and the mutation runs again on the state they make (the engine is pure, so running it again is
+// what it would have done had it come later). Reads catch up first (one query); the background
+// follow queries only when a notification, a reconnect or the backstop says there is news.
+import pg from 'pg';
+import type { Archive } from '../../protocol/archive.ts';
+import { ArchiveSchema } from '../../protocol/archive.ts';
+import { applyOps, detach, raw, track, type Op } from '../../protocol/draft.ts';
+import { isArchiveId } from '../../protocol/ids.ts';
+import { RefusalError, refuse } from '../../protocol/result.ts';
+import { emptyState, type Envelope, type State } from '../../protocol/schema.ts';
+import type { InvalidFile } from '../archives.ts';
+import type { MutateOutcome, Store, Watch, WatchChange } from '../types.ts';
+import { checkOps } from '../validate.ts';
+import { asRefusal, clientConfig, describeUrl } from './connect.ts';
+import { PG_BACKSTOP_MS, PG_SNAPSHOT_EVERY } from './limits.ts';
+import { Listener } from './listen.ts';
+import { PG_LAYOUT, ident, layoutSql, loadSql, schemaOf } from './schema.ts';
+
+export interface PgStoreOptions {
+  /** postgres://user@host:port/database (a password only from the environment). */
+  url: string;
+  /** The project key: the schema `oc_<key>` holds the project. */
+  key: string;
+  /** Changes between snapshots; tests make it small. */
+  snapshotEvery?: number;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface PgStatus {
+  server_version: string;
+  head: number;
+  lag: number;
+  cold_start_changes: number;
+  connections: number;
+}
+
+interface Cache {
+  state: State;
+  seq: number;
+}
+
+interface ChangeRow {
+  seq: string;
+  ops: Op[];
+  archives: boolean;
+}
+
+export class PgStore implements Store {
+  readonly location: string;
+  readonly key: string;
+  private readonly schema: string;
+  private readonly config: pg.ClientConfig;
+  private client: pg.Client | null = null;
+  private connecting: Promise<pg.Client> | null = null;
+  private cache: Cache | null = null;
+  /** Every access to the cache, one at a time in call order (a commit in flight holds it). */
+  private tail: Promise<unknown> = Promise.resolve();
+  private readonly listener: Listener;
+  /** When this process last asked the server what is new (the backstop counts from it). */
+  private lastAsked = 0;
+  private closed = false;
+
+  constructor(private readonly options: PgStoreOptions) {
+    this.schema = schemaOf(options.key);
+    this.key = options.key;
+    this.config = clientConfig(options.url, options.env);
+    this.location = `${describeUrl(options.url)}#${options.key}`;
+    this.listener = new Listener(this.config, this.schema);
+  }
+
+  // ---- the connection --------------------------------------------------------------------------
+
+  private async connection(): Promise<pg.Client> {
+    if (this.closed) throw new RefusalError(refuse('state_unreadable', `The store ${this.location} was closed.`));
+    if (this.client) return this.client;
+    this.connecting ??= this.connect().finally(() => (this.connecting = null));
+    return this.connecting;
+  }
+
+  private async connect(): Promise<pg.Client> {
+    const c = new pg.Client(this.config);
+    // A connection that fails later is dropped; the next call connects again.
+    c.on('error', () => {
+      if (this.client === c) this.client = null;
+    });
+    try {
+      await c.connect();
+      await this.ensureLayout(c);
+    } catch (e) {
+      void c.end().catch(() => {});
+      throw asRefusal(e, this.location);
+    }
+    this.client = c;
+    return c;
+  }
+
+  /** Creates the project's schema on first use (serialised across processes by an advisory lock)
+   *  and refuses one laid out by a newer OpenComms. */
+  private async ensureLayout(c: pg.Client) {
+    const s = ident(this.schema);
+    const found = await c.query<{ layout: number | null }>(`select (select layout from ${s}.meta limit 1) as layout`).catch(() => null);
+    let layout = found?.rows[0]?.layout ?? null;
+    if (layout === null) {
+      await c.query(`begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); ${layoutSql(this.schema)} commit;`).catch(async (e: unknown) => {
+        await c.query('rollback').catch(() => {});
+        throw e;
+      });
+      layout = PG_LAYOUT;
+    }
+    if (layout > PG_LAYOUT)
+      throw new RefusalError(refuse('state_incompatible', `The project ${this.key} at ${describeUrl(this.options.url)} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this machine.`));
+  }
+
+  private async query<R extends pg.QueryResultRow>(q: pg.QueryConfig | string): Promise<pg.QueryResult<R>> {
+    const c = await this.connection();
+    try {
+      return await c.query<R>(q as pg.QueryConfig);
+    } catch (e) {
+      if (this.client === c && !(e as { code?: string }).code?.match(/^[0-9A-Z]{5}$/)) {
+        this.client = null; // a transport failure: the next call connects again
+        void c.end().catch(() => {});
+      }
+      throw asRefusal(e, this.location);
+    }
+  }
+
+  /** One access to the cache at a time, in call order. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  // ---- reading ---------------------------------------------------------------------------------
+
+  async read(): Promise<State> {
+    return structuredClone(await this.peek());
+  }
+
+  peek(): Promise<Readonly<State>> {
+    return this.serial(() => this.current());
+  }
+
+  async revision(): Promise<string> {
+    return this.serial(async () => {
+      await this.current();
+      return String(this.cache!.seq);
+    });
+  }
+
+  /** Queries only when there may be news: a notification beyond what is applied, a listening
+   *  connection that is not up (notifications may be lost), or the backstop's interval passed. */
+  follow(): Promise<void> {
+    void this.listener.start();
+    const c = this.cache;
+    const l = this.listener;
+    // Quiet when listening since before the last question, with nothing newer notified.
+    const quiet = c && l.up && this.lastAsked >= l.upSince && l.newest <= c.seq && Date.now() - this.lastAsked < PG_BACKSTOP_MS;
+    if (quiet) return Promise.resolve();
+    return this.serial(async () => void (await this.current()));
+  }
+
+  /** The cache brought up to date: the changes after it applied, or a cold load. */
+  private async current(): Promise<State> {
+    await this.news();
+    return this.cache!.state;
+  }
+
+  /** Brings the cache up to date; true when anything changed (or it was loaded afresh). */
+  private async news(): Promise<boolean> {
+    const c = this.cache;
+    if (!c) return (await this.load(), true);
+    this.lastAsked = Date.now();
+    const r = await this.query<ChangeRow>({ name: `${this.schema}.since`, text: `select seq, ops, archives from ${ident(this.schema)}.changes where seq > $1 order by seq`, values: [c.seq] });
+    if (!this.applyRows(c, r.rows)) await this.load();
+    return r.rows.length > 0;
+  }
+
+  private async load(): Promise<State> {
+    this.lastAsked = Date.now();
+    const results = (await this.query(loadSql(this.schema))) as unknown as pg.QueryResult[];
+    const [, head, changes] = results;
+    const snap = head!.rows[0] as { layout: number; retired: string | null; seq: string; state: State } | undefined;
+    const c: Cache = snap ? { state: snap.state, seq: Number(snap.seq) } : { state: emptyState(), seq: 0 };
+    if (!this.applyRows(c, changes!.rows as ChangeRow[])) throw new Error(`the changes of ${this.location} do not follow its snapshot`);
+    this.cache = c;
+    return c.state;
+  }
+
+  /** Applies changes in order, each checked as it is replayed; false when they do not continue
+   *  the cache (compacted away since: the caller loads). */
+  private applyRows(c: Cache, rows: ChangeRow[]): boolean {
+    for (const row of rows) {
+      const seq = Number(row.seq);
+      if (seq <= c.seq) continue;
+      if (seq !== c.seq + 1) return false;
+      const undo = applyOps(c.state, row.ops);
+      const problem = checkOps(c.state, row.ops, false).problem;
+      if (problem) {
+        undo();
+        this.cache = null;
+        throw new RefusalError(refuse('state_unreadable', `Change ${seq} of ${this.location} is invalid (${problem}); the state was not changed. Report it; \`opencomms doctor\` shows the store.`));
+      }
+      c.seq = seq;
+    }
+    return true;
+  }
+
+  // ---- writing ---------------------------------------------------------------------------------
+
+  /** Optimistic first: one round trip when this process is up to date (an answer that writes
+   *  nothing costs one too: the check that nothing is newer). When another process
+   *  committed first, its changes are applied and the mutation runs once more with the project's
+   *  lock held (three round trips, but it cannot lose again): under many concurrent writers an
+   *  optimistic retry could lose over and over. */
+  mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+    return this.serial(async () => {
+      if (!this.cache) await this.load();
+      const first = await this.attempt(fn);
+      if (first.done) return first.answer;
+      return this.attemptLocked(fn);
+    });
+  }
+
+  private async attempt<T>(fn: (draft: State) => MutateOutcome<T>): Promise<{ done: true; answer: T } | { done: false }> {
+    const c = this.cache!;
+    const step = this.prepare(c, fn);
+    // An answer that writes nothing (a refusal, mostly) must hold on the newest state too: one
+    // computed on a cache another process has moved past would never meet the server.
+    if ('result' in step) return (await this.news()) ? { done: false } : { done: true, answer: step.result };
+    const rows = await this.send(step);
+    const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
+    if (committed !== null) {
+      await this.committed(c, committed);
+      return { done: true, answer: step.answer };
+    }
+    // Someone committed first: their changes, then this mutation again on what they made.
+    step.undo();
+    const news = rows.map((r) => ({ seq: r.o_seq, ops: r.o_ops ?? [], archives: r.o_archives }));
+    if (!news.length || !this.applyRows(c, news)) await this.load();
+    return { done: false };
+  }
+
+  private async attemptLocked<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+    const s = ident(this.schema);
+    const c = this.cache!;
+    try {
+      const [, , since] = (await this.query(`begin; select seq from ${s}.head for update; select seq, ops, archives from ${s}.changes where seq > ${Number(c.seq)} order by seq;`)) as unknown as pg.QueryResult<ChangeRow>[];
+      if (!this.applyRows(c, since!.rows)) throw new Error(`the changes of ${this.location} were compacted during a mutation; retry`);
+      const step = this.prepare(c, fn);
+      if ('result' in step) {
+        await this.query('rollback');
+        return step.result;
+      }
+      const rows = await this.send(step);
+      if (rows.length !== 1 || rows[0]!.o_ops !== null) throw new Error(`${this.location} moved on while this process held its lock`);
+      await this.query('commit');
+      await this.committed(c, Number(rows[0]!.o_seq));
+      return step.answer;
+    } catch (e) {
+      await this.client?.query('rollback').catch(() => {});
+      throw e;
+    }
+  }
+
+  /** The commit statement; a failure takes the change back out of the cache and drops it
+   *  (committed or not is unknown after a lost connection: the next access reloads). */
+  private async send(step: { query: pg.QueryConfig; undo: () => void }) {
+    try {
+      return (await this.query<{ o_seq: string; o_ops: Op[] | null; o_archives: boolean }>(step.query)).rows;
+    } catch (e) {
+      step.undo();
+      this.cache = null;
+      throw e;
+    }
+  }
+
+  private async committed(c: Cache, seq: number) {
+    c.seq = seq;
+    this.lastAsked = Date.now();
+    if (seq % (this.options.snapshotEvery ?? PG_SNAPSHOT_EVERY) === 0) await this.snapshot(c);
+  }
+
+  /** Runs `fn` on the cache: its answer when nothing is to be written, else the commit statement
+   *  and how to take the change back out of the cache. */
+  private prepare<T>(c: Cache, fn: (draft: State) => MutateOutcome<T>): { result: T } | { query: pg.QueryConfig; undo: () => void; answer: T } {
+    const draft = track(c.state);
+    let out: MutateOutcome<T>;
+    try {
+      out = fn(draft.root);
+    } catch (e) {
+      draft.rollback();
+      throw e;
+    }
+    const answer = detach(out.result);
+    if (!out.changed) {
+      draft.rollback();
+      return { result: answer };
+    }
+    let written: readonly Op[] = draft.ops();
+    let undo = () => draft.rollback();
+    if (out.ops) {
+      const stray = written.length;
+      draft.rollback();
+      if (stray) throw new Error('a mutation both wrote through its draft and planned operations; nothing was written');
+      written = out.ops;
+      undo = applyOps(c.state, out.ops);
+    }
+    const checked = checkOps(c.state, written, true);
+    if (checked.problem) {
+      undo();
+      throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
+    }
+    let archive: Archive | null = null;
+    try {
+      archive = out.archive ? ArchiveSchema.parse(detach(out.archive)) : null;
+    } catch (e) {
+      undo();
+      throw e;
+    }
+    const history = out.history?.length ? JSON.stringify(out.history.map(raw)) : null;
+    const query: pg.QueryConfig = {
+      name: `${this.schema}.commit`,
+      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6)`,
+      values: [c.seq, JSON.stringify(checked.ops), history, archive && JSON.stringify(archive), out.deleteArchive ?? null, out.deleteHistory?.length ? out.deleteHistory : null],
+    };
+    return { query, undo, answer };
+  }
+
+  /** The state whole at `c.seq`, so that a cold start reads it and a bounded tail. A failure
+   *  here loses nothing (the changes stay until a later snapshot): it is left to the next one. */
+  private async snapshot(c: Cache) {
+    await this.query({ text: `select ${ident(this.schema)}.compact($1, $2)`, values: [c.seq, JSON.stringify(raw(c.state))] }).catch(() => {});
+  }
+
+  // ---- watching --------------------------------------------------------------------------------
+
+  /** Never refuses: a server down now is listened to once it is up (calls meanwhile refuse). */
+  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
+    return this.listener.watch(onChange, log);
+  }
+
+  // ---- history and archives ----------------------------------------------------------------------
+
+  async history(channelId: string, limit: number): Promise<Envelope[]> {
+    const r = await this.query<{ envelope: Envelope }>({ text: `select envelope from ${ident(this.schema)}.history where channel_id = $1 order by n desc limit $2`, values: [channelId, limit] });
+    return r.rows.map((x) => x.envelope);
+  }
+
+  async historyIds(channelId: string): Promise<Set<string>> {
+    const r = await this.query<{ message_id: string }>({ text: `select message_id from ${ident(this.schema)}.history where channel_id = $1`, values: [channelId] });
+    return new Set(r.rows.map((x) => x.message_id));
+  }
+
+  async findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null> {
+    const r = await this.query<{ envelope: Envelope }>({
+      text: `select envelope from (select envelope, message_id, n from ${ident(this.schema)}.history where channel_id = $1 order by n desc limit $3) t where message_id = $2 order by n desc limit 1`,
+      values: [channelId, messageId, maxScan],
+    });
+    return r.rows[0]?.envelope ?? null;
+  }
+
+  async archive(id: string): Promise<Archive | null> {
+    if (!isArchiveId(id)) return null;
+    const r = await this.query<{ archive: Archive }>({ text: `select archive from ${ident(this.schema)}.archives where channel_id = $1`, values: [id] });
+    return r.rows[0]?.archive ?? null;
+  }
+
+  async archiveByName(name: string): Promise<Archive | null> {
+    const r = await this.query<{ archive: Archive }>({ text: `select archive from ${ident(this.schema)}.archives where lower(name) = lower($1) order by saved_at desc limit 1`, values: [name.trim()] });
+    return r.rows[0]?.archive ?? null;
+  }
+
+  async archives(): Promise<{ archives: Archive[]; invalid: InvalidFile[] }> {
+    const r = await this.query<{ archive: Archive }>(`select archive from ${ident(this.schema)}.archives order by saved_at desc`);
+    return { archives: r.rows.map((x) => x.archive), invalid: [] };
+  }
+
+  /** What `opencomms store status` shows: the server, how far this process is behind the head
+   *  (lag, in changes), what a cold start replays, and the OpenComms connections to the database. */
+  async status(): Promise<PgStatus> {
+    await this.peek();
+    const s = ident(this.schema);
+    const r = await this.query<{ server_version: string; head: string; snapshot: string | null; connections: string }>(
+      `select current_setting('server_version') as server_version, (select seq from ${s}.head) as head, (select max(seq) from ${s}.snapshots) as snapshot,
+        (select count(*) from pg_stat_activity where datname = current_database() and application_name = 'opencomms') as connections`,
+    );
+    const row = r.rows[0]!;
+    const head = Number(row.head);
+    return { server_version: row.server_version, head, lag: head - this.cache!.seq, cold_start_changes: head - Number(row.snapshot ?? 0), connections: Number(row.connections) };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.tail;
+    this.closed = true;
+    await this.listener.close();
+    const c = this.client;
+    this.client = null;
+    await c?.end().catch(() => {});
+  }
+}

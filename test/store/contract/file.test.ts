@@ -1,0 +1,8 @@
+import { FileStore } from '../../../src/store/store.ts';
+import { tempProject } from '../../helpers/store-fixtures.ts';
+import { storeContract } from './contract.ts';
+
+storeContract('FileStore', async () => {
+  const { dir, cleanup } = await tempProject();
+  return { open: async () => new FileStore(dir), cleanup };
+});

@@ -1,0 +1,86 @@
+// The PostgreSQL store's own mechanics, beyond the contract: a mutation computed on a state that
+// another process has since moved on from runs again on the newer state (never commits over it),
+// snapshots bound what a cold start reads, and two projects in one database never meet.
+import { afterEach, expect, it } from 'vitest';
+import type { State } from '../../../src/protocol/schema.ts';
+import { PgStore } from '../../../src/store/postgres/store.ts';
+import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
+
+const keys: string[] = [];
+const stores: PgStore[] = [];
+const open = (key: string, snapshotEvery?: number) => {
+  const s = new PgStore({ url: testDatabaseUrl(), key, snapshotEvery });
+  stores.push(s);
+  return s;
+};
+const key = () => {
+  const k = newProjectKey('c');
+  keys.push(k);
+  return k;
+};
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+  for (const k of keys.splice(0)) await dropProject(k);
+});
+const messages = (s: Readonly<State>) => s.errors.map((e) => e.message);
+
+it('a mutation on a stale cache runs again on the newer state, once the others’ changes are applied', async () => {
+  const k = key();
+  const [a, b] = [open(k), open(k)];
+  await b.peek(); // b caches change 0
+  await a.mutate((d) => (d.errors.push({ at: 1, message: 'from a' }), { changed: true, result: null }));
+  const seenBy: string[][] = [];
+  const n = await b.mutate((d) => {
+    seenBy.push(messages(d));
+    d.errors.push({ at: 1, message: `b after ${d.errors.length}` });
+    return { changed: true, result: d.errors.length };
+  });
+  expect(seenBy).toEqual([[], ['from a']]);
+  expect(n).toBe(2);
+  expect(messages(await a.read())).toEqual(['from a', 'b after 1']);
+});
+
+it('a cold start reads one snapshot and a bounded tail of changes', async () => {
+  const k = key();
+  const a = open(k, 3);
+  for (let i = 0; i < 10; i++) await a.mutate((d) => (d.errors.push({ at: 1, message: `m${i}` }), { changed: true, result: null }));
+  const { snapshots, changes } = await admin(async (c) => (await c.query(`select (select count(*)::int from "oc_${k}".snapshots) as snapshots, (select count(*)::int from "oc_${k}".changes) as changes`)).rows[0]);
+  expect(snapshots).toBe(1);
+  expect(changes).toBeLessThanOrEqual(2 * 3);
+  expect(messages(await open(k, 3).read())).toEqual(Array.from({ length: 10 }, (_, i) => `m${i}`));
+});
+
+it('two projects in one database never see each other', async () => {
+  const [k1, k2] = [key(), key()];
+  await open(k1).mutate((d) => (d.errors.push({ at: 1, message: 'one' }), { changed: true, result: null }));
+  expect((await open(k2).read()).errors).toEqual([]);
+  expect(messages(await open(k1).read())).toEqual(['one']);
+});
+
+it('a dropped listening connection comes back: the watcher is told to look again, and notifications wake it again', async () => {
+  const k = key();
+  const [a, b] = [open(k), open(k)];
+  await a.mutate((d) => (d.errors.push({ at: 1, message: 'first' }), { changed: true, result: null }));
+  let woken = 0;
+  const w = await b.watch(async () => void woken++, () => {});
+  const listening = () => admin(async (c) => (await c.query(`select pid from pg_stat_activity where query = 'listen "oc_${k}"'`)).rows.map((r) => r.pid as number));
+  const until = async (cond: () => Promise<boolean> | boolean, ms: number) => {
+    const end = Date.now() + ms;
+    while (!(await cond())) {
+      if (Date.now() > end) throw new Error(`not within ${ms} ms`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  await until(async () => (await listening()).length === 1, 5_000);
+  const [pid] = await listening();
+  await admin((c) => c.query('select pg_terminate_backend($1)', [pid]));
+  const before = woken;
+  // Reconnected (a new backend listens) and told to look again without any new change.
+  await until(async () => (await listening()).some((p) => p !== pid), 10_000);
+  await until(() => woken > before, 5_000);
+  const seen = woken;
+  await a.mutate((d) => (d.errors.push({ at: 1, message: 'second' }), { changed: true, result: null }));
+  await until(() => woken > seen, 5_000);
+  expect(messages(await b.read())).toEqual(['first', 'second']);
+  await w.close();
+});
