@@ -2,10 +2,13 @@
 // session, clear a stale mark, confirm a wake the woken turn shows, sweep the batches of dead
 // processes, and hand pending mail over at this boundary (drain + commit in ONE locked mutation,
 // `delivery_method: push`). Fail-open: any fault answers `{}` and is recorded when the state is writable.
-import { open } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { BATCH_SEPARATOR } from '../../src/framing.ts';
 import { MAX_BATCH } from '../../src/protocol/limits.ts';
+import { channelHold } from '../../src/engine/deliver.ts';
+import { hasInFlight } from '../../src/engine/receipts.ts';
 import { roleInstructions } from '../../src/engine/roles.ts';
+import type { State } from '../../src/protocol/schema.ts';
 import { openRuntime, processAlive, processTag, type Runtime } from '../../src/runtime/runtime.ts';
 import { SPAWN_HOSTS } from '../spawn.ts';
 import { resolveMember, resolveOrBind } from './binding.ts';
@@ -21,6 +24,15 @@ export interface HookOutput {
 /** How much of the transcript's end is read to find a woken turn's batch: the wake is the newest
  *  user turn when its Stop runs, and a turn's tool output rarely exceeds this. */
 const TRANSCRIPT_TAIL_BYTES = 512 * 1024;
+
+async function readWhole(path: string | undefined): Promise<string> {
+  if (!path) return '';
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
 
 async function transcriptTail(path: string | undefined): Promise<string> {
   if (!path) return '';
@@ -69,9 +81,45 @@ async function sweepDead(rt: Runtime, member: string): Promise<void> {
   if (dead) await rt.run({ op: 'sweep', alive: processAlive });
 }
 
+/** A prompt that carries OpenComms frames is a wake (or a spawned run's batch): the host puts this
+ *  hook's context BEFORE it, so newer mail handed over here would be read before older mail. */
+const carriesMail = (prompt: string | undefined) => /\| id: ocm_[0-9a-f]+ \|/.test(prompt ?? '');
+
+/** Codex shows a Stop hook's reason HTML-escaped inside `<hook_prompt>` (docs/hosts.md): a frame
+ *  there would not have the shape the model is told about, so the model is sent to read it. */
+const CODEX_STOP_NOTICE = (n: number) =>
+  `OpenComms: ${n} new message(s) from your channel peers are waiting. Call the opencomms_pull tool to read them before you finish.`;
+
+/** Mail a read could take now: queued envelopes on channels that hold nothing back, and nothing of
+ *  this recipient in flight (a hook's read takes nothing then). */
+function readable(state: Readonly<State>, member: string, now: number): number {
+  const channels = Object.values(state.channels).filter((c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === member));
+  if (channels.some((c) => hasInFlight(state, c, member))) return 0;
+  const open = new Set(channels.filter((c) => channelHold(c, now) === null).map((c) => c.id));
+  return (state.queues[member] ?? []).filter((id) => open.has(state.messages[id]?.channel_id ?? '')).length;
+}
+
+async function handOver(rt: Runtime, member: string): Promise<string> {
+  const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push' });
+  const data = (r.ok ? r.data : undefined) as { messages: Array<{ framed: string }>; remaining: number } | undefined;
+  let batch = (data?.messages ?? []).map((m) => m.framed).join(BATCH_SEPARATOR);
+  if (batch && data!.remaining > 0) batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
+  return batch;
+}
+
+/** The role blocks a SessionStart gives: all of them, except on a resume, where the blocks the
+ *  session's transcript already holds were given before (once per session, not per resume). */
+async function rolesToGive(rt: Runtime, ctx: HookContext, member: string): Promise<string[]> {
+  const blocks = roleInstructions(await rt.peek(), member);
+  if (ctx.input.source !== 'resume' || !blocks.length) return blocks;
+  const transcript = await readWhole(ctx.input.transcript_path);
+  // Transcripts are JSON lines: a block is stored with JSON's escapes.
+  return blocks.filter((b) => !transcript.includes(JSON.stringify(b).slice(1, -1)));
+}
+
 async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<HookOutput> {
   if (ctx.event === 'SessionEnd') {
-    await rt.run({ op: 'mark_stale', session: sid });
+    await rt.run({ op: 'session_end', session: sid });
     return {};
   }
   const { member, guidance } = await resolveOrBind(rt, ctx, sid);
@@ -82,13 +130,16 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   await sweepDead(rt, member);
   if (ctx.event === 'Stop' && ctx.input.stop_hook_active === true) return out;
 
-  const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push' });
-  const data = (r.ok ? r.data : undefined) as { messages: Array<{ framed: string }>; remaining: number } | undefined;
-  let batch = (data?.messages ?? []).map((m) => m.framed).join(BATCH_SEPARATOR);
-  if (batch && data!.remaining > 0) batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
-  if (ctx.event === 'Stop') return batch ? { ...out, decision: 'block', reason: batch } : out;
-  const parts = ctx.event === 'SessionStart' ? [...roleInstructions(await rt.peek(), member), batch] : [batch];
+  if (ctx.event === 'Stop' && ctx.host === 'codex') {
+    const n = readable(await rt.peek(), member, Date.now());
+    return n ? { ...out, decision: 'block', reason: CODEX_STOP_NOTICE(n) } : out;
+  }
+  const woken = ctx.event === 'UserPromptSubmit' && carriesMail(ctx.input.prompt);
+  const batch = woken ? '' : await handOver(rt, member);
+  const parts = ctx.event === 'SessionStart' ? [...(await rolesToGive(rt, ctx, member)), batch] : [batch];
   const context = parts.filter(Boolean).join('\n\n');
+  // Stop too answers with context, not `decision: block`: Claude Code renders a block's reason
+  // twice in the model's request, additional context once (docs/hosts.md).
   return context ? { ...out, hookSpecificOutput: { hookEventName: ctx.event!, additionalContext: context } } : out;
 }
 

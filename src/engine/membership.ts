@@ -156,12 +156,12 @@ export function kick(state: State, caller: string | { operator: true }, args: Ki
 }
 
 /** The host reports the session gone (or back): every membership of it follows. */
-export function setStale(state: State, hostSessionOrId: string, stale: boolean, env: Env): Outcome {
+export function setStale(state: State, hostSessionOrId: string, stale: boolean, env: Env, keep: (m: Member) => boolean = () => false): Outcome {
   let changed = false;
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
     for (const m of ch.members) {
-      if (m.session_id !== hostSessionOrId && m.host_session_id !== hostSessionOrId) continue;
+      if ((m.session_id !== hostSessionOrId && m.host_session_id !== hostSessionOrId) || keep(m)) continue;
       const r = stepMember(m, { type: stale ? 'MARK_STALE' : 'CLEAR_STALE', now: env.now });
       if (r.changed) {
         changed = true;
@@ -171,6 +171,12 @@ export function setStale(state: State, hostSessionOrId: string, stale: boolean, 
   }
   return done(state, ok(changed ? (stale ? 'Marked stale.' : 'Cleared stale.') : 'No change.', { changed }), [], undefined, changed);
 }
+
+/** A host session ended (FEATURES.md §8.2 SessionEnd): its members are marked stale, except a
+ *  spawn_push member, whose session ends after every spawned run and is resumed for its next batch:
+ *  its end is not the member leaving. */
+export const endSession = (state: State, hostSession: string, env: Env): Outcome =>
+  setStale(state, hostSession, true, env, (m) => m.delivery_mode === 'spawn_push');
 
 /** This process hosts the session (owner-side rule): its memberships name this process. */
 export function claim(state: State, session: string, env: Env): Outcome {
