@@ -52,6 +52,23 @@ async function transcriptTail(path: string | undefined): Promise<string> {
   }
 }
 
+/** The transcript lines that show their text to the model. Claude Code records a wake it holds
+ *  during a busy turn at once (a `queue-operation` line), before the model has seen it: that line
+ *  proves nothing. A line cut by the tail, or not JSON, is left out too. */
+function shownInTranscript(tail: string): string {
+  return tail
+    .split('\n')
+    .filter((line) => {
+      try {
+        const row: unknown = JSON.parse(line);
+        return typeof row === 'object' && row !== null && (row as { type?: unknown }).type !== 'queue-operation';
+      } catch {
+        return false;
+      }
+    })
+    .join('\n');
+}
+
 /** The envelope ids a frame header names (`| id: ocm_… |`), as framing.ts writes them. */
 const idMark = (id: string) => `| id: ${id} |`;
 
@@ -68,7 +85,7 @@ async function confirmWake(rt: Runtime, ctx: HookContext, member: string): Promi
   const held = Object.values(state.messages).filter((e) => e.recipient_session_id === member && e.delivery_status === 'in_flight' && e.in_flight_by === tag);
   if (!held.length) return;
   let seen = ctx.input.prompt ?? '';
-  if (!held.every((e) => seen.includes(idMark(e.message_id)))) seen += await transcriptTail(ctx.input.transcript_path);
+  if (!held.every((e) => seen.includes(idMark(e.message_id)))) seen += shownInTranscript(await transcriptTail(ctx.input.transcript_path));
   const shown = held.filter((e) => seen.includes(idMark(e.message_id))).map((e) => e.message_id);
   if (shown.length) await rt.run({ op: 'commit', rid: member, message_ids: shown, method: 'push' });
 }

@@ -29,6 +29,16 @@ export async function opencomms(sb: Sandbox, ...args: string[]) {
 /** The ids of the OpenComms frames in a text (`| id: ocm_… |` headers). */
 export const frameIds = (text: string) => [...text.matchAll(/\| id: (ocm_[0-9a-f]{32}) \|/g)].map((m) => m[1]!);
 
+/** Every frame id the model reads in an Anthropic request, in the order it reads them: every user
+ *  text of the conversation, including what Claude Code appends inside a tool result (a wake it
+ *  held during the turn arrives there), each occurrence (a frame rendered twice counts twice). */
+export function framesRead(req: ModelRequest): string[] {
+  const texts = (c: unknown): string[] =>
+    typeof c === 'string' ? [c] : Array.isArray(c) ? c.flatMap((b: any) => (b.type === 'text' ? [String(b.text)] : b.type === 'tool_result' ? texts(b.content) : [])) : [];
+  const msgs: any[] = Array.isArray(req.body.messages) ? req.body.messages : [];
+  return msgs.filter((m) => m.role === 'user').flatMap((m) => texts(m.content)).flatMap(frameIds);
+}
+
 /** Text of the newest user message of an Anthropic request (a wake, a hook block, a prompt). */
 export function newestUserText(req: ModelRequest): string {
   const msgs: any[] = Array.isArray(req.body.messages) ? req.body.messages : [];
@@ -135,8 +145,9 @@ const newPin = () => `sess_${randomBytes(12).toString('hex')}`;
 
 /** An idle interactive Claude Code (tmux) with OpenComms installed and its member joined to "team"
  *  (one keystroke: the model joins through its own MCP server), and a peer to send from. */
-export async function wakeRig(sb: Sandbox, defer: Defer, fakeTurns = 60) {
-  const fake = defer(await startFakeAnthropic(Array.from({ length: fakeTurns }, () => acknowledge('team', { role: 'Builder', role_prompt: 'You build and acknowledge every message.' }))), (f) => f.close());
+export async function wakeRig(sb: Sandbox, defer: Defer, fakeTurns = 60, line?: (ack: (req: ModelRequest) => string) => (req: ModelRequest) => string) {
+  const ack = acknowledge('team', { role: 'Builder', role_prompt: 'You build and acknowledge every message.' });
+  const fake = defer(await startFakeAnthropic(Array.from({ length: fakeTurns }, () => (line ? line(ack) : ack))), (f) => f.close());
   const member = newPin();
   await opencomms(sb, 'install', 'claude-code');
   await opencomms(sb, 'install-member', '--id', member);

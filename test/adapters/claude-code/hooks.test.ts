@@ -330,6 +330,24 @@ describe('wake hand-overs are confirmed by the woken turn', () => {
     await rt.close();
   });
 
+  it('a wake Claude Code holds during a busy turn is not confirmed by its queue record; newer mail waits behind it', async () => {
+    const { rt, id } = await heldByWaiter('m1 during the turn', Number(claude));
+    const m2 = await send(rt, 'sess_lead', 'm2 during the turn');
+    const frame = `[OpenComms] from Lead | type: manual | id: ${id} | reply_to: none`;
+    // As Claude Code 2.1.332 writes it when the wake arrives mid-turn: queued, not yet shown.
+    await writeFile(p.at('transcript.jsonl'), `${JSON.stringify({ type: 'queue-operation', operation: 'enqueue', content: frame })}\n`);
+    const atStop = hook(ev('Stop', 'c1', { stop_hook_active: false, transcript_path: p.at('transcript.jsonl') }), { env: { CLAUDE_PID: claude } }).out;
+    expect(atStop).toEqual({});
+    expect((await status(rt, id))!.delivery_status).toBe('in_flight');
+    expect((await status(rt, m2))!.delivery_status).toBe('pending');
+    // Shown: the queued command reaches the turn (an attachment line).
+    await writeFile(p.at('transcript.jsonl'), `${JSON.stringify({ type: 'attachment', attachment: { type: 'queued_command', prompt: frame } })}\n`, { flag: 'a' });
+    const next = hook(ev('Stop', 'c1', { stop_hook_active: false, transcript_path: p.at('transcript.jsonl') }), { env: { CLAUDE_PID: claude } }).out;
+    expect(await status(rt, id)).toMatchObject({ delivery_status: 'delivered', attempts: 1 });
+    expect(frameIds(next.hookSpecificOutput.additionalContext)).toEqual([m2]);
+    await rt.close();
+  });
+
   it('a batch held by a Claude Code process that is gone goes back to the queue and is delivered at the next boundary', async () => {
     const dead = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
     const { rt, id } = await heldByWaiter('orphaned', dead);
