@@ -49,11 +49,11 @@ export function newestUserText(req: ModelRequest): string {
 
 /** A fake-model line that acknowledges every framed message of the newest user message through
  *  the member's own MCP tool, joins when asked, and closes a turn after a tool result. */
-export const acknowledge = (channel: string, join?: Record<string, unknown>) => (req: ModelRequest): string => {
+export const acknowledge = (channel: string, join?: Record<string, unknown>, to?: string) => (req: ModelRequest): string => {
   if (req.endsWithToolResult) return 'SAY done';
   const text = newestUserText(req);
   const ids = frameIds(text);
-  if (ids.length) return `CALL mcp__opencomms__opencomms_send ${JSON.stringify({ channel, content: `ack ${ids.join(' ')}` })}`;
+  if (ids.length) return `CALL mcp__opencomms__opencomms_send ${JSON.stringify({ channel, content: `ack ${ids.join(' ')}`, ...(to ? { to } : {}) })}`;
   if (join && text.includes('[join]')) return `CALL mcp__opencomms__opencomms_join ${JSON.stringify({ channel, ...join })}`;
   return 'SAY ok';
 };
