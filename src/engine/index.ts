@@ -33,7 +33,8 @@ export type Command =
   | { op: 'history'; sid: string; args: Ch & { limit?: unknown }; logged?: Envelope[] }
   | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push' }
   | { op: 'update_role'; sid: string; args: Ch & { role_prompt: unknown } }
-  | { op: 'pause' | 'resume'; sid: string; args: Ch }
+  /** `sid`: the member's own tool; `{ operator: true }`: the CLI or the console. */
+  | { op: 'pause' | 'resume'; sid: string | { operator: true }; args: Ch }
   | { op: 'disconnect'; sid: string; args: Ch }
   | { op: 'kick'; caller: string | { operator: true }; args: KickArgs }
   | { op: 'timer'; sid: string; args: TimerArgs }

@@ -1,8 +1,8 @@
 // update_role, pause, resume, disconnect, kick / operator removal, markStale, clearStale.
 import { OPERATOR_ID, OPERATOR_ROLE, SYSTEM_MESSAGE_TYPE } from '../protocol/limits.ts';
-import { ok, refuse } from '../protocol/result.ts';
+import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
-import { memberChannel, memberLabel } from './lookup.ts';
+import { invalidChannelName, memberChannel, memberLabel, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
 import { done, refused } from './outcome.ts';
 import { setQueue } from './deliver.ts';
 import { enforceRetention } from './retention.ts';
@@ -24,8 +24,19 @@ export function updateRole(state: State, sid: string, args: { channel: unknown; 
 const pendingFor = (state: State, ch: Channel) =>
   ch.members.filter((m) => (state.queues[m.session_id] ?? []).some((id) => state.messages[id]?.channel_id === ch.id));
 
-export function setPaused(state: State, sid: string, args: { channel: unknown }, paused: boolean, env: Env): Outcome {
-  const scoped = memberChannel(state, args.channel, sid);
+/** The channel the operator names: any live channel (the operator is bound by no roster). */
+function operatorChannel(state: State, raw: unknown): { ch: Channel } | { refusal: Refusal } {
+  const name = normaliseChannelName(raw);
+  if (name === null) return { refusal: invalidChannelName() };
+  const ch = state.channels[name];
+  if (!ch) return { refusal: refuse('channel_not_found', `No channel "${name}" in this project; \`opencomms channels\` lists the live ones.`) };
+  return ch.lifecycle === 'active' ? { ch } : { refusal: tombstoneRefusal(ch) };
+}
+
+/** Pause or resume a channel: a member's tool on its own channel, or the operator on any live one;
+ *  either way through the channel machine. */
+export function setPaused(state: State, who: string | { operator: true }, args: { channel: unknown }, paused: boolean, env: Env): Outcome {
+  const scoped = typeof who === 'string' ? memberChannel(state, args.channel, who) : operatorChannel(state, args.channel);
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const { ch } = scoped;
   const was = ch.paused;
