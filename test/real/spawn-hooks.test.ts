@@ -27,7 +27,7 @@ describe('spawn_push with the hosts\' hooks installed', () => {
       const ids: string[] = [];
       for (const burst of [1, 2, 3]) {
         for (let i = 1; i <= 3; i++) ids.push((await rig.peer.send(`B${burst}-${i}`)).id); // peer.send asserts ok: never recipient_stale
-        await until(`burst ${burst} committed as spawn_push`, async () => {
+        await until(`burst ${burst} committed as spawn_push, none of it taken by the spawned runs' own hooks (push)`, async () => {
           for (const id of ids) if (!(await rig.committed(id))) return false;
           return true;
         }, 90_000, () => rig.peer.stderr.join('').slice(-3000));
