@@ -238,7 +238,9 @@ describe('order as the model reads it', () => {
     await waiter.close();
     const wake = `OpenComms delivered new mail ... [OpenComms] from Lead | type: manual | id: ${ids[0]} | reply_to: none`;
     expect(hook(ev('UserPromptSubmit', 'c1', { prompt: wake }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
-    expect(await status(rt, ids[0]!)).toMatchObject({ delivery_status: 'delivered', attempts: 1 });
+    // Committed off the turn's critical path (a detached process).
+    await until(async () => (await status(rt, ids[0]!))!.delivery_status === 'delivered');
+    expect(await status(rt, ids[0]!)).toMatchObject({ attempts: 1 });
     for (const id of ids.slice(1)) expect((await status(rt, id))!.delivery_status).toBe('pending');
     const stop = hook(ev('Stop', 'c1', { stop_hook_active: false }), { env: { CLAUDE_PID: claude } }).out;
     expect(frameIds(stop.hookSpecificOutput.additionalContext)).toEqual(ids.slice(1));
