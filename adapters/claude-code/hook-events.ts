@@ -2,13 +2,16 @@
 // session, clear a stale mark, confirm a wake the woken turn shows, sweep the batches of dead
 // processes, and hand pending mail over at this boundary (drain + commit in ONE locked mutation,
 // `delivery_method: push`). Fail-open: any fault answers `{}` and is recorded when the state is writable.
-import { open } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { BATCH_SEPARATOR } from '../../src/framing.ts';
 import { MAX_BATCH } from '../../src/protocol/limits.ts';
+import { channelHold } from '../../src/engine/deliver.ts';
+import { hasInFlight } from '../../src/engine/receipts.ts';
 import { roleInstructions } from '../../src/engine/roles.ts';
+import type { State } from '../../src/protocol/schema.ts';
 import { openRuntime, processAlive, processTag, type Runtime } from '../../src/runtime/runtime.ts';
-import { SPAWN_HOSTS } from '../spawn.ts';
 import { handWokenBatch } from '../codex/wake-hook.ts';
+import { SPAWN_HOSTS } from '../spawn.ts';
 import { resolveMember, resolveOrBind } from './binding.ts';
 import type { HookContext, HookEvent } from './hook-input.ts';
 
@@ -22,6 +25,15 @@ export interface HookOutput {
 /** How much of the transcript's end is read to find a woken turn's batch: the wake is the newest
  *  user turn when its Stop runs, and a turn's tool output rarely exceeds this. */
 const TRANSCRIPT_TAIL_BYTES = 512 * 1024;
+
+async function readWhole(path: string | undefined): Promise<string> {
+  if (!path) return '';
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
 
 async function transcriptTail(path: string | undefined): Promise<string> {
   if (!path) return '';
@@ -41,6 +53,23 @@ async function transcriptTail(path: string | undefined): Promise<string> {
   }
 }
 
+/** The transcript lines that show their text to the model. Claude Code records a wake it holds
+ *  during a busy turn at once (a `queue-operation` line), before the model has seen it: that line
+ *  proves nothing. A line cut by the tail, or not JSON, is left out too. */
+function shownInTranscript(tail: string): string {
+  return tail
+    .split('\n')
+    .filter((line) => {
+      try {
+        const row: unknown = JSON.parse(line);
+        return typeof row === 'object' && row !== null && (row as { type?: unknown }).type !== 'queue-operation';
+      } catch {
+        return false;
+      }
+    })
+    .join('\n');
+}
+
 /** The envelope ids a frame header names (`| id: ocm_… |`), as framing.ts writes them. */
 const idMark = (id: string) => `| id: ${id} |`;
 
@@ -57,7 +86,7 @@ async function confirmWake(rt: Runtime, ctx: HookContext, member: string): Promi
   const held = Object.values(state.messages).filter((e) => e.recipient_session_id === member && e.delivery_status === 'in_flight' && e.in_flight_by === tag);
   if (!held.length) return;
   let seen = ctx.input.prompt ?? '';
-  if (!held.every((e) => seen.includes(idMark(e.message_id)))) seen += await transcriptTail(ctx.input.transcript_path);
+  if (!held.every((e) => seen.includes(idMark(e.message_id)))) seen += shownInTranscript(await transcriptTail(ctx.input.transcript_path));
   const shown = held.filter((e) => seen.includes(idMark(e.message_id))).map((e) => e.message_id);
   if (shown.length) await rt.run({ op: 'commit', rid: member, message_ids: shown, method: 'push' });
 }
@@ -70,9 +99,45 @@ async function sweepDead(rt: Runtime, member: string): Promise<void> {
   if (dead) await rt.run({ op: 'sweep', alive: processAlive });
 }
 
+/** A prompt that carries OpenComms frames is a wake (or a spawned run's batch): the host puts this
+ *  hook's context BEFORE it, so newer mail handed over here would be read before older mail. */
+const carriesMail = (prompt: string | undefined) => /\| id: ocm_[0-9a-f]+ \|/.test(prompt ?? '');
+
+/** Codex shows a Stop hook's reason HTML-escaped inside `<hook_prompt>` (docs/hosts.md): a frame
+ *  there would not have the shape the model is told about, so the model is sent to read it. */
+const CODEX_STOP_NOTICE = (n: number) =>
+  `OpenComms: ${n} new message(s) from your channel peers are waiting. Call the opencomms_pull tool to read them before you finish.`;
+
+/** Mail a read could take now: queued envelopes on channels that hold nothing back, and nothing of
+ *  this recipient in flight (a hook's read takes nothing then). */
+function readable(state: Readonly<State>, member: string, now: number): number {
+  const channels = Object.values(state.channels).filter((c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === member));
+  if (channels.some((c) => hasInFlight(state, c, member))) return 0;
+  const open = new Set(channels.filter((c) => channelHold(c, now) === null).map((c) => c.id));
+  return (state.queues[member] ?? []).filter((id) => open.has(state.messages[id]?.channel_id ?? '')).length;
+}
+
+async function handOver(rt: Runtime, member: string): Promise<string> {
+  const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push' });
+  const data = (r.ok ? r.data : undefined) as { messages: Array<{ framed: string }>; remaining: number } | undefined;
+  let batch = (data?.messages ?? []).map((m) => m.framed).join(BATCH_SEPARATOR);
+  if (batch && data!.remaining > 0) batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
+  return batch;
+}
+
+/** The role blocks a SessionStart gives: all of them, except on a resume, where the blocks the
+ *  session's transcript already holds were given before (once per session, not per resume). */
+async function rolesToGive(rt: Runtime, ctx: HookContext, member: string): Promise<string[]> {
+  const blocks = roleInstructions(await rt.peek(), member);
+  if (ctx.input.source !== 'resume' || !blocks.length) return blocks;
+  const transcript = await readWhole(ctx.input.transcript_path);
+  // Transcripts are JSON lines: a block is stored with JSON's escapes.
+  return blocks.filter((b) => !transcript.includes(JSON.stringify(b).slice(1, -1)));
+}
+
 async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<HookOutput> {
   if (ctx.event === 'SessionEnd') {
-    await rt.run({ op: 'mark_stale', session: sid });
+    await rt.run({ op: 'session_end', session: sid });
     return {};
   }
   const { member, guidance } = await resolveOrBind(rt, ctx, sid);
@@ -83,15 +148,19 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   await sweepDead(rt, member);
   if (ctx.event === 'Stop' && ctx.input.stop_hook_active === true) return out;
 
-  // A Codex wake's batch first (held in flight for the woken turn), then what is pending.
-  const woken = ctx.host === 'codex' && ctx.event === 'UserPromptSubmit' ? await handWokenBatch(rt, ctx.input.prompt, member) : '';
-  const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push' });
-  const data = (r.ok ? r.data : undefined) as { messages: Array<{ framed: string }>; remaining: number } | undefined;
-  let batch = [woken, ...(data?.messages ?? []).map((m) => m.framed)].filter(Boolean).join(BATCH_SEPARATOR);
-  if (batch && data!.remaining > 0) batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
-  if (ctx.event === 'Stop') return batch ? { ...out, decision: 'block', reason: batch } : out;
-  const parts = ctx.event === 'SessionStart' ? [...roleInstructions(await rt.peek(), member), batch] : [batch];
+  if (ctx.event === 'Stop' && ctx.host === 'codex') {
+    const n = readable(await rt.peek(), member, Date.now());
+    return n ? { ...out, decision: 'block', reason: CODEX_STOP_NOTICE(n) } : out;
+  }
+  // A Codex wake's batch first (the launcher's fixed prompt; the batch waited in flight for this
+  // turn), then what is pending, so the model reads the older mail first.
+  const codexWoken = ctx.host === 'codex' && ctx.event === 'UserPromptSubmit' ? await handWokenBatch(rt, ctx.input.prompt, member) : '';
+  const woken = ctx.event === 'UserPromptSubmit' && carriesMail(ctx.input.prompt);
+  const batch = [codexWoken, woken ? '' : await handOver(rt, member)].filter(Boolean).join(BATCH_SEPARATOR);
+  const parts = ctx.event === 'SessionStart' ? [...(await rolesToGive(rt, ctx, member)), batch] : [batch];
   const context = parts.filter(Boolean).join('\n\n');
+  // Stop too answers with context, not `decision: block`: Claude Code renders a block's reason
+  // twice in the model's request, additional context once (docs/hosts.md).
   return context ? { ...out, hookSpecificOutput: { hookEventName: ctx.event!, additionalContext: context } } : out;
 }
 

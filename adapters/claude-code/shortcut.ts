@@ -8,8 +8,8 @@ import type { HookContext } from './hook-input.ts';
 
 /**
  * - `nothing`: answer `{}` now;
- * - `confirm`: the prompt of a woken turn shows every batch a waiter handed this Claude Code, and
- *   nothing else waits: answer `{}` now and commit them off the turn's critical path;
+ * - `confirm`: the prompt of a woken turn shows every batch a waiter handed this Claude Code:
+ *   answer `{}` now and commit them off the turn's critical path;
  * - `full`: load the full path (bind, clear, deliver, confirm, sweep).
  */
 export type Triage = 'nothing' | 'confirm' | 'full';
@@ -35,8 +35,9 @@ export function triage(g: Glance, ctx: HookContext): Triage {
   return confirmOnly(raw as RawState, ctx) ? 'confirm' : 'full';
 }
 
-/** The woken turn's UserPromptSubmit, bound, not stale, nothing pending, and its prompt names every
- *  envelope held in flight for this member (all of them under this Claude Code's tag). */
+/** The woken turn's UserPromptSubmit, bound, not stale, and its prompt names every envelope held in
+ *  flight for this member (all of them under this Claude Code's tag). Mail still pending does not
+ *  need the full path: a prompt that carries a wake gets nothing newer (hook-events.ts). */
 function confirmOnly(s: RawState, ctx: HookContext): boolean {
   const sid = ctx.input.session_id;
   const prompt = ctx.input.prompt;
@@ -44,7 +45,7 @@ function confirmOnly(s: RawState, ctx: HookContext): boolean {
   if (ctx.event !== 'UserPromptSubmit' || typeof prompt !== 'string' || !Number.isInteger(pid) || pid <= 0 || !isObj(s.channels)) return false;
   const bound = Object.values(s.channels).flatMap((ch) => (ch?.lifecycle === 'active' && Array.isArray(ch.members) ? ch.members : [])).filter((m) => m?.host === ctx.host && m.host_session_id === sid);
   const member = bound[0]?.session_id;
-  if (!bound.length || bound.some((m) => m.session_id !== member || m.stale === true) || typeof member !== 'string' || s.queues?.[member]?.length) return false;
+  if (!bound.length || bound.some((m) => m.session_id !== member || m.stale === true) || typeof member !== 'string') return false;
   const held = Object.entries(s.messages ?? {}).filter(([, e]) => e?.recipient_session_id === member && e.delivery_status === 'in_flight');
   const tag = processTag(pid);
   return held.length > 0 && held.every(([id, e]) => e.in_flight_by === tag && prompt.includes(`| id: ${id} |`));

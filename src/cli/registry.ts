@@ -9,6 +9,7 @@ import { doctor } from './commands/doctor.ts';
 import { install } from './commands/install.ts';
 import { joinCommandCli } from './commands/join-command.ts';
 import { mcp } from './commands/mcp.ts';
+import { pauseCommands } from './commands/pause.ts';
 import { session } from './commands/session.ts';
 import { status } from './commands/status.ts';
 import { store } from './commands/store.ts';
@@ -18,6 +19,7 @@ import { watch } from './commands/watch.ts';
 export const COMMANDS: readonly CliCommand[] = [
   status,
   channels,
+  pauseCommands,
   session,
   joinCommandCli,
   watch,

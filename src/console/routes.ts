@@ -88,6 +88,9 @@ export const ROUTES: readonly Route[] = [
         'member_removed',
       ),
   },
+  // Delivery on a live session: POST holds it, DELETE releases it (the CLI's pause / resume).
+  { method: 'POST', pattern: SUB('pause'), handler: async (c) => answer(await c.rt.run({ op: 'pause', sid: { operator: true }, args: { channel: c.params[0] } }), 'session_paused') },
+  { method: 'DELETE', pattern: SUB('pause'), handler: async (c) => answer(await c.rt.run({ op: 'resume', sid: { operator: true }, args: { channel: c.params[0] } }), 'session_unpaused') },
   { method: 'GET', pattern: SUB('join-command'), handler: joinCommand },
   { method: 'GET', pattern: SUB('deliveries'), handler: async (c) => answer(await c.rt.run({ op: 'deliveries', args: { channel: c.params[0] } })) },
 ];

@@ -324,7 +324,11 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   }
   if (scope.some((c) => !findMember(c, sid)!.endpoint_capabilities.pull))
     return refused(state, refuse('pull_not_allowed', "This member's capabilities exclude pull. Ask the operator."));
-  const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_PULL_LIMIT);
+  // A hook's read (push) takes nothing while a batch of this recipient is in flight: the host shows
+  // that batch later (a wake it holds until the turn ends, a spawned run), so anything taken now
+  // would reach the model before older mail.
+  const behind = method === 'push' && scope.some((c) => hasInFlight(state, c, sid));
+  const limit = behind ? 0 : readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_PULL_LIMIT);
   const inScope = new Set(scope.map((c) => c.id));
   const touched = queuedEnvelopes(state, sid);
   let changed = settleQueue(state, sid, env);

@@ -6,7 +6,7 @@ import type { Envelope, ErrorEntry, State } from '../protocol/schema.ts';
 import { recordError } from './lookup.ts';
 import { commitDelivery, drain, pull, requeueDelivery, sweepInFlight, type DrainOptions, type PullArgs } from './deliver.ts';
 import { create, join, type CreateArgs, type JoinArgs } from './link.ts';
-import { bind, claim, disconnect, kick, setPaused, setStale, updateRole, type KickArgs } from './membership.ts';
+import { bind, claim, disconnect, endSession, kick, setPaused, setStale, updateRole, type KickArgs } from './membership.ts';
 import { answered, done } from './outcome.ts';
 import { createSession, deliveries, sessionGet, sessionList, type CreateSessionArgs } from './operator.ts';
 import { history, inbox, operatorStatus, status } from './reads.ts';
@@ -33,7 +33,8 @@ export type Command =
   | { op: 'history'; sid: string; args: Ch & { limit?: unknown }; logged?: Envelope[] }
   | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push' }
   | { op: 'update_role'; sid: string; args: Ch & { role_prompt: unknown } }
-  | { op: 'pause' | 'resume'; sid: string; args: Ch }
+  /** `sid`: the member's own tool; `{ operator: true }`: the CLI or the console. */
+  | { op: 'pause' | 'resume'; sid: string | { operator: true }; args: Ch }
   | { op: 'disconnect'; sid: string; args: Ch }
   | { op: 'kick'; caller: string | { operator: true }; args: KickArgs }
   | { op: 'timer'; sid: string; args: TimerArgs }
@@ -45,7 +46,7 @@ export type Command =
   | { op: 'commit'; rid: string; message_ids: string[]; method: 'push' | 'spawn_push' }
   | { op: 'requeue'; rid: string; message_ids: string[]; error: string }
   | { op: 'sweep'; alive: (by: string) => boolean }
-  | { op: 'mark_stale' | 'clear_stale' | 'claim'; session: string }
+  | { op: 'mark_stale' | 'clear_stale' | 'claim' | 'session_end'; session: string }
   | { op: 'bind'; member: string; host: string; host_session_id: string }
   | { op: 'record_error'; entry: ErrorEntry }
   | { op: 'read_state' };
@@ -80,6 +81,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'sweep': return sweepInFlight(state, cmd.alive, env);
     case 'mark_stale': return setStale(state, cmd.session, true, env);
     case 'clear_stale': return setStale(state, cmd.session, false, env);
+    case 'session_end': return endSession(state, cmd.session, env);
     case 'claim': return claim(state, cmd.session, env);
     case 'bind': return bind(state, cmd.member, cmd.host, cmd.host_session_id);
     case 'record_error':

@@ -1,8 +1,8 @@
 // update_role, pause, resume, disconnect, kick / operator removal, markStale, clearStale.
 import { OPERATOR_ID, OPERATOR_ROLE, SYSTEM_MESSAGE_TYPE } from '../protocol/limits.ts';
-import { ok, refuse } from '../protocol/result.ts';
+import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
-import { memberChannel, memberLabel } from './lookup.ts';
+import { invalidChannelName, memberChannel, memberLabel, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
 import { done, refused } from './outcome.ts';
 import { setQueue } from './deliver.ts';
 import { enforceRetention } from './retention.ts';
@@ -24,8 +24,19 @@ export function updateRole(state: State, sid: string, args: { channel: unknown; 
 const pendingFor = (state: State, ch: Channel) =>
   ch.members.filter((m) => (state.queues[m.session_id] ?? []).some((id) => state.messages[id]?.channel_id === ch.id));
 
-export function setPaused(state: State, sid: string, args: { channel: unknown }, paused: boolean, env: Env): Outcome {
-  const scoped = memberChannel(state, args.channel, sid);
+/** The channel the operator names: any live channel (the operator is bound by no roster). */
+function operatorChannel(state: State, raw: unknown): { ch: Channel } | { refusal: Refusal } {
+  const name = normaliseChannelName(raw);
+  if (name === null) return { refusal: invalidChannelName() };
+  const ch = state.channels[name];
+  if (!ch) return { refusal: refuse('channel_not_found', `No channel "${name}" in this project; \`opencomms channels\` lists the live ones.`) };
+  return ch.lifecycle === 'active' ? { ch } : { refusal: tombstoneRefusal(ch) };
+}
+
+/** Pause or resume a channel: a member's tool on its own channel, or the operator on any live one;
+ *  either way through the channel machine. */
+export function setPaused(state: State, who: string | { operator: true }, args: { channel: unknown }, paused: boolean, env: Env): Outcome {
+  const scoped = typeof who === 'string' ? memberChannel(state, args.channel, who) : operatorChannel(state, args.channel);
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const { ch } = scoped;
   const was = ch.paused;
@@ -156,12 +167,12 @@ export function kick(state: State, caller: string | { operator: true }, args: Ki
 }
 
 /** The host reports the session gone (or back): every membership of it follows. */
-export function setStale(state: State, hostSessionOrId: string, stale: boolean, env: Env): Outcome {
+export function setStale(state: State, hostSessionOrId: string, stale: boolean, env: Env, keep: (m: Member) => boolean = () => false): Outcome {
   let changed = false;
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
     for (const m of ch.members) {
-      if (m.session_id !== hostSessionOrId && m.host_session_id !== hostSessionOrId) continue;
+      if ((m.session_id !== hostSessionOrId && m.host_session_id !== hostSessionOrId) || keep(m)) continue;
       const r = stepMember(m, { type: stale ? 'MARK_STALE' : 'CLEAR_STALE', now: env.now });
       if (r.changed) {
         changed = true;
@@ -171,6 +182,12 @@ export function setStale(state: State, hostSessionOrId: string, stale: boolean, 
   }
   return done(state, ok(changed ? (stale ? 'Marked stale.' : 'Cleared stale.') : 'No change.', { changed }), [], undefined, changed);
 }
+
+/** A host session ended (FEATURES.md §8.2 SessionEnd): its members are marked stale, except a
+ *  spawn_push member, whose session ends after every spawned run and is resumed for its next batch:
+ *  its end is not the member leaving. */
+export const endSession = (state: State, hostSession: string, env: Env): Outcome =>
+  setStale(state, hostSession, true, env, (m) => m.delivery_mode === 'spawn_push');
 
 /** This process hosts the session (owner-side rule): its memberships name this process. */
 export function claim(state: State, session: string, env: Env): Outcome {

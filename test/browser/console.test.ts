@@ -184,6 +184,12 @@ describe('CON-3 save → resume as new → delete', () => {
     await page.fill('#create-name', 'sprint');
     await page.press('#create-name', 'Enter');
     await card('sprint').waitFor();
+    // The operator holds delivery and releases it; the badge follows.
+    await page.getByRole('button', { name: 'Pause delivery' }).click();
+    await page.locator('.detail-head .badge', { hasText: 'paused' }).waitFor();
+    await expect(page.locator('#toast').innerText()).resolves.toBe('Paused "sprint": delivery is held.');
+    await page.getByRole('button', { name: 'Resume delivery' }).click();
+    await page.locator('.detail-head .badge', { hasText: 'paused' }).waitFor({ state: 'detached' });
     await page.getByRole('button', { name: 'Save session…' }).click();
     await expect(page.locator('#save-summary').inputValue()).resolves.toBe('Goal: \nDone: \nOpen questions: \nNext steps: ');
     await page.fill('#save-summary', 'Goal: ship the parser\nDone: review\nOpen questions: none\nNext steps: release');

@@ -107,6 +107,21 @@ describe('CON-2 members', () => {
   });
 });
 
+describe('pause and resume delivery', () => {
+  it('POST …/pause holds a live session (sends refused), DELETE …/pause releases it; refusals are 400 with the reason', async () => {
+    const rt = await seed();
+    const paused = await c.req('POST', '/api/sessions/team/pause');
+    expect(paused).toMatchObject({ status: 200, json: { ok: true, message: 'Paused "team": delivery is held.', data: { paused: true, changed: true } } });
+    expect((await c.req('GET', '/api/sessions/team/members')).json.data.paused).toBe(true);
+    expect(await rt.run({ op: 'send', sid: 'sess_test', args: { channel: 'team', content: 'held?', to: 'Lead' } })).toMatchObject({ ok: false, data: { reason: 'channel_paused' } });
+    const resumed = await c.req('DELETE', '/api/sessions/team/pause');
+    expect(resumed).toMatchObject({ status: 200, json: { data: { paused: false, changed: true } } });
+    expect((await rt.read()).channels.team!.paused).toBe(false);
+    expect(await c.req('POST', '/api/sessions/nope/pause')).toMatchObject({ status: 400, json: { ok: false, data: { reason: 'channel_not_found' } } });
+    await rt.close();
+  });
+});
+
 describe('CON-3 save → resume as new → delete', () => {
   it('saves with a summary, shows the archive, resumes it as a new session, deletes both', async () => {
     const rt = await seed();

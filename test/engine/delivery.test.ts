@@ -465,6 +465,15 @@ describe('holds the shell knows (DLV-12 engine half, stale members)', () => {
     sim.ok({ op: 'clear_stale', session: 'sess_b' });
     expect(mustPrompt(sim.drain('sess_b')).message_ids).toEqual(ids);
   });
+
+  it('a host session\'s end marks a push member stale, not a spawn_push one (each spawned run ends its session)', () => {
+    for (const [mode, stale] of [['push', true], ['spawn_push', false]] as const) {
+      const sim = pair(mode);
+      sim.ok({ op: 'session_end', session: 'sess_b' });
+      expect(sim.member('team', 'sess_b').stale, mode).toBe(stale);
+      expect(sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'next' } }).result.ok, mode).toBe(!stale);
+    }
+  });
 });
 
 describe('pull (§5.6; engine half of MCP-4)', () => {
@@ -492,6 +501,23 @@ describe('pull (§5.6; engine half of MCP-4)', () => {
     const [id] = sendN(sim, 1);
     sim.ok({ op: 'pull', sid: 'sess_b', args: {}, method: 'push' });
     expect(sim.msg(id!)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push' });
+  });
+
+  it('a hook read (push) takes nothing while a batch of the recipient is in flight; the pull tool still reads', () => {
+    const sim = pair();
+    const ids = sendN(sim, 3);
+    mustPrompt(sim.drain('sess_b', { max: 1 }));
+    const held = sim.ok({ op: 'pull', sid: 'sess_b', args: {}, method: 'push' });
+    expect(dataOf(held)).toMatchObject({ message_ids: [], remaining: 2 });
+    expect(sim.queue('sess_b')).toEqual(ids.slice(1));
+    // Committed: the next hook read hands the rest over, oldest first.
+    sim.ok({ op: 'commit', rid: 'sess_b', message_ids: [ids[0]!], method: 'push' });
+    expect(dataOf(sim.ok({ op: 'pull', sid: 'sess_b', args: {}, method: 'push' })).message_ids).toEqual(ids.slice(1));
+    // The explicit tool is the member's own request: it is not held.
+    const more = sendN(sim, 2, 'sess_a', 'n');
+    sim.advance(1000); // the first batch's cooldown
+    mustPrompt(sim.drain('sess_b', { max: 1 }));
+    expect(dataOf(sim.ok({ op: 'pull', sid: 'sess_b', args: {} })).message_ids).toEqual(more.slice(1));
   });
 
   it('refusals in order: channel_not_found, lifecycle_refused, not_member, pull_not_allowed', () => {

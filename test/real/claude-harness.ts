@@ -4,7 +4,7 @@
 // readers for the wake waiters' registrations.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { startMcp, type McpHandle } from '../helpers/mcp-client.ts';
@@ -29,6 +29,16 @@ export async function opencomms(sb: Sandbox, ...args: string[]) {
 /** The ids of the OpenComms frames in a text (`| id: ocm_… |` headers). */
 export const frameIds = (text: string) => [...text.matchAll(/\| id: (ocm_[0-9a-f]{32}) \|/g)].map((m) => m[1]!);
 
+/** Every frame id the model reads in an Anthropic request, in the order it reads them: every user
+ *  text of the conversation, including what Claude Code appends inside a tool result (a wake it
+ *  held during the turn arrives there), each occurrence (a frame rendered twice counts twice). */
+export function framesRead(req: ModelRequest): string[] {
+  const texts = (c: unknown): string[] =>
+    typeof c === 'string' ? [c] : Array.isArray(c) ? c.flatMap((b: any) => (b.type === 'text' ? [String(b.text)] : b.type === 'tool_result' ? texts(b.content) : [])) : [];
+  const msgs: any[] = Array.isArray(req.body.messages) ? req.body.messages : [];
+  return msgs.filter((m) => m.role === 'user').flatMap((m) => texts(m.content)).flatMap(frameIds);
+}
+
 /** Text of the newest user message of an Anthropic request (a wake, a hook block, a prompt). */
 export function newestUserText(req: ModelRequest): string {
   const msgs: any[] = Array.isArray(req.body.messages) ? req.body.messages : [];
@@ -39,11 +49,11 @@ export function newestUserText(req: ModelRequest): string {
 
 /** A fake-model line that acknowledges every framed message of the newest user message through
  *  the member's own MCP tool, joins when asked, and closes a turn after a tool result. */
-export const acknowledge = (channel: string, join?: Record<string, unknown>) => (req: ModelRequest): string => {
+export const acknowledge = (channel: string, join?: Record<string, unknown>, to?: string) => (req: ModelRequest): string => {
   if (req.endsWithToolResult) return 'SAY done';
   const text = newestUserText(req);
   const ids = frameIds(text);
-  if (ids.length) return `CALL mcp__opencomms__opencomms_send ${JSON.stringify({ channel, content: `ack ${ids.join(' ')}` })}`;
+  if (ids.length) return `CALL mcp__opencomms__opencomms_send ${JSON.stringify({ channel, content: `ack ${ids.join(' ')}`, ...(to ? { to } : {}) })}`;
   if (join && text.includes('[join]')) return `CALL mcp__opencomms__opencomms_join ${JSON.stringify({ channel, ...join })}`;
   return 'SAY ok';
 };
@@ -135,8 +145,9 @@ const newPin = () => `sess_${randomBytes(12).toString('hex')}`;
 
 /** An idle interactive Claude Code (tmux) with OpenComms installed and its member joined to "team"
  *  (one keystroke: the model joins through its own MCP server), and a peer to send from. */
-export async function wakeRig(sb: Sandbox, defer: Defer, fakeTurns = 60) {
-  const fake = defer(await startFakeAnthropic(Array.from({ length: fakeTurns }, () => acknowledge('team', { role: 'Builder', role_prompt: 'You build and acknowledge every message.' }))), (f) => f.close());
+export async function wakeRig(sb: Sandbox, defer: Defer, fakeTurns = 60, line?: (ack: (req: ModelRequest) => string) => (req: ModelRequest) => string) {
+  const ack = acknowledge('team', { role: 'Builder', role_prompt: 'You build and acknowledge every message.' });
+  const fake = defer(await startFakeAnthropic(Array.from({ length: fakeTurns }, () => (line ? line(ack) : ack))), (f) => f.close());
   const member = newPin();
   await opencomms(sb, 'install', 'claude-code');
   await opencomms(sb, 'install-member', '--id', member);
@@ -185,22 +196,30 @@ const WRAP = join(REAL_DIR, 'fixtures', 'netns-wrap.mjs');
 
 /** A spawn_push member of `host` bound to a session made by an earlier real run of the client, and
  *  a peer whose own `opencomms mcp` spawns the client offline (netns-wrap.mjs via the template). */
-export async function spawnRig(sb: Sandbox, defer: Defer, host: 'claude-code' | 'codex', turns: number) {
+export async function spawnRig(sb: Sandbox, defer: Defer, host: 'claude-code' | 'codex', turns: number, o: { hooks?: boolean } = {}) {
   const claude = host === 'claude-code';
   const fake: FakeServer = defer(claude ? await startFakeAnthropic(Array(turns).fill('SAY ok')) : await startFakeResponses(Array(turns).fill('SAY ok')), (f) => f.close());
   const env = claude ? configureClaude(sb, fake) : configureCodex(sb, fake);
   // `codex exec resume` (no --skip-git-repo-check) runs in a git repository, like a real project.
   if (!claude) expect(spawnSync('git', ['init', '-q'], { cwd: sb.proj }).status).toBe(0);
+  // With the hooks `opencomms install` registers (Codex runs project hooks in a trusted project, once
+  // they are reviewed: the bypass flag stands in for the review).
+  const trust = o.hooks && !claude ? ['--dangerously-bypass-hook-trust'] : [];
+  if (o.hooks) {
+    await opencomms(sb, 'install', host);
+    if (claude) trustClaudeProject(sb, env, ['opencomms']);
+    else appendFileSync(join(env.CODEX_HOME!, 'config.toml'), `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`);
+  }
   const first = claude
     ? await run(bin('claude'), ['-p', 'EARLIER-RUN hello', '--output-format', 'stream-json', '--verbose', '--model', 'claude-sonnet-4-5', '--max-turns', '2'], { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] })
-    : await run(bin('codex'), codexArgs('EARLIER-RUN hello'), { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] });
+    : await run(bin('codex'), codexArgs('EARLIER-RUN hello', trust), { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] });
   expect(first.code, describeRun(first)).toBe(0);
   const lines = jsonLines(first.stdout);
   const session = (claude ? lines.find((l) => l.type === 'system' && l.subtype === 'init')?.session_id : lines.find((l) => l.type === 'thread.started')?.thread_id) as string;
   expect(session).toBeTruthy();
   const ns = defer(await namespaced(bin(claude ? 'claude' : 'codex'), [], { forward: [fake.port] }), (n) => n.close());
   const binVar = claude ? 'OPENCOMMS_CLAUDE_BIN' : 'OPENCOMMS_CODEX_BIN';
-  const peer = defer(await startPeer(sb, newPin(), 'team', { ...env, [binVar]: `"${process.execPath}" "${WRAP}"`, OC_NETNS_ARGV: JSON.stringify(ns.argv) }), (p) => p.close());
+  const peer = defer(await startPeer(sb, newPin(), 'team', { ...env, [binVar]: [`"${process.execPath}" "${WRAP}"`, ...trust].join(' '), OC_NETNS_ARGV: JSON.stringify(ns.argv) }), (p) => p.close());
   expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 })).ok).toBe(true);
   const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
   const member = newPin();
@@ -214,7 +233,7 @@ export async function spawnRig(sb: Sandbox, defer: Defer, host: 'claude-code' | 
     return logged.find((e) => e.message_id === id && e.delivery_status === 'delivered' && e.delivery_method === 'spawn_push');
   };
   return {
-    fake, peer, rt,
+    fake, peer, rt, member, committed,
     /** A peer send; resolves when the resumed client asked the model with the batch and it was committed. */
     async deliver(content: string) {
       const { id, at } = await peer.send(content);

@@ -356,7 +356,11 @@ function renderDetail() {
   if (!d) return main.replaceChildren(h('p.muted.empty', {}, 'Select a session, or create one.'));
   const live = d.kind === 'live';
   const actions = live
-    ? [h('button', { type: 'button', onclick: saveSession }, 'Save session…'), h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…')]
+    ? [
+        h('button', { type: 'button', onclick: togglePause, 'aria-pressed': d.paused ? 'true' : 'false' }, d.paused ? 'Resume delivery' : 'Pause delivery'),
+        h('button', { type: 'button', onclick: saveSession }, 'Save session…'),
+        h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
+      ]
     : [h('button', { type: 'button', onclick: resumeSession }, 'Resume as new…'), h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…')];
   const focused = document.activeElement?.closest?.('tr.selectable')?.dataset;
   const parts = [
@@ -399,6 +403,11 @@ function ask(dialog) {
 
 async function removeAgent(a) {
   await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/members/remove`, { target_session_id: a.session_id }, (r) => r.message);
+}
+
+/** Holds or releases delivery on the selected live session (sends are refused while it is paused). */
+async function togglePause() {
+  await act(ui.detail.paused ? 'DELETE' : 'POST', `/api/sessions/${encodeURIComponent(ui.selected)}/pause`, undefined, (r) => r.message);
 }
 
 async function saveSession() {

@@ -11,6 +11,8 @@ import { openRuntime, type Runtime } from '../../../src/runtime/runtime.ts';
 import type { Caller } from '../../../src/engine/index.ts';
 import { useProject } from '../../helpers/project.ts';
 
+const frameIds = (text: string) => [...text.matchAll(/\| id: (ocm_[0-9a-f]+) \|/g)].map((m) => m[1]!);
+
 const p = useProject('oc-hooks ');
 const quiet = { detect: async () => 'x', warn: () => {} };
 
@@ -184,7 +186,7 @@ describe('HK-5 the installed runner with no subcommand; fail-open', () => {
 });
 
 describe('HK-6 Stop', () => {
-  it('blocks with the batch when mail waits; does nothing when stop_hook_active is true', async () => {
+  it('continues the turn with the batch as context (rendered once) when mail waits; nothing when stop_hook_active is true', async () => {
     await installMember(p.dir, { id: 'sess_a' });
     const rt = await team([['sess_a', 'Alpha'], ['sess_lead', 'Lead', 'codex']]);
     hook(ev('SessionStart', 'c1', { source: 'startup' }));
@@ -192,10 +194,102 @@ describe('HK-6 Stop', () => {
     expect(hook(ev('Stop', 'c1', { stop_hook_active: true })).out).toEqual({});
     expect((await status(rt, id))!.delivery_status).toBe('pending');
     const { out } = hook(ev('Stop', 'c1', { stop_hook_active: false }));
-    expect(out.decision).toBe('block');
-    expect(out.reason).toContain(id);
+    expect(out.decision).toBeUndefined();
+    expect(out.hookSpecificOutput.hookEventName).toBe('Stop');
+    expect(frameIds(out.hookSpecificOutput.additionalContext)).toEqual([id]);
     expect(await status(rt, id)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push' });
     expect(hook(ev('Stop', 'c1', { stop_hook_active: false })).out).toEqual({});
+    await rt.close();
+  });
+
+  it('Codex: no frame goes through the Stop reason (Codex escapes it); a fixed notice sends the model to opencomms_pull', async () => {
+    await installMember(p.dir, { id: 'sess_cx', host: 'codex' });
+    const rt = await team([['sess_lead', 'Lead'], ['sess_cx', 'Coder', 'codex']]);
+    const codex = { args: ['auto', p.dir, '--host', 'codex'], env: { CLAUDE_PROJECT_DIR: '' } };
+    hook(ev('SessionStart', 'thread-1', { source: 'startup' }), codex);
+    const id = await send(rt, 'sess_lead', 'sent <<<during>>> the turn & more');
+    const { out } = hook(ev('Stop', 'thread-1', { stop_hook_active: false }), codex);
+    expect(out).toEqual({ decision: 'block', reason: 'OpenComms: 1 new message(s) from your channel peers are waiting. Call the opencomms_pull tool to read them before you finish.' });
+    expect((await status(rt, id))!.delivery_status).toBe('pending');
+    const pulled = await rt.run({ op: 'pull', sid: 'sess_cx', args: {} });
+    expect((pulled.data as { message_ids: string[] }).message_ids).toEqual([id]);
+    expect(hook(ev('Stop', 'thread-1', { stop_hook_active: false }), codex).out).toEqual({});
+    await rt.close();
+  });
+});
+
+describe('order as the model reads it', () => {
+  /** `sess_a` bound to Claude session c1; `n` messages queued from the lead. */
+  async function queued(n: number) {
+    await installMember(p.dir, { id: 'sess_a' });
+    const rt = await team([['sess_a', 'Alpha'], ['sess_lead', 'Lead', 'codex']]);
+    hook(ev('SessionStart', 'c1', { source: 'startup' }));
+    const ids: string[] = [];
+    for (let i = 1; i <= n; i++) ids.push(await send(rt, 'sess_lead', `U${String(i).padStart(2, '0')}`));
+    return { rt, ids };
+  }
+  const claude = String(process.pid);
+
+  it('the woken turn\'s prompt hook hands nothing newer (its context would sit before the wake); the turn\'s Stop hands the rest after it', async () => {
+    const { rt, ids } = await queued(4);
+    // The waiter took the first message and woke the session with it.
+    const waiter = openRuntime(p.dir, { tag: processTag(Number(claude)), log: () => {} });
+    await waiter.run({ op: 'drain', rid: 'sess_a', opts: { max: 1 } });
+    await waiter.close();
+    const wake = `OpenComms delivered new mail ... [OpenComms] from Lead | type: manual | id: ${ids[0]} | reply_to: none`;
+    expect(hook(ev('UserPromptSubmit', 'c1', { prompt: wake }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
+    // Committed off the turn's critical path (a detached process).
+    await until(async () => (await status(rt, ids[0]!))!.delivery_status === 'delivered');
+    expect(await status(rt, ids[0]!)).toMatchObject({ attempts: 1 });
+    for (const id of ids.slice(1)) expect((await status(rt, id))!.delivery_status).toBe('pending');
+    const stop = hook(ev('Stop', 'c1', { stop_hook_active: false }), { env: { CLAUDE_PID: claude } }).out;
+    expect(frameIds(stop.hookSpecificOutput.additionalContext)).toEqual(ids.slice(1));
+    await rt.close();
+  });
+
+  it('while a batch is in flight (a held wake, a spawned run), no boundary hands newer mail over', async () => {
+    const { rt, ids } = await queued(3);
+    const spawner = openRuntime(p.dir, { tag: processTag(Number(claude)), log: () => {} });
+    await spawner.run({ op: 'drain', rid: 'sess_a', opts: { max: 1 } });
+    await spawner.close();
+    expect(hook(ev('SessionStart', 'c1', { source: 'resume' })).out.hookSpecificOutput?.additionalContext ?? '').not.toContain('[OpenComms] from');
+    expect(hook(ev('UserPromptSubmit', 'c1', { prompt: 'typed by the user' })).out).toEqual({});
+    expect(hook(ev('Stop', 'c1', { stop_hook_active: false })).out).toEqual({});
+    for (const id of ids.slice(1)) expect((await status(rt, id))!.delivery_status).toBe('pending');
+    // Once the batch is committed, the next boundary hands the rest over, oldest first.
+    await rt.run({ op: 'commit', rid: 'sess_a', message_ids: [ids[0]!], method: 'spawn_push' });
+    expect(frameIds(hook(ev('Stop', 'c1', { stop_hook_active: false })).out.hookSpecificOutput.additionalContext)).toEqual(ids.slice(1));
+    await rt.close();
+  });
+});
+
+describe('spawn_push members and the session hooks', () => {
+  async function spawnMember() {
+    await installMember(p.dir, { id: 'sess_sp' });
+    const rt = await team([['sess_lead', 'Lead', 'codex']]);
+    const caller = { ...mcpCaller('sess_sp'), delivery_mode: 'spawn_push' as const };
+    expect((await rt.run({ op: 'join', caller, args: { channel: 'team', role: 'Worker', role_prompt: 'ROLE-WORKER.' } })).ok).toBe(true);
+    await rt.run({ op: 'bind', member: 'sess_sp', host: 'claude-code', host_session_id: 'c-sp' });
+    return rt;
+  }
+
+  it('a SessionEnd does not mark a spawn_push member stale (a spawned run ended, not the member); a push member is marked', async () => {
+    const rt = await spawnMember();
+    hook(ev('SessionEnd', 'c-sp', { reason: 'other' }));
+    expect((await rt.read()).channels.team!.members.find((m) => m.session_id === 'sess_sp')!.stale).toBe(false);
+    expect((await rt.run({ op: 'send', sid: 'sess_lead', args: { channel: 'team', content: 'next batch' } })).ok).toBe(true);
+    await rt.close();
+  });
+
+  it('the role block is given at a session\'s start, and on a resume only when its transcript lacks it', async () => {
+    const rt = await spawnMember();
+    const first = hook(ev('SessionStart', 'c-sp', { source: 'startup' })).out.hookSpecificOutput.additionalContext as string;
+    expect(first).toContain('ROLE-WORKER.');
+    // The host keeps the hook's context in the transcript (JSON lines, JSON escapes).
+    await writeFile(p.at('t.jsonl'), `${JSON.stringify({ type: 'attachment', content: first })}\n`);
+    expect(hook(ev('SessionStart', 'c-sp', { source: 'resume', transcript_path: p.at('t.jsonl') })).out).toEqual({});
+    await writeFile(p.at('t2.jsonl'), '{"type":"user","message":"EARLIER-RUN"}\n');
+    expect(hook(ev('SessionStart', 'c-sp', { source: 'resume', transcript_path: p.at('t2.jsonl') })).out.hookSpecificOutput.additionalContext).toContain('ROLE-WORKER.');
     await rt.close();
   });
 });
@@ -235,6 +329,24 @@ describe('wake hand-overs are confirmed by the woken turn', () => {
     await writeFile(p.at('transcript.jsonl'), `{"type":"user","message":{"content":"[OpenComms] from Lead | type: manual | id: ${id} | reply_to: none"}}\n`);
     expect(hook(ev('Stop', 'c1', { stop_hook_active: true, transcript_path: p.at('transcript.jsonl') }), { env: { CLAUDE_PID: claude } }).out).toEqual({});
     expect(await status(rt, id)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
+    await rt.close();
+  });
+
+  it('a wake Claude Code holds during a busy turn is not confirmed by its queue record; newer mail waits behind it', async () => {
+    const { rt, id } = await heldByWaiter('m1 during the turn', Number(claude));
+    const m2 = await send(rt, 'sess_lead', 'm2 during the turn');
+    const frame = `[OpenComms] from Lead | type: manual | id: ${id} | reply_to: none`;
+    // As Claude Code 2.1.332 writes it when the wake arrives mid-turn: queued, not yet shown.
+    await writeFile(p.at('transcript.jsonl'), `${JSON.stringify({ type: 'queue-operation', operation: 'enqueue', content: frame })}\n`);
+    const atStop = hook(ev('Stop', 'c1', { stop_hook_active: false, transcript_path: p.at('transcript.jsonl') }), { env: { CLAUDE_PID: claude } }).out;
+    expect(atStop).toEqual({});
+    expect((await status(rt, id))!.delivery_status).toBe('in_flight');
+    expect((await status(rt, m2))!.delivery_status).toBe('pending');
+    // Shown: the queued command reaches the turn (an attachment line).
+    await writeFile(p.at('transcript.jsonl'), `${JSON.stringify({ type: 'attachment', attachment: { type: 'queued_command', prompt: frame } })}\n`, { flag: 'a' });
+    const next = hook(ev('Stop', 'c1', { stop_hook_active: false, transcript_path: p.at('transcript.jsonl') }), { env: { CLAUDE_PID: claude } }).out;
+    expect(await status(rt, id)).toMatchObject({ delivery_status: 'delivered', attempts: 1 });
+    expect(frameIds(next.hookSpecificOutput.additionalContext)).toEqual([m2]);
     await rt.close();
   });
 

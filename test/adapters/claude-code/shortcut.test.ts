@@ -41,12 +41,12 @@ describe('hook runner triage', () => {
     expect(triage(state({ queue: ['ocm_1'] }), ctx('Stop', { stop_hook_active: true }))).toBe('nothing');
   });
 
-  it('confirm: the woken turn\'s prompt shows every batch held for this Claude Code, and nothing else waits', () => {
+  it('confirm: the woken turn\'s prompt shows every batch held for this Claude Code (newer mail waits for a later boundary)', () => {
     const tag = processTag(4242);
     const held = { ocm_1: { recipient_session_id: 'sess_a', delivery_status: 'in_flight', in_flight_by: tag } };
     const woke = ctx('UserPromptSubmit', { prompt: 'mail: [OpenComms] from Lead | type: manual | id: ocm_1 | reply_to: none' }, { CLAUDE_PID: '4242' });
     expect(triage(state({ messages: held }), woke)).toBe('confirm');
-    expect(triage(state({ messages: held, queue: ['ocm_2'] }), woke)).toBe('full');
+    expect(triage(state({ messages: held, queue: ['ocm_2'] }), woke)).toBe('confirm');
     expect(triage(state({ messages: held }), { ...woke, input: { ...woke.input, prompt: 'typed by the user' } })).toBe('full');
     expect(triage(state({ messages: held }), { ...woke, env: { CLAUDE_PID: '999' } })).toBe('full');
   });
