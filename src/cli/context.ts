@@ -1,8 +1,9 @@
 // What every command module gets: where to write, which project, how to answer. One place for
 // the `--json` document, the exit codes of §9 and the operator identity of the CLI.
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { ToolResult } from '../protocol/result.ts';
+import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
 import { openRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.ts';
 import { CLI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
 
@@ -27,8 +28,21 @@ export interface CliContext {
   exit(code: number): void;
 }
 
-/** `--project` may stand anywhere on the line (a program option commander reads everywhere). */
-export const projectOf = (cmd: Command): string => resolve((cmd.optsWithGlobals() as { project?: string }).project ?? process.cwd());
+/** `--project` may stand anywhere on the line (a program option commander reads everywhere). It
+ *  must name an existing directory: a missing one would be created by the first write, somewhere
+ *  the operator did not mean, and a file fails every read and write. Thrown as a refusal, which
+ *  `main` prints like any other answer. */
+export function projectOf(cmd: Command): string {
+  const dir = resolve((cmd.optsWithGlobals() as { project?: string }).project ?? process.cwd());
+  let isDir: boolean;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    throw new RefusalError(refuse('project_not_found', `The project directory ${dir} does not exist. Pass an existing project with --project <dir>.`));
+  }
+  if (!isDir) throw new RefusalError(refuse('project_not_directory', `${dir} is a file, not a directory. Pass the project's directory with --project <dir>.`));
+  return dir;
+}
 
 /** The CLI acts as the operator with the `cli-local-project` sentinel (§5.10). */
 export const cliOperator = (project: string) => operatorActor(project, CLI_PROJECT_ID);

@@ -81,7 +81,13 @@ export const shownName = (raw: unknown) => (typeof raw === 'string' ? raw.trim()
  *  `channel_not_found` whatever its spelling: only create and resume judge a new name's shape. */
 export function lookupChannel(state: Readonly<State>, raw: unknown): { ch: Channel } | { refusal: Refusal } {
   const ch = channelNamed(state, raw);
-  return ch ? { ch } : { refusal: channelNotFound(shownName(raw)) };
+  if (ch) return { ch };
+  // A name longer than any channel's is answered as such, not as the channel its first
+  // MAX_CHANNEL_NAME characters would name.
+  const length = typeof raw === 'string' ? raw.trim().length : 0;
+  if (length > MAX_CHANNEL_NAME)
+    return { refusal: refuse('invalid_channel_name', `That channel name has ${length} characters; a channel name has at most ${MAX_CHANNEL_NAME}. Check the name.`) };
+  return { refusal: channelNotFound(shownName(raw)) };
 }
 
 /** channel_not_found → lifecycle_refused: an active channel by raw name. */
