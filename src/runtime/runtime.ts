@@ -230,8 +230,7 @@ export class Runtime {
         await look();
         if (cmd.args.mode === undefined || cmd.args.mode === 'list' || cmd.args.mode === '' || cmd.args.mode === null)
           return { ...cmd, archives: (await this.store.archives()).archives };
-        const a = await this.archiveFor(cmd.args.channel);
-        return { ...cmd, archives: a ? [a] : [] };
+        return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
       }
       default:
         return cmd;

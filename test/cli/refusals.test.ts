@@ -123,8 +123,9 @@ describe('plain values', () => {
     const name = 'a'.repeat(MAX_CHANNEL_NAME);
     expect((await cli('session', 'create', name, '--project', dir)).code).toBe(0);
     const r = await cli('session', 'save', `${name}b`, '--project', dir, '--json');
-    expect(r.json()).toMatchObject({ ok: false, data: { reason: 'invalid_channel_name' } });
-    expect(r.json().message).toContain(`${MAX_CHANNEL_NAME + 1} characters; a channel name has at most ${MAX_CHANNEL_NAME}`);
+    expect(r.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
+    expect(r.json().message).toContain(`it has ${MAX_CHANNEL_NAME + 1} characters, and a channel name has at most ${MAX_CHANNEL_NAME}`);
+    expect(r.json().message).not.toContain(name);
     expect((await cli('session', 'get', name, '--project', dir)).code).toBe(0); // still live: nothing was saved
   });
 });
