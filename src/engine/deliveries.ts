@@ -88,26 +88,30 @@ const NO_MAIL: MailCount = Object.freeze({ pending: 0, in_flight: 0, queued: fal
 
 export function mailIndex(state: Readonly<State>): MailIndex {
   const byChannel = new Map<string, Envelope[]>();
-  const counts = new Map<string, MailCount>();
+  // channel id → session id → counts: nested maps, no key string built per envelope.
+  const counts = new Map<string, Map<string, MailCount>>();
   const at = (channelId: string, sid: string) => {
-    const key = `${channelId}\n${sid}`;
-    let c = counts.get(key);
-    if (!c) counts.set(key, (c = { pending: 0, in_flight: 0, queued: false }));
+    let members = counts.get(channelId);
+    if (!members) counts.set(channelId, (members = new Map()));
+    let c = members.get(sid);
+    if (!c) members.set(sid, (c = { pending: 0, in_flight: 0, queued: false }));
     return c;
   };
-  for (const e of Object.values(state.messages)) {
+  const messages = state.messages;
+  for (const id in messages) {
+    const e = messages[id]!;
     const list = byChannel.get(e.channel_id);
     if (list) list.push(e);
     else byChannel.set(e.channel_id, [e]);
     if (e.delivery_status === 'pending') at(e.channel_id, e.recipient_session_id).pending++;
     else if (e.delivery_status === 'in_flight') at(e.channel_id, e.recipient_session_id).in_flight++;
   }
-  for (const [sid, q] of Object.entries(state.queues))
-    for (const id of q) {
-      const e = state.messages[id];
+  for (const sid in state.queues)
+    for (const id of state.queues[sid]!) {
+      const e = messages[id];
       if (e) at(e.channel_id, sid).queued = true;
     }
-  return { byChannel, count: (channelId, sid) => counts.get(`${channelId}\n${sid}`) ?? NO_MAIL };
+  return { byChannel, count: (channelId, sid) => counts.get(channelId)?.get(sid) ?? NO_MAIL };
 }
 
 /** Why the member's pending mail on this channel is not handed over now, or null (it would go). */

@@ -77,13 +77,28 @@ const keyOf = async (file: string): Promise<string> => {
   return FILE_KEY_FIELDS.map((f) => String(st[f])).join(':');
 };
 
+/** The index this process read last, per archives directory, with the identity of the index
+ *  file it came from: a long-lived reader (the console) checks and parses it only when it
+ *  changed. */
+const readIndexes = new Map<string, { key: string; index: Index }>();
+
 /** The index as written, each head checked like an archive's (it is shown to agents too);
  *  anything malformed is simply not used. */
 async function readIndex(paths: Pick<StorePaths, 'archives'>): Promise<Index> {
+  const file = join(paths.archives, INDEX_FILE);
+  const key = await keyOf(file).catch(() => '');
+  const kept = readIndexes.get(paths.archives);
+  if (key && kept?.key === key) return new Map(kept.index);
+  const index = await parseIndex(file);
+  if (key) readIndexes.set(paths.archives, { key, index: new Map(index) });
+  return index;
+}
+
+async function parseIndex(file: string): Promise<Index> {
   const index: Index = new Map();
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(join(paths.archives, INDEX_FILE), 'utf8'));
+    raw = JSON.parse(await readFile(file, 'utf8'));
   } catch {
     return index;
   }
