@@ -2,7 +2,8 @@
 // against ARCHIVE_ID_RE before any path is built from one. Lists read archive heads from an index
 // (`archives/.index.json`) keyed by each file's identity, so a listing parses only the archives
 // that changed since the last one, and a lookup by name parses only the archive it returns.
-import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { statSync } from 'node:fs';
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isArchiveId } from '../protocol/ids.ts';
 import { ArchiveHeadSchema, ArchiveSchema, type Archive, type ArchiveHead, type ArchiveInput } from '../protocol/archive.ts';
@@ -72,9 +73,18 @@ interface IndexEntry {
 }
 type Index = Map<string, IndexEntry>;
 
-const keyOf = async (file: string): Promise<string> => {
-  const st = await stat(file, { bigint: true });
+/** Synchronous on purpose: a listing stats every archive, and 120 thread-pool hops cost more than
+ *  the stats themselves. Throws like stat (a missing file). */
+const keyOf = (file: string): string => {
+  const st = statSync(file, { bigint: true });
   return FILE_KEY_FIELDS.map((f) => String(st[f])).join(':');
+};
+const keyOrNone = (file: string): string => {
+  try {
+    return keyOf(file);
+  } catch {
+    return '';
+  }
 };
 
 /** The index this process read last, per archives directory, with the identity of the index
@@ -86,7 +96,7 @@ const readIndexes = new Map<string, { key: string; index: Index }>();
  *  anything malformed is simply not used. */
 async function readIndex(paths: Pick<StorePaths, 'archives'>): Promise<Index> {
   const file = join(paths.archives, INDEX_FILE);
-  const key = await keyOf(file).catch(() => '');
+  const key = keyOrNone(file);
   const kept = readIndexes.get(paths.archives);
   if (key && kept?.key === key) return new Map(kept.index);
   const index = await parseIndex(file);
@@ -118,14 +128,14 @@ async function entryFor(paths: Pick<StorePaths, 'archives'>, file: string, cache
   const path = join(paths.archives, file);
   let key: string;
   try {
-    key = await keyOf(path);
+    key = keyOf(path);
   } catch (e) {
     return { entry: { key: '', cause: (e as NodeJS.ErrnoException).code ?? 'unreadable' }, fresh: false };
   }
   if (cached?.key === key) return { entry: cached, fresh: false };
   const r = await load(paths, file.slice(0, -'.json'.length));
   const entry: IndexEntry = r.ok ? { key, head: headOf(r.archive) } : { key, cause: r.cause };
-  const still = await keyOf(path).catch(() => '');
+  const still = keyOrNone(path);
   return { entry, fresh: still === key };
 }
 
