@@ -1,7 +1,9 @@
 // Saved-session archives, `archives/<channel_id>.json` (FEATURES.md §2.6). Ids are checked
 // against ARCHIVE_ID_RE before any path is built from one. Lists read archive heads from an index
 // (`archives/.index.json`) keyed by each file's identity, so a listing parses only the archives
-// that changed since the last one, and a lookup by name parses only the archive it returns.
+// that changed since the index was written, and a lookup by name parses only the archive it
+// returns. The index is written with the archives (save, delete), under the state lock; a read
+// never writes a file, and remembers what it parsed in this process only.
 import { statSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,6 +29,7 @@ export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive:
   const parsed = ArchiveSchema.parse(archive); // never write a file the reader would skip
   await mkdir(paths.archives, { recursive: true });
   await writeAtomic(archiveFile(paths, parsed.channel_id), `${JSON.stringify(parsed, null, 2)}\n`, { tmpPrefix: '.arch', durable });
+  await writeIndex(paths);
   return parsed;
 }
 
@@ -88,8 +91,8 @@ const keyOrNone = (file: string): string => {
 };
 
 /** The index this process read last, per archives directory, with the identity of the index
- *  file it came from: a long-lived reader (the console) checks and parses it only when it
- *  changed. */
+ *  file it came from, plus what its own listings parsed since: a long-lived reader (the console)
+ *  parses the file only when it changed, and each changed archive once. */
 const readIndexes = new Map<string, { key: string; index: Index }>();
 
 /** The index as written, each head checked like an archive's (it is shown to agents too);
@@ -98,9 +101,9 @@ async function readIndex(paths: Pick<StorePaths, 'archives'>): Promise<Index> {
   const file = join(paths.archives, INDEX_FILE);
   const key = keyOrNone(file);
   const kept = readIndexes.get(paths.archives);
-  if (key && kept?.key === key) return new Map(kept.index);
-  const index = await parseIndex(file);
-  if (key) readIndexes.set(paths.archives, { key, index: new Map(index) });
+  if (kept && kept.key === key) return new Map(kept.index); // '' === '': still no index file
+  const index = key ? await parseIndex(file) : new Map<string, IndexEntry>();
+  readIndexes.set(paths.archives, { key, index: new Map(index) });
   return index;
 }
 
@@ -144,15 +147,13 @@ const headOf = (a: Archive): ArchiveHead => {
   return head;
 };
 
-/** Heads newest first; invalid files are skipped and returned separately for doctor. */
-export async function listArchives(
-  paths: Pick<StorePaths, 'archives'>,
-): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }> {
+/** Every archive file's head or why it is invalid, and the index entries that describe them now. */
+async function scanArchives(paths: Pick<StorePaths, 'archives'>): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[]; index: Index }> {
   let names: string[];
   try {
     names = await readdir(paths.archives);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { archives: [], invalid: [] };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { archives: [], invalid: [], index: new Map() };
     throw e;
   }
   const index = await readIndex(paths);
@@ -171,14 +172,33 @@ export async function listArchives(
     if (entry.head) archives.push(entry.head);
     else invalid.push({ file, cause: entry.cause ?? 'invalid' });
   }
-  if (changed || next.size !== index.size) await saveIndex(paths, next);
+  if (changed || next.size !== index.size) remember(paths, next);
   archives.sort((a, b) => b.saved_at - a.saved_at);
+  return { archives, invalid, index: next };
+}
+
+/** Heads newest first; invalid files are skipped and returned separately for doctor. */
+export async function listArchives(paths: Pick<StorePaths, 'archives'>): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }> {
+  const { archives, invalid } = await scanArchives(paths);
   return { archives, invalid };
 }
 
-/** Best effort: a store that refuses writes (read-only) still lists, it only parses again. */
-async function saveIndex(paths: Pick<StorePaths, 'archives'>, index: Index): Promise<void> {
-  await writeAtomic(join(paths.archives, INDEX_FILE), JSON.stringify(Object.fromEntries(index)), { tmpPrefix: '.index' }).catch(() => {});
+/** What this listing parsed, kept for this process's next one (the file is not rewritten by a read). */
+function remember(paths: Pick<StorePaths, 'archives'>, index: Index) {
+  const kept = readIndexes.get(paths.archives);
+  if (kept) kept.index = new Map(index);
+  else readIndexes.set(paths.archives, { key: keyOrNone(join(paths.archives, INDEX_FILE)), index: new Map(index) });
+}
+
+/** Rewrites the index after an archive was written or removed. Best effort: the archive itself
+ *  is what counts, and a missing or stale index only costs the next listing a parse. */
+async function writeIndex(paths: Pick<StorePaths, 'archives'>): Promise<void> {
+  try {
+    const { index } = await scanArchives(paths);
+    await writeAtomic(join(paths.archives, INDEX_FILE), JSON.stringify(Object.fromEntries(index)), { tmpPrefix: '.index' });
+  } catch {
+    // the next listing parses what the index lacks
+  }
 }
 
 /** The newest archive (by saved_at) whose name matches case-insensitively; only that one is read whole. */
@@ -194,6 +214,7 @@ export async function deleteArchive(paths: Pick<StorePaths, 'archives'>, id: str
   if (!isArchiveId(id)) return false;
   try {
     await rm(archiveFile(paths, id));
+    await writeIndex(paths);
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;

@@ -1,8 +1,8 @@
 // Archives are read lazily (FEATURES.md §2.6): listing saved sessions parses only the archives
-// that changed since the last listing (their heads are indexed by file identity), and a lookup
-// by name parses only the archive it returns, so `session list` / `session get` cost what they
-// show, not every archive of the project.
-import { readdir, rm, writeFile } from 'node:fs/promises';
+// that changed since the index was written (heads keyed by file identity, written with each
+// archive), and a lookup by name parses only the archive it returns, so `session list` /
+// `session get` cost what they show, not every archive of the project. Reads write nothing.
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +33,7 @@ describe('lazy archives', () => {
       await must('session', 'create', `old-${i}`);
       await must('session', 'save', `old-${i}`, '--summary', `Session ${i}.`);
     }
-    await must('session', 'list'); // builds the index
+    // Each save wrote the index beside its archive: a listing parses nothing, in any process.
     expect(await parses(() => must('session', 'list'))).toBe(0);
     const list = (await must('session', 'list', '--json')).json().data.archived as Array<{ name: string }>;
     expect(list.map((a) => a.name)).toEqual(['old-4', 'old-3', 'old-2', 'old-1', 'old-0']);
@@ -42,15 +42,18 @@ describe('lazy archives', () => {
     expect(await parses(async () => (got = (await must('session', 'get', 'old-3', '--json')).json()))).toBe(1);
     expect(got.data).toMatchObject({ kind: 'archived', name: 'old-3', summary: 'Session 3.' });
 
-    await must('session', 'create', 'new');
-    await must('session', 'save', 'new');
-    expect(await parses(() => must('session', 'list'))).toBe(1);
+    // A save parses only the archive it adds (to index it); the listing after it none.
+    expect(await parses(async () => (await must('session', 'create', 'new'), await must('session', 'save', 'new')))).toBe(1);
+    expect(await parses(() => must('session', 'list'))).toBe(0);
 
     // A file changed by hand is read again, and an invalid one is reported (doctor) and skipped.
     const archives = resolvePaths(dir).archives;
     const victim = (await readdir(archives)).find((n) => n.startsWith('chn_'))!;
     await writeFile(join(archives, victim), '{');
+    const index = await readFile(join(archives, '.index.json'), 'utf8');
     expect(await parses(() => must('session', 'list'))).toBe(1);
+    expect(await parses(() => must('session', 'list'))).toBe(0); // remembered in this process
+    expect(await readFile(join(archives, '.index.json'), 'utf8')).toBe(index); // a read writes nothing
     expect((await must('session', 'list', '--json')).json().data.archived).toHaveLength(5);
     expect((await cli('doctor', '--project', dir)).out).toContain(`[WARN] archives: archives/${victim} is skipped: not valid JSON`);
   });
