@@ -224,7 +224,7 @@ export const TOOLS: ToolDef[] = [
     },
     required: [],
     bootstrap: true,
-    command: (a, ctx) => ({ op: 'archive', actor: ctx.actor, args: a, archives: [] }),
+    command: (a, ctx) => ({ op: 'archive', actor: ctx.actor, args: a }),
   }),
 ];
 

@@ -1,10 +1,10 @@
 // What every command module gets: where to write, which project, how to answer. One place for
 // the `--json` document, the exit codes of §9 and the operator identity of the CLI.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { ToolResult } from '../protocol/result.ts';
+import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
 import { openRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.ts';
 import { CLI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
 
@@ -48,16 +48,30 @@ export function findProjectRoot(start: string, home = homedir()): ProjectRoot {
   }
 }
 
-/** `--project` may stand anywhere on the line (a program option commander reads everywhere); it is
- *  taken as given. Without it the project is the root above the working directory, and a root other
- *  than the working directory is named on stderr, so nobody acts on a project they did not mean. */
+/** `--project` may stand anywhere on the line (a program option commander reads everywhere). It
+ *  must name an existing directory: a missing one would be created by the first write, somewhere
+ *  the operator did not mean, and a file fails every read and write (thrown as a refusal, which
+ *  `main` prints like any other answer). Without it the project is the root above the working
+ *  directory, and a root other than the working directory is named on stderr, so nobody acts on a
+ *  project they did not mean. */
 export function projectOf(cmd: Command, io: Io = processIo): string {
   const given = (cmd.optsWithGlobals() as { project?: string }).project;
-  if (given !== undefined) return resolve(given);
+  if (given !== undefined) return existingDir(resolve(given));
   const cwd = process.cwd();
   const root = findProjectRoot(cwd);
   if (root.dir !== cwd) io.err(`opencomms: project ${root.dir} (${root.via === 'git' ? 'the git root' : 'the nearest directory with .opencomms'} above ${cwd})\n`);
   return root.dir;
+}
+
+function existingDir(dir: string): string {
+  let isDir: boolean;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    throw new RefusalError(refuse('project_not_found', `The project directory ${dir} does not exist. Pass an existing project with --project <dir>.`));
+  }
+  if (!isDir) throw new RefusalError(refuse('project_not_directory', `${dir} is a file, not a directory. Pass the project's directory with --project <dir>.`));
+  return dir;
 }
 
 /** The CLI acts as the operator with the `cli-local-project` sentinel (§5.10). */

@@ -1,8 +1,9 @@
 // The `opencomms` command: commander parses (subcommands, generated help, `--project` anywhere),
 // the registry supplies the commands. Every refusal is a message and exit code 1, never a stack trace.
 import { Command, CommanderError } from 'commander';
+import { refuse, RefusalError } from '../protocol/result.ts';
 import { VERSION } from '../version.ts';
-import { EXIT_FAIL, EXIT_OK, processIo, type CliContext, type Io } from './context.ts';
+import { answer, EXIT_FAIL, EXIT_OK, processIo, type CliContext, type Io } from './context.ts';
 import { COMMANDS } from './registry.ts';
 
 const HELP_HINT = 'Run `opencomms help` for the list of commands.';
@@ -35,11 +36,17 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     program.outputHelp();
     return EXIT_OK;
   }
+  // Whoever asked for `--json` reads stdout as one document, refusals and usage errors included.
+  const json = argv.includes('--json');
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (e) {
-    // Usage errors were already printed by commander (naming the command or option, plus the hint).
-    if (e instanceof CommanderError) return e.exitCode === 0 ? EXIT_OK : EXIT_FAIL;
+    if (e instanceof RefusalError) return answer(io, e.refusal, json, () => '');
+    // Usage errors were already printed by commander on stderr (naming the command or option, plus the hint).
+    if (e instanceof CommanderError) {
+      if (e.exitCode !== 0 && json) io.out(`${JSON.stringify(refuse('usage_error', `${e.message.replace(/^error: /, '')}. ${HELP_HINT}`))}\n`);
+      return e.exitCode === 0 ? EXIT_OK : EXIT_FAIL;
+    }
     io.err(`opencomms: internal error: ${(e as Error).message}\n`);
     return EXIT_FAIL;
   }

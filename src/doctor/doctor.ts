@@ -5,13 +5,13 @@
 import { statSync } from 'node:fs';
 import { rm, unlink } from 'node:fs/promises';
 import { bundleState, registerPlugin, planConfig } from '../../adapters/opencode/install.ts';
-import { ok, type ToolResult } from '../protocol/result.ts';
+import { ok, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
 import { openRuntime, processAlive } from '../runtime/runtime.ts';
-import { listArchives, listPins, resolvePaths, type Pin, type StorePaths } from '../store/index.ts';
+import { DAMAGE_REASONS, listArchives, listPins, resolvePaths, type Pin, type StorePaths } from '../store/index.ts';
 import {
-  corruptBackups, isStaleLock, legacyStatePresent, loadState, lockAge, migrationMarker, row, shortId, tempFiles,
-  type Row, type StateLoad,
+  corruptBackups, corruptJournals, isStaleLock, legacyStatePresent, loadState, lockAge, migrationMarker, row, shortId, tempFiles,
+  unwritableDirs, type Row, type StateLoad,
 } from './files.ts';
 import { claudeRows, codexRows, memberIdRows, opencodeRows } from './hosts.ts';
 import { boundStore } from './store.ts';
@@ -83,24 +83,38 @@ const hostRows = (project: string, pins: Pin[]): Row[] => [...opencodeRows(proje
 /** `.opencomms` exists but is no directory: nothing in it can be read or repaired. */
 const notADir = (paths: StorePaths) => statSync(paths.dir, { throwIfNoEntry: false })?.isDirectory() === false;
 
-export async function diagnose(project: string, now: number): Promise<Row[]> {
-  const paths = resolvePaths(project);
-  if (notADir(paths))
-    return [row('FAIL', 'state', `${paths.dir} is not a directory; OpenComms keeps its state, pins and bundles there: move that file away`), ...hostRows(project, []), nodeRow()];
-  const { pins } = await listPins(paths);
-  const bound = await boundStore(project);
-  const load = bound?.load ?? (await loadState(paths));
+/** Damage entries quoted in the row: the newest, enough to find the files. */
+const DAMAGE_SHOWN = 3;
+
+/** Damage the store recorded (a preserved snapshot or journal): the newest entries, each naming
+ *  what was kept where. */
+function damageRows(state: State): Row[] {
+  const found = state.errors.filter((e) => DAMAGE_REASONS.has(e.reason ?? ''));
+  if (!found.length) return [row('OK', 'damage', 'none recorded')];
+  const newest = found.slice(-DAMAGE_SHOWN).map((e) => `${new Date(e.at).toISOString()} ${e.reason}: ${e.message}`);
+  return [row('FAIL', 'damage', `${found.length} recorded in state.errors; newest: ${newest.join(' | ')}. Inspect the preserved files it names; \`opencomms status\` lists the errors`)];
+}
+
+async function storeRows(paths: StorePaths, now: number, load: StateLoad): Promise<Row[]> {
   const backups = await corruptBackups(paths);
-  const marker = await migrationMarker(project);
+  const journals = await corruptJournals(paths);
+  const unwritable = await unwritableDirs(paths);
+  const marker = await migrationMarker(paths.project);
   const age = await lockAge(paths, now);
   const temps = (await tempFiles(paths)).filter((t) => !t.alive);
   const orphans = load.kind === 'ok' ? orphanedInFlight(load.state) : [];
+  const shown = (dir: string) => (dir === paths.project ? 'the project directory' : dir.slice(paths.project.length + 1));
   return [
-    ...(bound?.rows ?? []),
-    ...stateRows(load),
+    unwritable.length
+      ? row('FAIL', 'writable', `${unwritable.map((u) => `${shown(u.dir)} (${u.code})`).join(', ')} refuses new files: every send, pull and session change is refused (store_unwritable). Remount it read-write or give the user running OpenComms write permission`)
+      : row('OK', 'writable', 'the store can create its files'),
+    ...(load.kind === 'ok' ? damageRows(load.state) : []),
     backups.length
       ? row('WARN', 'corrupt backups', `${backups.length} preserved corrupt state file(s): ${backups.join(', ')}; inspect, then delete them`)
       : row('OK', 'corrupt backups', 'none'),
+    journals.length
+      ? row('FAIL', 'corrupt journals', `${journals.length} damaged journal(s) set aside: ${journals.join(', ')}; they may hold acknowledged changes the state lacks: inspect them before deleting`)
+      : row('OK', 'corrupt journals', 'none'),
     marker
       ? row('OK', 'migration', `migrated from schema 1 at ${marker}`)
       : legacyStatePresent(paths)
@@ -117,9 +131,43 @@ export async function diagnose(project: string, now: number): Promise<Row[]> {
     orphans.length
       ? row('WARN', 'in-flight mail', `${orphans.length} envelope(s) in flight for ended processes; --fix re-queues them`)
       : row('OK', 'in-flight mail', 'none orphaned'),
-    ...hostRows(project, pins),
-    ...(await pinRows(paths)),
-    ...(await archiveRows(paths)),
+  ];
+}
+
+/** A check that cannot run (a file where a directory belongs, an unreadable file) is a FAIL row
+ *  naming the fault, never the end of the report. */
+async function guarded(check: string, rows: () => Row[] | Promise<Row[]>): Promise<Row[]> {
+  try {
+    return await rows();
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    return [row('FAIL', check, `cannot be checked (${err.code ?? 'error'}: ${err.message}); fix the file it names, then run doctor again`)];
+  }
+}
+
+export async function diagnose(project: string, now: number): Promise<Row[]> {
+  const paths = resolvePaths(project);
+  if (notADir(paths))
+    return [row('FAIL', 'state', `${paths.dir} is not a directory; OpenComms keeps its state, pins and bundles there: move that file away`), ...hostRows(project, []), nodeRow()];
+  const { pins } = await listPins(paths);
+  const bound = await boundStore(project);
+  let load: StateLoad;
+  try {
+    load = bound?.load ?? (await loadState(paths));
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    load = { kind: 'refused', reason: 'state_unreadable', message: `state.json cannot be checked (${err.code ?? 'error'}: ${err.message}); fix the file it names, then run doctor again` };
+  }
+  return [
+    ...(bound?.rows ?? []),
+    ...stateRows(load),
+    ...(await guarded('store files', () => storeRows(paths, now, load))),
+    ...(await guarded('opencode', () => opencodeRows(project))),
+    ...(await guarded('claude-code', () => claudeRows(project))),
+    ...(await guarded('codex', () => codexRows(project))),
+    ...(await guarded('member ids', () => memberIdRows(project, pins))),
+    ...(await guarded('pin files', () => pinRows(paths))),
+    ...(await guarded('archives', () => archiveRows(paths))),
     ...(load.kind === 'ok' ? unboundSpawnRows(load.state) : []),
     nodeRow(),
   ];
@@ -156,10 +204,13 @@ export async function repair(project: string, now: number): Promise<string[]> {
   return fixed;
 }
 
-export async function doctor(project: string, opts: { fix?: boolean; now?: () => number } = {}): Promise<ToolResult<DoctorReport>> {
+/** `project` is a directory, or the refusal that says why the given path is none: doctor still
+ *  answers with rows, the project's as a FAIL. */
+export async function doctor(project: string | Refusal, opts: { fix?: boolean; now?: () => number } = {}): Promise<ToolResult<DoctorReport>> {
   const now = opts.now ?? Date.now;
-  const fixed = opts.fix ? await repair(project, now()) : [];
-  const rows = await diagnose(project, now());
+  const usable = typeof project === 'string';
+  const fixed = opts.fix && usable ? await repair(project, now()) : [];
+  const rows = usable ? await diagnose(project, now()) : [row('FAIL', 'project', project.message), nodeRow()];
   const fails = rows.filter((r) => r.level === 'FAIL').length;
   const warns = rows.filter((r) => r.level === 'WARN').length;
   const summary = `${fails} failure(s), ${warns} warning(s)${opts.fix ? `, ${fixed.length} fix(es) applied` : ''}.`;

@@ -2,8 +2,9 @@
 // anything, corrupt backups, the migration marker, the lock and temp-file leftovers. Doctor
 // diagnoses the embedded file store, so it is the one operator tool that names its files; it
 // never changes them except through the fixes §9 allows (fix.ts).
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { open, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LOCK_STALE_MS } from '../protocol/limits.ts';
@@ -49,6 +50,36 @@ async function names(dir: string): Promise<string[]> {
 
 export const corruptBackups = async (paths: StorePaths) => (await names(paths.dir)).filter((n) => /^state\.corrupt\.\d+\.json$/.test(n)).sort();
 
+/** Journals the store set aside as damaged (`journal/<id>.corrupt.<ms>.jsonl`): they may hold the
+ *  only copy of acknowledged changes, so they stay until the operator has looked at them. */
+export const corruptJournals = async (paths: StorePaths) =>
+  (await names(paths.journal)).filter((n) => /\.corrupt\.\d+\.jsonl$/.test(n)).sort().map((n) => `journal/${n}`);
+
+/** A directory the store writes to that refuses a new file, with the error's code. */
+export interface Unwritable {
+  dir: string;
+  code: string;
+}
+
+/** Whether the store can create files where it writes: one probe file per existing directory,
+ *  created exclusively under a temp-file name (so an interrupted probe is a temp file --fix
+ *  removes) and removed at once. Nothing else is touched. Without `.opencomms/` the project
+ *  directory is probed, where the first write creates it. */
+export async function unwritableDirs(paths: StorePaths): Promise<Unwritable[]> {
+  const dirs = existsSync(paths.dir) ? [paths.dir, paths.journal, paths.history, paths.archives, paths.pins].filter((d) => existsSync(d)) : [paths.project];
+  const out: Unwritable[] = [];
+  for (const dir of dirs) {
+    const probe = join(dir, `.probe.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+    try {
+      await (await open(probe, 'wx')).close();
+      await unlink(probe);
+    } catch (e) {
+      out.push({ dir, code: (e as NodeJS.ErrnoException).code ?? 'EIO' });
+    }
+  }
+  return out;
+}
+
 /** The lock's age, or null when nobody holds it. A holder refreshes it every second, so a lock
  *  older than LOCK_STALE_MS belongs to a process that died or hangs. */
 export async function lockAge(paths: StorePaths, now: number): Promise<number | null> {
@@ -71,7 +102,7 @@ const TEMP_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 
 export async function tempFiles(paths: StorePaths): Promise<TempFile[]> {
   const out: TempFile[] = [];
-  for (const dir of [paths.dir, paths.archives, paths.pins]) {
+  for (const dir of [paths.dir, paths.journal, paths.history, paths.archives, paths.pins]) {
     for (const n of await names(dir)) {
       const m = TEMP_RE.exec(n);
       if (!m) continue;

@@ -379,11 +379,13 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     const readers = delivered[id];
     if (!readers?.includes(sid)) state.delivered_to[id] = readers ? [...readers, sid] : [sid];
   }
-  const remaining = (raw(state.queues)[sid] ?? []).filter((id) => inScope.has(plain[id]?.channel_id ?? '')).length;
+  const rest = (raw(state.queues)[sid] ?? []).filter((id) => inScope.has(plain[id]?.channel_id ?? ''));
+  const remaining = rest.length;
   const history = [...left, ...enforceRetention(state, env.now, touched)];
+  const got = out.length ? `${out.length} message(s); ${remaining} still pending.` : remaining ? `No message can be handed over now; ${remaining} pending.` : 'No new messages.';
   return done(
     state,
-    ok(out.length ? `${out.length} message(s); ${remaining} still pending.` : 'No new messages.', {
+    ok(`${got}${heldNote(rest, plain, allowance)}`, {
       messages,
       message_ids: out.map((e) => e.message_id),
       untrusted_notice: UNTRUSTED_NOTICE,
@@ -393,6 +395,27 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     history.length ? { history } : undefined,
     changed || history.length > 0,
   );
+}
+
+/** Why pending mail stayed behind: per held channel (paused, or out of budget) how many of the
+ *  caller's envelopes wait there and what frees them, so a pull never reads as an empty inbox. */
+function heldNote(
+  rest: readonly string[],
+  plain: Readonly<Record<string, Envelope>>,
+  allowance: ReadonlyMap<string, { ch: Channel; left: number; handed: number }>,
+): string {
+  const waiting = new Map<string, number>();
+  for (const id of rest) {
+    const a = allowance.get(plain[id]!.channel_id);
+    if (a && a.handed >= a.left) waiting.set(a.ch.id, (waiting.get(a.ch.id) ?? 0) + 1);
+  }
+  const notes = [...waiting].map(([id, n]) => {
+    const ch = raw(allowance.get(id)!.ch);
+    return ch.paused
+      ? ` ${n} wait on "${ch.name}", which is paused; they are handed over when it is resumed.`
+      : ` ${n} wait on "${ch.name}", whose budget (messages or run time) is spent; they stay pending while it holds.`;
+  });
+  return notes.join('');
 }
 
 /** Recipients with pending mail (optionally only those `local` to the calling process). */

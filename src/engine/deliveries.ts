@@ -67,10 +67,52 @@ export interface DeliveryView {
   recipients: RecipientView[];
 }
 
-const envelopesOf = (state: Readonly<State>, ch: Channel) => Object.values(state.messages).filter((e) => e.channel_id === ch.id);
+/** One member's live mail on one channel. */
+export interface MailCount {
+  pending: number;
+  in_flight: number;
+  /** Its queue holds an envelope of this channel. */
+  queued: boolean;
+}
 
-const count = (list: Envelope[], rid: string, status: Envelope['delivery_status']) =>
-  list.filter((e) => e.recipient_session_id === rid && e.delivery_status === status).length;
+/** The live mail of a state grouped once: a view over many members (session cards, status,
+ *  watch's recipient lines) looks each one up here instead of scanning every live envelope per
+ *  member, so its cost follows the mail once, not the mail times the members. */
+export interface MailIndex {
+  /** Channel id → its live envelopes, in state order. */
+  byChannel: ReadonlyMap<string, Envelope[]>;
+  count(channelId: string, sid: string): MailCount;
+}
+
+const NO_MAIL: MailCount = Object.freeze({ pending: 0, in_flight: 0, queued: false });
+
+export function mailIndex(state: Readonly<State>): MailIndex {
+  const byChannel = new Map<string, Envelope[]>();
+  // channel id → session id → counts: nested maps, no key string built per envelope.
+  const counts = new Map<string, Map<string, MailCount>>();
+  const at = (channelId: string, sid: string) => {
+    let members = counts.get(channelId);
+    if (!members) counts.set(channelId, (members = new Map()));
+    let c = members.get(sid);
+    if (!c) members.set(sid, (c = { pending: 0, in_flight: 0, queued: false }));
+    return c;
+  };
+  const messages = state.messages;
+  for (const id in messages) {
+    const e = messages[id]!;
+    const list = byChannel.get(e.channel_id);
+    if (list) list.push(e);
+    else byChannel.set(e.channel_id, [e]);
+    if (e.delivery_status === 'pending') at(e.channel_id, e.recipient_session_id).pending++;
+    else if (e.delivery_status === 'in_flight') at(e.channel_id, e.recipient_session_id).in_flight++;
+  }
+  for (const sid in state.queues)
+    for (const id of state.queues[sid]!) {
+      const e = messages[id];
+      if (e) at(e.channel_id, sid).queued = true;
+    }
+  return { byChannel, count: (channelId, sid) => counts.get(channelId)?.get(sid) ?? NO_MAIL };
+}
 
 /** Why the member's pending mail on this channel is not handed over now, or null (it would go). */
 export function holdOf(ch: Channel, m: Member, now: number): HoldReason | null {
@@ -88,19 +130,15 @@ export function holdOf(ch: Channel, m: Member, now: number): HoldReason | null {
   return null;
 }
 
-export function agentState(state: Readonly<State>, ch: Channel, m: Member): AgentState {
+/** `index`: the state's mail index, built once by a caller that asks for many members. */
+export function agentState(state: Readonly<State>, ch: Channel, m: Member, index: MailIndex = mailIndex(state)): AgentState {
   if (m.stale) return 'Offline';
-  const mine = (state.queues[m.session_id] ?? []).some((id) => state.messages[id]?.channel_id === ch.id);
-  if (mine) return 'Working';
-  return Object.values(state.messages).some((e) => e.channel_id === ch.id && e.recipient_session_id === m.session_id && e.delivery_status === 'in_flight')
-    ? 'Working'
-    : 'Idle';
+  const c = index.count(ch.id, m.session_id);
+  return c.queued || c.in_flight > 0 ? 'Working' : 'Idle';
 }
 
-export function recipientView(state: Readonly<State>, ch: Channel, m: Member, now: number): RecipientView {
-  const envs = envelopesOf(state, ch);
-  const pending = count(envs, m.session_id, 'pending');
-  const inFlight = count(envs, m.session_id, 'in_flight');
+export function recipientView(state: Readonly<State>, ch: Channel, m: Member, now: number, index: MailIndex = mailIndex(state)): RecipientView {
+  const { pending, in_flight: inFlight } = index.count(ch.id, m.session_id);
   const hold = holdOf(ch, m, now);
   let s: RecipientState;
   if (recipientLine(ch, m.session_id, inFlight > 0) === 'delivering') s = 'delivering';
@@ -115,7 +153,7 @@ export function recipientView(state: Readonly<State>, ch: Channel, m: Member, no
     member_state: m.stale ? 'stale' : 'linked',
     state: s,
     machine_state: s.startsWith('blocked:') ? 'blocked' : (s as RecipientLine),
-    agent_state: agentState(state, ch, m),
+    agent_state: agentState(state, ch, m, index),
     pending,
     in_flight: inFlight,
     cooldown_until: ch.cooldown_until[m.session_id] ?? null,
@@ -152,7 +190,8 @@ const channelState = (ch: Channel): DeliveryView['channel_state'] =>
  * that already left state for the history log (the shell reads them), newest first.
  */
 export function deliveryView(state: Readonly<State>, ch: Channel, logged: readonly Envelope[], now: number): DeliveryView {
-  const live = envelopesOf(state, ch);
+  const index = mailIndex(state);
+  const live = index.byChannel.get(ch.id) ?? [];
   const seen = new Set(live.map((e) => e.message_id));
   const all = [...live, ...logged.filter((e) => e.channel_id === ch.id && !seen.has(e.message_id))].sort((a, b) => b.timestamp - a.timestamp);
   return {
@@ -160,6 +199,6 @@ export function deliveryView(state: Readonly<State>, ch: Channel, logged: readon
     channel_state: channelState(ch),
     now,
     envelopes: all.map((e) => envelopeView(ch, e, now)),
-    recipients: ch.members.map((m) => recipientView(state, ch, m, now)),
+    recipients: ch.members.map((m) => recipientView(state, ch, m, now, index)),
   };
 }

@@ -1,6 +1,6 @@
 // The engine: `(state, command, env) -> { state, result, effects }`. Pure given `env` (now, the
 // process tag, an id source); host-neutral. The state passed in is a private draft it may change.
-import type { Archive } from '../protocol/archive.ts';
+import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import { ok } from '../protocol/result.ts';
 import type { Envelope, ErrorEntry, State } from '../protocol/schema.ts';
 import { recordError } from './lookup.ts';
@@ -26,7 +26,7 @@ export type Command =
   | { op: 'status'; sid: string; args: { channel?: unknown } }
   | { op: 'operator_status' }
   /** Operator reads; the shell reads archives and history logs into them (runtime `prepare`). */
-  | { op: 'session_list'; archives?: Archive[] }
+  | { op: 'session_list'; archives?: readonly ArchiveHead[] }
   | { op: 'session_get'; args: Ch; archive?: Archive | null }
   | { op: 'deliveries'; args: Ch; logged?: Envelope[] }
   | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown } }
@@ -41,7 +41,8 @@ export type Command =
   | { op: 'save_session'; actor: Actor; args: Ch & { summary?: unknown }; logged?: Envelope[]; loggedIds?: ReadonlySet<string> }
   | { op: 'resume_session'; actor: Actor; args: Ch & { new_name?: unknown }; archive: Archive | null }
   | { op: 'delete_session'; actor: Actor; args: Ch & { confirm?: unknown }; archive: Archive | null }
-  | { op: 'archive'; actor: Actor; args: { channel?: unknown; mode?: unknown; limit?: unknown }; archives: Archive[] }
+  /** `archives`: every head, for mode=list; `archive`: the one named, read whole, for summary and messages. */
+  | { op: 'archive'; actor: Actor; args: { channel?: unknown; mode?: unknown; limit?: unknown }; archives?: readonly ArchiveHead[]; archive?: Archive | null }
   | { op: 'drain'; rid: string; opts?: DrainOptions }
   | { op: 'commit'; rid: string; message_ids: string[]; method: 'push' | 'spawn_push' }
   | { op: 'requeue'; rid: string; message_ids: string[]; error: string }
@@ -74,7 +75,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'save_session': return save(state, cmd.actor, cmd.args, cmd.logged ?? [], env, cmd.loggedIds);
     case 'resume_session': return resume(state, cmd.actor, cmd.args, cmd.archive, env);
     case 'delete_session': return deleteSession(state, cmd.actor, cmd.args, cmd.archive, env);
-    case 'archive': return archiveRead(state, cmd.actor, cmd.args, cmd.archives);
+    case 'archive': return archiveRead(state, cmd.actor, cmd.args, cmd.archives ?? [], cmd.archive ?? null);
     case 'drain': return drain(state, cmd.rid, env, cmd.opts);
     case 'commit': return commitDelivery(state, cmd.rid, cmd.message_ids, cmd.method, env);
     case 'requeue': return requeueDelivery(state, cmd.rid, cmd.message_ids, cmd.error, env);

@@ -71,8 +71,8 @@ export function tombstoneRefusal(ch: Channel): Refusal {
       });
 }
 
-export const channelNotFound = (name: string) =>
-  refuse('channel_not_found', `No channel "${name}" in this project. Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree.`);
+const NOT_FOUND_NEXT = 'Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree.';
+export const channelNotFound = (name: string) => refuse('channel_not_found', `No channel "${name}" in this project. ${NOT_FOUND_NEXT}`);
 
 /** A caller's own channel argument as shown back to it: trimmed, lowercased, cut to a name's length. */
 export const shownName = (raw: unknown) => (typeof raw === 'string' ? raw.trim().toLowerCase().slice(0, MAX_CHANNEL_NAME) : '');
@@ -81,7 +81,13 @@ export const shownName = (raw: unknown) => (typeof raw === 'string' ? raw.trim()
  *  `channel_not_found` whatever its spelling: only create and resume judge a new name's shape. */
 export function lookupChannel(state: Readonly<State>, raw: unknown): { ch: Channel } | { refusal: Refusal } {
   const ch = channelNamed(state, raw);
-  return ch ? { ch } : { refusal: channelNotFound(shownName(raw)) };
+  if (ch) return { ch };
+  // A name longer than any channel's is answered as such, not as the channel its first
+  // MAX_CHANNEL_NAME characters would name.
+  const length = typeof raw === 'string' ? raw.trim().length : 0;
+  if (length > MAX_CHANNEL_NAME)
+    return { refusal: refuse('channel_not_found', `No channel has that name: it has ${length} characters, and a channel name has at most ${MAX_CHANNEL_NAME}. Check the name. ${NOT_FOUND_NEXT}`) };
+  return { refusal: channelNotFound(shownName(raw)) };
 }
 
 /** channel_not_found → lifecycle_refused: an active channel by raw name. */

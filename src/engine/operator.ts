@@ -2,12 +2,12 @@
 // empty active session that agents then join, and the reads behind session cards, session detail
 // and the live machine view. The operator sees every channel and archive and is bound by no
 // roster; its project id is a sentinel, so a session's first joiner sets its identity (CON-6).
-import type { Archive } from '../protocol/archive.ts';
+import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
 import { ok, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
-import { AGENT_STATE_HELP, agentState, deliveryView, type AgentState } from './deliveries.ts';
+import { AGENT_STATE_HELP, agentState, deliveryView, mailIndex, type AgentState, type MailIndex } from './deliveries.ts';
 import { channelOf, clampOptions, nameTaken } from './link.ts';
 import { memberRow } from './reads.ts';
 import { channelNotFound, invalidChannelName, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
@@ -52,10 +52,11 @@ export interface AgentView {
   state: AgentState;
 }
 
-const agentsOf = (state: Readonly<State>, ch: Channel): AgentView[] => ch.members.map((m) => ({ ...memberRow(m), state: agentState(state, ch, m) }));
+const agentsOf = (state: Readonly<State>, ch: Channel, index: MailIndex): AgentView[] =>
+  ch.members.map((m) => ({ ...memberRow(m), state: agentState(state, ch, m, index) }));
 
-/** One live session card (§10.2 GET /api/sessions). */
-export const liveCard = (state: Readonly<State>, ch: Channel) => ({
+/** One live session card (§10.2 GET /api/sessions); `index` is built once for every card. */
+export const liveCard = (state: Readonly<State>, ch: Channel, index: MailIndex = mailIndex(state)) => ({
   name: ch.name,
   channel_id: ch.id,
   lifecycle: ch.lifecycle,
@@ -63,15 +64,16 @@ export const liveCard = (state: Readonly<State>, ch: Channel) => ({
   description: ch.description,
   max_members: ch.max_members,
   paused: ch.paused,
-  agents: agentsOf(state, ch),
+  agents: agentsOf(state, ch, index),
 });
 export type LiveCard = ReturnType<typeof liveCard>;
 export type ArchiveCard = ReturnType<typeof archiveSummary>;
 
 /** Every live session (tombstones skipped, §2.3) and every archive, newest first (§3.5: the
  *  operator sees all). `archives` come from the store, newest first. */
-export function sessionList(state: State, archives: readonly Archive[]): Outcome {
-  const live = Object.values(state.channels).filter((c) => c.lifecycle === 'active').sort((a, b) => a.name.localeCompare(b.name)).map((c) => liveCard(state, c));
+export function sessionList(state: State, archives: readonly ArchiveHead[]): Outcome {
+  const index = mailIndex(state);
+  const live = Object.values(state.channels).filter((c) => c.lifecycle === 'active').sort((a, b) => a.name.localeCompare(b.name)).map((c) => liveCard(state, c, index));
   const archived = archives.map((a) => archiveSummary(a));
   return answered(state, ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived }));
 }

@@ -6,6 +6,7 @@ import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
 import { findMember, normaliseChannelName, memberChannel } from './lookup.ts';
 import { answered, refused } from './outcome.ts';
+import { mailIndex, type MailIndex } from './deliveries.ts';
 import { deliverability } from './receipts.ts';
 import { timerStatus } from './timer.ts';
 import type { Outcome } from './types.ts';
@@ -46,9 +47,9 @@ export const memberRow = (m: Member) => ({
 
 /** `forAgent`: the session description a member wrote reaches other agents framed as peer text;
  *  the operator (CLI, console) sees it as written. */
-export function channelSummary(state: State, ch: Channel, now: number, forAgent = false) {
-  const envs = envelopesOf(state, ch);
-  const pendingOf = (sid: string) => envs.filter((e) => e.recipient_session_id === sid && e.delivery_status === 'pending').length;
+export function channelSummary(state: State, ch: Channel, now: number, forAgent = false, index: MailIndex = mailIndex(state)) {
+  const envs = index.byChannel.get(ch.id) ?? [];
+  const pendingOf = (sid: string) => index.count(ch.id, sid).pending;
   return {
     channel_id: ch.id,
     name: ch.name,
@@ -73,7 +74,8 @@ export function channelSummary(state: State, ch: Channel, now: number, forAgent 
 }
 
 function report(state: State, channels: Channel[], now: number, errorVisible: (e: State['errors'][number]) => boolean, forAgent: boolean) {
-  const summaries = channels.map((c) => channelSummary(state, c, now, forAgent));
+  const index = mailIndex(state);
+  const summaries = channels.map((c) => channelSummary(state, c, now, forAgent, index));
   return {
     ...(forAgent ? { untrusted_notice: UNTRUSTED_NOTICE } : {}),
     channels: summaries,

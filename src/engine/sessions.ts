@@ -3,7 +3,7 @@
 // the store writes it before it saves the tombstone, so a crash never loses the saved messages.
 import { frameContent, frameWritten, UNTRUSTED_NOTICE } from '../framing.ts';
 import { messageView } from './reads.ts';
-import type { Archive } from '../protocol/archive.ts';
+import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import {
   DEFAULT_ARCHIVE_LIMIT, FINAL_NOTE_CHARS, MAX_ARCHIVE_LIMIT, MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME,
   MAX_RESUME_LADDER, MAX_SUMMARY_CHARS,
@@ -33,7 +33,7 @@ function generatedSummary(ch: Channel, messages: Envelope[], count: number): str
 
 /** What joiners of a resumed channel (and `mode=summary`) read. The summary and the final note
  *  were written by members of the saved session, so they reach agents framed as peer text. */
-export function compactContext(a: Archive): string {
+export function compactContext(a: ArchiveHead): string {
   const written = [`Summary: ${a.summary}`, a.final_state_note ? `Final state: ${a.final_state_note}` : ''].filter(Boolean).join('\n');
   return [
     `OpenComms resumed session "${a.name}" (saved ${iso(a.saved_at)}).`,
@@ -123,7 +123,7 @@ export function save(
   );
 }
 
-const inRoster = (a: Archive, sid: string) => a.members.some((m) => m.session_id === sid);
+const inRoster = (a: ArchiveHead, sid: string) => a.members.some((m) => m.session_id === sid);
 const notArchivedMember = () =>
   refuse('not_archived_member', 'You are not in the archived roster. Ask someone from it, or the operator (`opencomms session resume`).');
 export const archiveNotFound = () => refuse('archive_not_found', 'No saved session matches. List archives with opencomms_archive.');
@@ -197,7 +197,7 @@ export function deleteSession(
 }
 
 /** `forAgent`: the description a member wrote reaches other agents framed as peer text. */
-export function archiveSummary(a: Archive, forAgent = false) {
+export function archiveSummary(a: ArchiveHead, forAgent = false) {
   return {
     archive_id: a.channel_id,
     name: a.name,
@@ -209,15 +209,17 @@ export function archiveSummary(a: Archive, forAgent = false) {
   };
 }
 
-/** `archives` = every archive (newest first) for list, or the one named archive for summary/messages. */
+/** `archives` = every archive's head (newest first) for list; `named` = the one named archive,
+ *  read whole, for summary/messages. */
 export function archiveRead(
   state: State,
   actor: Actor,
   args: { channel?: unknown; mode?: unknown; limit?: unknown },
-  archives: Archive[],
+  archives: readonly ArchiveHead[],
+  named: Archive | null,
 ): Outcome {
   const mode = args.mode === undefined || args.mode === null || args.mode === '' ? 'list' : args.mode;
-  const visible = (a: Archive) => isOperator(actor) || inRoster(a, actor.sid);
+  const visible = (a: ArchiveHead) => isOperator(actor) || inRoster(a, actor.sid);
   if (mode === 'list') {
     const list = archives.filter(visible).map((a) => archiveSummary(a, !isOperator(actor)));
     return answered(state, ok(`${list.length} saved session(s).`, { archives: list, untrusted_notice: UNTRUSTED_NOTICE }));
@@ -226,7 +228,7 @@ export function archiveRead(
     return refused(state, refuse('invalid_argument', 'mode must be list, summary or messages.', { field: 'mode' }));
   if (typeof args.channel !== 'string' || !args.channel.trim())
     return refused(state, refuse('invalid_argument', `mode=${mode} needs channel (a saved name or archive id).`, { field: 'channel' }));
-  const a = archives[0];
+  const a = named;
   if (!a) return refused(state, archiveNotFound());
   if (!visible(a)) return refused(state, notArchivedMember());
   if (mode === 'summary') return answered(state, ok(`Archive of "${a.name}".`, { compact_context: compactContext(a), archive_id: a.channel_id }));

@@ -27,3 +27,7 @@ export const ArchiveSchema = z.looseObject({
 export type Archive = z.infer<typeof ArchiveSchema>;
 export type ArchiveInput = z.input<typeof ArchiveSchema>;
 
+
+/** An archive without its messages: what lists, lookups by name and session cards read. */
+export const ArchiveHeadSchema = ArchiveSchema.omit({ messages: true });
+export type ArchiveHead = z.infer<typeof ArchiveHeadSchema>;

@@ -71,6 +71,12 @@ export const HOT_TERMINAL_PER_CHANNEL = 0;
  *  messages; an older parent starts a new chain (hop 0), which a tight loop can never exploit. */
 export const PARENT_SCAN_LINES = 10_000;
 
+/** Largest state.json a process reads: Node holds no string over ~512 MiB, and parsing half that
+ *  takes seconds and gigabytes in every process that loads it. Live mail is capped
+ *  (MAX_PERSISTED_MESSAGES, ~1 KB an envelope), so a real state stays far below; a larger file is
+ *  damage or a stranger's file, refused before it is read. */
+export const MAX_STATE_FILE_BYTES = 256 * 1024 * 1024;
+
 export const MAX_ERRORS = 200;
 /** Chain roots remembered per channel. FEATURES.md allows up to 500; nothing reads more than the
  *  recent ones, and 500 ids cost 20 KB of hot state per busy channel. Past this cap the list is

@@ -13,6 +13,7 @@ import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
 import { DELIVERY_VIEW_LOGGED, FOLLOW_IDLE_MAX_MS, FOLLOW_IDLE_MS, FOLLOW_QUIET_MS, HISTORY_READ_MAX } from './limits.ts';
 import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
+import { unwritableStore } from './faults.ts';
 import { PROCESS_TAG, processAlive } from './process.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
@@ -143,7 +144,7 @@ export class Runtime {
       return out.result;
     } catch (e) {
       if (e instanceof RefusalError) return e.refusal;
-      return this.internalError(cmd.op, e);
+      return unwritableStore(e, this.store.location) ?? this.internalError(cmd.op, e);
     } finally {
       this.followIn(FOLLOW_IDLE_MS);
     }
@@ -229,8 +230,7 @@ export class Runtime {
         await look();
         if (cmd.args.mode === undefined || cmd.args.mode === 'list' || cmd.args.mode === '' || cmd.args.mode === null)
           return { ...cmd, archives: (await this.store.archives()).archives };
-        const a = await this.archiveFor(cmd.args.channel);
-        return { ...cmd, archives: a ? [a] : [] };
+        return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
       }
       default:
         return cmd;

@@ -11,6 +11,7 @@ export type { StorePaths } from './paths.ts';
 export { writeAtomic } from './atomic.ts';
 export type { WriteAtomicOptions } from './atomic.ts';
 export { stateBusy, withLock } from './lock.ts';
+export { DAMAGE_REASONS } from './damage.ts';
 export type { HeldLock, LockOptions } from './lock.ts';
 export { classify, readStateFile, storeStats } from './state-file.ts';
 export { loadLockFree, loadLocked } from './load.ts';

@@ -3,7 +3,7 @@
 import { close, closeSync, fstat, fstatSync, open, openSync, readFile } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
-import { SCHEMA_VERSION } from '../protocol/limits.ts';
+import { MAX_STATE_FILE_BYTES, SCHEMA_VERSION } from '../protocol/limits.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
 import { parseState } from '../protocol/schema.ts';
 import type { State } from '../protocol/schema.ts';
@@ -44,6 +44,16 @@ const unreadable = (code: string, detail: string) =>
     refuse('state_unreadable', `.opencomms/state.json cannot be read (${code}: ${detail}); nothing was changed.`, { code }),
   );
 
+const MIB = 1024 * 1024;
+const tooLarge = (size: bigint) =>
+  new RefusalError(
+    refuse(
+      'state_too_large',
+      `.opencomms/state.json is ${Number(size / BigInt(MIB))} MiB, over the ${MAX_STATE_FILE_BYTES / MIB} MiB a state may have; it was not read and nothing was changed. Move it aside and inspect it (\`opencomms doctor\` reports it).`,
+      { bytes: Number(size), limit: MAX_STATE_FILE_BYTES },
+    ),
+  );
+
 /** Lock-free read. Refusals (unreadable, incompatible) are thrown; corrupt is returned for the
  *  caller to recover under the lock. */
 export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<FileRead> {
@@ -60,6 +70,7 @@ export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<F
     // Stat and bytes come from the same descriptor, so the key describes exactly what we parse.
     const st = await pFstat(fd, { bigint: true });
     if (!st.isFile()) throw unreadable('EISDIR', 'not a regular file');
+    if (st.size > MAX_STATE_FILE_BYTES) throw tooLarge(st.size);
     let text: Buffer;
     try {
       text = await pReadFile(fd);

@@ -2,7 +2,7 @@
 // same way): the engine and runtime never name a file. `FileStore` (state.json under a file lock)
 // is the embedded default, `MemoryStore` serves tests, and a networked store (row locks for drains,
 // LISTEN/NOTIFY for wake) implements the same methods later. Only the edges build a concrete store.
-import type { Archive } from '../protocol/archive.ts';
+import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import type { Op } from '../protocol/draft.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
 import type { InvalidFile } from './archives.ts';
@@ -63,7 +63,8 @@ export interface Store {
   archive(id: string): Promise<Archive | null>;
   /** The newest archive whose name matches case-insensitively. */
   archiveByName(name: string): Promise<Archive | null>;
-  /** Every valid archive, newest first, and the invalid ones (doctor reports them). */
-  archives(): Promise<{ archives: Archive[]; invalid: InvalidFile[] }>;
+  /** Every valid archive's head (no messages), newest first, and the invalid ones (doctor
+   *  reports them). */
+  archives(): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }>;
   close(): Promise<void>;
 }

@@ -5,7 +5,7 @@
 // compare the derived recipient-machine state (the console's, engine/deliveries.ts) and the
 // member machine state before and after.
 import { TERMINAL_STATUSES, type Envelope, type State } from '../protocol/schema.ts';
-import { recipientView, type RecipientState } from '../engine/deliveries.ts';
+import { mailIndex, recipientView, type RecipientState } from '../engine/deliveries.ts';
 
 export type WatchLine =
   | {
@@ -63,10 +63,11 @@ const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).
 /** A recipient's line as watch shows it: a stale member is `stale` whatever its mail does. */
 function recipientStates(state: Readonly<State>, now: number) {
   const out = new Map<string, { channel: string; role: string; state: RecipientState | 'stale' }>();
+  const index = mailIndex(state);
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
     for (const m of ch.members)
-      out.set(`${ch.id}:${m.session_id}`, { channel: ch.name, role: m.role, state: m.stale ? 'stale' : recipientView(state, ch, m, now).state });
+      out.set(`${ch.id}:${m.session_id}`, { channel: ch.name, role: m.role, state: m.stale ? 'stale' : recipientView(state, ch, m, now, index).state });
   }
   return out;
 }

@@ -1,17 +1,18 @@
 // The shell of `opencomms watch`: the store's watch wakes it whenever any process changed the
 // state (no polling loop of its own); it reads what the pure diff needs (the state, the history
-// tails of the channels that changed, and the record of any envelope that left live state) and
-// hands out the lines.
+// tails of the channels that changed, and the record of any envelope that left live state, each
+// log read once per wake-up) and hands out the lines.
 import type { Envelope, State } from '../protocol/schema.ts';
 import type { Store, Watch } from '../store/index.ts';
 import { diff, emptySeen, type Seen, type WatchLine } from './diff.ts';
 
 /** Newest history-log envelopes read per changed channel: they catch mail that was sent and went
  *  terminal between two wake-ups (never seen live); a burst larger than this is still found,
- *  envelope by envelope, because it was seen live before it vanished. */
+ *  because it was seen live before it vanished and the read reaches back that much further. */
 export const WATCH_LOG_TAIL = 50;
-/** How far back a vanished envelope is looked for in its history log: it left live state in the
- *  mutation that woke us, so it is among the newest lines unless a larger burst followed. */
+/** How far back a vanished envelope is looked for when the first read of its log missed it: it
+ *  left live state in the mutation that woke us, so it is among the newest lines unless a
+ *  larger burst of mail never seen live followed it. */
 export const WATCH_FIND_SCAN = 10_000;
 
 export interface FollowOptions {
@@ -27,6 +28,33 @@ const activeChannels = (s: Readonly<State>) => Object.values(s.channels).filter(
 async function tails(store: Store, ids: Iterable<string>): Promise<Envelope[]> {
   const out: Envelope[] = [];
   for (const id of ids) out.push(...(await store.history(id, WATCH_LOG_TAIL)));
+  return out;
+}
+
+/** The envelopes of live state that are gone from `next`, by channel id. */
+function vanished(prev: Readonly<State>, next: Readonly<State>): Map<string, Set<string>> {
+  const gone = new Map<string, Set<string>>();
+  for (const [id, e] of Object.entries(prev.messages)) {
+    if (next.messages[id]) continue;
+    const ids = gone.get(e.channel_id);
+    if (ids) ids.add(id);
+    else gone.set(e.channel_id, new Set([id]));
+  }
+  return gone;
+}
+
+/** What one wake-up reads from the history logs: each log once, its newest WATCH_LOG_TAIL
+ *  envelopes plus as many as vanished from it (a burst of 3,000 is one read, not 3,000 scans); a
+ *  second, deeper read only for a log where that first one missed a vanished envelope. */
+async function logged(store: Store, changed: ReadonlySet<string>, gone: Map<string, Set<string>>): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  for (const id of new Set([...changed, ...gone.keys()])) {
+    const wanted = gone.get(id) ?? new Set<string>();
+    const first = await store.history(id, WATCH_LOG_TAIL + wanted.size);
+    out.push(...first);
+    for (const e of first) wanted.delete(e.message_id);
+    if (wanted.size) out.push(...(await store.history(id, WATCH_FIND_SCAN)).filter((e) => wanted.has(e.message_id)));
+  }
   return out;
 }
 
@@ -49,20 +77,11 @@ export async function follow(store: Store, opts: FollowOptions): Promise<Watch> 
     const now_ = await store.revision();
     const next = now_ === revision ? prev : await store.read();
     revision = now_;
-    let logged: Envelope[] = [];
     const read = next === prev ? new Set<string>() : changedChannels(prev, next);
-    if (next !== prev) {
-      logged = await tails(store, read);
-      const found = new Set(logged.map((e) => e.message_id));
-      for (const [id, e] of Object.entries(prev.messages)) {
-        if (next.messages[id] || found.has(id)) continue;
-        const hit = await store.findInHistory(e.channel_id, id, WATCH_FIND_SCAN);
-        if (hit) logged.push(hit);
-      }
-    }
+    const logs = next === prev ? [] : await logged(store, read, vanished(prev, next));
     // An unchanged state still moves recipients on time alone (a cooldown ends): the store's
     // periodic rescan lands here too, and only recipient lines can come out of it.
-    const r = diff(seen, next, logged, read, now());
+    const r = diff(seen, next, logs, read, now());
     seen = r.seen;
     prev = next;
     const lines = opts.channel ? r.lines.filter((l) => l.channel === opts.channel) : r.lines;

@@ -63,7 +63,7 @@ describe('GET /api/events', () => {
     await c.req('POST', '/api/sessions', { body: { name: 'keep' } });
     await c.req('POST', '/api/sessions/keep/save', { body: {} });
     const archives = join(c.dir, '.opencomms', 'archives');
-    const [file] = await readdir(archives);
+    const file = (await readdir(archives)).find((n) => n.startsWith('chn_')); // not the heads index beside it
     const backup = join(c.dir, 'backup.json');
     await copyFile(join(archives, file!), backup);
     await new Promise((r) => setTimeout(r, 300)); // the save's own file events pass

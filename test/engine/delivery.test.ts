@@ -112,6 +112,8 @@ describe('DLV-2 pause', () => {
     sim.ok({ op: 'pause', sid: 'sess_a', args: { channel: 'team' } });
     const o = sim.ok({ op: 'pull', sid: 'sess_b', args: {} });
     expect(dataOf(o)).toMatchObject({ messages: [], remaining: 1 });
+    // Not an empty inbox: the answer names the pause and how many wait behind it.
+    expect(o.result.message).toBe('No message can be handed over now; 1 pending. 1 wait on "team", which is paused; they are handed over when it is resumed.');
   });
 });
 

@@ -1,6 +1,5 @@
 // FEATURES.md §12 Reads (RD-1..3): status, inbox, history and archive reads change nothing.
 import { describe, expect, it } from 'vitest';
-import type { Archive } from '../../src/protocol/archive.ts';
 import { BEGIN_MARKER, END_MARKER, UNTRUSTED_NOTICE } from '../../src/framing.ts';
 import { dataOf, idsOf, memberActor, mustPrompt, operatorActor, Sim } from './fixtures.ts';
 
@@ -184,9 +183,8 @@ describe('RD-3 archive reads', () => {
   it('summary and messages modes; refusals', () => {
     const { sim, archives, first } = archived();
     const team = archives.find((a) => a.name === 'team')!;
-    const one = (a: Archive) => [a];
     const s = dataOf<{ compact_context: string; archive_id: string }>(
-      read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: 'team', mode: 'summary' }, archives: one(team) }),
+      read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: 'team', mode: 'summary' }, archive: team }),
     );
     expect(s.archive_id).toBe(team.channel_id);
     expect(s.compact_context).toContain('"team"');
@@ -194,19 +192,19 @@ describe('RD-3 archive reads', () => {
     expect(s.compact_context).toContain('Lead, Reviewer');
     expect(s.compact_context).toContain('mode=messages');
     const m = dataOf<{ messages: Msg[] }>(
-      read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: team.channel_id, mode: 'messages' }, archives: one(team) }),
+      read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: team.channel_id, mode: 'messages' }, archive: team }),
     );
     expect(m.messages.map((x) => x.reply_to)).toEqual([first, null]);
     expect(m.messages[0]!.content).toBe(`${BEGIN_MARKER}\nanswer\n${END_MARKER}`);
     expect(
-      dataOf<{ messages: unknown[] }>(read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: 'team', mode: 'messages', limit: 1 }, archives: one(team) })).messages,
+      dataOf<{ messages: unknown[] }>(read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: 'team', mode: 'messages', limit: 1 }, archive: team })).messages,
     ).toHaveLength(1);
 
     const actor = memberActor('sess_b');
-    sim.refuse({ op: 'archive', actor, args: { channel: 'team', mode: 'everything' }, archives: one(team) }, 'invalid_argument');
-    sim.refuse({ op: 'archive', actor, args: { mode: 'summary' }, archives: one(team) }, 'invalid_argument');
-    sim.refuse({ op: 'archive', actor, args: { channel: 'nope', mode: 'summary' }, archives: [] }, 'archive_not_found');
-    sim.refuse({ op: 'archive', actor: memberActor('sess_c'), args: { channel: 'team', mode: 'messages' }, archives: one(team) }, 'not_archived_member');
-    read(sim, { op: 'archive', actor: operatorActor(), args: { channel: 'team', mode: 'messages' }, archives: one(team) });
+    sim.refuse({ op: 'archive', actor, args: { channel: 'team', mode: 'everything' }, archive: team }, 'invalid_argument');
+    sim.refuse({ op: 'archive', actor, args: { mode: 'summary' }, archive: team }, 'invalid_argument');
+    sim.refuse({ op: 'archive', actor, args: { channel: 'nope', mode: 'summary' }, archive: null }, 'archive_not_found');
+    sim.refuse({ op: 'archive', actor: memberActor('sess_c'), args: { channel: 'team', mode: 'messages' }, archive: team }, 'not_archived_member');
+    read(sim, { op: 'archive', actor: operatorActor(), args: { channel: 'team', mode: 'messages' }, archive: team });
   });
 });

@@ -26,7 +26,7 @@ describe('archives', () => {
   it('write/read round trip, atomically, with no temp left', async () => {
     await writeArchive(paths, archive('chn_a1', 'review', 10));
     expect(await readArchive(paths, 'chn_a1')).toMatchObject({ name: 'review', saved_at: 10, messages: [{ content: 'hi' }] });
-    expect(await readdir(paths.archives)).toEqual(['chn_a1.json']);
+    expect(await readdir(paths.archives)).toEqual(['.index.json', 'chn_a1.json']); // the heads index is written with it
   });
 
   it('refuses bad ids before building a path; nothing is created outside', async () => {

@@ -119,7 +119,7 @@ describe('item 7: a resumed channel\'s summary reaches agents framed as untruste
 
   it('archive mode=summary gives it framed', () => {
     const { sim, archive } = savedAndResumed();
-    const r = sim.ok({ op: 'archive', actor: memberActor('sess_a'), args: { mode: 'summary', channel: archive.channel_id }, archives: [archive] });
+    const r = sim.ok({ op: 'archive', actor: memberActor('sess_a'), args: { mode: 'summary', channel: archive.channel_id }, archive });
     assertFramed((r.result.data as { compact_context: string }).compact_context);
   });
 

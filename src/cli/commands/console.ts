@@ -29,9 +29,10 @@ interface Flags {
 }
 
 async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
-  const port = Number(o.port);
-  if (!Number.isInteger(port) || port < 1 || port > MAX_PORT) {
-    ctx.io.err(`opencomms: --port must be a whole number from 1 to ${MAX_PORT} (not "${o.port}").\n`);
+  // Decimal digits only: Number() would also take "0x50" (port 80) and "1e3" (port 1000).
+  const port = /^[0-9]{1,5}$/.test(o.port) ? Number(o.port) : NaN;
+  if (!(port >= 1 && port <= MAX_PORT)) {
+    ctx.io.err(`opencomms: --port must be a whole number from 1 to ${MAX_PORT} in decimal digits (not "${o.port}").\n`);
     return ctx.exit(EXIT_FAIL);
   }
   if (!(LOOPBACK_BINDS as readonly string[]).includes(o.bind)) {

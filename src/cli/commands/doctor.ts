@@ -1,6 +1,7 @@
 // `opencomms doctor [--fix] [--json]` (FEATURES.md §9): rows of [OK] / [WARN] / [FAIL]; exit 1 if
 // any FAIL remains.
 import type { DoctorReport } from '../../doctor/doctor.ts';
+import { RefusalError, type Refusal } from '../../protocol/result.ts';
 import type { CliCommand } from '../command.ts';
 import { EXIT_FAIL, EXIT_OK, projectOf } from '../context.ts';
 
@@ -16,7 +17,14 @@ export const doctor: CliCommand = {
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { fix?: boolean; json?: boolean }, cmd) => {
         const { doctor: runDoctor } = await import('../../doctor/doctor.ts'); // loaded when it runs
-        const r = await runDoctor(projectOf(cmd, ctx.io), { fix: o.fix });
+        let project: string | Refusal;
+        try {
+          project = projectOf(cmd, ctx.io);
+        } catch (e) {
+          if (!(e instanceof RefusalError)) throw e;
+          project = e.refusal; // a report still: its project row says what is wrong
+        }
+        const r = await runDoctor(project, { fix: o.fix });
         // A failing report is still a report: its rows go to stdout either way; the exit code says FAIL.
         ctx.io.out(o.json ? `${JSON.stringify(r)}\n` : `${renderDoctor(r.data!, r.message)}\n`);
         ctx.exit(r.ok ? EXIT_OK : EXIT_FAIL);

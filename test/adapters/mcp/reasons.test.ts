@@ -3,12 +3,13 @@
 // The table is keyed by reason and must cover REASONS minus the documented non-MCP ones
 // (NOT_THROUGH_MCP): a new reason without a scenario fails tsc and the coverage case below.
 // A refused call leaves state.json byte-identical unless the scenario says why not.
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { REASONS } from '../../../src/protocol/result.ts';
 import { resolvePaths } from '../../../src/store/paths.ts';
 import { withLock } from '../../../src/store/lock.ts';
-import { LOCK_TIMEOUT_MS } from '../../../src/protocol/limits.ts';
+import { LOCK_TIMEOUT_MS, MAX_STATE_FILE_BYTES } from '../../../src/protocol/limits.ts';
+import { withReadOnly } from '../../helpers/read-only.ts';
 import { editState, ok, pair, pinFor, refused, statePath, useMcpProject, type McpHandle, type Result } from '../../helpers/mcp-fixture.ts';
 import { MCP_REASONS, NOT_THROUGH_MCP, type McpReason } from '../../helpers/mcp-spec.ts';
 import { stateBytes } from '../../helpers/state-files.ts';
@@ -373,6 +374,41 @@ const SCENARIOS: Record<McpReason, Scenario> = {
       expect((await t.refuse(t.A, 'opencomms_create', { channel: 'state_unreadable', role: 'Alpha', role_prompt: 'p' })).data.code).toBe('EISDIR');
     });
   },
+  async store_unwritable(t) {
+    // A read-only .opencomms: a send and a pull are refused with what to do, not "Retry once";
+    // once writable again the mail sent before arrives exactly once.
+    await pair(t.A, t.B, 'store_unwritable');
+    const sent = (await ok(t.A, 'opencomms_send', { channel: 'store_unwritable', content: 'before the remount' })).data.message_ids[0];
+    await withReadOnly(p.dir, async () => {
+      const send = await t.refuse(t.A, 'opencomms_send', { channel: 'store_unwritable', content: 'while read-only' });
+      const pull = await t.refuse(t.B, 'opencomms_pull', { channel: 'store_unwritable' });
+      for (const r of [send, pull]) {
+        expect(r.message).toContain('opencomms doctor');
+        expect(r.message).not.toMatch(/Retry once|\bat .*:\d+/);
+      }
+    });
+    expect((await ok(t.B, 'opencomms_pull', { channel: 'store_unwritable' })).data.message_ids).toEqual([sent]);
+  },
+  async state_too_large(t) {
+    // A state.json over the cap (a sparse 600 MB file, no data written) is refused before it is
+    // read, and left as it is. Compared by size and time: reading it back would be the fault.
+    await ok(t.A, 'opencomms_create', { channel: 'state_too_large-home', role: 'Alpha', role_prompt: 'p' });
+    const file = statePath(p.dir);
+    renameSync(file, `${file}.kept`);
+    try {
+      writeFileSync(file, '');
+      truncateSync(file, 600 * 1024 * 1024);
+      const before = statSync(file);
+      const r = await t.refuse(t.A, 'opencomms_create', { channel: 'state_too_large', role: 'Alpha', role_prompt: 'p' }, { writes: 'none: compared by size and mtime below' });
+      expect(r.message).toContain(`${MAX_STATE_FILE_BYTES / 1024 / 1024} MiB`);
+      expect(r.data.bytes).toBe(600 * 1024 * 1024);
+      const after = statSync(file);
+      expect([after.size, after.mtimeMs]).toEqual([before.size, before.mtimeMs]);
+    } finally {
+      rmSync(file, { force: true });
+      renameSync(`${file}.kept`, file);
+    }
+  },
   async internal_error(t) {
     // An unexpected fault on the write path (the history folder is a file, so a delivered envelope
     // cannot be logged): the call answers internal_error without details, and nothing is lost.
@@ -398,7 +434,7 @@ describe('every MCP refusal reason, one self-contained scenario each', () => {
       ...p.h,
       pin: p.pin,
       async refuse(h, tool, args, opts = {}) {
-        const before = snapshot();
+        const before = opts.writes ? null : snapshot();
         const r = await refused(h, tool, args, reason);
         if (!opts.writes) expect(snapshot(), `${tool} refused with ${reason} changed state.json`).toBe(before);
         refusals++;
