@@ -3,15 +3,13 @@
 // refusal that says what to do, never as `internal_error` with "Retry once".
 import { refuse, type Refusal } from '../protocol/result.ts';
 
-import { StoreWriteError } from '../store/fs.ts';
-
 /** Error codes of a write the file system refused for good: retrying cannot help. */
 const UNWRITABLE_CODES: ReadonlySet<string> = new Set(['EROFS', 'EACCES', 'EPERM']);
 /** Error codes of a disk with no room left: freeing space is the fix. */
 const FULL_CODES: ReadonlySet<string> = new Set(['ENOSPC', 'EDQUOT']);
 
-/** The refusal for a write the store's files refused, or null for any other fault. A write the
- *  store took back (`StoreWriteError`) is refused whatever its code: the change was not made. */
+/** The refusal for a write the store's files refused for good (read-only, no permission, a full
+ *  disk), or null for any other fault. */
 export function unwritableStore(e: unknown, location: string): Refusal | null {
   const code = (e as NodeJS.ErrnoException | null)?.code;
   if (typeof code !== 'string') return null;
@@ -19,13 +17,11 @@ export function unwritableStore(e: unknown, location: string): Refusal | null {
     ? 'Free space on the disk that holds .opencomms'
     : UNWRITABLE_CODES.has(code)
       ? 'Make .opencomms writable for this user (remount it read-write or fix its owner and permissions)'
-      : e instanceof StoreWriteError
-        ? 'Check the disk that holds .opencomms (its kernel log names the fault)'
-        : null;
+      : null;
   if (!fix) return null;
   return refuse(
     'store_unwritable',
-    `The store of ${location} (.opencomms) refused a write (${code}), so this change was not made. ${fix}, then retry; \`opencomms doctor\` checks it.`,
+    `The store of ${location} (.opencomms) refuses writes (${code}), so this change was not made. ${fix}, then retry; \`opencomms doctor\` checks it.`,
     { code },
   );
 }
