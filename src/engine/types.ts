@@ -33,11 +33,20 @@ export interface Env {
   spawnHosts?: readonly string[];
 }
 
+/** What a commit or requeue proves it holds: the process tag the batch was drained under and, per
+ *  message id in order, the attempt it was handed over at (the Prompt effect's `attempts`). */
+export interface Held {
+  by: string;
+  attempts: readonly number[];
+}
+
 /** Data, run by the shell after the state is saved and the lock released. */
 export type Effect =
   /** Hand a drained batch to the recipient's host; answer with commitDelivery / requeueDelivery. */
   | {
       type: 'Prompt'; recipient: string; channel_ids: string[]; message_ids: string[]; text: string; mode: string;
+      /** Per message id, the attempt of this hand-over: the token its commit or requeue names. */
+      attempts: number[];
       /** Some envelope was handed over before (a crash or a failed prompt): check the host first. */
       redelivery: boolean;
     }

@@ -11,7 +11,7 @@ export const REASONS = [
   'not_archived_member', 'resume_ladder_exhausted', 'confirm_required', 'identity_unpinned',
   'identity_not_member', 'pull_not_allowed', 'state_busy', 'state_incompatible', 'state_unreadable',
   'internal_error', 'admin_required', 'pins_exist', 'invalid_member_id', 'pin_conflict', 'host_not_installable',
-  'config_malformed',
+  'config_malformed', 'hold_lost',
 ] as const;
 export type Reason = (typeof REASONS)[number];
 

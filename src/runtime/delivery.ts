@@ -233,14 +233,15 @@ export class Deliveries {
     try {
       await via.deliver(fx.recipient, fx.text, fx.message_ids, fx.redelivery);
     } catch (e) {
-      const out = await this.rt.step({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e) });
+      const held = { by: this.rt.tag, attempts: fx.attempts };
+      const out = await this.rt.step({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e), held });
       if (out) this.run(out.effects);
       // §5.5: a failed cross-server hand-over gets ONE retry with the same allowance.
       if (route === 'cross') this.routes.set(fx.recipient, 'cross-retry');
       return;
     }
     if (via.confirmsLater) return;
-    const out = await this.rt.step({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: via.method });
+    const out = await this.rt.step({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: via.method, held: { by: this.rt.tag, attempts: fx.attempts } });
     if (out) this.run(out.effects);
   }
 
