@@ -295,13 +295,30 @@ export function requeueDelivery(state: State, rid: string, ids: string[], error:
     history.length ? { history } : undefined);
 }
 
-/** Start-up sweep: in-flight mail of processes that are gone goes back to its queue (FIFO by
- *  timestamp) or to the dead letter. A live process's batch is left alone. */
+/** Releases the sessions owned by processes that are gone: ownerless, they go to the process
+ *  that hosts them next (its claim) or to the cross-server fallback. Returns how many. */
+function releaseOwners(state: State, alive: (by: string) => boolean): number {
+  let released = 0;
+  for (const ch of Object.values(raw(state.channels))) {
+    if (ch.lifecycle !== 'active') continue;
+    ch.members.forEach((m, i) => {
+      if (m.owner === null || alive(m.owner)) return;
+      state.channels[ch.name]!.members[i]!.owner = null;
+      released++;
+    });
+  }
+  return released;
+}
+
+/** The sweep (at start-up, and when a lease expires): in-flight mail of processes that are gone
+ *  goes back to its queue (FIFO by timestamp) or to the dead letter, and their sessions' ownership
+ *  is released, in this one mutation. A live process's batch and sessions are left alone. */
 export function sweepInFlight(state: State, alive: (by: string) => boolean, env: Env): Outcome {
   const orphans = Object.values(state.messages).filter(
     (e) => e.delivery_status === 'in_flight' && (e.in_flight_by === null || !alive(e.in_flight_by)),
   );
-  if (!orphans.length) return answered(state, ok('Nothing to sweep.', { requeued: 0, failed: 0 }));
+  const released = releaseOwners(state, alive);
+  if (!orphans.length) return released ? done(state, ok(`Released ${released} session(s) of ended processes.`, { requeued: 0, failed: 0, released })) : answered(state, ok('Nothing to sweep.', { requeued: 0, failed: 0, released: 0 }));
   const byRecipient = new Map<string, Envelope[]>();
   for (const e of orphans) {
     stepEnvelope(e, { type: 'SWEEP', now: env.now });
@@ -321,10 +338,10 @@ export function sweepInFlight(state: State, alive: (by: string) => boolean, env:
   recordError(state, {
     at: env.now,
     reason: 'in_flight_swept',
-    message: `Start-up sweep: ${requeued} in-flight envelope(s) of ended processes re-queued${failed ? `, ${failed} dead-lettered` : ''}.`,
+    message: `Sweep: ${requeued} in-flight envelope(s) of ended processes re-queued${failed ? `, ${failed} dead-lettered` : ''}.`,
   });
   const history = enforceRetention(state, env.now);
-  return done(state, ok(`Swept ${orphans.length} envelope(s).`, { requeued, failed }), wake.length ? [{ type: 'Wake', recipients: wake }] : [],
+  return done(state, ok(`Swept ${orphans.length} envelope(s).`, { requeued, failed, released }), wake.length ? [{ type: 'Wake', recipients: wake }] : [],
     history.length ? { history } : undefined);
 }
 

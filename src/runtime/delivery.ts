@@ -14,7 +14,6 @@ import type { DrainOptions } from '../engine/deliver.ts';
 import { CROSS_SERVER_FALLBACK_MS } from '../protocol/limits.ts';
 import type { ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
-import { processAlive } from './process.ts';
 
 /** What a host adapter implements so the runtime can hand batches to its sessions. */
 export interface DeliveryDriver {
@@ -69,6 +68,8 @@ export interface DeliveryHost {
    *  the policy. */
   step(cmd: Command): Promise<Pick<Outcome, 'result' | 'effects'> | null>;
   track(p: Promise<unknown>): void;
+  /** Whether a process is alive (PID on this machine, lease on another). */
+  alive(tag: string): boolean;
 }
 
 export class Deliveries {
@@ -128,7 +129,7 @@ export class Deliveries {
     if (!d) return false;
     if (d.owns) return d.owns(rid, state);
     if (!this.hosted.has(rid)) return false;
-    return memberships(state, rid).every(({ m }) => m.owner === null || m.owner === this.rt.tag || !processAlive(m.owner));
+    return memberships(state, rid).every(({ m }) => m.owner === null || m.owner === this.rt.tag || !this.rt.alive(m.owner));
   }
 
   /**
@@ -150,7 +151,7 @@ export class Deliveries {
           await this.rt.run({ op: 'mark_stale', session: m.session_id });
           await this.rt.run(entry(`${o.label} session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.`));
         } else if (r !== 'alive') await this.rt.run(entry(`Could not look up ${o.label} session ${id}: ${r.error}`));
-        else if (!m.owner || !processAlive(m.owner)) await this.host(m.session_id);
+        else if (!m.owner || !this.rt.alive(m.owner)) await this.host(m.session_id);
       }
     }
   }
@@ -180,7 +181,7 @@ export class Deliveries {
       this.rt.track((async () => {
         const state = await this.rt.peek();
         if (!(state.queues[rid] ?? []).length) return;
-        if (memberships(state, rid).some(({ m }) => m.owner && processAlive(m.owner))) return;
+        if (memberships(state, rid).some(({ m }) => m.owner && this.rt.alive(m.owner))) return;
         if ((await this.driver!.hold?.(rid)) === 'busy') return;
         await this.deliver(rid, 'cross');
       })());

@@ -224,9 +224,20 @@ describe('DLV-7 sweep', () => {
     const sim = pair();
     sendN(sim, 2);
     sim.commit(mustPrompt(sim.drain('sess_b')));
-    const s = sim.run({ op: 'sweep', alive: () => false });
+    const s = sim.run({ op: 'sweep', alive: (by) => by === 'p1@host' });
     expect(s.changed).toBe(false);
-    expect(dataOf(s)).toEqual({ requeued: 0, failed: 0 });
+    expect(dataOf(s)).toEqual({ requeued: 0, failed: 0, released: 0 });
+  });
+
+  it('releases the sessions of processes that are gone, in the same mutation, and only theirs', () => {
+    const sim = pair();
+    const ids = sendN(sim, 1);
+    sim.drain('sess_b');
+    sim.ch('team').members[0]!.owner = 'p7@elsewhere';
+    const s = sim.run({ op: 'sweep', alive: (by) => by === 'p7@elsewhere' });
+    expect(dataOf(s)).toEqual({ requeued: 1, failed: 0, released: 1 });
+    expect(sim.ch('team').members.map((m) => m.owner)).toEqual(['p7@elsewhere', null]);
+    expect(sim.msg(ids[0]!).delivery_status).toBe('pending');
   });
 
   it('leaves a live process’s in-flight mail alone', () => {
@@ -249,7 +260,7 @@ describe('DLV-7 sweep', () => {
     expect(sim.queue('sess_b')).toEqual(ids.slice(2));
     sim.by = 'p2@host';
     const s = sim.run({ op: 'sweep', alive: (by) => by === 'p2@host' });
-    expect(dataOf(s)).toEqual({ requeued: 2, failed: 0 });
+    expect(dataOf(s)).toEqual({ requeued: 2, failed: 0, released: 2 });
     expect(s.effects).toEqual([{ type: 'Wake', recipients: ['sess_b'] }]);
     expect(sim.queue('sess_b')).toEqual(ids);
     expect(sim.msg(ids[0]!)).toMatchObject({ delivery_status: 'pending', in_flight_by: null, attempts: 1 });
@@ -268,7 +279,7 @@ describe('DLV-7 sweep', () => {
     sim.by = '';
     sim.drain('sess_b');
     sim.state.messages[id!]!.in_flight_by = null;
-    expect(dataOf(sim.run({ op: 'sweep', alive: () => true }))).toEqual({ requeued: 1, failed: 0 });
+    expect(dataOf(sim.run({ op: 'sweep', alive: () => true }))).toEqual({ requeued: 1, failed: 0, released: 0 });
   });
 });
 
@@ -318,7 +329,7 @@ describe('DLV-9 dead letter', () => {
     }
     sim.drain('sess_b');
     expect(sim.msg(id!).attempts).toBe(5);
-    expect(dataOf(sim.run({ op: 'sweep', alive: () => false }))).toEqual({ requeued: 0, failed: 1 });
+    expect(dataOf(sim.run({ op: 'sweep', alive: () => false }))).toMatchObject({ requeued: 0, failed: 1 });
     expect(sim.msg(id!).delivery_status).toBe('failed');
     expect(sim.queue('sess_b')).toEqual([]);
   });
