@@ -46,10 +46,24 @@ async function until<T>(what: string, fn: () => Promise<T | null | undefined | f
   for (;;) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; B's log: ${agentB.logs.slice(-5).join(' | ')}; A's log: ${agentA.logs.slice(-5).join(' | ')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Sent while B holds its hand-overs: the first batch in flight at B, any later mail queued behind
+ *  it (one batch per recipient at a time). Answers the ids in flight. */
+async function heldAtB(ids: string[]): Promise<string[]> {
+  const s = await until('a batch in flight at B', async () => {
+    const s = await state();
+    const es = envelopes(s, ids);
+    return es.length === ids.length && es[0]!.delivery_status === 'in_flight' && es.every((e) => e.delivery_status !== 'delivered') && s;
+  });
+  return envelopes(s, ids).filter((e) => e.delivery_status === 'in_flight').map((e) => e.message_id);
+}
+
+/** A measured figure, one JSON line, beside the bound it is held to (lease + 2 s). */
+const figure = (name: string, ms: number) => process.stdout.write(`${JSON.stringify({ figure: name, ms, lease_ms: LEASE_MS, bound_ms: LEASE_MS + 2_000 })}\n`);
 
 const envelopes = (s: State, ids: string[]) => ids.map((id) => s.messages[id]).filter((e): e is Envelope => !!e);
 const events = (e: Envelope, ev: string) => e.transitions.filter(([x]) => x === ev).length;
@@ -105,7 +119,7 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     await agentB.call('hold', { on: true });
     const before = shown(b).length;
     const ids = await send(agentA, 'sess_b', 2, 'short');
-    await until('in flight at B', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'in_flight'));
+    await heldAtB(ids);
     b.partition(true);
     await new Promise((r) => setTimeout(r, LEASE_MS / 3));
     b.partition(false);
@@ -121,30 +135,33 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
   it('a partition longer than the lease: the mail is swept and delivered later, the late commit refused', async () => {
     await agentB.call('hold', { on: true });
     const ids = await send(agentA, 'sess_b', 3, 'long');
-    await until('in flight at B', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'in_flight'));
+    const inFlight = await heldAtB(ids);
     b.partition(true);
     const cut = Date.now();
     await until('swept by A', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'pending'), LEASE_MS + 10_000);
     const swept = Date.now() - cut;
-    expect(swept).toBeLessThanOrEqual(LEASE_MS + 1_000 + 2_000);
+    figure('partitioned machine: in-flight mail back to pending after the cut', swept);
+    expect(swept).toBeLessThanOrEqual(LEASE_MS + 2_000);
     b.partition(false);
     await agentB.call('hold', { on: false });
     await agentB.call('release');
-    await until('the late commit refused', async () => (await state()).errors.some((x) => x.reason === 'hold_lost' && ids.every((id) => x.message.includes(id))), 30_000);
+    await until('the late commit refused', async () => (await state()).errors.some((x) => x.reason === 'hold_lost' && inFlight.every((id) => x.message.includes(id))), 30_000);
     // Delivered later by B's own process, once: one COMMIT each, after the second hand-over.
     await send(agentA, 'sess_b', 1, 'after');
     await until('delivered after the partition', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'), 30_000);
-    for (const e of envelopes(await state(), ids)) expect([events(e, 'DRAIN'), events(e, 'SWEEP'), events(e, 'COMMIT')]).toEqual([2, 1, 1]);
+    for (const e of envelopes(await state(), ids))
+      expect([events(e, 'DRAIN'), events(e, 'SWEEP'), events(e, 'COMMIT')]).toEqual(inFlight.includes(e.message_id) ? [2, 1, 1] : [1, 0, 1]);
   });
 
   it('a machine killed whole while it holds mail: after its lease expires the mail waits, and is delivered once it is back', async () => {
     await agentB.call('hold', { on: true });
     const ids = await send(agentA, 'sess_b', 3, 'kill');
-    await until('in flight at B', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'in_flight'));
+    const inFlight = await heldAtB(ids);
     await b.down();
     const killed = Date.now();
     await until('back to pending', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'pending'), LEASE_MS + 10_000);
-    expect(Date.now() - killed).toBeLessThanOrEqual(LEASE_MS + 1_000 + 2_000);
+    figure('killed machine: in-flight mail back to pending after the kill', Date.now() - killed);
+    expect(Date.now() - killed).toBeLessThanOrEqual(LEASE_MS + 2_000);
     const s = await state();
     expect(s.channels[CHANNEL]!.members.find((m) => m.session_id === 'sess_b')!.owner).toBeNull();
     // The machine comes back (same machine id, a new process) and hosts its session again.
@@ -154,6 +171,7 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     await until('delivered once B is back', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'), 30_000);
     for (const e of envelopes(await state(), ids)) expect(events(e, 'COMMIT')).toBe(1);
     const all = shown(b);
-    for (const id of ids) expect(all.filter((x) => x === id)).toHaveLength(2); // shown before the kill (crash window) and after
+    // Shown before the kill (the crash window: never committed) and once after; the rest once.
+    for (const id of ids) expect(all.filter((x) => x === id)).toHaveLength(inFlight.includes(id) ? 2 : 1);
   });
 });
