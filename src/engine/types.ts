@@ -29,6 +29,8 @@ export interface Env {
   by: string;
   /** Mints ids (`ocm_`, `chn_`, `cor_`); the shell passes a random source, tests a counter. */
   mint: (prefix: 'ocm' | 'chn' | 'cor') => string;
+  /** The machine the operation runs on (src/runtime/machine.ts); absent: one machine only. */
+  machine?: string;
   /** Host labels whose sessions the shell can resume (spawn_push); none when absent. */
   spawnHosts?: readonly string[];
 }

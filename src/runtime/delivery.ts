@@ -70,6 +70,8 @@ export interface DeliveryHost {
   track(p: Promise<unknown>): void;
   /** Whether a process is alive (PID on this machine, lease on another). */
   alive(tag: string): boolean;
+  /** The machine this process runs on: only its sessions are looked up, resumed or prompted here. */
+  readonly machine: string;
 }
 
 export class Deliveries {
@@ -124,6 +126,11 @@ export class Deliveries {
       await this.rt.run({ op: 'claim', session: sid });
   }
 
+  /** Whether the member's session is on this machine (one recorded before machines had ids is). */
+  private here(m: { machine: string | null }): boolean {
+    return m.machine === null || m.machine === this.rt.machine;
+  }
+
   owns(state: Readonly<State>, rid: string): boolean {
     const d = this.driver;
     if (!d) return false;
@@ -133,7 +140,8 @@ export class Deliveries {
   }
 
   /**
-   * Start-up roster check (§6.4): every member of `hosts` on this worktree is looked up in the host.
+   * Start-up roster check (§6.4): every member of `hosts` on this worktree and this machine is
+   * looked up in the host (another machine's sessions are not this host's to judge).
    * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
    * ownerless (its process is gone) → this process hosts it until its own process claims it back.
    */
@@ -143,7 +151,7 @@ export class Deliveries {
     for (const ch of Object.values(state.channels)) {
       if (ch.lifecycle !== 'active' || ch.worktree !== o.worktree) continue;
       for (const m of ch.members) {
-        if (!o.hosts.has(m.host)) continue;
+        if (!o.hosts.has(m.host) || !this.here(m)) continue;
         const id = m.host_session_id ?? m.session_id;
         const r = await o.lookup(id);
         const entry = (message: string) => ({ op: 'record_error' as const, entry: { at: this.rt.now(), message, channel_id: ch.id, session_id: m.session_id } });
@@ -166,7 +174,7 @@ export class Deliveries {
     const state = known ?? (await this.rt.peek());
     if (this.owns(state, rid)) return this.deliver(rid, 'own');
     const rows = memberships(state, rid).map(({ m }) => m);
-    if (this.spawner?.enabled && rows.some((m) => spawnEligible(m, this.spawner!.hosts))) {
+    if (this.spawner?.enabled && rows.some((m) => spawnEligible(m, this.spawner!.hosts) && this.here(m))) {
       this.routes.set(rid, 'spawn');
       return this.deliver(rid, 'spawn');
     }

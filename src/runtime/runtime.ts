@@ -88,13 +88,14 @@ export class Runtime {
       step: (cmd) => this.step(cmd),
       track: (p) => this.track(p),
       alive: (tag) => this.alive()(tag),
+      machine: this.machine,
     };
     this.deliveries = new Deliveries(host, opts.driver, opts.spawn);
     opts.spawn?.attach({ read: () => this.store.read(), run: (cmd) => this.run(cmd), env: () => this.env() });
   }
 
   env(): Env {
-    return { now: this.now(), by: this.tag, mint, spawnHosts: this.opts.spawn?.hosts ?? this.opts.spawnHosts };
+    return { now: this.now(), by: this.tag, machine: this.machine, mint, spawnHosts: this.opts.spawn?.hosts ?? this.opts.spawnHosts };
   }
 
   /** Whether a process is alive: by PID on this machine; on another, by the last lease snapshot

@@ -40,6 +40,8 @@ export class Sim {
   state: State = emptyState();
   now = T0;
   by = 'p1@host';
+  /** The machine the simulated process runs on (Env.machine); unset: one machine only. */
+  machine: string | undefined = undefined;
   counter = 0;
   /** Host labels the shell can resume (spawn_push eligibility, §8.4). */
   spawnHosts: string[] = [];
@@ -53,6 +55,7 @@ export class Sim {
     return {
       now: this.now,
       by: this.by,
+      ...(this.machine === undefined ? {} : { machine: this.machine }),
       mint: (prefix) => `${prefix}_${hex32(++this.counter)}`,
       spawnHosts: this.spawnHosts,
     };
