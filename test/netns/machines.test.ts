@@ -1,6 +1,6 @@
 // Several machines, one project, proven on separate network stacks: two machines as Linux network
-// namespaces, each with its own agent process hosting one push session, sharing one PostgreSQL
-// store. Mail flows both ways exactly once in FIFO order; a machine killed whole while it holds
+// namespaces, each with its own agent process hosting one push session from a checkout at its own
+// path, sharing one PostgreSQL store. Mail flows both ways exactly once in FIFO order; a machine killed whole while it holds
 // in-flight mail loses nothing (after its lease expires the mail goes back to its queue and is
 // delivered once the recipient is back); a partition longer than the lease has the mail swept and
 // the returning process's late commit refused (fencing); a partition shorter than the lease
@@ -16,7 +16,8 @@ import { Machine, type Agent } from './net.ts';
 
 /** Short, so the proof takes seconds; the rule is the same at the default 15 s. */
 const LEASE_MS = 3_000;
-const WORKTREE = '/srv/project';
+/** Each machine's checkout of the project, at a different path: the project key joins them. */
+const WORKTREE = { 1: '/srv/project', 2: '/home/b/src/project' } as const;
 const CHANNEL = 'net';
 
 const dir = mkdtempSync(join(tmpdir(), 'oc-machines-'));
@@ -69,7 +70,7 @@ const envelopes = (s: State, ids: string[]) => ids.map((id) => s.messages[id]).f
 const events = (e: Envelope, ev: string) => e.transitions.filter(([x]) => x === ev).length;
 
 async function boot(m: Machine, sid: string, role: string): Promise<Agent> {
-  const agent = m.agent({ key, sid, role, worktree: WORKTREE, received: received(m), leaseMs: LEASE_MS });
+  const agent = m.agent({ key, sid, role, worktree: WORKTREE[m.n as 1 | 2], received: received(m), leaseMs: LEASE_MS });
   expect(await agent.call('start')).toMatchObject({ started: expect.stringContaining(`/${m.id}`) });
   return agent;
 }
