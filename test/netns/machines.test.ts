@@ -116,6 +116,22 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     for (const e of envelopes(await state(), [...toA, ...toB])) expect(events(e, 'COMMIT')).toBe(1);
   });
 
+  it('send on A → batch in flight and shown at B: the figure, one send at a time', async () => {
+    const samples: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      // Past the recipient's cooldown, so each send is handed over at once.
+      await new Promise((r) => setTimeout(r, 1_100));
+      const t0 = performance.now();
+      const [id] = await send(agentA, 'sess_b', 1, `timed ${i}`);
+      const at = await until('shown at B', async () => agentB.shownAt.get(id!));
+      samples.push(at - t0);
+    }
+    samples.sort((x, y) => x - y);
+    const p = (q: number) => Math.round(samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!);
+    process.stdout.write(`${JSON.stringify({ figure: 'send on A → in flight and shown at B (namespaces, NOTIFY)', samples: samples.length, p50_ms: p(0.5), p99_ms: p(0.99), target_ms: { p50: 15, p99: 50 } })}\n`);
+    expect(samples).toHaveLength(10);
+  });
+
   it('a partition shorter than the lease: nothing swept, nothing handed over twice', async () => {
     await agentB.call('hold', { on: true });
     const before = shown(b).length;

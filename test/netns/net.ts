@@ -111,11 +111,14 @@ export class Agent {
   private next = 1;
   private waiting = new Map<number, (v: unknown) => void>();
   readonly logs: string[] = [];
+  /** When each envelope id was shown to this agent's host (this process's monotonic clock, ms). */
+  readonly shownAt = new Map<string, number>();
 
   constructor(readonly child: ChildProcess) {
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const m = JSON.parse(line) as { id?: number; answer?: unknown; error?: string; log?: string };
+      const m = JSON.parse(line) as { id?: number; answer?: unknown; error?: string; log?: string; shown?: string[] };
       if (m.log) this.logs.push(m.log);
+      for (const id of m.shown ?? []) if (!this.shownAt.has(id)) this.shownAt.set(id, performance.now());
       if (m.id !== undefined) this.waiting.get(m.id)?.(m.error ? { error: m.error } : m.answer);
     });
   }
