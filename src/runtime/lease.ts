@@ -43,9 +43,10 @@ export class LeaseKeeper {
     this.ms = ms;
   }
 
-  /** The liveness the engine takes: PIDs on this machine, the last lease snapshot for others. */
+  /** The liveness the engine takes: PIDs on this machine, the last lease snapshot for others
+   *  (before any snapshot answered, others are assumed alive: nothing is swept on no evidence). */
   alive(): (tag: string) => boolean {
-    return livenessFrom(this.view ?? { live: new Set() }, this.machine);
+    return livenessFrom(this.view, this.machine);
   }
 
   /** The last snapshot (null before the first renewal answered). */
@@ -53,9 +54,10 @@ export class LeaseKeeper {
     return this.view;
   }
 
-  /** Takes the lease (before this process drains or claims anything), then renews it. */
+  /** Takes the lease (before this process drains or claims anything), then renews it. A store
+   *  that cannot be reached now is not fatal: the renewals keep trying, as every call does. */
   async start(): Promise<void> {
-    this.view = await this.store.renew(this.tag, this.machine, this.ms);
+    await this.renew();
     this.renewal = setInterval(() => void this.renew(), Math.floor(this.ms / LEASE_RENEWALS_PER_LEASE));
     this.renewal.unref?.();
   }
