@@ -39,8 +39,6 @@ export interface LeaseView {
   live: ReadonlySet<string>;
   /** Per tag with a row: milliseconds until its lease expires (negative: expired that long ago). */
   left: ReadonlyMap<string, number>;
-  /** Per tag with a row: the machine it runs on. */
-  machines: ReadonlyMap<string, string>;
 }
 
 /** A store several machines share keeps leases (a store one machine uses needs none: PIDs do). */

@@ -69,6 +69,5 @@ function view(rows: Row[]): LeaseView {
   return {
     live: new Set(rows.filter((r) => Number(r.left_ms) > 0).map((r) => r.tag)),
     left,
-    machines: new Map(rows.map((r) => [r.tag, r.machine])),
   };
 }
