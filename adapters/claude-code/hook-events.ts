@@ -87,8 +87,11 @@ async function confirmWake(rt: Runtime, ctx: HookContext, member: string): Promi
   if (!held.length) return;
   let seen = ctx.input.prompt ?? '';
   if (!held.every((e) => seen.includes(idMark(e.message_id)))) seen += shownInTranscript(await transcriptTail(ctx.input.transcript_path));
-  const shown = held.filter((e) => seen.includes(idMark(e.message_id))).map((e) => e.message_id);
-  if (shown.length) await rt.run({ op: 'commit', rid: member, message_ids: shown, method: 'push' });
+  const shown = held.filter((e) => seen.includes(idMark(e.message_id)));
+  // Committed under the hold the waiter drained them with: a batch swept and handed over again
+  // meanwhile is fenced, not committed twice.
+  if (shown.length)
+    await rt.run({ op: 'commit', rid: member, message_ids: shown.map((e) => e.message_id), method: 'push', held: { by: tag, attempts: shown.map((e) => e.attempts) } });
 }
 
 /** Batches in flight under processes that are gone (a killed host, a crashed server) go back to

@@ -135,5 +135,6 @@ async function unconfirmed(rt: Runtime, rid: string, ids: string[]): Promise<voi
   const state = await rt.peek();
   const held = (id: string) => state.messages[id]?.recipient_session_id === rid && state.messages[id]?.delivery_status === 'in_flight' && state.messages[id]?.in_flight_by === rt.tag;
   const left = ids.filter(held);
-  if (left.length) await rt.run({ op: 'requeue', rid, message_ids: left, error: 'the woken Codex turn did not show the batch in time' });
+  if (left.length)
+    await rt.run({ op: 'requeue', rid, message_ids: left, error: 'the woken Codex turn did not show the batch in time', held: { by: rt.tag, attempts: left.map((id) => state.messages[id]!.attempts) } });
 }

@@ -13,7 +13,7 @@ import { hasInFlight } from './receipts.ts';
 import { staleWindow } from './eligibility.ts';
 import { channelStepOps, stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
 import { raw } from '../protocol/draft.ts';
-import type { Effect, Env, Outcome } from './types.ts';
+import type { Effect, Env, Held, Outcome } from './types.ts';
 
 /** A live channel and the recipient's row on it, or why the envelope can never be delivered. */
 function placement(state: State, e: Envelope): { ch: Channel; member: Member } | null {
@@ -185,6 +185,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       recipient: rid,
       channel_ids: [...new Set(batch.map((e) => e.channel_id))],
       message_ids: batch.map((e) => e.message_id),
+      attempts: batch.map((e) => e.attempts),
       text: joinFrames(frames),
       mode: member.delivery_mode,
       redelivery: batch.some((e) => e.attempts > 1),
@@ -203,30 +204,60 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
   );
 }
 
-/** Settles the in-flight batch of one recipient: each id still in flight gets `event`. */
-function settleBatch(state: State, rid: string, ids: string[], settle: (e: Envelope) => void) {
+/** Settles the in-flight batch of one recipient: each id still held under the caller's hold
+ *  (`in_flight_by` and the attempt it was handed over at) gets `event`. An id whose envelope is
+ *  gone (pruned, purged) or already settled at that attempt (a repeated commit) is skipped; one
+ *  that is no longer held so (swept back to its queue, handed over again: a later attempt) is
+ *  fenced: the caller lost its hold, and settling it would undo what the sweep or the new holder
+ *  decided. Every hand-over (drain, pull) counts an attempt, so the attempt names it. */
+function settleBatch(state: State, rid: string, ids: string[], held: Held, settle: (e: Envelope) => void) {
   const settled: Envelope[] = [];
-  for (const id of ids) {
+  const fenced: string[] = [];
+  ids.forEach((id, i) => {
     const e = state.messages[id];
-    if (!e || e.delivery_status !== 'in_flight' || e.recipient_session_id !== rid) continue;
+    if (!e || e.recipient_session_id !== rid) return;
+    const sameAttempt = e.attempts === held.attempts[i];
+    if (sameAttempt && e.delivery_status !== 'in_flight' && e.delivery_status !== 'pending') return;
+    if (e.delivery_status !== 'in_flight' || e.in_flight_by !== held.by || !sameAttempt) {
+      fenced.push(id);
+      return;
+    }
     settle(e);
     settled.push(e);
-  }
+  });
   const channels = new Set(settled.map((e) => e.channel_id));
-  return { settled, channels: [...channels].map((id) => channelById(state, id)).filter((c): c is Channel => !!c && c.lifecycle === 'active') };
+  return { settled, fenced, channels: [...channels].map((id) => channelById(state, id)).filter((c): c is Channel => !!c && c.lifecycle === 'active') };
 }
 
+/** A settle that met envelopes the caller no longer holds: recorded, so a process that lost its
+ *  hold (a partition past its lease, a sweep) is visible, and its effect is not repeated. */
+function recordFenced(state: State, rid: string, fenced: string[], what: 'commit' | 'requeue', held: Held, now: number) {
+  if (!fenced.length) return;
+  recordError(state, {
+    at: now,
+    reason: 'hold_lost',
+    session_id: rid,
+    message: `A ${what} by ${held.by} was refused for ${fenced.length} envelope(s) it no longer holds (${fenced.join(', ')}): they were swept or handed over again; they are delivered through their current holder or queue.`,
+  });
+}
+
+/** The answer when every id was fenced: a refusal the caller can act on, with the error recorded. */
+const fencedOut = (state: State, fenced: string[]) =>
+  done(state, refuse('hold_lost', `None of the ${fenced.length} envelope(s) is held by this process any more (swept or handed over again): do not retry; the mail is delivered through its current holder or queue.`, { fenced }));
+
 /** The host accepted the prompt: the batch is delivered (ids pruned or purged meanwhile are skipped). */
-export function commitDelivery(state: State, rid: string, ids: string[], method: 'push' | 'spawn_push', env: Env): Outcome {
-  const { settled, channels } = settleBatch(state, rid, ids, (e) => stepEnvelope(e, { type: 'COMMIT', now: env.now, method }));
+export function commitDelivery(state: State, rid: string, ids: string[], method: 'push' | 'spawn_push', held: Held, env: Env): Outcome {
+  const { settled, fenced, channels } = settleBatch(state, rid, ids, held, (e) => stepEnvelope(e, { type: 'COMMIT', now: env.now, method }));
+  recordFenced(state, rid, fenced, 'commit', held, env.now);
+  if (!settled.length && fenced.length) return fencedOut(state, fenced);
   const effects: Effect[] = [];
   for (const ch of channels) {
     if (!hasInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'COMMIT', now: env.now });
     if ((state.queues[rid] ?? []).length) effects.push({ type: 'ScheduleAt', recipient: rid, at: ch.cooldown_until[rid] ?? env.now });
   }
   const history = enforceRetention(state, env.now, settled);
-  return done(state, ok(`Committed ${settled.length} envelope(s) for ${rid}.`, { delivered: settled.map((e) => e.message_id) }), effects,
-    history.length ? { history } : undefined, settled.length > 0 || history.length > 0);
+  return done(state, ok(`Committed ${settled.length} envelope(s) for ${rid}.`, { delivered: settled.map((e) => e.message_id), fenced }), effects,
+    history.length ? { history } : undefined, settled.length > 0 || fenced.length > 0 || history.length > 0);
 }
 
 /** Puts envelopes back at the front of the recipient's queue in their original (timestamp) order. */
@@ -239,9 +270,10 @@ function requeueFront(state: State, rid: string, back: Envelope[], sortAll: bool
 
 /** The prompt threw: FIFO restored, error recorded, one retry after DELIVERY_RETRY_MS; dead
  *  letter once attempts reach MAX_DELIVERY_ATTEMPTS. */
-export function requeueDelivery(state: State, rid: string, ids: string[], error: string, env: Env): Outcome {
-  const { settled, channels } = settleBatch(state, rid, ids, (e) => stepEnvelope(e, { type: 'REQUEUE', now: env.now }));
-  if (!settled.length) return answered(state, ok('Nothing in flight to requeue.', { requeued: 0, failed: 0 }));
+export function requeueDelivery(state: State, rid: string, ids: string[], error: string, held: Held, env: Env): Outcome {
+  const { settled, fenced, channels } = settleBatch(state, rid, ids, held, (e) => stepEnvelope(e, { type: 'REQUEUE', now: env.now }));
+  recordFenced(state, rid, fenced, 'requeue', held, env.now);
+  if (!settled.length) return fenced.length ? fencedOut(state, fenced) : answered(state, ok('Nothing in flight to requeue.', { requeued: 0, failed: 0 }));
   const back = settled.filter((e) => e.delivery_status === 'pending');
   const dead = settled.filter((e) => e.delivery_status === 'failed');
   requeueFront(state, rid, back, false);
@@ -263,13 +295,30 @@ export function requeueDelivery(state: State, rid: string, ids: string[], error:
     history.length ? { history } : undefined);
 }
 
-/** Start-up sweep: in-flight mail of processes that are gone goes back to its queue (FIFO by
- *  timestamp) or to the dead letter. A live process's batch is left alone. */
+/** Releases the sessions owned by processes that are gone: ownerless, they go to the process
+ *  that hosts them next (its claim) or to the cross-server fallback. Returns how many. */
+function releaseOwners(state: State, alive: (by: string) => boolean): number {
+  let released = 0;
+  for (const ch of Object.values(raw(state.channels))) {
+    if (ch.lifecycle !== 'active') continue;
+    ch.members.forEach((m, i) => {
+      if (m.owner === null || alive(m.owner)) return;
+      state.channels[ch.name]!.members[i]!.owner = null;
+      released++;
+    });
+  }
+  return released;
+}
+
+/** The sweep (at start-up, and when a lease expires): in-flight mail of processes that are gone
+ *  goes back to its queue (FIFO by timestamp) or to the dead letter, and their sessions' ownership
+ *  is released, in this one mutation. A live process's batch and sessions are left alone. */
 export function sweepInFlight(state: State, alive: (by: string) => boolean, env: Env): Outcome {
   const orphans = Object.values(state.messages).filter(
     (e) => e.delivery_status === 'in_flight' && (e.in_flight_by === null || !alive(e.in_flight_by)),
   );
-  if (!orphans.length) return answered(state, ok('Nothing to sweep.', { requeued: 0, failed: 0 }));
+  const released = releaseOwners(state, alive);
+  if (!orphans.length) return released ? done(state, ok(`Released ${released} session(s) of ended processes.`, { requeued: 0, failed: 0, released })) : answered(state, ok('Nothing to sweep.', { requeued: 0, failed: 0, released: 0 }));
   const byRecipient = new Map<string, Envelope[]>();
   for (const e of orphans) {
     stepEnvelope(e, { type: 'SWEEP', now: env.now });
@@ -289,10 +338,10 @@ export function sweepInFlight(state: State, alive: (by: string) => boolean, env:
   recordError(state, {
     at: env.now,
     reason: 'in_flight_swept',
-    message: `Start-up sweep: ${requeued} in-flight envelope(s) of ended processes re-queued${failed ? `, ${failed} dead-lettered` : ''}.`,
+    message: `Sweep: ${requeued} in-flight envelope(s) of ended processes re-queued${failed ? `, ${failed} dead-lettered` : ''}.`,
   });
   const history = enforceRetention(state, env.now);
-  return done(state, ok(`Swept ${orphans.length} envelope(s).`, { requeued, failed }), wake.length ? [{ type: 'Wake', recipients: wake }] : [],
+  return done(state, ok(`Swept ${orphans.length} envelope(s).`, { requeued, failed, released }), wake.length ? [{ type: 'Wake', recipients: wake }] : [],
     history.length ? { history } : undefined);
 }
 

@@ -14,7 +14,7 @@ import { planSend, send, type SendArgs, type SendPlan } from './send.ts';
 import { nearCap } from './retention.ts';
 import { archiveRead, deleteSession, resume, save, type Actor } from './sessions.ts';
 import { timer, type TimerArgs } from './timer.ts';
-import type { Caller, Env, OperatorCaller, Outcome } from './types.ts';
+import type { Caller, Env, Held, OperatorCaller, Outcome } from './types.ts';
 
 type Ch = { channel: unknown };
 
@@ -44,8 +44,8 @@ export type Command =
   /** `archives`: every head, for mode=list; `archive`: the one named, read whole, for summary and messages. */
   | { op: 'archive'; actor: Actor; args: { channel?: unknown; mode?: unknown; limit?: unknown }; archives?: readonly ArchiveHead[]; archive?: Archive | null }
   | { op: 'drain'; rid: string; opts?: DrainOptions }
-  | { op: 'commit'; rid: string; message_ids: string[]; method: 'push' | 'spawn_push' }
-  | { op: 'requeue'; rid: string; message_ids: string[]; error: string }
+  | { op: 'commit'; rid: string; message_ids: string[]; method: 'push' | 'spawn_push'; held: Held }
+  | { op: 'requeue'; rid: string; message_ids: string[]; error: string; held: Held }
   | { op: 'sweep'; alive: (by: string) => boolean }
   | { op: 'mark_stale' | 'clear_stale' | 'claim' | 'session_end'; session: string }
   | { op: 'bind'; member: string; host: string; host_session_id: string }
@@ -77,8 +77,8 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'delete_session': return deleteSession(state, cmd.actor, cmd.args, cmd.archive, env);
     case 'archive': return archiveRead(state, cmd.actor, cmd.args, cmd.archives ?? [], cmd.archive ?? null);
     case 'drain': return drain(state, cmd.rid, env, cmd.opts);
-    case 'commit': return commitDelivery(state, cmd.rid, cmd.message_ids, cmd.method, env);
-    case 'requeue': return requeueDelivery(state, cmd.rid, cmd.message_ids, cmd.error, env);
+    case 'commit': return commitDelivery(state, cmd.rid, cmd.message_ids, cmd.method, cmd.held, env);
+    case 'requeue': return requeueDelivery(state, cmd.rid, cmd.message_ids, cmd.error, cmd.held, env);
     case 'sweep': return sweepInFlight(state, cmd.alive, env);
     case 'mark_stale': return setStale(state, cmd.session, true, env);
     case 'clear_stale': return setStale(state, cmd.session, false, env);
@@ -102,7 +102,7 @@ export function plan(state: Readonly<State>, cmd: Command, env: Env): Pick<SendP
   return nearCap(state, p.queued) ? null : p;
 }
 
-export type { Caller, Effect, Env, OperatorCaller, Outcome, Writes } from './types.ts';
+export type { Caller, Effect, Env, Held, OperatorCaller, Outcome, Writes } from './types.ts';
 export { nextDue, pendingRecipients } from './deliver.ts';
 export { compactContext, archiveSummary } from './sessions.ts';
 export type { Actor } from './sessions.ts';

@@ -24,7 +24,7 @@ export interface CreateArgs {
   budget_messages?: unknown;
 }
 
-export function newMember(caller: Caller, role: string, rolePrompt: string, now: number, by: string | null = null): Member {
+export function newMember(caller: Caller, role: string, rolePrompt: string, now: number, by: string | null = null, machine: string | null = null): Member {
   return {
     session_id: caller.session_id,
     role,
@@ -38,6 +38,7 @@ export function newMember(caller: Caller, role: string, rolePrompt: string, now:
     host_session_id: caller.host_session_id,
     // The linking process hosts a push session; pull members are never prompted.
     owner: caller.delivery_mode === 'push' ? by : null,
+    machine,
     stale_policy: stalePolicyFor(caller.delivery_mode),
     endpoint_capabilities: capabilitiesFor(caller.delivery_mode),
   };
@@ -108,7 +109,7 @@ export function create(state: State, caller: Caller, args: CreateArgs, env: Env)
     rate_limit: opts.rate_limit!,
     max_hops: opts.max_hops!,
     budgets,
-    members: [newMember(caller, role, prompt, env.now, env.by)],
+    members: [newMember(caller, role, prompt, env.now, env.by, env.machine ?? null)],
   });
   state.channels[name] = ch;
   return done(state, ok(`Created channel "${name}" as ${role}. Others join with opencomms_join channel=${name}.`, {
@@ -140,7 +141,11 @@ export function join(state: State, caller: Caller, args: JoinArgs, env: Env, com
   const empty = ch.members.length === 0;
   if (!empty && !isSentinelProject(ch.project_id) && !isSentinelProject(caller.project_id) && ch.project_id !== caller.project_id)
     return refused(state, refuse('project_mismatch', `Channel "${ch.name}" belongs to another project. Open the right project; never relink across projects.`));
-  if (!empty && ch.worktree !== caller.worktree)
+  // The worktree is a path on one machine: it binds a joiner on a machine the channel has members
+  // on (or members recorded before machines had ids); a checkout of the same project at another
+  // path on another machine joins.
+  const sameMachine = env.machine === undefined || ch.members.some((m) => m.machine === null || m.machine === env.machine);
+  if (!empty && ch.worktree !== caller.worktree && sameMachine)
     return refused(state, refuse('worktree_mismatch', `Channel "${ch.name}" belongs to worktree ${ch.worktree}. Open that worktree; never relink across worktrees.`));
   const mine = findMember(ch, caller.session_id);
   if (mine)
@@ -156,7 +161,7 @@ export function join(state: State, caller: Caller, args: JoinArgs, env: Env, com
     ch.worktree = caller.worktree;
     if (!isSentinelProject(caller.project_id)) ch.project_id = caller.project_id;
   }
-  ch.members.push(newMember(caller, role, prompt, env.now, env.by));
+  ch.members.push(newMember(caller, role, prompt, env.now, env.by, env.machine ?? null));
   const warnings =
     caller.delivery_mode === 'spawn_push' && !caller.host_session_id ? ['spawn_push_unbound'] : undefined;
   const data = {

@@ -194,8 +194,9 @@ export function claim(state: State, session: string, env: Env): Outcome {
   let changed = false;
   for (const ch of Object.values(state.channels))
     for (const m of ch.members)
-      if ((m.session_id === session || m.host_session_id === session) && m.owner !== env.by) {
+      if ((m.session_id === session || m.host_session_id === session) && (m.owner !== env.by || (env.machine !== undefined && m.machine !== env.machine))) {
         m.owner = env.by;
+        if (env.machine !== undefined) m.machine = env.machine;
         changed = true;
       }
   return done(state, ok(changed ? 'Claimed.' : 'Already owned.', { changed }), [], undefined, changed);

@@ -29,8 +29,17 @@ export interface Env {
   by: string;
   /** Mints ids (`ocm_`, `chn_`, `cor_`); the shell passes a random source, tests a counter. */
   mint: (prefix: 'ocm' | 'chn' | 'cor') => string;
+  /** The machine the operation runs on (src/runtime/machine.ts); absent: one machine only. */
+  machine?: string;
   /** Host labels whose sessions the shell can resume (spawn_push); none when absent. */
   spawnHosts?: readonly string[];
+}
+
+/** What a commit or requeue proves it holds: the process tag the batch was drained under and, per
+ *  message id in order, the attempt it was handed over at (the Prompt effect's `attempts`). */
+export interface Held {
+  by: string;
+  attempts: readonly number[];
 }
 
 /** Data, run by the shell after the state is saved and the lock released. */
@@ -38,6 +47,8 @@ export type Effect =
   /** Hand a drained batch to the recipient's host; answer with commitDelivery / requeueDelivery. */
   | {
       type: 'Prompt'; recipient: string; channel_ids: string[]; message_ids: string[]; text: string; mode: string;
+      /** Per message id, the attempt of this hand-over: the token its commit or requeue names. */
+      attempts: number[];
       /** Some envelope was handed over before (a crash or a failed prompt): check the host first. */
       redelivery: boolean;
     }

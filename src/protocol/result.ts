@@ -12,6 +12,7 @@ export const REASONS = [
   'identity_not_member', 'pull_not_allowed', 'state_busy', 'state_incompatible', 'state_unreadable',
   'internal_error', 'admin_required', 'pins_exist', 'invalid_member_id', 'pin_conflict', 'host_not_installable',
   'config_malformed', 'store_unwritable', 'state_too_large', 'project_not_found', 'project_not_directory', 'usage_error',
+  'hold_lost',
 ] as const;
 export type Reason = (typeof REASONS)[number];
 

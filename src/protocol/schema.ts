@@ -89,6 +89,9 @@ export const MemberSchema = z
     /** Additive: `"<pid>@<host>"` of the process that hosts this push session (owner-side rule);
      *  null or a dead process = ownerless. */
     owner: z.string().nullable().default(null),
+    /** Additive: the machine id of the machine that hosts this session (src/runtime/machine.ts);
+     *  null = recorded before machines had ids, taken as every machine's. */
+    machine: z.string().nullable().default(null),
     capabilities: CapabilitiesSchema.partial().nullable().optional(),
   })
   .transform((m) => ({

@@ -14,7 +14,6 @@ import type { DrainOptions } from '../engine/deliver.ts';
 import { CROSS_SERVER_FALLBACK_MS } from '../protocol/limits.ts';
 import type { ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
-import { processAlive } from './process.ts';
 
 /** What a host adapter implements so the runtime can hand batches to its sessions. */
 export interface DeliveryDriver {
@@ -69,6 +68,10 @@ export interface DeliveryHost {
    *  the policy. */
   step(cmd: Command): Promise<Pick<Outcome, 'result' | 'effects'> | null>;
   track(p: Promise<unknown>): void;
+  /** Whether a process is alive (PID on this machine, lease on another). */
+  alive(tag: string): boolean;
+  /** The machine this process runs on: only its sessions are looked up, resumed or prompted here. */
+  readonly machine: string;
 }
 
 export class Deliveries {
@@ -123,16 +126,22 @@ export class Deliveries {
       await this.rt.run({ op: 'claim', session: sid });
   }
 
+  /** Whether the member's session is on this machine (one recorded before machines had ids is). */
+  private here(m: { machine: string | null }): boolean {
+    return m.machine === null || m.machine === this.rt.machine;
+  }
+
   owns(state: Readonly<State>, rid: string): boolean {
     const d = this.driver;
     if (!d) return false;
     if (d.owns) return d.owns(rid, state);
     if (!this.hosted.has(rid)) return false;
-    return memberships(state, rid).every(({ m }) => m.owner === null || m.owner === this.rt.tag || !processAlive(m.owner));
+    return memberships(state, rid).every(({ m }) => m.owner === null || m.owner === this.rt.tag || !this.rt.alive(m.owner));
   }
 
   /**
-   * Start-up roster check (§6.4): every member of `hosts` on this worktree is looked up in the host.
+   * Start-up roster check (§6.4): every member of `hosts` on this worktree and this machine is
+   * looked up in the host (another machine's sessions are not this host's to judge).
    * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
    * ownerless (its process is gone) → this process hosts it until its own process claims it back.
    */
@@ -142,7 +151,7 @@ export class Deliveries {
     for (const ch of Object.values(state.channels)) {
       if (ch.lifecycle !== 'active' || ch.worktree !== o.worktree) continue;
       for (const m of ch.members) {
-        if (!o.hosts.has(m.host)) continue;
+        if (!o.hosts.has(m.host) || !this.here(m)) continue;
         const id = m.host_session_id ?? m.session_id;
         const r = await o.lookup(id);
         const entry = (message: string) => ({ op: 'record_error' as const, entry: { at: this.rt.now(), message, channel_id: ch.id, session_id: m.session_id } });
@@ -150,7 +159,7 @@ export class Deliveries {
           await this.rt.run({ op: 'mark_stale', session: m.session_id });
           await this.rt.run(entry(`${o.label} session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.`));
         } else if (r !== 'alive') await this.rt.run(entry(`Could not look up ${o.label} session ${id}: ${r.error}`));
-        else if (!m.owner || !processAlive(m.owner)) await this.host(m.session_id);
+        else if (!m.owner || !this.rt.alive(m.owner)) await this.host(m.session_id);
       }
     }
   }
@@ -165,7 +174,7 @@ export class Deliveries {
     const state = known ?? (await this.rt.peek());
     if (this.owns(state, rid)) return this.deliver(rid, 'own');
     const rows = memberships(state, rid).map(({ m }) => m);
-    if (this.spawner?.enabled && rows.some((m) => spawnEligible(m, this.spawner!.hosts))) {
+    if (this.spawner?.enabled && rows.some((m) => spawnEligible(m, this.spawner!.hosts) && this.here(m))) {
       this.routes.set(rid, 'spawn');
       return this.deliver(rid, 'spawn');
     }
@@ -180,7 +189,7 @@ export class Deliveries {
       this.rt.track((async () => {
         const state = await this.rt.peek();
         if (!(state.queues[rid] ?? []).length) return;
-        if (memberships(state, rid).some(({ m }) => m.owner && processAlive(m.owner))) return;
+        if (memberships(state, rid).some(({ m }) => m.owner && this.rt.alive(m.owner))) return;
         if ((await this.driver!.hold?.(rid)) === 'busy') return;
         await this.deliver(rid, 'cross');
       })());
@@ -233,14 +242,15 @@ export class Deliveries {
     try {
       await via.deliver(fx.recipient, fx.text, fx.message_ids, fx.redelivery);
     } catch (e) {
-      const out = await this.rt.step({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e) });
+      const held = { by: this.rt.tag, attempts: fx.attempts };
+      const out = await this.rt.step({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e), held });
       if (out) this.run(out.effects);
       // §5.5: a failed cross-server hand-over gets ONE retry with the same allowance.
       if (route === 'cross') this.routes.set(fx.recipient, 'cross-retry');
       return;
     }
     if (via.confirmsLater) return;
-    const out = await this.rt.step({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: via.method });
+    const out = await this.rt.step({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: via.method, held: { by: this.rt.tag, attempts: fx.attempts } });
     if (out) this.run(out.effects);
   }
 

@@ -36,3 +36,19 @@ export const SPAWN_TIMEOUT_MS = 600_000;
 
 /** The CLI's output is ignored (never logged); past this much it is killed as runaway. */
 export const SPAWN_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
+/** How long a process of another machine counts as alive after its last lease renewal, on the
+ *  store's clock (OPENCOMMS_LEASE_MS overrides it, within LEASE_MIN_MS..LEASE_MAX_MS): a dead or cut
+ *  off machine's in-flight mail waits this long before it goes back to its queue, and a partition
+ *  shorter than this costs nothing. */
+export const LEASE_MS = 15_000;
+export const LEASE_MIN_MS = 1_000;
+export const LEASE_MAX_MS = 120_000;
+
+/** Renewals per lease: three, so two renewals may be lost (a slow query, a brief stall) before the
+ *  lease expires; at the default lease that is one query every 5 s, 12 a minute. */
+export const LEASE_RENEWALS_PER_LEASE = 3;
+
+/** A holder's lease is checked again this long after the moment it expires (the store's clock may
+ *  be a little ahead of this timer): the sweep then follows the expiry within it. */
+export const LEASE_EXPIRY_SLACK_MS = 250;

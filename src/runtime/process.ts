@@ -1,17 +1,37 @@
-// Process tags (`"<pid>@<hostname>"`): who holds an in-flight batch or owns a session, and whether
-// that process is still there.
+// Process tags (`"<pid>@<hostname>/<machine id>"`): who holds an in-flight batch or owns a
+// session, on which machine, and whether that process is still there. A tag written before
+// machines had ids (`"<pid>@<hostname>"`) is judged as then: by PID when the hostname is this
+// one's, else assumed alive.
 import { hostname } from 'node:os';
+import { isMachineId, MACHINE_ID } from './machine.ts';
 
-export const processTag = (pid: number = process.pid) => `${pid}@${hostname()}`;
+export const processTag = (pid: number = process.pid, machine: string = MACHINE_ID) => `${pid}@${hostname()}/${machine}`;
 
 export const PROCESS_TAG = processTag();
 
-/** A process is alive if it is on this host and signal 0 reaches it; another host's process
- *  cannot be checked, so it is assumed alive (its mail is never stolen). */
-export function processAlive(tag: string): boolean {
-  const at = tag.lastIndexOf('@');
-  const pid = Number(tag.slice(0, at));
-  if (tag.slice(at + 1) !== hostname()) return true;
+export interface ParsedTag {
+  pid: number;
+  hostname: string;
+  /** Null for a tag written before machines had ids. */
+  machine: string | null;
+}
+
+export function parseTag(tag: string): ParsedTag {
+  const at = tag.indexOf('@');
+  const rest = tag.slice(at + 1);
+  const slash = rest.lastIndexOf('/');
+  const machine = slash >= 0 && isMachineId(rest.slice(slash + 1)) ? rest.slice(slash + 1) : null;
+  return { pid: Number(tag.slice(0, at)), hostname: machine ? rest.slice(0, slash) : rest, machine };
+}
+
+/** Whether the tag's process runs on this machine (a tag without a machine id: by hostname). */
+export function onThisMachine(tag: string, machine: string = MACHINE_ID): boolean {
+  const t = parseTag(tag);
+  return t.machine === null ? t.hostname === hostname() : t.machine === machine;
+}
+
+/** A process of this machine is alive if signal 0 reaches it. */
+function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
@@ -20,3 +40,24 @@ export function processAlive(tag: string): boolean {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
+
+/** Which processes of other machines hold a lease now, on the store's clock (lease.ts). */
+export interface LeaseSnapshot {
+  /** Tags whose lease has not expired. */
+  live: ReadonlySet<string>;
+}
+
+/** Liveness as the engine takes it (synchronous): a process of this machine by its PID; one of
+ *  another machine by the lease snapshot, or, with no snapshot (the file store, which only one
+ *  machine uses), assumed alive so its mail is never stolen. */
+export function livenessFrom(leases: LeaseSnapshot | null, machine: string = MACHINE_ID): (tag: string) => boolean {
+  return (tag) => {
+    const t = parseTag(tag);
+    if (t.machine === null) return t.hostname === hostname() ? pidAlive(t.pid) : true;
+    if (t.machine === machine) return pidAlive(t.pid);
+    return leases ? leases.live.has(tag) : true;
+  };
+}
+
+/** Liveness without leases: PIDs of this machine; other machines assumed alive. */
+export const processAlive = livenessFrom(null);

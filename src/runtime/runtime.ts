@@ -14,11 +14,14 @@ import type { Archive } from '../protocol/archive.ts';
 import { DELIVERY_VIEW_LOGGED, FOLLOW_IDLE_MAX_MS, FOLLOW_IDLE_MS, FOLLOW_QUIET_MS, HISTORY_READ_MAX } from './limits.ts';
 import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
 import { unwritableStore } from './faults.ts';
-import { PROCESS_TAG, processAlive } from './process.ts';
+import { PROCESS_TAG, parseTag, processAlive } from './process.ts';
+import { LeaseKeeper } from './lease.ts';
+import { MACHINE_ID } from './machine.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
 export type { DeliveryDriver, SpawnDriver } from './delivery.ts';
 export { processAlive, processTag } from './process.ts';
+export { MACHINE_ID } from './machine.ts';
 
 export interface RuntimeOptions {
   /** Hands batches to the host sessions this process serves (push, wake). */
@@ -63,6 +66,8 @@ export class Runtime {
   private watcher: Watch | null = null;
   private idle: NodeJS.Timeout | null = null;
   private closed = false;
+  /** This process's lease, when the store is shared by machines (started by `start`). */
+  private lease: LeaseKeeper | null = null;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
   readonly tag: string;
@@ -83,26 +88,52 @@ export class Runtime {
       run: (cmd) => this.run(cmd),
       step: (cmd) => this.step(cmd),
       track: (p) => this.track(p),
+      alive: (tag) => this.alive()(tag),
+      machine: this.machine,
     };
     this.deliveries = new Deliveries(host, opts.driver, opts.spawn);
     opts.spawn?.attach({ read: () => this.store.read(), run: (cmd) => this.run(cmd), env: () => this.env() });
   }
 
   env(): Env {
-    return { now: this.now(), by: this.tag, mint, spawnHosts: this.opts.spawn?.hosts ?? this.opts.spawnHosts };
+    return { now: this.now(), by: this.tag, machine: this.machine, mint, spawnHosts: this.opts.spawn?.hosts ?? this.opts.spawnHosts };
   }
 
-  /** Start-up: sweep the in-flight mail of dead processes, then watch and deliver what is due. */
+  /** Whether a process is alive: by PID on this machine; on another, by the last lease snapshot
+   *  when this process keeps a lease, else assumed alive (a store one machine uses). */
+  alive(): (tag: string) => boolean {
+    return this.lease?.alive() ?? processAlive;
+  }
+
+  /** The machine of this runtime's tag (a Claude Code waiter's tag names the Claude Code process). */
+  get machine(): string {
+    return parseTag(this.tag).machine ?? MACHINE_ID;
+  }
+
+  /** Start-up: take a lease when the store is shared by machines, sweep the in-flight mail of dead
+   *  processes, then watch and deliver what is due. */
   async start(): Promise<void> {
+    if (this.store.leases) {
+      this.lease = new LeaseKeeper(this.store.leases, this.tag, this.machine, {
+        peek: () => this.store.peek(),
+        sweep: async (alive) => {
+          const r = await this.run({ op: 'sweep', alive });
+          if (!r.ok) this.log(`lease sweep failed: ${r.message}`);
+        },
+        log: this.log,
+      });
+      await this.lease.start();
+    }
     // The sweep must happen before this process delivers anything: a busy lock is waited out.
     for (let attempt = 1; ; attempt++) {
-      const r = await this.run({ op: 'sweep', alive: processAlive });
+      const r = await this.run({ op: 'sweep', alive: this.alive() });
       if (r.ok || (r.data as { reason?: string } | undefined)?.reason !== 'state_busy' || attempt >= START_SWEEP_ATTEMPTS) {
         if (!r.ok) this.log(`start-up sweep failed: ${r.message}`);
         break;
       }
     }
     if (this.opts.watch && this.opts.driver) this.watcher = await this.store.watch(() => this.scan(), this.log);
+    await this.lease?.check();
     await this.scan();
     this.followIn(FOLLOW_IDLE_MS);
   }
@@ -113,6 +144,7 @@ export class Runtime {
     this.deliveries.close();
     await this.watcher?.close();
     await this.settled();
+    await this.lease?.close();
     await this.store.close();
   }
 

@@ -33,7 +33,26 @@ export interface WatchChange {
   archives: boolean;
 }
 
+/** Leases of processes, as the store's clock judges them at one moment. */
+export interface LeaseView {
+  /** Tags whose lease has not expired. */
+  live: ReadonlySet<string>;
+  /** Per tag with a row: milliseconds until its lease expires (negative: expired that long ago). */
+  left: ReadonlyMap<string, number>;
+}
+
+/** A store several machines share keeps leases (a store one machine uses needs none: PIDs do). */
+export interface LeaseStore {
+  /** Renews `tag`'s lease for `ms` on the store's clock, and answers everyone's in the same query. */
+  renew(tag: string, machine: string, ms: number): Promise<LeaseView>;
+  snapshot(): Promise<LeaseView>;
+  /** Ends `tag`'s lease (a clean exit): others see it gone at once. */
+  release(tag: string): Promise<void>;
+}
+
 export interface Store {
+  /** Present when processes of other machines may share the store. */
+  readonly leases?: LeaseStore;
   /** Where the state lives, for logs and operator output. */
   readonly location: string;
   /** A private copy of the current state; fail-closed (refusals are thrown as RefusalError). */

@@ -226,9 +226,20 @@ describe('DLV-7 sweep', () => {
     const sim = pair();
     sendN(sim, 2);
     sim.commit(mustPrompt(sim.drain('sess_b')));
-    const s = sim.run({ op: 'sweep', alive: () => false });
+    const s = sim.run({ op: 'sweep', alive: (by) => by === 'p1@host' });
     expect(s.changed).toBe(false);
-    expect(dataOf(s)).toEqual({ requeued: 0, failed: 0 });
+    expect(dataOf(s)).toEqual({ requeued: 0, failed: 0, released: 0 });
+  });
+
+  it('releases the sessions of processes that are gone, in the same mutation, and only theirs', () => {
+    const sim = pair();
+    const ids = sendN(sim, 1);
+    sim.drain('sess_b');
+    sim.ch('team').members[0]!.owner = 'p7@elsewhere';
+    const s = sim.run({ op: 'sweep', alive: (by) => by === 'p7@elsewhere' });
+    expect(dataOf(s)).toEqual({ requeued: 1, failed: 0, released: 1 });
+    expect(sim.ch('team').members.map((m) => m.owner)).toEqual(['p7@elsewhere', null]);
+    expect(sim.msg(ids[0]!).delivery_status).toBe('pending');
   });
 
   it('leaves a live process’s in-flight mail alone', () => {
@@ -251,7 +262,7 @@ describe('DLV-7 sweep', () => {
     expect(sim.queue('sess_b')).toEqual(ids.slice(2));
     sim.by = 'p2@host';
     const s = sim.run({ op: 'sweep', alive: (by) => by === 'p2@host' });
-    expect(dataOf(s)).toEqual({ requeued: 2, failed: 0 });
+    expect(dataOf(s)).toEqual({ requeued: 2, failed: 0, released: 2 });
     expect(s.effects).toEqual([{ type: 'Wake', recipients: ['sess_b'] }]);
     expect(sim.queue('sess_b')).toEqual(ids);
     expect(sim.msg(ids[0]!)).toMatchObject({ delivery_status: 'pending', in_flight_by: null, attempts: 1 });
@@ -270,7 +281,7 @@ describe('DLV-7 sweep', () => {
     sim.by = '';
     sim.drain('sess_b');
     sim.state.messages[id!]!.in_flight_by = null;
-    expect(dataOf(sim.run({ op: 'sweep', alive: () => true }))).toEqual({ requeued: 1, failed: 0 });
+    expect(dataOf(sim.run({ op: 'sweep', alive: () => true }))).toEqual({ requeued: 1, failed: 0, released: 0 });
   });
 });
 
@@ -320,7 +331,7 @@ describe('DLV-9 dead letter', () => {
     }
     sim.drain('sess_b');
     expect(sim.msg(id!).attempts).toBe(5);
-    expect(dataOf(sim.run({ op: 'sweep', alive: () => false }))).toEqual({ requeued: 0, failed: 1 });
+    expect(dataOf(sim.run({ op: 'sweep', alive: () => false }))).toMatchObject({ requeued: 0, failed: 1 });
     expect(sim.msg(id!).delivery_status).toBe('failed');
     expect(sim.queue('sess_b')).toEqual([]);
   });
@@ -508,12 +519,12 @@ describe('pull (§5.6; engine half of MCP-4)', () => {
   it('a hook read (push) takes nothing while a batch of the recipient is in flight; the pull tool still reads', () => {
     const sim = pair();
     const ids = sendN(sim, 3);
-    mustPrompt(sim.drain('sess_b', { max: 1 }));
+    const batch = mustPrompt(sim.drain('sess_b', { max: 1 }));
     const held = sim.ok({ op: 'pull', sid: 'sess_b', args: {}, method: 'push' });
     expect(dataOf(held)).toMatchObject({ message_ids: [], remaining: 2 });
     expect(sim.queue('sess_b')).toEqual(ids.slice(1));
     // Committed: the next hook read hands the rest over, oldest first.
-    sim.ok({ op: 'commit', rid: 'sess_b', message_ids: [ids[0]!], method: 'push' });
+    sim.commit(batch);
     expect(dataOf(sim.ok({ op: 'pull', sid: 'sess_b', args: {}, method: 'push' })).message_ids).toEqual(ids.slice(1));
     // The explicit tool is the member's own request: it is not held.
     const more = sendN(sim, 2, 'sess_a', 'n');

@@ -3,7 +3,7 @@
 // scenario uses.
 import { expect } from 'vitest';
 import { envelopeMachine } from '../../machines/index.ts';
-import { apply, compactContext, type Caller, type Command, type Effect, type Env, type Outcome } from '../../src/engine/index.ts';
+import { apply, compactContext, type Caller, type Command, type Effect, type Env, type Held, type Outcome } from '../../src/engine/index.ts';
 import type { Actor } from '../../src/engine/index.ts';
 import type { DrainOptions } from '../../src/engine/deliver.ts';
 import { ArchiveSchema, type Archive } from '../../src/protocol/archive.ts';
@@ -40,6 +40,8 @@ export class Sim {
   state: State = emptyState();
   now = T0;
   by = 'p1@host';
+  /** The machine the simulated process runs on (Env.machine); unset: one machine only. */
+  machine: string | undefined = undefined;
   counter = 0;
   /** Host labels the shell can resume (spawn_push eligibility, §8.4). */
   spawnHosts: string[] = [];
@@ -53,6 +55,7 @@ export class Sim {
     return {
       now: this.now,
       by: this.by,
+      ...(this.machine === undefined ? {} : { machine: this.machine }),
       mint: (prefix) => `${prefix}_${hex32(++this.counter)}`,
       spawnHosts: this.spawnHosts,
     };
@@ -161,12 +164,14 @@ export class Sim {
     return this.run({ op: 'drain', rid, ...(opts ? { opts } : {}) });
   }
 
-  commit(p: Prompt, method: 'push' | 'spawn_push' = 'push') {
-    return this.run({ op: 'commit', rid: p.recipient, message_ids: p.message_ids, method });
+  /** Commits a batch under the hold it was handed over with (this simulator's tag, the prompt's
+   *  attempts) unless `held` names another. */
+  commit(p: Prompt, method: 'push' | 'spawn_push' = 'push', held: Held = { by: this.by, attempts: p.attempts }) {
+    return this.run({ op: 'commit', rid: p.recipient, message_ids: p.message_ids, method, held });
   }
 
-  requeue(p: Prompt, error = 'host refused the prompt') {
-    return this.run({ op: 'requeue', rid: p.recipient, message_ids: p.message_ids, error });
+  requeue(p: Prompt, error = 'host refused the prompt', held: Held = { by: this.by, attempts: p.attempts }) {
+    return this.run({ op: 'requeue', rid: p.recipient, message_ids: p.message_ids, error, held });
   }
 
   // ---- lookups -----------------------------------------------------------------------------

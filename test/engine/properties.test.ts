@@ -1,5 +1,6 @@
 // Property tests (fast-check): random interleavings of send / drain / commit / requeue / sweep /
-// tick / pull (plus pause and stale marks) across 2–4 members in push, spawn_push and pull modes,
+// tick / pull (plus pause and stale marks, and late commits of crashed processes that come back)
+// across 2–4 members in push, spawn_push and pull modes,
 // one or two channels, with and without a message budget. After every step the engine's
 // invariants must hold (DESIGN.md "Tests follow the architecture", FEATURES.md §5).
 import fc from 'fast-check';
@@ -23,6 +24,7 @@ const opArb = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('commit' as const), p: fc.nat() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('requeue' as const), p: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('sweep' as const), crash: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('late' as const), p: fc.nat(), commit: fc.boolean() }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.constantFrom(1, 400, 1000, 2000, 5000, 60_001, 300_001) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('pull' as const), rid: fc.nat(), scoped: fc.option(fc.nat(), { nil: null }), limit: fc.option(fc.integer({ min: 1, max: 5 }), { nil: null }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('pause' as const), ch: fc.nat(), by: fc.nat(), on: fc.boolean() }) },
@@ -42,6 +44,11 @@ class World {
   procs: string[] = ['p1@host'];
   nextProc = 2;
   prompts: { prompt: Prompt; by: string }[] = [];
+  /** Prompts of processes a sweep declared dead: one that comes back (a partition healed) answers
+   *  them late, and must be fenced. */
+  late: { prompt: Prompt; by: string }[] = [];
+  /** Late commits and requeues answered, and the ids they were refused for. */
+  fenced = 0;
   /** Send order of every envelope ever accepted. */
   order = new Map<string, number>();
   logged = new Map<string, Envelope>();
@@ -108,17 +115,37 @@ class World {
       case 'requeue': {
         if (!this.prompts.length) return 'skip';
         const i = op.p % this.prompts.length;
-        const { prompt } = this.prompts.splice(i, 1)[0]!;
+        const { prompt, by } = this.prompts.splice(i, 1)[0]!;
+        const held = { by, attempts: prompt.attempts };
         if (op.kind === 'commit') {
-          o = sim.commit(prompt, prompt.mode === 'spawn_push' ? 'spawn_push' : 'push');
+          o = sim.commit(prompt, prompt.mode === 'spawn_push' ? 'spawn_push' : 'push', held);
           deliveredInOrder = prompt.message_ids;
-        } else o = sim.requeue(prompt);
+        } else o = sim.requeue(prompt, undefined, held);
         break;
+      }
+      case 'late': {
+        if (!this.late.length) return 'skip';
+        const { prompt, by } = this.late.splice(op.p % this.late.length, 1)[0]!;
+        const held = { by, attempts: prompt.attempts };
+        const statuses = JSON.stringify(Object.values(sim.state.messages).map((e) => [e.message_id, e.delivery_status, e.attempts, e.in_flight_by]));
+        const o2 = op.commit ? sim.commit(prompt, 'push', held) : sim.requeue(prompt, undefined, held);
+        // Fencing: the late answer settles nothing; it is refused (hold_lost) and recorded
+        // whenever one of its envelopes is still there to be fenced.
+        const after = JSON.stringify(Object.values(sim.state.messages).map((e) => [e.message_id, e.delivery_status, e.attempts, e.in_flight_by]));
+        if (after !== statuses) throw new Error(`a late ${op.commit ? 'commit' : 'requeue'} of ${by} changed envelopes`);
+        const fenced = (o2.result.data as { fenced?: string[] } | undefined)?.fenced ?? [];
+        if (fenced.length) {
+          this.fenced++;
+          if (sim.state.errors.at(-1)?.reason !== 'hold_lost') throw new Error('a fenced answer was not recorded');
+        }
+        if (!o2.result.ok && (o2.result.data as { reason?: string }).reason !== 'hold_lost') throw new Error(`late answer refused with ${JSON.stringify(o2.result)}`);
+        return 'late';
       }
       case 'sweep': {
         // A crashed process is gone for good: its prompts never answer; a new process replaces it.
         const crashed = new Set(this.procs.filter((_, i) => (op.crash >> i) & 1));
         o = sim.run({ op: 'sweep', alive: (by) => this.procs.includes(by) && !crashed.has(by) });
+        this.late.push(...this.prompts.filter((p) => crashed.has(p.by)));
         this.prompts = this.prompts.filter((p) => !crashed.has(p.by));
         this.procs = this.procs.filter((p) => !crashed.has(p));
         for (let i = 0; i < crashed.size || this.procs.length === 0; i++) this.procs.push(`p${this.nextProc++}@host`);
@@ -274,6 +301,7 @@ describe('engine invariants under random interleavings', () => {
     const kinds = new Map<string, number>();
     let steps = 0;
     let delivered = 0;
+    let fenced = 0;
     fc.assert(
       fc.property(setupArb, fc.array(opArb, { minLength: 10, maxLength: 60, size: 'max' }), (setup, ops) => {
         const w = new World(setup);
@@ -284,13 +312,16 @@ describe('engine invariants under random interleavings', () => {
           w.check();
         }
         steps += ops.length;
+        fenced += w.fenced;
         delivered += w.all().filter((e) => e.delivery_status === 'delivered').length;
       }),
       { numRuns: 300 },
     );
     // The generator reaches every operation.
-    for (const k of ['send', 'drain', 'commit', 'requeue', 'sweep', 'tick', 'pull', 'pause', 'stale', 'kick', 'rejoin'])
+    for (const k of ['send', 'drain', 'commit', 'requeue', 'sweep', 'late', 'tick', 'pull', 'pause', 'stale', 'kick', 'rejoin'])
       expect(kinds.get(k) ?? 0, k).toBeGreaterThan(0);
+    // Late answers of swept batches were met, and fenced.
+    expect(fenced).toBeGreaterThan(0);
     // ...and enough of the runs get mail all the way through.
     expect(delivered).toBeGreaterThan(steps / 50);
   });

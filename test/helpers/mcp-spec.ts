@@ -73,6 +73,7 @@ export const NOT_THROUGH_MCP = {
   pin_conflict: 'CLI/console only: install-member (FEATURES.md §3.4, §8.3)',
   host_not_installable: 'CLI/console only: install (FEATURES.md §3.4, §9)',
   config_malformed: 'CLI/console only: install (FEATURES.md §3.4, §6.7, §8.1)',
+  hold_lost: 'a delivery commit or requeue of the runtime (not a tool): the answer to a process that lost its hold on a batch',
 } as const satisfies Partial<Record<Reason, string>>;
 
 export type McpReason = Exclude<Reason, keyof typeof NOT_THROUGH_MCP>;

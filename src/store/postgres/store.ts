@@ -19,6 +19,7 @@ import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl } from './connect.ts';
 import { PG_BACKSTOP_MS, PG_SNAPSHOT_EVERY } from './limits.ts';
 import { Listener } from './listen.ts';
+import { PgLeases } from './leases.ts';
 import { PG_LAYOUT, ident, layoutSql, loadSql, schemaOf } from './schema.ts';
 
 export interface PgStoreOptions {
@@ -64,6 +65,8 @@ export class PgStore implements Store {
   /** When this process last asked the server what is new (the backstop counts from it). */
   private lastAsked = 0;
   private closed = false;
+  /** Liveness of processes on other machines (leases.ts). */
+  readonly leases: PgLeases;
 
   constructor(private readonly options: PgStoreOptions) {
     this.schema = schemaOf(options.key);
@@ -71,6 +74,7 @@ export class PgStore implements Store {
     this.config = clientConfig(options.url, options.env);
     this.location = `${describeUrl(options.url)}#${options.key}`;
     this.listener = new Listener(this.config, this.schema);
+    this.leases = new PgLeases((q) => this.query(q), this.schema);
   }
 
   // ---- the connection --------------------------------------------------------------------------

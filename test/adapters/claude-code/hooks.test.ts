@@ -257,7 +257,8 @@ describe('order as the model reads it', () => {
     expect(hook(ev('Stop', 'c1', { stop_hook_active: false })).out).toEqual({});
     for (const id of ids.slice(1)) expect((await status(rt, id))!.delivery_status).toBe('pending');
     // Once the batch is committed, the next boundary hands the rest over, oldest first.
-    await rt.run({ op: 'commit', rid: 'sess_a', message_ids: [ids[0]!], method: 'spawn_push' });
+    const first = (await rt.peek()).messages[ids[0]!]!;
+    await rt.run({ op: 'commit', rid: 'sess_a', message_ids: [ids[0]!], method: 'spawn_push', held: { by: first.in_flight_by!, attempts: [first.attempts] } });
     expect(frameIds(hook(ev('Stop', 'c1', { stop_hook_active: false })).out.hookSpecificOutput.additionalContext)).toEqual(ids.slice(1));
     await rt.close();
   });

@@ -77,7 +77,8 @@ describe("the woken turn's hand-over (UserPromptSubmit)", () => {
     try {
       const id = await send(rt, 'requeued');
       await drainAs(WAITER);
-      expect((await rt.run({ op: 'requeue', rid: CODER, message_ids: [id], error: 'not shown in time' })).ok).toBe(true);
+      const env = (await rt.peek()).messages[id]!;
+      expect((await rt.run({ op: 'requeue', rid: CODER, message_ids: [id], error: 'not shown in time', held: { by: env.in_flight_by!, attempts: [env.attempts] } })).ok).toBe(true);
       expect(await handWokenBatch(rt, wakePrompt(WAITER), CODER)).toBe('');
       expect((await rt.read()).messages[id]).toMatchObject({ delivery_status: 'pending' });
     } finally {

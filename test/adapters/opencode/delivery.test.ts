@@ -6,10 +6,10 @@
 //   - kick and resume did not arm the 5 s fallback (only a send did).
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, type TestContext } from 'vitest';
-import { openRuntime } from '../../../src/runtime/runtime.ts';
+import { openRuntime, processTag } from '../../../src/runtime/runtime.ts';
 import { fakeClient, idle, loadPlugin, tool, type Prompted } from '../../helpers/opencode-fake.ts';
 
 /** A project of its own per test (the cases run concurrently: each waits out real 5 s delays). */
@@ -21,7 +21,7 @@ async function project(ctx: TestContext): Promise<string> {
 
 /** A push member whose OpenCode server is gone (its owner names a process that does not exist). */
 async function ownerlessMember(dir: string, sid: string, role: string) {
-  const rt = openRuntime(dir, { tag: `2147483646@${hostname()}`, log: () => {} });
+  const rt = openRuntime(dir, { tag: processTag(2147483646), log: () => {} });
   const r = await rt.run({ op: 'join', caller: { session_id: sid, host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: 'local-project', worktree: dir }, args: { channel: 'team', role, role_prompt: `${role}.` } });
   expect(r.ok, r.message).toBe(true);
   await rt.close();
@@ -47,14 +47,14 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     const A = await loadPlugin(dir, a.client);
     // A's start-up finds ses_b alive in the shared database and nobody serving it: A adopts it.
     expect(await waitFor(() => false, 500)).toBe(false);
-    expect(await ownerOfB()).toBe(`${process.pid}@${hostname()}`);
+    expect(await ownerOfB()).toBe(processTag(process.pid));
     // Server B (another process) serves ses_b again, claims it, and its turn there is running.
     const b = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'helpers', 'plugin-worker.ts'), dir, 'ses_b'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines: string[] = [];
     b.stdout.setEncoding('utf8').on('data', (d: string) => lines.push(...d.split('\n').filter(Boolean)));
     try {
       expect(await waitFor(() => lines.includes('ready'), 20_000)).toBe(true);
-      expect(await ownerOfB()).toBe(`${b.pid}@${hostname()}`);
+      expect(await ownerOfB()).toBe(processTag(b.pid!));
       b.stdin.write('busy ses_b\n');
       expect(await waitFor(() => lines.includes('did busy ses_b'), 5000)).toBe(true);
       const sent = await tool(A, 'opencomms_send', { channel: 'team', content: 'for B, via its own server' }, 'ses_a');

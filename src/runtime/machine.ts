@@ -1,0 +1,59 @@
+// The machine: which computer a process runs on, as a stable id of its own (a UUID kept in the
+// user's config directory), not its hostname (containers share hostnames, and a host label is
+// another idea). Two processes with the same machine id can check each other's PID; a process on
+// another machine is alive only while its lease in the store holds (lease.ts).
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir, hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+
+/** Overrides the machine id (tests, and a machine whose config directory is not kept). */
+export const MACHINE_ID_ENV = 'OPENCOMMS_MACHINE_ID';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Whether a string is a machine id as this module mints them. */
+export const isMachineId = (s: string) => UUID_RE.test(s);
+
+/** Where the id is kept: `$XDG_CONFIG_HOME/opencomms/machine-id`, else `~/.config/opencomms/machine-id`. */
+export function machineIdFile(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
+  return join(base, 'opencomms', 'machine-id');
+}
+
+/** This machine's id: the override, else the kept one, else a new one kept for next time (two
+ *  processes minting at once agree: the first file written wins, `wx` refuses the second). A
+ *  config directory that cannot be written gives an id derived from the hostname, stable for
+ *  every process of the machine, so PID liveness still applies among them. */
+export function loadMachineId(env: NodeJS.ProcessEnv = process.env): string {
+  const forced = env[MACHINE_ID_ENV]?.trim().toLowerCase();
+  if (forced && isMachineId(forced)) return forced;
+  const file = machineIdFile(env);
+  const kept = readKept(file);
+  if (kept) return kept;
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    writeFileSync(file, `${randomUUID()}\n`, { flag: 'wx', mode: 0o600 });
+  } catch {
+    // written by another process meanwhile, or not writable: read again, else derive
+  }
+  return readKept(file) ?? hostDerived();
+}
+
+function readKept(file: string): string | null {
+  try {
+    const s = readFileSync(file, 'utf8').trim().toLowerCase();
+    return isMachineId(s) ? s : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A UUID-shaped id from the hostname (the fallback above): the same on every call. */
+function hostDerived(): string {
+  const hex = Buffer.from(hostname().padEnd(16, '.')).toString('hex').padEnd(32, '0').slice(0, 32);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** This process's machine, read once. */
+export const MACHINE_ID = loadMachineId();

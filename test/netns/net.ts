@@ -1,0 +1,133 @@
+// Machines of the proof: Linux network namespaces, each reaching the root namespace only through its
+// veth pair (10.231.<n>.1/30 outside, .2 inside: addresses of these test hosts only, routed nowhere
+// else), and a forwarder in the root namespace from the pair's outer address to the machine's
+// PostgreSQL on loopback. A partition is the outer end of the pair down.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createInterface } from 'node:readline';
+
+export const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+const quiet = (...args: string[]) => {
+  try {
+    ip(...args);
+  } catch {
+    // absent already
+  }
+};
+
+export const FORWARD_PORT = 15_432;
+/** The port of the forwarder inside each namespace (the agent's loopback URL). */
+export const INNER_PORT = 5_432;
+
+export class Machine {
+  readonly ns: string;
+  readonly outer: string;
+  readonly inner: string;
+  readonly gateway: string;
+  readonly id = randomUUID();
+  private forwarder: Server | null = null;
+  private sockets = new Set<Socket>();
+
+  constructor(readonly n: number) {
+    this.ns = `ocm${n}`;
+    this.outer = `ocm${n}h`;
+    this.inner = `ocm${n}n`;
+    this.gateway = `10.231.${n}.1`;
+  }
+
+  /** Whatever a previous run left behind under these names. */
+  static clean(n: number) {
+    const m = new Machine(n);
+    m.killAll();
+    quiet('netns', 'del', m.ns);
+    quiet('link', 'del', m.outer);
+  }
+
+  async up() {
+    Machine.clean(this.n);
+    ip('netns', 'add', this.ns);
+    ip('link', 'add', this.outer, 'type', 'veth', 'peer', 'name', this.inner);
+    ip('link', 'set', this.inner, 'netns', this.ns);
+    ip('addr', 'add', `${this.gateway}/30`, 'dev', this.outer);
+    ip('link', 'set', this.outer, 'up');
+    ip('-n', this.ns, 'addr', 'add', `10.231.${this.n}.2/30`, 'dev', this.inner);
+    ip('-n', this.ns, 'link', 'set', this.inner, 'up');
+    ip('-n', this.ns, 'link', 'set', 'lo', 'up');
+    this.forwarder = createServer((a) => {
+      const b = connect(INNER_PORT, '127.0.0.1');
+      this.sockets.add(a).add(b);
+      a.pipe(b).pipe(a);
+      const end = () => (a.destroy(), b.destroy(), this.sockets.delete(a), this.sockets.delete(b));
+      a.on('error', end).on('close', end);
+      b.on('error', end).on('close', end);
+    });
+    await new Promise<void>((r) => this.forwarder!.listen(FORWARD_PORT, this.gateway, r));
+  }
+
+  partition(on: boolean) {
+    ip('link', 'set', this.outer, on ? 'down' : 'up');
+  }
+
+  killAll() {
+    let pids: string[] = [];
+    try {
+      pids = ip('netns', 'pids', this.ns).split('\n').filter(Boolean);
+    } catch {
+      return;
+    }
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }
+
+  /** The machine dies whole: every process SIGKILLed, its namespace and link deleted. */
+  async down() {
+    this.killAll();
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    await new Promise<void>((r) => (this.forwarder ? this.forwarder.close(() => r()) : r()));
+    this.forwarder = null;
+    quiet('netns', 'del', this.ns);
+    quiet('link', 'del', this.outer);
+  }
+
+  agent(a: { key: string; sid: string; role: string; worktree: string; received: string; leaseMs: number }): Agent {
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', this.ns, process.execPath, '--import', 'tsx', 'test/netns/agent.ts', this.gateway, String(FORWARD_PORT), String(INNER_PORT), a.key, a.sid, a.role, a.worktree, a.received],
+      { env: { ...process.env, OPENCOMMS_MACHINE_ID: this.id, OPENCOMMS_LEASE_MS: String(a.leaseMs) }, stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    return new Agent(child);
+  }
+}
+
+/** The test's side of an agent process: numbered commands, their answers, and what it was shown. */
+export class Agent {
+  private next = 1;
+  private waiting = new Map<number, (v: unknown) => void>();
+  readonly logs: string[] = [];
+  /** When each envelope id was shown to this agent's host (this process's monotonic clock, ms). */
+  readonly shownAt = new Map<string, number>();
+
+  constructor(readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const m = JSON.parse(line) as { id?: number; answer?: unknown; error?: string; log?: string; shown?: string[] };
+      if (m.log) this.logs.push(m.log);
+      for (const id of m.shown ?? []) if (!this.shownAt.has(id)) this.shownAt.set(id, performance.now());
+      if (m.id !== undefined) this.waiting.get(m.id)?.(m.error ? { error: m.error } : m.answer);
+    });
+  }
+
+  call<T = Record<string, unknown>>(op: string, args: Record<string, unknown> = {}): Promise<T> {
+    const id = this.next++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve as (v: unknown) => void);
+      this.child.stdin!.write(`${JSON.stringify({ id, op, ...args })}\n`);
+    });
+  }
+}
