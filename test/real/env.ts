@@ -414,8 +414,10 @@ const toml = (v: unknown): string => {
 
 /**
  * Codex: `$CODEX_HOME/config.toml` with the fake Responses provider (`wire_api = "responses"`;
- * "chat" is rejected by 0.171), MCP servers approved without prompts, plugins off (else Codex runs
- * `git ls-remote` against GitHub at start). Run `codex exec --skip-git-repo-check --json <prompt>`
+ * "chat" is rejected by 0.171), MCP servers approved without prompts and required (Codex leaves an
+ * optional server that has not listed its tools within 1 s out of the turn, and `codex exec` has one
+ * turn; a required one is waited for, and one that cannot start fails the run), plugins off (else
+ * Codex runs `git ls-remote` against GitHub at start). Run `codex exec --skip-git-repo-check --json <prompt>`
  * with stdin closed.
  */
 export function configureCodex(sb: Sandbox, fake: FakeServer, mcpServers: Record<string, McpServerSpec> = {}): Record<string, string> {
@@ -443,7 +445,7 @@ export function configureCodex(sb: Sandbox, fake: FakeServer, mcpServers: Record
   ];
   for (const [name, s] of Object.entries(mcpServers)) {
     lines.push('', `[mcp_servers.${name}]`, `command = ${toml(s.command)}`, `args = ${toml(s.args)}`,
-      'default_tools_approval_mode = "approve"', `env = ${toml(s.env ?? {})}`);
+      'default_tools_approval_mode = "approve"', 'required = true', `env = ${toml(s.env ?? {})}`);
   }
   writeFileSync(join(codexHome, 'config.toml'), lines.join('\n') + '\n');
   return { ...sb.env, CODEX_HOME: codexHome, FAKE_API_KEY: 'sk-fake' };
