@@ -342,7 +342,10 @@ export const toyServer = (log?: string): McpServerSpec => ({
  * Claude Code: env pointing at the fake Anthropic server, `$CLAUDE_CONFIG_DIR/settings.json`, and
  * `<proj>/.mcp.json` when MCP servers are given (tools are named `mcp__<server>__<tool>`).
  * `ENABLE_TOOL_SEARCH=false` makes the MCP tools appear in the request's `tools` (else they are
- * deferred behind a ToolSearch tool). MCP tools need `--allowedTools` in `-p` mode:
+ * deferred behind a ToolSearch tool). `MCP_CONNECTION_NONBLOCKING=false` makes Claude Code connect
+ * its MCP servers before the init message and the first request (by default it reports a server
+ * still starting as "pending" and sends the first request without its tools). MCP tools need
+ * `--allowedTools` in `-p` mode:
  * `claudeArgs` passes every tool of the given servers as `mcp__<server>`.
  */
 export function configureClaude(sb: Sandbox, fake: FakeServer, mcpServers: Record<string, McpServerSpec> = {}): Record<string, string> {
@@ -367,6 +370,7 @@ export function configureClaude(sb: Sandbox, fake: FakeServer, mcpServers: Recor
     DISABLE_BUG_COMMAND: '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     ENABLE_TOOL_SEARCH: 'false',
+    MCP_CONNECTION_NONBLOCKING: 'false',
   };
 }
 
