@@ -46,7 +46,14 @@ export function pinnedOf(entry: unknown): string | null {
   return typeof v === 'string' && v !== MEMBER_ID_PLACEHOLDER ? v : null;
 }
 
-const serverEntry = (pin: string | null) => ({ command: 'node', args: serverArgs(HOST), cwd: PROJECT_ARG, env_vars: [MEMBER_ID_VAR], env: codexMemberEnv(pin) });
+/** `required`: Codex builds a turn's tool list without an optional server that has not answered
+ *  `tools/list` within `mcp_optional_startup_grace_ms` (1 s by default), and `codex exec` has one
+ *  turn, so a server slower than that to start is silently absent for the whole run. A required
+ *  server is waited for up to its `startup_timeout_sec` (10 s by default), and a server that cannot
+ *  start at all stops Codex with an error instead of leaving a session without its channels. */
+const serverEntry = (pin: string | null) => ({
+  command: 'node', args: serverArgs(HOST), cwd: PROJECT_ARG, required: true, env_vars: [MEMBER_ID_VAR], env: codexMemberEnv(pin),
+});
 /** Key order aside, the same value (TOML tables have no order a reader relies on). */
 const canonical = (v: unknown): unknown =>
   isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])])) : Array.isArray(v) ? v.map(canonical) : v;

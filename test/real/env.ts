@@ -342,7 +342,10 @@ export const toyServer = (log?: string): McpServerSpec => ({
  * Claude Code: env pointing at the fake Anthropic server, `$CLAUDE_CONFIG_DIR/settings.json`, and
  * `<proj>/.mcp.json` when MCP servers are given (tools are named `mcp__<server>__<tool>`).
  * `ENABLE_TOOL_SEARCH=false` makes the MCP tools appear in the request's `tools` (else they are
- * deferred behind a ToolSearch tool). MCP tools need `--allowedTools` in `-p` mode:
+ * deferred behind a ToolSearch tool). `MCP_CONNECTION_NONBLOCKING=false` makes Claude Code connect
+ * its MCP servers before the init message and the first request (by default it reports a server
+ * still starting as "pending" and sends the first request without its tools). MCP tools need
+ * `--allowedTools` in `-p` mode:
  * `claudeArgs` passes every tool of the given servers as `mcp__<server>`.
  */
 export function configureClaude(sb: Sandbox, fake: FakeServer, mcpServers: Record<string, McpServerSpec> = {}): Record<string, string> {
@@ -367,6 +370,7 @@ export function configureClaude(sb: Sandbox, fake: FakeServer, mcpServers: Recor
     DISABLE_BUG_COMMAND: '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     ENABLE_TOOL_SEARCH: 'false',
+    MCP_CONNECTION_NONBLOCKING: 'false',
   };
 }
 
@@ -414,8 +418,10 @@ const toml = (v: unknown): string => {
 
 /**
  * Codex: `$CODEX_HOME/config.toml` with the fake Responses provider (`wire_api = "responses"`;
- * "chat" is rejected by 0.171), MCP servers approved without prompts, plugins off (else Codex runs
- * `git ls-remote` against GitHub at start). Run `codex exec --skip-git-repo-check --json <prompt>`
+ * "chat" is rejected by 0.171), MCP servers approved without prompts and required (Codex leaves an
+ * optional server that has not listed its tools within 1 s out of the turn, and `codex exec` has one
+ * turn; a required one is waited for, and one that cannot start fails the run), plugins off (else
+ * Codex runs `git ls-remote` against GitHub at start). Run `codex exec --skip-git-repo-check --json <prompt>`
  * with stdin closed.
  */
 export function configureCodex(sb: Sandbox, fake: FakeServer, mcpServers: Record<string, McpServerSpec> = {}): Record<string, string> {
@@ -443,7 +449,7 @@ export function configureCodex(sb: Sandbox, fake: FakeServer, mcpServers: Record
   ];
   for (const [name, s] of Object.entries(mcpServers)) {
     lines.push('', `[mcp_servers.${name}]`, `command = ${toml(s.command)}`, `args = ${toml(s.args)}`,
-      'default_tools_approval_mode = "approve"', `env = ${toml(s.env ?? {})}`);
+      'default_tools_approval_mode = "approve"', 'required = true', `env = ${toml(s.env ?? {})}`);
   }
   writeFileSync(join(codexHome, 'config.toml'), lines.join('\n') + '\n');
   return { ...sb.env, CODEX_HOME: codexHome, FAKE_API_KEY: 'sk-fake' };

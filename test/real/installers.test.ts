@@ -1,8 +1,8 @@
 // The installers against real clients' config files (FEATURES.md §8.1, §9): a project whose
 // `.mcp.json`, `.claude/settings.json` and `.codex/config.toml` already configure the user's own MCP
 // server and hook. After `opencomms install claude-code` and `install codex` the real Claude Code
-// and Codex still load the user's server next to ours; a second install changes no byte; the
-// uninstalls give back the original files byte for byte.
+// and Codex still load the user's server next to ours, and Codex's first turn has our tools; a
+// second install changes no byte; the uninstalls give back the original files byte for byte.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -19,7 +19,7 @@ describe('installers on the real clients\' own config files', () => {
   it('keep the user\'s server and hook working in Claude Code and Codex; idempotent; uninstall restores every byte', async () => {
     const sb = sandbox('oc-installers');
     const claudeFake = defer(await startFakeAnthropic(['SAY hi']), (f) => f.close());
-    const codexFake = defer(await startFakeResponses(['SAY hi']), (f) => f.close());
+    const codexFake = defer(await startFakeResponses(['SAY hi', 'SAY hi']), (f) => f.close());
     const claudeEnv = configureClaude(sb, claudeFake);
     trustClaudeProject(sb, claudeEnv, ['toy', 'opencomms']);
     const codexEnv = configureCodex(sb, codexFake);
@@ -50,12 +50,16 @@ describe('installers on the real clients\' own config files', () => {
     const servers = jsonLines(c.stdout).find((l) => l.type === 'system' && l.subtype === 'init')?.mcp_servers ?? [];
     expect(servers.map((s: any) => [s.name, s.status]).sort()).toEqual([['opencomms', 'connected'], ['toy', 'connected']]);
     expect(readFileSync(hookLog, 'utf8')).toBe('ran\n');
-    // Codex: both project servers are offered to the model.
+    // Codex, with its defaults: our server is required, so the first (and, in `codex exec`, only)
+    // turn waits for its tools however long the server takes to start.
     const x = await run(bin('codex'), codexArgs('hello'), { cwd: sb.proj, env: codexEnv, timeoutMs: 60_000, forward: [codexFake.port] });
     expect(x.code, describeRun(x)).toBe(0);
-    const tools = codexFake.turns()[0]!.tools;
-    expect(tools).toContain('mcp__toy__echo');
-    expect(tools).toContain('mcp__opencomms__opencomms_send');
+    expect(codexFake.turns()[0]!.tools).toContain('mcp__opencomms__opencomms_send');
+    // The user's server is optional (Codex leaves it out of a turn while it is still starting after
+    // `mcp_optional_startup_grace_ms`); with that grace off, Codex waits for it and offers both.
+    const y = await run(bin('codex'), codexArgs('hello', ['-c', 'mcp_optional_startup_grace_ms=0']), { cwd: sb.proj, env: codexEnv, timeoutMs: 60_000, forward: [codexFake.port] });
+    expect(y.code, describeRun(y)).toBe(0);
+    expect(codexFake.turns()[1]!.tools).toEqual(expect.arrayContaining(['mcp__toy__echo', 'mcp__opencomms__opencomms_send']));
 
     await opencomms(sb, 'uninstall', 'claude-code');
     await opencomms(sb, 'uninstall', 'codex');

@@ -30,7 +30,7 @@ describe('install codex', () => {
     expect(r.result.message).toMatch(/trusted project/);
     const text = await p.read('.codex/config.toml');
     expect((parse(text) as any).mcp_servers.opencomms).toEqual({
-      command: 'node', args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'codex'], cwd: '.', env_vars: ['OPENCOMMS_MEMBER_ID'],
+      command: 'node', args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'codex'], cwd: '.', required: true, env_vars: ['OPENCOMMS_MEMBER_ID'],
       env: { OPENCOMMS_PINNED_MEMBER_ID: '<set by: opencomms install-member>', OPENCOMMS_MEMBER_ROLE: '<role label>' },
     });
     expect(p.dir).toContain(' ');
@@ -48,6 +48,16 @@ describe('install codex', () => {
     expect(written).not.toContain('Lovelace');
     expect(shellQuote(proj, 'win32')).toBe('"C:\\Users\\Ada Lovelace\\my ""proj"""');
     expect(codexHookGroups('win32').Stop.hooks[0]!.command).toBe('node .opencomms/claude-code-hooks.mjs auto . --host codex');
+  });
+
+  it('the server is required, so Codex waits for it instead of starting the first turn without its tools; a reinstall adds it to an older entry of ours', async () => {
+    const older = `[mcp_servers.opencomms]\ncommand = "node"\nargs = [ ".opencomms/opencomms-mcp.mjs", ".", "--host", "codex" ]\ncwd = "."\nenv_vars = [ "OPENCOMMS_MEMBER_ID" ]\n\n[mcp_servers.opencomms.env]\nOPENCOMMS_PINNED_MEMBER_ID = "sess_kept"\n`;
+    await p.write('.codex/config.toml', older);
+    const r = await install('codex', p.dir, quiet);
+    expect(r.code, r.result.message).toBe(0);
+    const server = (parse(await p.read('.codex/config.toml')) as any).mcp_servers.opencomms;
+    expect(server.required).toBe(true);
+    expect(server.env.OPENCOMMS_PINNED_MEMBER_ID).toBe('sess_kept');
   });
 
   it('an existing [mcp_servers.opencomms] is left as the user set it', async () => {
