@@ -197,7 +197,7 @@ export const SCENARIOS: Scenario[] = [
     },
     check: async (dir, out) => {
       const folder = resolvePaths(dir).archives;
-      const archives = existsSync(folder) ? readdirSync(folder).filter((n) => n.endsWith('.json')) : [];
+      const archives = existsSync(folder) ? readdirSync(folder).filter((n) => n.endsWith('.json') && !n.startsWith('.')) : []; // .index.json is the heads index
       const fresh = proc(dir);
       try {
         if (out.ok && archives.length !== 1) return `save answered ok, ${archives.length} archives`;
