@@ -113,7 +113,7 @@ export async function engineBench() {
     const s = stats(await timedSends(rt, N, 'empty'));
     const paths = resolvePaths(dir);
     const stateBytes = readFileSync(paths.state, 'utf8');
-    const journal = statSync(join(paths.journal, JSON.parse(stateBytes).journal_id + '.jsonl'), { throwIfNoEntry: false });
+    const journal = statSync(join(paths.journal, `${JSON.parse(stateBytes).journal_id}.jsonl`), { throwIfNoEntry: false });
     const lineBytes = 'x'.repeat(journal ? Math.round(journal.size / Math.max(1, N)) : 1500);
     const atomic = await floorOf(N, () => writeAtomic(join(dir, 'floor.json'), stateBytes, { tmpPrefix: '.floor', durable: true }));
     const append = await floorOf(N, () => appendFileSync(join(dir, 'floor.jsonl'), `${lineBytes}\n`));

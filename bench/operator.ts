@@ -138,7 +138,11 @@ async function watchBench() {
     const p = start([BIN, 'watch', '--json', '--project', dir]);
     try {
       await new Promise<void>((resolve) => {
-        const t = setInterval(() => p.stderr().includes('Ctrl-C stops') && (clearInterval(t), resolve()), 10);
+        const t = setInterval(() => {
+          if (!p.stderr().includes('Ctrl-C stops')) return;
+          clearInterval(t);
+          resolve();
+        }, 10);
       });
       let lastAt = 0;
       let seen = 0;

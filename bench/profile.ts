@@ -35,7 +35,9 @@ function summarise(profile: { nodes: ProfileNode[]; samples: number[]; timeDelta
     const seen = new Set<string>();
     for (let x: number | undefined = id; x !== undefined; x = parent.get(x)) {
       const l = label(byId.get(x)!);
-      if (!seen.has(l)) inclusive.set(l, (inclusive.get(l) ?? 0) + us), seen.add(l);
+      if (seen.has(l)) continue;
+      inclusive.set(l, (inclusive.get(l) ?? 0) + us);
+      seen.add(l);
     }
   });
   const table = (m: Map<string, number>) =>
@@ -79,5 +81,5 @@ const [file] = await readdir(out);
 const { self, inclusive } = summarise(JSON.parse(await readFile(join(out, file!), 'utf8')));
 const calls = mode === 'send' ? `${SENDS} sends + ${SENDS / DRAIN_EVERY} drains` : `${PULL_ROUNDS} pulls of 100 (+ ${PULL_ROUNDS * 100} sends by the other server)`;
 console.log(`profile of the ${mode === 'send' ? 'sending' : 'pulling'} server: ${calls}; ${join(out, file!)}`);
-console.log('--- self\n' + self.join('\n'));
-console.log('--- inclusive\n' + inclusive.join('\n'));
+console.log(`--- self\n${self.join('\n')}`);
+console.log(`--- inclusive\n${inclusive.join('\n')}`);

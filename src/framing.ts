@@ -34,8 +34,9 @@ const CONFUSABLE: Record<string, string> = {
 const OPENERS = new Set(['<', '‹', '«', '⟨', '〈', '〈', '˂', 'ᐸ', '❮', '❬', '⧼', '《']);
 const CLOSERS = new Set(['>', '›', '»', '⟩', '〉', '〉', '˃', 'ᐳ', '❯', '❭', '⧽', '》']);
 /** Invisible or spacing characters an attacker can sprinkle inside a marker; `_` and `-` are
- *  optional too, so `UNTRUSTED PEER MESSAGE` and `UNTRUSTED-PEER-MESSAGE` count. */
-const IGNORABLE = /^[\s_\-\p{Cf}\p{Mn}\u034f\u115f\u1160\u3164\uffa0]$/u;
+ *  optional too, so `UNTRUSTED PEER MESSAGE` and `UNTRUSTED-PEER-MESSAGE` count. `\p{Mn}` holds the
+ *  combining grapheme joiner U+034F. */
+const IGNORABLE = /^[\s_\-\p{Cf}\p{Mn}\u115f\u1160\u3164\uffa0]$/u;
 const WORDS = /(?:END)?UNTRUSTEDPEERMESSAGE/g;
 /** Only text holding a bracket (or a character NFKC may turn into one) can hold a marker. */
 const MAY_HOLD_MARKER = /[<>\u00ab\u00bb\u02c2\u02c3\u1438\u1433\u2039\u203a\u2329\u232a\u276c-\u276f\u27e8\u27e9\u29fc\u29fd\u3008-\u300b\ufe64\ufe65\uff1c\uff1e]/;

@@ -91,4 +91,4 @@ export const removeBundles = (project: string, names: readonly BundleName[], fil
   names.filter((n) => isOurBundle(n, files.get(bundlePath(project, n)) ?? null)).map((n) => ({ path: bundlePath(project, n), content: null }));
 
 /** Is this file's text one of our bundles (any version)? */
-const isOurBundle = (name: BundleName, text: string | null) => text !== null && text.startsWith(`${BUNDLES[name].mark} `);
+const isOurBundle = (name: BundleName, text: string | null) => text?.startsWith(`${BUNDLES[name].mark} `);

@@ -67,7 +67,7 @@ export class LineLimitedStdioTransport implements Transport {
     if (this.closed) return Promise.reject(new Error('Transport closed'));
     let text: string;
     try {
-      text = JSON.stringify(message) + '\n';
+      text = `${JSON.stringify(message)}\n`;
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
@@ -120,7 +120,7 @@ export class LineLimitedStdioTransport implements Transport {
   };
 
   private writeError(frame: ProtocolErrorFrame): void {
-    this.writeLine(JSON.stringify(frame) + '\n').catch((err: unknown) => {
+    this.writeLine(`${JSON.stringify(frame)}\n`).catch((err: unknown) => {
       this.onerror?.(err instanceof Error ? err : new Error(String(err)));
     });
   }

@@ -70,22 +70,25 @@ export function toToolCall(p: Parsed): { tool: string; args: Record<string, unkn
 export const usageFor = (sub: string) =>
   `Usage: /OpenComms ${sub === 'join' ? 'Join' : 'Create'} Channel=<name> As=<role> [role instructions]`;
 
+/** A result's data as the tool sent it; each field is shown as it is, so none needs its type here. */
+type Fields = Record<string, unknown>;
+
 /** `OpenComms: <message>` plus a compact rendering of the data for reads. */
 export function render(sub: string, r: ToolResult): string {
   const lines = [`OpenComms: ${r.message}`];
-  const d = (r.data ?? {}) as Record<string, any>;
+  const d = (r.data ?? {}) as Fields;
   if (!r.ok) {
     if (d.reason) lines.push(`reason: ${d.reason}`);
     return lines.join('\n');
   }
   if (sub === 'status')
-    for (const c of d.channels ?? []) {
+    for (const c of (d.channels ?? []) as Fields[]) {
       lines.push(`${c.name}${c.paused ? ' [PAUSED]' : ''}: ${c.pending_messages} pending, ${c.total_messages} live`);
-      for (const m of c.members ?? [])
+      for (const m of (c.members ?? []) as Fields[])
         lines.push(`  ${m.role} (${m.session_id}, ${m.host}, ${m.delivery_mode})${m.stale ? ' [STALE]' : ''} pending ${m.pending}, ${m.deliverability}`);
     }
   if (sub === 'inbox' || sub === 'history')
-    for (const m of d.messages ?? []) lines.push(`- ${m.message_id} ${m.sender_role} ${m.message_type} hop ${m.hop_count} ${m.delivery_status}:\n${m.content}`);
+    for (const m of (d.messages ?? []) as Fields[]) lines.push(`- ${m.message_id} ${m.sender_role} ${m.message_type} hop ${m.hop_count} ${m.delivery_status}:\n${m.content}`);
   if (sub === 'timer')
     lines.push(`active: ${d.active_member_id ?? 'none'}; total ${d.total_ms} ms; limit ${d.limit_ms ?? 'none'}${d.limit_reached ? ' (reached)' : ''}`,
       ...Object.entries(d.elapsed_ms_by_role ?? {}).map(([role, ms]) => `  ${role}: ${ms} ms`));

@@ -241,7 +241,7 @@ export function analyse(ev: Evidence): Report {
     add(streams, streamOf(e), { id, order: sendOrder(o) });
   }
   const position = new Map<string, number>(); // id → index in its stream, by send order
-  for (const s of streams.values()) s.sort((x, y) => x.order - y.order).forEach((m, i) => position.set(m.id, i));
+  for (const s of streams.values()) for (const [i, m] of s.sort((x, y) => x.order - y.order).entries()) position.set(m.id, i);
   const firstSeen = new Set<string>();
   const cursor = new Map<string, number>(); // stream → first index not yet handed over
   let fifo_violations = 0;

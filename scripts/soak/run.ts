@@ -101,7 +101,7 @@ class Managed {
       for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         this.lines.push(buf.slice(0, nl));
         buf = buf.slice(nl + 1);
-        this.waiters.splice(0).forEach((w) => w());
+        for (const w of this.waiters.splice(0)) w();
       }
     });
     child.stderr!.pipe(this.log, { end: false });

@@ -18,7 +18,7 @@ import type { Effect, Env, Held, Outcome } from './types.ts';
 /** A live channel and the recipient's row on it, or why the envelope can never be delivered. */
 function placement(state: State, e: Envelope): { ch: Channel; member: Member } | null {
   const ch = channelById(state, e.channel_id);
-  if (!ch || ch.lifecycle !== 'active') return null;
+  if (ch?.lifecycle !== 'active') return null;
   // The member is only read (its stale window): looked up in the plain channel.
   const member = findMember(raw(ch), e.recipient_session_id);
   return member ? { ch, member } : null;
@@ -67,7 +67,7 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
   const keep: string[] = [];
   for (const id of q) {
     const e = messages[id];
-    if (!e || e.delivery_status !== 'pending' || e.recipient_session_id !== rid) {
+    if (e?.delivery_status !== 'pending' || e.recipient_session_id !== rid) {
       changed = true;
       continue;
     }
@@ -484,7 +484,7 @@ export function nextDue(state: State, recipients: string[], env: Pick<Env, 'now'
   for (const rid of recipients) {
     for (const id of state.queues[rid] ?? []) {
       const e = state.messages[id];
-      if (!e || e.delivery_status !== 'pending') continue;
+      if (e?.delivery_status !== 'pending') continue;
       const at = placement(state, e);
       if (!at) return now;
       let hold = held.get(at.ch.id);

@@ -110,7 +110,7 @@ export function kick(state: State, caller: string | { operator: true }, args: Ki
   if (operator) {
     const name = typeof args.channel === 'string' ? args.channel.trim().toLowerCase() : '';
     const found = state.channels[name];
-    if (!found || found.lifecycle !== 'active')
+    if (found?.lifecycle !== 'active')
       return refused(state, refuse('channel_not_found', `No active channel "${name}".`));
     ch = found;
   } else {

@@ -17,7 +17,7 @@ export const isMachineId = (s: string) => UUID_RE.test(s);
 
 /** Where the id is kept: `$XDG_CONFIG_HOME/opencomms/machine-id`, else `~/.config/opencomms/machine-id`. */
 export function machineIdFile(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
+  const base = env.XDG_CONFIG_HOME?.startsWith('/') ? env.XDG_CONFIG_HOME : join(env.HOME || homedir(), '.config');
   return join(base, 'opencomms', 'machine-id');
 }
 

@@ -107,7 +107,7 @@ export class Spawner implements SpawnDriver {
   private async command(host: string, rid: string): Promise<{ file: string; prepend: string[] } | null> {
     const c = this.o.contracts[host]!;
     const raw = (this.o.env ?? process.env)[c.binEnv];
-    const parsed = raw && raw.trim() ? parseTemplate(raw) : { file: c.bin, prepend: [] };
+    const parsed = raw?.trim() ? parseTemplate(raw) : { file: c.bin, prepend: [] };
     if ('error' in parsed) {
       await this.reportOnce(`template:${c.binEnv}`, rid, `${c.binEnv} ${parsed.error}; spawn delivery to ${rid} is off until it is fixed.`);
       return null;

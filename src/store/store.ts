@@ -407,7 +407,11 @@ export class FileStore implements Store {
     const seal = last ? sealOf(last) : null;
     if (!seal) return 'unsealed';
     if (!sameKey(seal.key, key)) return 'load';
-    const fail = () => (this.drop(), 'load' as const); // the entries replayed: the cache is ahead of its offset
+    // the entries replayed: the cache is ahead of its offset
+    const fail = () => {
+      this.drop();
+      return 'load' as const;
+    };
     for (const entry of r.entries) if (this.replay(c.state, entry)) return fail();
     let pin: Pinned;
     try {

@@ -32,7 +32,7 @@ export function toMermaid(machine: AnyStateMachine): string {
       for (const t of list)
         for (const target of (t.target as AnyStateNode[] | undefined) ?? [k])
           out.push(`  ${nodeId(k)} --> ${nodeId(target)}: ${edgeLabel(t)}`);
-  return out.join('\n') + '\n';
+  return `${out.join('\n')}\n`;
 }
 
 /** Everything `npm run viz` writes, by file name under visualizations/. */
@@ -40,7 +40,7 @@ export function renderAll(machines: Record<string, AnyStateMachine>): Record<str
   const files: Record<string, string> = {};
   for (const [name, m] of Object.entries(machines)) {
     files[`${name}.mmd`] = toMermaid(m);
-    files[`${name}.json`] = JSON.stringify(m.toJSON(), null, 2) + '\n';
+    files[`${name}.json`] = `${JSON.stringify(m.toJSON(), null, 2)}\n`;
     files[`${name}.svg`] = toSvg(JSON.parse(files[`${name}.json`]!) as MachineJson);
   }
   return files;

@@ -97,7 +97,7 @@ export function toSvg(m: MachineJson, opts: { standalone?: boolean } = {}): stri
   const pos = new Map<string, { x: number; y: number }>();
   cols.forEach((col, ci) => {
     const colH = col.length * BOX_H + (col.length - 1) * ROW_GAP;
-    col.forEach((n, ri) => pos.set(n, { x: MARGIN + ci * (BOX_W + COL_GAP), y: MARGIN_TOP + (body - colH) / 2 + ri * (BOX_H + ROW_GAP) }));
+    for (const [ri, n] of col.entries()) pos.set(n, { x: MARGIN + ci * (BOX_W + COL_GAP), y: MARGIN_TOP + (body - colH) / 2 + ri * (BOX_H + ROW_GAP) });
   });
   const width = MARGIN * 2 + cols.length * BOX_W + (cols.length - 1) * COL_GAP;
   const pairs = new Set(edges.map((e) => `${e.from}>${e.to}`));

@@ -43,7 +43,10 @@ describe('lazy archives', () => {
     expect(got.data).toMatchObject({ kind: 'archived', name: 'old-3', summary: 'Session 3.' });
 
     // A save parses only the archive it adds (to index it); the listing after it none.
-    expect(await parses(async () => (await must('session', 'create', 'new'), await must('session', 'save', 'new')))).toBe(1);
+    expect(await parses(async () => {
+          await must('session', 'create', 'new');
+          return must('session', 'save', 'new');
+        })).toBe(1);
     expect(await parses(() => must('session', 'list'))).toBe(0);
 
     // A file changed by hand is read again, and an invalid one is reported (doctor) and skipped.

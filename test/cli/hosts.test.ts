@@ -81,8 +81,14 @@ describe('hosts that are not installed here', () => {
     const out: string[] = [];
     const write = process.stdout.write.bind(process.stdout);
     const writeErr = process.stderr.write.bind(process.stderr);
-    process.stdout.write = ((s: string) => (out.push(s), true)) as typeof process.stdout.write;
-    process.stderr.write = ((s: string) => (out.push(s), true)) as typeof process.stderr.write;
+    process.stdout.write = ((s: string) => {
+      out.push(s);
+      return true;
+    }) as typeof process.stdout.write;
+    process.stderr.write = ((s: string) => {
+      out.push(s);
+      return true;
+    }) as typeof process.stderr.write;
     try {
       expect(await main(['install', 'chatgpt', '--project', p.dir])).toBe(1);
       expect(await main(['install-member', '--project', p.dir, '--name', 'sess_named', '--json'])).toBe(0);

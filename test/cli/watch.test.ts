@@ -38,7 +38,11 @@ const watch = async (...extra: string[]) => {
   const p = start([BIN, 'watch', '--project', dir, ...extra]);
   procs.push(p);
   await new Promise<void>((resolve) => {
-    const t = setInterval(() => p.stderr().includes('Ctrl-C stops') && (clearInterval(t), resolve()), 10);
+    const t = setInterval(() => {
+      if (!p.stderr().includes('Ctrl-C stops')) return;
+      clearInterval(t);
+      resolve();
+    }, 10);
   });
   return p;
 };

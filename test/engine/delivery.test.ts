@@ -247,7 +247,11 @@ describe('DLV-7 sweep', () => {
     const ids = sendN(sim, 2);
     sim.drain('sess_b');
     const seen: string[] = [];
-    const s = sim.run({ op: 'sweep', alive: (by) => (seen.push(by), by === 'p1@host') });
+    const s = sim.run({ op: 'sweep', alive: (by) => {
+        seen.push(by);
+        return by === 'p1@host';
+      },
+    });
     expect(seen).toContain('p1@host');
     expect(s.changed).toBe(false);
     expect(ids.map((id) => sim.msg(id).delivery_status)).toEqual(['in_flight', 'in_flight']);
@@ -444,7 +448,7 @@ describe('DLV-11 dead entries', () => {
     sim.requeue(p);
     expect(sim.msg(id!).delivery_status).toBe('pending');
     sim.advance(2000);
-    sim.state.queues.sess_b!.push('ocm_' + 'e'.repeat(32));
+    sim.state.queues.sess_b!.push(`ocm_${'e'.repeat(32)}`);
     const d = sim.drain('sess_b');
     expect(promptOf(d)).toBeUndefined();
     expect(d.changed).toBe(true);

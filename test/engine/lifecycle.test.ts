@@ -38,7 +38,7 @@ describe('LCY-2 save', () => {
     sim.advance(10);
     const last = 'z'.repeat(500);
     sim.send('sess_b', 'team', last, { to: 'sess_c' });
-    const logged = [{ ...structuredClone(sim.msg(inFlight[0]!)), message_id: 'ocm_' + 'b'.repeat(32), timestamp: sim.now - 1_000_000, delivery_status: 'delivered' as const }];
+    const logged = [{ ...structuredClone(sim.msg(inFlight[0]!)), message_id: `ocm_${'b'.repeat(32)}`, timestamp: sim.now - 1_000_000, delivery_status: 'delivered' as const }];
     sim.advance(10);
     const team = sim.ch('team');
     const id = team.id;
@@ -223,7 +223,7 @@ describe('LCY-5 resume ladder', () => {
     const a = onlyArchive(sim);
     sim.ok({ op: 'resume_session', actor: memberActor('sess_a'), args: { channel: long }, archive: a });
     const o = sim.ok({ op: 'resume_session', actor: memberActor('sess_a'), args: { channel: long }, archive: a });
-    expect(dataOf(o).name).toBe('l'.repeat(61) + '-r2');
+    expect(dataOf(o).name).toBe(`${'l'.repeat(61)}-r2`);
   });
 });
 
@@ -284,8 +284,8 @@ describe('LCY-7 session_description', () => {
       expect(dataOf(o).session_description).toBeUndefined();
     }
     expect(sim.ch('team').description).toBeNull();
-    const first = sim.send('sess_a', 'team', 'real', { session_description: '  Port   the\nparser ' + 'p'.repeat(200) });
-    const want = ('Port the parser ' + 'p'.repeat(200)).slice(0, 140);
+    const first = sim.send('sess_a', 'team', 'real', { session_description: `  Port   the\nparser ${'p'.repeat(200)}` });
+    const want = (`Port the parser ${'p'.repeat(200)}`).slice(0, 140);
     expect(dataOf(first).session_description).toBe(want);
     expect(sim.ch('team').description).toBe(want);
     const second = sim.send('sess_b', 'team', 'later', { session_description: 'Something else' });

@@ -186,7 +186,7 @@ describe('LNK-8 role before channel', () => {
     sim.refuse(joinCmd('sess_b', { role: '9', channel: 'Bad Name!' }), 'invalid_role');
     // A 32-char role is fine.
     sim.create('sess_a', 'team', 'Lead');
-    sim.ok(joinCmd('sess_b', { role: 'R' + 'x'.repeat(31) }));
+    sim.ok(joinCmd('sess_b', { role: `R${'x'.repeat(31)}` }));
   });
 });
 

@@ -207,7 +207,7 @@ class World {
     // Delivery order per pair, in the order the batch was handed over.
     for (const id of deliveredInOrder) {
       const e = sim.state.messages[id] ?? this.logged.get(id);
-      if (!e || e.delivery_status !== 'delivered' || statusBefore.get(id) === 'delivered') continue;
+      if (e?.delivery_status !== 'delivered' || statusBefore.get(id) === 'delivered') continue;
       const seq = this.deliveredSeq.get(this.pairKey(e)) ?? [];
       seq.push(this.order.get(id)!);
       this.deliveredSeq.set(this.pairKey(e), seq);

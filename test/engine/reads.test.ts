@@ -111,7 +111,7 @@ describe('RD-2 history and inbox', () => {
     expect(dataOf<{ messages: unknown[] }>(read(sim, { op: 'history', sid: 'sess_a', args: { channel: 'team', limit: 2 } })).messages).toHaveLength(2);
 
     // Envelopes already in the channel's log are merged in, newest first, without duplicates.
-    const logged = [{ ...structuredClone(sim.msg(ids[0]!)), message_id: 'ocm_' + 'a'.repeat(32), timestamp: sim.msg(ids[0]!).timestamp - 100, content: 'old' }];
+    const logged = [{ ...structuredClone(sim.msg(ids[0]!)), message_id: `ocm_${'a'.repeat(32)}`, timestamp: sim.msg(ids[0]!).timestamp - 100, content: 'old' }];
     const merged = dataOf<{ messages: Msg[] }>(
       read(sim, { op: 'history', sid: 'sess_a', args: { channel: 'team' }, logged: [...logged, structuredClone(sim.msg(ids[1]!))] }),
     );

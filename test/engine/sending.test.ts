@@ -267,7 +267,7 @@ describe('SND-5 reply chains', () => {
     expect(dataOf(reply).correlation_id).toBe(sim.msg(first).correlation_id);
     expect(sim.msg(idsOf(reply)[0]!).root_message_id).toBe(first);
     // A parent handed in for another id is ignored: new chain.
-    const wrong = sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x', reply_to: 'ocm_' + '9'.repeat(32) }, parent: logged });
+    const wrong = sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x', reply_to: `ocm_${'9'.repeat(32)}` }, parent: logged });
     expect(dataOf(wrong).hop_count).toBe(0);
   });
 
@@ -276,7 +276,7 @@ describe('SND-5 reply chains', () => {
     sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
     sim.channel('other', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
     const foreign = idsOf(sim.send('sess_a', 'other', 'x'))[0]!;
-    const u = sim.send('sess_a', 'team', 'y', { reply_to: 'ocm_' + 'f'.repeat(32) });
+    const u = sim.send('sess_a', 'team', 'y', { reply_to: `ocm_${'f'.repeat(32)}` });
     expect(dataOf(u).hop_count).toBe(0);
     expect(sim.msg(idsOf(u)[0]!).root_message_id).toBeNull();
     const f = sim.send('sess_b', 'team', 'z', { reply_to: foreign });

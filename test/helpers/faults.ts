@@ -319,7 +319,12 @@ export async function runCut(bench: Bench, template: string, at: number): Promis
 export function sample<T>(items: T[], n: number, seed: number): T[] {
   if (n >= items.length) return items;
   let x = seed >>> 0 || 1;
-  const rand = () => ((x = (x ^ (x << 13)) >>> 0), (x = (x ^ (x >>> 17)) >>> 0), (x = (x ^ (x << 5)) >>> 0), x / 2 ** 32);
+  const rand = () => {
+    x = (x ^ (x << 13)) >>> 0;
+    x = (x ^ (x >>> 17)) >>> 0;
+    x = (x ^ (x << 5)) >>> 0;
+    return x / 2 ** 32;
+  };
   const idx = new Set<number>();
   while (idx.size < n) idx.add(Math.floor(rand() * items.length));
   return [...idx].sort((p, q) => p - q).map((i) => items[i]!);

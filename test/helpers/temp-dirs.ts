@@ -7,7 +7,9 @@ import { afterAll } from 'vitest';
 /** A maker of fresh temp directories named `<prefix>…`; every one is removed after the file. */
 export function tempDirs(prefix: string): () => string {
   const made: string[] = [];
-  afterAll(() => made.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+  afterAll(() => {
+    for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
   return () => {
     const d = mkdtempSync(join(tmpdir(), prefix));
     made.push(d);

@@ -70,7 +70,7 @@ export function declaredTransitions(machine: AnyStateMachine): Map<AnyTransition
   const out = new Map<AnyTransitionDefinition, string>();
   const walk = (node: AnyStateMachine['root']) => {
     for (const [eventType, list] of node.transitions)
-      list.forEach((t, i) => out.set(t, `${node.id} --${eventType}#${i}${t.guard ? ` [${describeGuard(t)}]` : ''}-->`));
+      for (const [i, t] of list.entries()) out.set(t, `${node.id} --${eventType}#${i}${t.guard ? ` [${describeGuard(t)}]` : ''}-->`);
     for (const child of Object.values(node.states)) walk(child as AnyStateMachine['root']);
   };
   walk(machine.root);

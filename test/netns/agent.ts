@@ -15,7 +15,10 @@ const say = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringi
 const forward = createServer((inner) => {
   const outer = connect(Number(gatewayPort), gateway);
   inner.pipe(outer).pipe(inner);
-  const end = () => (inner.destroy(), outer.destroy());
+  const end = () => {
+    inner.destroy();
+    outer.destroy();
+  };
   inner.on('error', end);
   outer.on('error', end);
 });

@@ -58,7 +58,12 @@ export class Machine {
       const b = connect(INNER_PORT, '127.0.0.1');
       this.sockets.add(a).add(b);
       a.pipe(b).pipe(a);
-      const end = () => (a.destroy(), b.destroy(), this.sockets.delete(a), this.sockets.delete(b));
+      const end = () => {
+        a.destroy();
+        b.destroy();
+        this.sockets.delete(a);
+        this.sockets.delete(b);
+      };
       a.on('error', end).on('close', end);
       b.on('error', end).on('close', end);
     });

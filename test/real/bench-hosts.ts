@@ -32,7 +32,10 @@ function emit(figure: string, xs: number[]) {
 /** Runs `body` with a sandbox and a cleanup list, newest cleanup first. */
 async function withRig(name: string, body: (sb: ReturnType<typeof makeSandbox>, defer: Defer) => Promise<void>) {
   const cleanups: Array<() => unknown> = [];
-  const defer: Defer = (v, close) => (cleanups.push(() => close(v)), v);
+  const defer: Defer = (v, close) => {
+    cleanups.push(() => close(v));
+    return v;
+  };
   const sb = makeSandbox(name);
   try {
     await body(sb, defer);

@@ -118,7 +118,7 @@ async function submit(term: Terminal, text: string) {
 const composer = (screen: string) => screen.split('\n').filter((l) => l.startsWith('› ')).at(-1) ?? '';
 
 /** Terminal output without its control sequences (a word apart from the next by a cursor move). */
-const plainText = (s: string) => s.replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, ' ');
+const plainText = (s: string) => s.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, ' ');
 
 /** A client in a pseudo-terminal of the test's own, for timing: every output chunk is seen as it
  *  arrives (no screen polling between the key and its echo). */

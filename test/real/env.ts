@@ -451,7 +451,7 @@ export function configureCodex(sb: Sandbox, fake: FakeServer, mcpServers: Record
     lines.push('', `[mcp_servers.${name}]`, `command = ${toml(s.command)}`, `args = ${toml(s.args)}`,
       'default_tools_approval_mode = "approve"', 'required = true', `env = ${toml(s.env ?? {})}`);
   }
-  writeFileSync(join(codexHome, 'config.toml'), lines.join('\n') + '\n');
+  writeFileSync(join(codexHome, 'config.toml'), `${lines.join('\n')}\n`);
   return { ...sb.env, CODEX_HOME: codexHome, FAKE_API_KEY: 'sk-fake' };
 }
 

@@ -8,7 +8,10 @@ const servers: FakeServer[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
-const track = (s: FakeServer) => (servers.push(s), s);
+const track = (s: FakeServer) => {
+  servers.push(s);
+  return s;
+};
 
 async function post(url: string, body: unknown): Promise<{ status: number; text: string }> {
   const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });

@@ -48,7 +48,10 @@ it('a gated send reads the state only under its lock: no look before it, none to
   const rt = new Runtime(store, {
     log: () => {},
     // An active driver that owns nobody: every Wake effect is routed (and read for) in notify.
-    driver: { method: 'push', owns: (rid) => (notified.push(rid), false), deliver: async () => {} },
+    driver: { method: 'push', owns: (rid) => {
+        notified.push(rid);
+        return false;
+      }, deliver: async () => {} },
   });
   await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
   await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'read' } });
@@ -65,7 +68,10 @@ it('a refused caller of a call that reads history first is refused before that r
   const { store, rt } = await channelOfTwo();
   let historyReads = 0;
   const history = store.history.bind(store);
-  store.history = (id, limit) => (historyReads++, history(id, limit));
+  store.history = (id, limit) => {
+    historyReads++;
+    return history(id, limit);
+  };
   const r = await rt.run({ op: 'history', sid: 'x', args: { channel: 'c' } }, gateFor('x', 'c'));
   expect(r).toMatchObject({ ok: false, data: { reason: 'identity_not_member' } });
   const s = await rt.run({ op: 'save_session', actor: { sid: 'x', project_id: 'local-project', worktree: '/w' }, args: { channel: 'c' } }, gateFor('x', 'c'));

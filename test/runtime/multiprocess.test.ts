@@ -84,7 +84,7 @@ describe('runtime across processes', () => {
     const first = startWorker(['owner', dir, 'p', 'hang']);
     await first.waitFor((l) => l.startsWith('{'));
     expect(prompts(first)[0]!.ids).toEqual(sent);
-    let state = await rt.read();
+    const state = await rt.read();
     expect(sent.map((id) => state.messages[id]!.delivery_status)).toEqual(['in_flight', 'in_flight', 'in_flight']);
     await first.stop('SIGKILL');
 

@@ -29,7 +29,10 @@ async function flakyRename<T>(n: number, fn: (calls: string[]) => Promise<T>): P
 
 describe('writeAtomic', () => {
   it('names the temp file <prefix>.<pid>.<8 hex>.tmp in the target directory', async () => {
-    const calls = await flakyRename(0, async (c) => (await writeAtomic(join(dir, 'x.json'), 'hi', { tmpPrefix: '.state' }), c));
+    const calls = await flakyRename(0, async (c) => {
+      await writeAtomic(join(dir, 'x.json'), 'hi', { tmpPrefix: '.state' });
+      return c;
+    });
     expect(calls[0]).toMatch(new RegExp(`^${dir}/\\.state\\.${process.pid}\\.[0-9a-f]{8}\\.tmp$`));
     expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('hi');
   });
@@ -48,7 +51,10 @@ describe('writeAtomic', () => {
   it('a rename that fails twice then succeeds saves', async () => {
     await writeFile(join(dir, 'x.json'), 'old');
     const t0 = performance.now();
-    const calls = await flakyRename(2, async (c) => (await writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state' }), c));
+    const calls = await flakyRename(2, async (c) => {
+      await writeAtomic(join(dir, 'x.json'), 'new', { tmpPrefix: '.state' });
+      return c;
+    });
     expect(performance.now() - t0).toBeGreaterThanOrEqual(140); // waited 50 + 100 ms
     expect(calls).toHaveLength(3);
     expect(await readFile(join(dir, 'x.json'), 'utf8')).toBe('new');

@@ -1,7 +1,7 @@
 import { appendFile, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { Envelope, State } from '../../src/protocol/schema.ts';
+import type { Envelope } from '../../src/protocol/schema.ts';
 import { EnvelopeSchema } from '../../src/protocol/schema.ts';
 import { appendHistory, deleteHistory, MAX_OPEN_LOGS, readHistory } from '../../src/store/history-log.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
@@ -87,7 +87,7 @@ describe('history log', () => {
 
   it('mutate appends outgoing history before saving', async () => {
     const store = new FileStore(dir);
-    await store.mutate((d: State) => ({ changed: true, result: null, history: [env('m1', 'chn_a')] }));
+    await store.mutate(() => ({ changed: true, result: null, history: [env('m1', 'chn_a')] }));
     expect(await readFile(join(paths.history, 'chn_a.jsonl'), 'utf8')).toContain('"message_id":"m1"');
     // A history entry with a bad id fails the mutation before anything is saved.
     await expect(

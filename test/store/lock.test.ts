@@ -153,7 +153,10 @@ describe('the lock is a link to this process token', () => {
   it('a token removed by hand is made again', async () => {
     await withLock(paths, async (lock) => lock.assertHeld());
     for (const n of tokensIn(paths.dir)) unlinkSync(join(paths.dir, n));
-    expect(await withLock(paths, async (lock) => (lock.assertHeld(), 'held'))).toBe('held');
+    expect(await withLock(paths, async (lock) => {
+          lock.assertHeld();
+          return 'held';
+        })).toBe('held');
     expect(tokensIn(paths.dir).filter((n) => n.startsWith(`.state-lock.${process.pid}.`))).toHaveLength(1);
   });
 

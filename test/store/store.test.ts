@@ -216,7 +216,8 @@ describe('fail-closed load', () => {
     for (const via of ['read', 'mutate'] as const)
       it(`${label} (${via}) → backup with the original bytes, fresh state, one state_corrupt error`, async () => {
         await put(text);
-        const s = via === 'read' ? await store.read() : (await store.mutate(() => ({ changed: false, result: 0 })), await store.read());
+        if (via !== 'read') await store.mutate(() => ({ changed: false, result: 0 }));
+        const s = await store.read();
         const backups = (await readdir(join(dir, '.opencomms'))).filter((f) => /^state\.corrupt\.\d+\.json$/.test(f));
         expect(backups).toHaveLength(1);
         expect(await readFile(join(dir, '.opencomms', backups[0]!), 'utf8')).toBe(text);

@@ -2,7 +2,7 @@
 // (without its terminator) and what the server must answer. Only frames that must be refused, or
 // that only read, are generated, so the project's files must end byte-identical.
 import fc from 'fast-check';
-import * as z from 'zod';
+import type * as z from 'zod';
 import { toolsFor, type ToolDef } from '../../adapters/tools.ts';
 import { MCP_MAX_FRAME_BYTES } from '../../src/protocol/limits.ts';
 

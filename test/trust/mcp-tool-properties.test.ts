@@ -49,7 +49,7 @@ function argumentsOf(p: McpProject, tool: ToolDef): fc.Arbitrary<Record<string, 
 }
 
 const tools = toolsFor('mcp', true);
-let cleanup: Array<() => Promise<void>> = [];
+const cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0)) await c();
 });

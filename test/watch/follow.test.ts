@@ -34,9 +34,18 @@ const pending = (channel_id: string, i: number): Envelope => ({
 function counting(inner: Store) {
   const n = { logReads: 0, wakes: 0 };
   const store: Store = Object.create(inner);
-  store.history = (id, limit) => (n.logReads++, inner.history(id, limit));
-  store.findInHistory = (id, mid, scan) => (n.logReads++, inner.findInHistory(id, mid, scan));
-  store.watch = (onChange, log): Promise<Watch> => inner.watch(async (c) => (n.wakes++, onChange(c)), log);
+  store.history = (id, limit) => {
+    n.logReads++;
+    return inner.history(id, limit);
+  };
+  store.findInHistory = (id, mid, scan) => {
+    n.logReads++;
+    return inner.findInHistory(id, mid, scan);
+  };
+  store.watch = (onChange, log): Promise<Watch> => inner.watch(async (c) => {
+      n.wakes++;
+      return onChange(c);
+    }, log);
   return { store, n };
 }
 

@@ -22,7 +22,7 @@ export function renderSessionDetail(d: SessionDetail): string {
   if (d.kind === 'live') {
     const head = `${d.name} [active${d.paused ? ', paused' : ''}] ${d.agents.length}/${d.max_members} agents — ${d.description ?? NO_DESCRIPTION}`;
     const rows = d.agents.map((m) => `${m.session_id} | ${m.role} | ${m.host} | ${m.delivery_mode}${m.stale ? ' | STALE' : ''}`);
-    return [head, ...(rows.length ? rows : ['(no agents yet: see `opencomms join-command ' + d.name + '`)'])].join('\n');
+    return [head, ...(rows.length ? rows : [`(no agents yet: see \`opencomms join-command ${d.name}\`)`])].join('\n');
   }
   return [
     `${d.name} [saved ${day(d.saved_at)}] ${d.message_count} messages — ${d.description ?? NO_DESCRIPTION}`,

@@ -27,7 +27,7 @@ export const watch: CliCommand = {
           w = await follow(rt.store, {
             channel,
             log: (l) => ctx.io.err(`[opencomms] ${l}\n`),
-            onLines: (lines) => ctx.io.out(lines.map((l) => (o.json ? JSON.stringify(l) : renderLine(l))).join('\n') + '\n'),
+            onLines: (lines) => ctx.io.out(`${lines.map((l) => (o.json ? JSON.stringify(l) : renderLine(l))).join('\n')}\n`),
           });
         } catch (e) {
           await rt.close();

@@ -68,12 +68,15 @@ async function api(method, path, body) {
 /** An action: on refusal the message (it says what to do) is shown; on success, a note. */
 async function act(method, path, body, done) {
   const r = await api(method, path, body);
-  if (!r.ok) return toast(r.message), null;
+  if (!r.ok) {
+    toast(r.message);
+    return null;
+  }
   if (done) toast(done(r), 'ok');
   return r;
 }
 
-const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour12: false }) + '.' + String(ms % 1000).padStart(3, '0');
+const clock = (ms) => `${new Date(ms).toLocaleTimeString([], { hour12: false })}.${String(ms % 1000).padStart(3, '0')}`;
 const secs = (ms) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 3_600_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 3_600_000).toFixed(1)} h`);
 const shortId = (id) => (id.length > 14 ? `${id.slice(0, 12)}…` : id);
 

@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { RefusalError, refuse, type Refusal } from '../../protocol/result.ts';
 import { PG_CONNECT_TIMEOUT_MS, PG_LOCK_TIMEOUT_MS } from './limits.ts';

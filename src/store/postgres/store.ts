@@ -178,7 +178,10 @@ export class PgStore implements Store {
   /** Brings the cache up to date; true when anything changed (or it was loaded afresh). */
   private async news(): Promise<boolean> {
     const c = this.cache;
-    if (!c) return (await this.load(), true);
+    if (!c) {
+      await this.load();
+      return true;
+    }
     this.lastAsked = Date.now();
     const r = await this.query<ChangeRow>({ name: `${this.schema}.since`, text: `select seq, ops, archives from ${ident(this.schema)}.changes where seq > $1 order by seq`, values: [c.seq] });
     if (!this.applyRows(c, r.rows)) await this.load();

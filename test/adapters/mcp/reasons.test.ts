@@ -344,7 +344,11 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     let release!: () => void;
     let locked!: () => void;
     const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = withLock(resolvePaths(p.dir), () => new Promise<void>((r) => ((release = r), locked())));
+    const holder = withLock(resolvePaths(p.dir), () =>
+      new Promise<void>((r) => {
+        release = r;
+        locked();
+      }));
     await isLocked;
     const t0 = performance.now();
     try {

@@ -71,9 +71,9 @@ describe('LineLimitedStdioTransport', () => {
     await s.t.start();
     // SDK Client key order: id comes LAST.
     const big = Buffer.from(
-      JSON.stringify({ method: 'tools/call', params: { name: 'echo', arguments: { text: 'x'.repeat(1.5 * 1024 * 1024) } }, jsonrpc: '2.0', id: 4 }) + '\n',
+      `${JSON.stringify({ method: 'tools/call', params: { name: 'echo', arguments: { text: 'x'.repeat(1.5 * 1024 * 1024) } }, jsonrpc: '2.0', id: 4 })}\n`,
     );
-    await writeChunks(s.input, Buffer.concat([big, Buffer.from(req(5) + '\n')]), 7 * 1024);
+    await writeChunks(s.input, Buffer.concat([big, Buffer.from(`${req(5)}\n`)]), 7 * 1024);
     await waitFor(() => s.out.length >= 1 && s.messages.length >= 1);
     expect(s.out).toEqual([{ jsonrpc: '2.0', id: 4, error: { code: -32700, message: OVERSIZE } }]);
     expect(s.messages).toEqual([{ jsonrpc: '2.0', id: 5, method: 'ping' }]);
@@ -110,7 +110,7 @@ describe('LineLimitedStdioTransport', () => {
       const ok = requestOfBytes(MAX, ch, 1);
       const over = requestOfBytes(MAX + 1, ch, 2);
       const nl = Buffer.from('\n');
-      const stream = Buffer.concat([ok.line, nl, over.line, nl, Buffer.from(req(3) + '\n')]);
+      const stream = Buffer.concat([ok.line, nl, over.line, nl, Buffer.from(`${req(3)}\n`)]);
       // 7001 is coprime with 3 and 4: chunk borders fall inside multi-byte characters.
       let splitInside = false;
       for (let i = 7001; i < ok.line.length; i += 7001) if ((ok.line[i]! & 0xc0) === 0x80) splitInside = true;
@@ -134,7 +134,7 @@ describe('LineLimitedStdioTransport', () => {
     s.input.write('\n');
     s.input.write(Buffer.concat([line.subarray(0, 127), Buffer.from('\r')])); // "\r" then content → 129 bytes
     s.input.write('x\n');
-    s.input.write('\r\n\n   \n' + req(2) + '\r\n');
+    s.input.write(`\r\n\n   \n${req(2)}\r\n`);
     await waitFor(() => s.messages.length >= 2 && s.out.length >= 1);
     expect(s.messages.map((m) => (m as { id: number }).id)).toEqual([1, 2]);
     expect((s.out[0] as { error: { code: number } }).error.code).toBe(-32700);
@@ -144,7 +144,7 @@ describe('LineLimitedStdioTransport', () => {
   it('answers malformed JSON with -32700 id:null and keeps serving', async () => {
     const s = setup();
     await s.t.start();
-    s.input.write('{"jsonrpc":"2.0","id":1,"method":\n' + req(2) + '\n');
+    s.input.write(`{"jsonrpc":"2.0","id":1,"method":\n${req(2)}\n`);
     await waitFor(() => s.out.length >= 1 && s.messages.length >= 1);
     expect(s.out).toEqual([{ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } }]);
     expect(s.messages).toEqual([{ jsonrpc: '2.0', id: 2, method: 'ping' }]);
@@ -157,7 +157,7 @@ describe('LineLimitedStdioTransport', () => {
     s.input.write('{"jsonrpc":"2.0","id":8}\n');
     s.input.write('[1,2]\n');
     s.input.write('42\n');
-    s.input.write(req(9) + '\n');
+    s.input.write(`${req(9)}\n`);
     await waitFor(() => s.out.length >= 4 && s.messages.length >= 1);
     expect(s.out).toEqual([
       { jsonrpc: '2.0', id: 7, error: { code: -32600, message: 'Invalid Request' } },
@@ -176,7 +176,7 @@ describe('LineLimitedStdioTransport', () => {
     await tick();
     expect(s.t.bufferedBytes).toBe(0); // over the limit: discarding, nothing held
     s.input.write('\n');
-    const many = Buffer.from((req(1) + '\n').repeat(Math.ceil((3 * 1024 * 1024) / (req(1).length + 1))));
+    const many = Buffer.from((`${req(1)}\n`).repeat(Math.ceil((3 * 1024 * 1024) / (req(1).length + 1))));
     s.input.write(many);
     await waitFor(() => s.out.length >= 1 && s.messages.length > 1000);
     expect(s.out[0]).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: OVERSIZE } });
@@ -208,7 +208,7 @@ describe('LineLimitedStdioTransport', () => {
     expect(resolved).toBe(false); // nobody reads the output yet
     const line = (output.read() as Buffer).toString('utf8');
     await p;
-    expect(line).toBe(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'x'.repeat(100) } }) + '\n');
+    expect(line).toBe(`${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'x'.repeat(100) } })}\n`);
     await t.close();
   });
 });

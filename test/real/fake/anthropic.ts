@@ -37,7 +37,10 @@ function reply(req: ModelRequest, action: Action, res: http.ServerResponse, n: n
   const stop = action.kind === 'call' ? 'tool_use' : 'end_turn';
   const usage = { input_tokens: 100, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
   const message = { id: `msg_fake_${n}`, type: 'message', role: 'assistant', model: req.body.model ?? 'fake', content, stop_reason: stop, stop_sequence: null, usage };
-  if (!req.body.stream) return json(res, 200, message);
+  if (!req.body.stream) {
+    json(res, 200, message);
+    return;
+  }
   sse(res);
   const ev = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });

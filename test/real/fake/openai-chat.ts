@@ -43,7 +43,8 @@ function reply(req: ModelRequest, action: Action, res: http.ServerResponse, n: n
     const message = action.kind === 'call'
       ? { role: 'assistant', content: null, tool_calls: [{ id: `call_fake_${n}`, type: 'function', function: { name: action.name, arguments: args } }] }
       : { role: 'assistant', content: action.text };
-    return json(res, 200, { id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: action.kind === 'call' ? 'tool_calls' : 'stop' }], usage });
+    json(res, 200, { id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: action.kind === 'call' ? 'tool_calls' : 'stop' }], usage });
+    return;
   }
   const out = action.kind === 'call'
     ? [chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: `call_fake_${n}`, type: 'function', function: { name: action.name, arguments: '' } }] }),

@@ -47,7 +47,10 @@ function reply(req: ModelRequest, action: Action, res: http.ServerResponse, n: n
   }
   const usage = { input_tokens: 100, input_tokens_details: { cached_tokens: 0 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 110 };
   const response = { id: `resp_fake_${n}`, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'in_progress', model: req.body.model ?? 'fake', output: [] as any[] };
-  if (req.body.stream === false) return json(res, 200, { ...response, status: 'completed', output: [item], usage });
+  if (req.body.stream === false) {
+    json(res, 200, { ...response, status: 'completed', output: [item], usage });
+    return;
+  }
   sse(res);
   let seq = 0;
   const ev = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`);

@@ -167,7 +167,7 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
         expect((await b.findInHistory('chn_a', 'm1', 10))?.content).toBe('text of m1');
         expect(await b.findInHistory('chn_a', 'm1', 1)).toBeNull();
         expect(await b.findInHistory('chn_a', 'm3', 10)).toBeNull();
-        await a.mutate(append('delete')).then(() => a.mutate((d) => (d.errors.push(note('y')), { changed: true, result: null, deleteHistory: ['chn_a'] })));
+        await a.mutate(append('delete')).then(() => a.mutate((d) => { d.errors.push(note('y')); return { changed: true, result: null, deleteHistory: ['chn_a'] }; }));
         expect(await b.history('chn_a', 10)).toEqual([]);
         expect((await b.history('chn_b', 10)).map((e) => e.message_id)).toEqual(['m3']);
       });
@@ -184,15 +184,15 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
       });
 
       it('archives: by id, by name case-insensitively (newest), all newest first; a bad id is null; deleted', async () => {
-        await a.mutate((d) => (d.errors.push(note('1')), { changed: true, result: null, archive: archiveOf('chn_old', 'alpha', 1) }));
-        await a.mutate((d) => (d.errors.push(note('2')), { changed: true, result: null, archive: archiveOf('chn_new', 'alpha', 2) }));
+        await a.mutate((d) => { d.errors.push(note('1')); return { changed: true, result: null, archive: archiveOf('chn_old', 'alpha', 1) }; });
+        await a.mutate((d) => { d.errors.push(note('2')); return { changed: true, result: null, archive: archiveOf('chn_new', 'alpha', 2) }; });
         const b = await open();
         expect((await b.archive('chn_old'))?.saved_at).toBe(1);
         expect(await b.archive('../etc/passwd')).toBeNull();
         expect(await b.archive('chn_missing')).toBeNull();
         expect((await b.archiveByName('ALPHA'))?.channel_id).toBe('chn_new');
         expect((await b.archives()).archives.map((x) => x.channel_id)).toEqual(['chn_new', 'chn_old']);
-        await a.mutate((d) => (d.errors.push(note('3')), { changed: true, result: null, deleteArchive: 'chn_new' }));
+        await a.mutate((d) => { d.errors.push(note('3')); return { changed: true, result: null, deleteArchive: 'chn_new' }; });
         expect((await b.archiveByName('alpha'))?.channel_id).toBe('chn_old');
         expect(await b.archive('chn_new')).toBeNull();
       });
@@ -252,7 +252,7 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
         const before = seen.length;
         await a.mutate(append('one'));
         await until(() => seen.length > before);
-        await a.mutate((d) => (d.errors.push(note('2')), { changed: true, result: null, archive: archiveOf('chn_a', 'alpha', 1) }));
+        await a.mutate((d) => { d.errors.push(note('2')); return { changed: true, result: null, archive: archiveOf('chn_a', 'alpha', 1) }; });
         await until(() => seen.some((c) => c.archives));
         await w.close();
         const after = seen.length;

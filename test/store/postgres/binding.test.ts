@@ -133,10 +133,10 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     const theirs = new PgStore({ url: urlAs(r2, 'pw'), key: k2 });
     const intruder = new PgStore({ url: urlAs(r1, 'pw'), key: k2 });
     try {
-      await mine.mutate((d) => (d.errors.push({ at: 1, message: 'mine' }), { changed: true, result: null }));
-      await theirs.mutate((d) => (d.errors.push({ at: 1, message: 'theirs' }), { changed: true, result: null }));
+      await mine.mutate((d) => { d.errors.push({ at: 1, message: 'mine' }); return { changed: true, result: null }; });
+      await theirs.mutate((d) => { d.errors.push({ at: 1, message: 'theirs' }); return { changed: true, result: null }; });
       expect((await refusalOf(intruder.read())).data?.reason).toBe('state_unreadable');
-      expect((await refusalOf(intruder.mutate((d) => (d.errors.push({ at: 1, message: 'x' }), { changed: true, result: null })))).message).toMatch(/store grant/);
+      expect((await refusalOf(intruder.mutate((d) => { d.errors.push({ at: 1, message: 'x' }); return { changed: true, result: null }; }))).message).toMatch(/store grant/);
       await expect(admin((c) => c.query(`select * from "oc_${k2}".changes`), urlAs(r1, 'pw'))).rejects.toThrow(/permission denied/);
       expect((await theirs.read()).errors.map((e) => e.message)).toEqual(['theirs']);
     } finally {
@@ -162,12 +162,12 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
   it('a project lock held past the lock timeout is a state_busy refusal, and nothing is written', async () => {
     const key = keys[0]!;
     const s = new PgStore({ url: testDatabaseUrl(), key });
-    await s.mutate((d) => (d.errors.push({ at: 1, message: 'first' }), { changed: true, result: null }));
+    await s.mutate((d) => { d.errors.push({ at: 1, message: 'first' }); return { changed: true, result: null }; });
     const c = new pg.Client({ connectionString: testDatabaseUrl() });
     await c.connect();
     try {
       await c.query(`begin; select seq from "oc_${key}".head for update`);
-      const e = await refusalOf(s.mutate((d) => (d.errors.push({ at: 1, message: 'blocked' }), { changed: true, result: null })));
+      const e = await refusalOf(s.mutate((d) => { d.errors.push({ at: 1, message: 'blocked' }); return { changed: true, result: null }; }));
       expect(e.data?.reason).toBe('state_busy');
       await c.query('rollback');
       expect((await s.read()).errors.map((x) => x.message)).toEqual(['first']);

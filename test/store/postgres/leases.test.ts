@@ -24,16 +24,16 @@ describe('PostgreSQL leases', () => {
     keys.push(key);
     const a = open(key);
     const b = open(key);
-    await a.leases.renew('1@a/' + M1, M1, 400);
-    const v = await b.leases.renew('2@b/' + M2, M2, 60_000);
-    expect([...v.live].sort()).toEqual(['1@a/' + M1, '2@b/' + M2]);
-    expect(v.left.get('1@a/' + M1)).toBeLessThanOrEqual(400);
+    await a.leases.renew(`1@a/${M1}`, M1, 400);
+    const v = await b.leases.renew(`2@b/${M2}`, M2, 60_000);
+    expect([...v.live].sort()).toEqual([`1@a/${M1}`, `2@b/${M2}`]);
+    expect(v.left.get(`1@a/${M1}`)).toBeLessThanOrEqual(400);
     await new Promise((r) => setTimeout(r, 600));
     const later = await b.leases.snapshot();
-    expect(later.live.has('1@a/' + M1)).toBe(false);
-    expect(later.left.get('1@a/' + M1)).toBeLessThan(0);
-    await b.leases.release('2@b/' + M2);
-    expect((await a.leases.snapshot()).live.has('2@b/' + M2)).toBe(false);
+    expect(later.live.has(`1@a/${M1}`)).toBe(false);
+    expect(later.left.get(`1@a/${M1}`)).toBeLessThan(0);
+    await b.leases.release(`2@b/${M2}`);
+    expect((await a.leases.snapshot()).live.has(`2@b/${M2}`)).toBe(false);
   });
 
   it('works on a project laid out before leases existed (the table is created on first use)', async () => {

@@ -2,7 +2,7 @@
 // archive) moves into PostgreSQL whole; the folder is then bound there; a process that still
 // holds the files refuses to write; a target that holds a project already is refused.
 import { afterEach, expect, it } from 'vitest';
-import { RefusalError } from '../../../src/protocol/result.ts';
+import type { RefusalError } from '../../../src/protocol/result.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
 import { FileStore } from '../../../src/store/store.ts';
 import { cli, liveProject } from '../../cli/fixtures.ts';
@@ -39,7 +39,7 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   expect(((await cli('status', '--json', '--project', t.dir)).json().data.channels as Array<{ name: string }>).map((c) => c.name).sort()).toEqual(['empty', 'team']);
   await rt.close();
   expect((await cli('store', 'status', '--json', '--project', t.dir)).json().data).toMatchObject({ store: 'postgres', key });
-  const e = await stale.mutate((d) => (d.errors.push({ at: 1, message: 'split' }), { changed: true, result: null })).catch((x: unknown) => x);
+  const e = await stale.mutate((d) => { d.errors.push({ at: 1, message: 'split' }); return { changed: true, result: null }; }).catch((x: unknown) => x);
   expect((e as RefusalError).refusal.data?.reason).toBe('state_incompatible');
   await stale.close();
   const { PgStore } = await import('../../../src/store/postgres/store.ts');
