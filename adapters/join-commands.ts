@@ -39,9 +39,15 @@ export function joinCommand(session: string, host: JoinHost, role = ROLE_PLACEHO
 }
 
 /** The checked form both surfaces answer with: an unknown host is `invalid_argument`. */
-export function joinCommandResult(session: string, host: unknown = DEFAULT_JOIN_HOST, role?: string): ToolResult<JoinCommand> {
+export function joinCommandResult(
+  session: string,
+  host: unknown = DEFAULT_JOIN_HOST,
+  role?: string,
+): ToolResult<JoinCommand> {
   if (!isJoinHost(host))
-    return refuse('invalid_argument', `Unknown host "${String(host)}". Use one of: ${JOIN_HOSTS.join(', ')}.`, { field: 'host' }) as ToolResult<never>;
+    return refuse('invalid_argument', `Unknown host "${String(host)}". Use one of: ${JOIN_HOSTS.join(', ')}.`, {
+      field: 'host',
+    }) as ToolResult<never>;
   const j = joinCommand(session, host, role);
   return ok(`Run ${j.where}:`, j);
 }

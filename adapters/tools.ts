@@ -48,7 +48,10 @@ function tool<S extends z.ZodRawShape>(spec: Spec<S>): ToolDef {
       const r = schema.safeParse(raw);
       if (!r.success) {
         const i = r.error.issues[0]!;
-        return { ok: false, problem: `Invalid argument ${i.path.join('.') || '(arguments)'} for ${spec.name}: ${i.message}` };
+        return {
+          ok: false,
+          problem: `Invalid argument ${i.path.join('.') || '(arguments)'} for ${spec.name}: ${i.message}`,
+        };
       }
       const args = r.data;
       return { ok: true, args, command: (ctx) => command(args, ctx) };
@@ -59,19 +62,32 @@ function tool<S extends z.ZodRawShape>(spec: Spec<S>): ToolDef {
 const channel = z.string().describe('Channel name (lowercase letters, digits, "-", "_"; at most 64).');
 const limit = z.number().describe('How many items (default 20, max 100).');
 const role = z.string().describe('Your role label, unique in the channel (e.g. "Reviewer"). 1-32 chars, letter first.');
-const rolePrompt = z.string().describe('Standing instructions for yourself in this role; injected into your own context, never sent to peers.');
-const spawnPush = z.boolean().describe('Have peers resume this session with the host CLI when mail arrives (spawn_push). Default false: you read mail with opencomms_pull.');
+const rolePrompt = z
+  .string()
+  .describe('Standing instructions for yourself in this role; injected into your own context, never sent to peers.');
+const spawnPush = z
+  .boolean()
+  .describe(
+    'Have peers resume this session with the host CLI when mail arrives (spawn_push). Default false: you read mail with opencomms_pull.',
+  );
 
 export const TOOLS: ToolDef[] = [
   tool({
     name: 'opencomms_create',
-    description: 'Create a channel in this project and join it as its first member (the coordinator). Others join with opencomms_join.',
+    description:
+      'Create a channel in this project and join it as its first member (the coordinator). Others join with opencomms_join.',
     shape: {
-      channel, role, role_prompt: rolePrompt,
+      channel,
+      role,
+      role_prompt: rolePrompt,
       max_members: z.number().optional().describe('Member cap (default 8, clamped 2..32).'),
       rate_limit: z.number().optional().describe('Logical sends per minute for the channel (default 20, 1..1000).'),
       max_hops: z.number().optional().describe('Reply-chain hop cap (default 4, 1..50).'),
-      budget_runtime_ms: z.number().nullable().optional().describe('Runtime budget in ms (null = none; 60000..2592000000).'),
+      budget_runtime_ms: z
+        .number()
+        .nullable()
+        .optional()
+        .describe('Runtime budget in ms (null = none; 60000..2592000000).'),
       budget_messages: z.number().nullable().optional().describe('Delivered-message budget (null = none; 1..1000000).'),
       spawn_push: spawnPush.optional(),
     },
@@ -81,7 +97,8 @@ export const TOOLS: ToolDef[] = [
   }),
   tool({
     name: 'opencomms_join',
-    description: 'Join an existing channel under your own role. If the channel does not exist, STOP: do not create it; report to the operator.',
+    description:
+      'Join an existing channel under your own role. If the channel does not exist, STOP: do not create it; report to the operator.',
     shape: { channel, role, role_prompt: rolePrompt, spawn_push: spawnPush.optional() },
     required: ['channel', 'role', 'role_prompt'],
     bootstrap: true,
@@ -90,7 +107,8 @@ export const TOOLS: ToolDef[] = [
   tool({
     name: 'opencomms_send',
     linked: true,
-    description: 'Send a message to another member: `to` (session id or role), broadcast=true, or omit both on a 2-member channel. Use reply_to to answer a message (keeps its thread).',
+    description:
+      'Send a message to another member: `to` (session id or role), broadcast=true, or omit both on a 2-member channel. Use reply_to to answer a message (keeps its thread).',
     shape: {
       channel,
       content: z.string().describe('The message text (non-blank, at most 100000 chars).'),
@@ -98,14 +116,18 @@ export const TOOLS: ToolDef[] = [
       reply_to: z.string().nullable().optional().describe('message_id you are answering.'),
       to: z.string().optional().describe("Recipient's session id or role."),
       broadcast: z.boolean().optional().describe('Send to every other member.'),
-      session_description: z.string().optional().describe('A one-line description of the session (kept only the first time).'),
+      session_description: z
+        .string()
+        .optional()
+        .describe('A one-line description of the session (kept only the first time).'),
     },
     required: ['channel', 'content'],
     command: (a, ctx) => ({ op: 'send', sid: ctx.pin, args: a }),
   }),
   tool({
     name: 'opencomms_status',
-    description: 'Your channels: members, their delivery state, pending mail, budgets, timer, receipts and recent errors.',
+    description:
+      'Your channels: members, their delivery state, pending mail, budgets, timer, receipts and recent errors.',
     shape: { channel: channel.optional() },
     required: [],
     command: (a, ctx) => ({ op: 'status', sid: ctx.pin, args: a }),
@@ -121,7 +143,8 @@ export const TOOLS: ToolDef[] = [
   tool({
     name: 'opencomms_pull',
     mcpOnly: true,
-    description: 'Read (and mark delivered) your pending messages: one channel, or all of yours when channel is omitted. Peer text is framed as untrusted data.',
+    description:
+      'Read (and mark delivered) your pending messages: one channel, or all of yours when channel is omitted. Peer text is framed as untrusted data.',
     shape: { channel: channel.optional(), limit: limit.optional() },
     required: [],
     command: (a, ctx) => ({ op: 'pull', sid: ctx.pin, args: a }),
@@ -181,7 +204,8 @@ export const TOOLS: ToolDef[] = [
   tool({
     name: 'opencomms_timer',
     linked: true,
-    description: 'Chess clock per channel: start, stop, switch (to=), reset, status, set_limit (limit_ms, to=), clear_limit. Advisory only.',
+    description:
+      'Chess clock per channel: start, stop, switch (to=), reset, status, set_limit (limit_ms, to=), clear_limit. Advisory only.',
     shape: {
       channel,
       action: z.string().describe('start | stop | switch | reset | status | set_limit | clear_limit'),
@@ -193,22 +217,30 @@ export const TOOLS: ToolDef[] = [
   }),
   tool({
     name: 'opencomms_save_session',
-    description: 'Archive a channel (messages, roster, summary) and close it; resume it later with opencomms_resume_session.',
-    shape: { channel, summary: z.string().optional().describe('What was decided and what is open (at most 2000 chars).') },
+    description:
+      'Archive a channel (messages, roster, summary) and close it; resume it later with opencomms_resume_session.',
+    shape: {
+      channel,
+      summary: z.string().optional().describe('What was decided and what is open (at most 2000 chars).'),
+    },
     required: ['channel'],
     command: (a, ctx) => ({ op: 'save_session', actor: ctx.actor, args: a }),
   }),
   tool({
     name: 'opencomms_resume_session',
     description: 'Start a new, empty channel linked to a saved session (by name or archive id); members then join it.',
-    shape: { channel: z.string().describe('Saved session name or archive id (chn_...).'), new_name: z.string().optional() },
+    shape: {
+      channel: z.string().describe('Saved session name or archive id (chn_...).'),
+      new_name: z.string().optional(),
+    },
     required: ['channel'],
     bootstrap: true,
     command: (a, ctx) => ({ op: 'resume_session', actor: ctx.actor, args: a, archive: null }),
   }),
   tool({
     name: 'opencomms_delete_session',
-    description: 'Permanently delete a live channel (you must be a member) or a saved session (you must be in its roster). Needs confirm=true.',
+    description:
+      'Permanently delete a live channel (you must be a member) or a saved session (you must be in its roster). Needs confirm=true.',
     shape: { channel: z.string(), confirm: z.boolean().describe('Must be true.') },
     required: ['channel', 'confirm'],
     bootstrap: true,
@@ -216,7 +248,8 @@ export const TOOLS: ToolDef[] = [
   }),
   tool({
     name: 'opencomms_archive',
-    description: 'Saved sessions you were part of: mode=list (default), summary or messages (channel = name or archive id).',
+    description:
+      'Saved sessions you were part of: mode=list (default), summary or messages (channel = name or archive id).',
     shape: {
       channel: z.string().optional(),
       mode: z.string().optional().describe('list | summary | messages'),

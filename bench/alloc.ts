@@ -18,7 +18,10 @@ const SAMPLE_BYTES = 256;
 const TOP = Number(process.env.TOP ?? 12);
 
 /** V8's protocol has the two `include…` flags (garbage counts too); Node's types lack them. */
-const SAMPLING: HeapProfiler.StartSamplingParameterType & { includeObjectsCollectedByMinorGC: boolean; includeObjectsCollectedByMajorGC: boolean } = {
+const SAMPLING: HeapProfiler.StartSamplingParameterType & {
+  includeObjectsCollectedByMinorGC: boolean;
+  includeObjectsCollectedByMajorGC: boolean;
+} = {
   samplingInterval: SAMPLE_BYTES,
   includeObjectsCollectedByMinorGC: true,
   includeObjectsCollectedByMajorGC: true,
@@ -31,12 +34,24 @@ await withProject(async (dir) => {
   const a = new Runtime(new FileStore(dir), { log: () => {} });
   const b = new Runtime(new FileStore(dir), { log: () => {} });
   for (let i = 0; i < CHANNELS; i++) {
-    await a.run({ op: 'create', caller: caller(dir, 'a', 'push'), args: { channel: `m${i}`, role: 'A', role_prompt: 'send', rate_limit: 1000 } });
-    await b.run({ op: 'join', caller: caller(dir, 'r', 'pull'), args: { channel: `m${i}`, role: 'R', role_prompt: 'read' } });
+    await a.run({
+      op: 'create',
+      caller: caller(dir, 'a', 'push'),
+      args: { channel: `m${i}`, role: 'A', role_prompt: 'send', rate_limit: 1000 },
+    });
+    await b.run({
+      op: 'join',
+      caller: caller(dir, 'r', 'pull'),
+      args: { channel: `m${i}`, role: 'R', role_prompt: 'read' },
+    });
   }
   const session = new Session();
   session.connect();
-  const samples = new Map<Phase, Node[]>([['send', []], ['catch-up', []], ['pull', []]]);
+  const samples = new Map<Phase, Node[]>([
+    ['send', []],
+    ['catch-up', []],
+    ['pull', []],
+  ]);
   const sampled = async (phase: Phase, on: boolean, fn: () => Promise<unknown>) => {
     if (on) await session.post('HeapProfiler.startSampling', SAMPLING);
     await fn();

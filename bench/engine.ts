@@ -8,7 +8,19 @@ import { newCorrelationId, newMessageId } from '../src/protocol/ids.ts';
 import type { Envelope } from '../src/protocol/schema.ts';
 import { Runtime } from '../src/runtime/runtime.ts';
 import { appendHistory, FileStore, resolvePaths, writeAtomic, type Durability } from '../src/store/index.ts';
-import { WARM_CHANNELS, caller, ceiling, emit, emitRatio, message, now, round, setupChannels, stats, withProject } from './lib.ts';
+import {
+  WARM_CHANNELS,
+  caller,
+  ceiling,
+  emit,
+  emitRatio,
+  message,
+  now,
+  round,
+  setupChannels,
+  stats,
+  withProject,
+} from './lib.ts';
 
 /** Enough channels that no channel passes its 1000-per-minute rate limit during a figure. */
 const CHANNELS = 3;
@@ -33,14 +45,16 @@ const open = (dir: string, durability: Durability = 'default') => new Runtime(ne
 type SendArgs = (i: number) => { channel: string; broadcast?: boolean };
 
 /** The i-th send, timed; every PULL_EVERY sends the reader pulls (untimed). */
-const sender = (rt: Runtime, tag: string, args: SendArgs = (i) => ({ channel: `bench-${i % CHANNELS}` })) => async (i: number): Promise<number> => {
-  const t = now();
-  const r = await rt.run({ op: 'send', sid: 'a', args: { content: `${tag} ${message(i)}`, ...args(i) } });
-  const ms = now() - t;
-  if (!r.ok) throw new Error(`send refused: ${r.message}`);
-  if (i % PULL_EVERY === PULL_EVERY - 1) await rt.run({ op: 'pull', sid: 'r', args: { limit: 100 } });
-  return ms;
-};
+const sender =
+  (rt: Runtime, tag: string, args: SendArgs = (i) => ({ channel: `bench-${i % CHANNELS}` })) =>
+  async (i: number): Promise<number> => {
+    const t = now();
+    const r = await rt.run({ op: 'send', sid: 'a', args: { content: `${tag} ${message(i)}`, ...args(i) } });
+    const ms = now() - t;
+    if (!r.ok) throw new Error(`send refused: ${r.message}`);
+    if (i % PULL_EVERY === PULL_EVERY - 1) await rt.run({ op: 'pull', sid: 'r', args: { limit: 100 } });
+    return ms;
+  };
 
 async function timedSends(rt: Runtime, n: number, tag: string, args?: SendArgs): Promise<number[]> {
   const send = sender(rt, tag, args);
@@ -52,7 +66,11 @@ async function timedSends(rt: Runtime, n: number, tag: string, args?: SendArgs):
 /** Two projects' sends in turns, each first in every other pair: whatever the machine does
  *  meanwhile falls on both alike. Measured one after the other, minutes apart, the ratio of the
  *  same two figures moved 0.56–1.37 between runs of the same code. */
-async function interleaved(a: (i: number) => Promise<number>, b: (i: number) => Promise<number>, n: number): Promise<[number[], number[]]> {
+async function interleaved(
+  a: (i: number) => Promise<number>,
+  b: (i: number) => Promise<number>,
+  n: number,
+): Promise<[number[], number[]]> {
   const xs: number[] = [];
   const ys: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -67,13 +85,39 @@ async function interleaved(a: (i: number) => Promise<number>, b: (i: number) => 
   return [xs, ys];
 }
 
-const envelope = (channelId: string, i: number, t0: number, status: 'delivered' | 'pending', recipient: string): Envelope => ({
-  message_id: newMessageId(), channel_id: channelId, sender_session_id: 'a', sender_role: 'A', recipient_session_id: recipient,
-  recipient_role: 'R', timestamp: t0 + i, message_type: 'manual', content: message(i), reply_to: null, hop_count: 0,
-  correlation_id: newCorrelationId(), root_message_id: null, delivery_status: status,
-  delivered_at: status === 'delivered' ? t0 + i + 1 : null, attempts: status === 'delivered' ? 1 : 0,
-  delivery_method: status === 'delivered' ? 'pull' : null, in_flight_by: null, in_flight_at: null,
-  transitions: status === 'delivered' ? [['SEND', 'pending', t0 + i], ['PULL', 'delivered', t0 + i + 1]] : [['SEND', 'pending', t0 + i]],
+const envelope = (
+  channelId: string,
+  i: number,
+  t0: number,
+  status: 'delivered' | 'pending',
+  recipient: string,
+): Envelope => ({
+  message_id: newMessageId(),
+  channel_id: channelId,
+  sender_session_id: 'a',
+  sender_role: 'A',
+  recipient_session_id: recipient,
+  recipient_role: 'R',
+  timestamp: t0 + i,
+  message_type: 'manual',
+  content: message(i),
+  reply_to: null,
+  hop_count: 0,
+  correlation_id: newCorrelationId(),
+  root_message_id: null,
+  delivery_status: status,
+  delivered_at: status === 'delivered' ? t0 + i + 1 : null,
+  attempts: status === 'delivered' ? 1 : 0,
+  delivery_method: status === 'delivered' ? 'pull' : null,
+  in_flight_by: null,
+  in_flight_at: null,
+  transitions:
+    status === 'delivered'
+      ? [
+          ['SEND', 'pending', t0 + i],
+          ['PULL', 'delivered', t0 + i + 1],
+        ]
+      : [['SEND', 'pending', t0 + i]],
 });
 
 /** 10,000 pending envelopes on `bench-0` for `recipient`, written in one mutation. */
@@ -113,9 +157,13 @@ export async function engineBench() {
     const s = stats(await timedSends(rt, N, 'empty'));
     const paths = resolvePaths(dir);
     const stateBytes = readFileSync(paths.state, 'utf8');
-    const journal = statSync(join(paths.journal, `${JSON.parse(stateBytes).journal_id}.jsonl`), { throwIfNoEntry: false });
+    const journal = statSync(join(paths.journal, `${JSON.parse(stateBytes).journal_id}.jsonl`), {
+      throwIfNoEntry: false,
+    });
     const lineBytes = 'x'.repeat(journal ? Math.round(journal.size / Math.max(1, N)) : 1500);
-    const atomic = await floorOf(N, () => writeAtomic(join(dir, 'floor.json'), stateBytes, { tmpPrefix: '.floor', durable: true }));
+    const atomic = await floorOf(N, () =>
+      writeAtomic(join(dir, 'floor.json'), stateBytes, { tmpPrefix: '.floor', durable: true }),
+    );
     const append = await floorOf(N, () => appendFileSync(join(dir, 'floor.jsonl'), `${lineBytes}\n`));
     await rt.close();
     return { s, atomic, append, stateBytes: stateBytes.length, lineBytes: lineBytes.length };
@@ -136,26 +184,38 @@ export async function engineBench() {
     await rt.close();
     return s;
   });
-  emit('engine_send_durable', { unit: 'ms', ...durable, note: 'OPENCOMMS_DURABILITY=durable: the journal line fsynced' });
+  emit('engine_send_durable', {
+    unit: 'ms',
+    ...durable,
+    note: 'OPENCOMMS_DURABILITY=durable: the journal line fsynced',
+  });
 
   // Flat in history: 100k delivered envelopes in the channel's history log, against an empty
   // project in the same turns.
-  const history = await withProject((plainDir) => withProject(async (dir) => {
-    const plain = open(plainDir);
-    const rt = open(dir);
-    await setupChannels(plain, plainDir, CHANNELS);
-    await setupChannels(rt, dir, CHANNELS);
-    const ch = (await rt.read()).channels['bench-0']!;
-    const t0 = Date.now() - 200_000;
-    for (let k = 0; k < 10; k++) appendHistory(resolvePaths(dir), Array.from({ length: 10_000 }, (_, i) => envelope(ch.id, k * 10_000 + i, t0, 'delivered', 'r')));
-    await interleaved(sender(plain, 'warm'), sender(rt, 'warm'), WARM);
-    const [e, h] = await interleaved(sender(plain, 'empty'), sender(rt, 'history'), N);
-    await plain.close();
-    await rt.close();
-    return { s: stats(h), empty: stats(e) };
-  }));
+  const history = await withProject((plainDir) =>
+    withProject(async (dir) => {
+      const plain = open(plainDir);
+      const rt = open(dir);
+      await setupChannels(plain, plainDir, CHANNELS);
+      await setupChannels(rt, dir, CHANNELS);
+      const ch = (await rt.read()).channels['bench-0']!;
+      const t0 = Date.now() - 200_000;
+      for (let k = 0; k < 10; k++)
+        appendHistory(
+          resolvePaths(dir),
+          Array.from({ length: 10_000 }, (_, i) => envelope(ch.id, k * 10_000 + i, t0, 'delivered', 'r')),
+        );
+      await interleaved(sender(plain, 'warm'), sender(rt, 'warm'), WARM);
+      const [e, h] = await interleaved(sender(plain, 'empty'), sender(rt, 'history'), N);
+      await plain.close();
+      await rt.close();
+      return { s: stats(h), empty: stats(e) };
+    }),
+  );
   emit('engine_send_history_100k', { unit: 'ms', ...history.s, empty_in_turns: history.empty });
-  emitRatio('engine_send_p50_history_100k_over_empty', history.s.p50, history.empty.p50, '<= 1.2', { floor_is: 'an empty project, its sends in turns with these' });
+  emitRatio('engine_send_p50_history_100k_over_empty', history.s.p50, history.empty.p50, '<= 1.2', {
+    floor_is: 'an empty project, its sends in turns with these',
+  });
 
   // Flat in backlog: 10,000 pending for an offline push member (no process owns it), and every
   // timed send goes to it too. The broadcast reaches two recipients: an empty project of the same
@@ -163,24 +223,37 @@ export async function engineBench() {
   const withOffline = async (rt: Runtime, dir: string) => {
     await setupChannels(rt, dir, CHANNELS);
     for (let i = 0; i < CHANNELS; i++)
-      await rt.run({ op: 'join', caller: caller(dir, 'off', 'push'), args: { channel: `bench-${i}`, role: 'Offline', role_prompt: 'away' } });
+      await rt.run({
+        op: 'join',
+        caller: caller(dir, 'off', 'push'),
+        args: { channel: `bench-${i}`, role: 'Offline', role_prompt: 'away' },
+      });
   };
-  const backlog = await withProject((plainDir) => withProject(async (dir) => {
-    const plain = open(plainDir);
-    const rt = open(dir);
-    await withOffline(plain, plainDir);
-    await withOffline(rt, dir);
-    await pendingFor(rt, 'off');
-    const to = (i: number) => ({ channel: `bench-${i % CHANNELS}`, broadcast: true });
-    await interleaved(sender(plain, 'warm', to), sender(rt, 'warm', to), WARM);
-    const [e, b] = await interleaved(sender(plain, 'empty', to), sender(rt, 'backlog', to), N);
-    const pending = (await rt.read()).queues.off?.length ?? 0;
-    await plain.close();
-    await rt.close();
-    return { s: stats(b), empty: stats(e), pending };
-  }));
-  emit('engine_send_backlog_10k', { unit: 'ms', ...backlog.s, offline_member_pending: backlog.pending, empty_in_turns: backlog.empty });
-  emitRatio('engine_send_p50_backlog_10k_over_empty', backlog.s.p50, backlog.empty.p50, '<= 1.2', { floor_is: 'an empty project of the same shape, its sends in turns with these' });
+  const backlog = await withProject((plainDir) =>
+    withProject(async (dir) => {
+      const plain = open(plainDir);
+      const rt = open(dir);
+      await withOffline(plain, plainDir);
+      await withOffline(rt, dir);
+      await pendingFor(rt, 'off');
+      const to = (i: number) => ({ channel: `bench-${i % CHANNELS}`, broadcast: true });
+      await interleaved(sender(plain, 'warm', to), sender(rt, 'warm', to), WARM);
+      const [e, b] = await interleaved(sender(plain, 'empty', to), sender(rt, 'backlog', to), N);
+      const pending = (await rt.read()).queues.off?.length ?? 0;
+      await plain.close();
+      await rt.close();
+      return { s: stats(b), empty: stats(e), pending };
+    }),
+  );
+  emit('engine_send_backlog_10k', {
+    unit: 'ms',
+    ...backlog.s,
+    offline_member_pending: backlog.pending,
+    empty_in_turns: backlog.empty,
+  });
+  emitRatio('engine_send_p50_backlog_10k_over_empty', backlog.s.p50, backlog.empty.p50, '<= 1.2', {
+    floor_is: 'an empty project of the same shape, its sends in turns with these',
+  });
 
   // Another store on the same project, up to date after every send, with 10,000 pending: its
   // read right after a compaction, beside its ordinary read of one new line.
@@ -202,7 +275,10 @@ export async function engineBench() {
       (statSync(state).ino === ino ? plain : across).push(now() - t);
     }
     emit('engine_catch_up_across_compaction_10k_pending', {
-      unit: 'ms', ...stats(across), ordinary_line: stats(plain), state_bytes: statSync(state).size,
+      unit: 'ms',
+      ...stats(across),
+      ordinary_line: stats(plain),
+      state_bytes: statSync(state).size,
       what: "another store's first read after a compaction (it follows the journal's seal instead of reading state.json)",
     });
     await other.close();
@@ -215,8 +291,16 @@ export async function engineBench() {
     const a = open(dir);
     const b = open(dir);
     for (let i = 0; i < PULL_CHANNELS; i++) {
-      await a.run({ op: 'create', caller: caller(dir, 'a', 'push'), args: { channel: `solo${i}`, role: 'A', role_prompt: 'send', rate_limit: 1000 } });
-      await b.run({ op: 'join', caller: caller(dir, 'r', 'pull'), args: { channel: `solo${i}`, role: 'R', role_prompt: 'read' } });
+      await a.run({
+        op: 'create',
+        caller: caller(dir, 'a', 'push'),
+        args: { channel: `solo${i}`, role: 'A', role_prompt: 'send', rate_limit: 1000 },
+      });
+      await b.run({
+        op: 'join',
+        caller: caller(dir, 'r', 'pull'),
+        args: { channel: `solo${i}`, role: 'R', role_prompt: 'read' },
+      });
     }
     const catchUp: number[] = [];
     const pulls: number[] = [];
@@ -238,8 +322,16 @@ export async function engineBench() {
         pulls.push(p);
       }
     }
-    emit('engine_pull_100', { unit: 'ms', ...stats(pulls), what: 'one pull of 100 in process, the store already caught up' });
-    emit('engine_catch_up_100_lines', { unit: 'ms', ...stats(catchUp), what: "another store's catch-up of 100 sends (their journal lines parsed, applied, validated)" });
+    emit('engine_pull_100', {
+      unit: 'ms',
+      ...stats(pulls),
+      what: 'one pull of 100 in process, the store already caught up',
+    });
+    emit('engine_catch_up_100_lines', {
+      unit: 'ms',
+      ...stats(catchUp),
+      what: "another store's catch-up of 100 sends (their journal lines parsed, applied, validated)",
+    });
     await a.close();
     await b.close();
   });
@@ -252,7 +344,10 @@ export async function engineBench() {
     const four = await contended(dir, 4);
     const fourApart = await contended(dir, 4, 0, true);
     emitRatio('engine_4_processes_over_1', four.rate, one.rate, '>= 1.5', {
-      unit: 'sends/s aggregate', lost: four.lost + one.lost + fourApart.lost, ceiling: ceiling(one.cores), unshared: round(fourApart.rate / one.rate),
+      unit: 'sends/s aggregate',
+      lost: four.lost + one.lost + fourApart.lost,
+      ceiling: ceiling(one.cores),
+      unshared: round(fourApart.rate / one.rate),
     });
     // The same after each process has sent WARM_SENDS: V8 compiles this code over its first
     // ~3,000 calls, and four cold processes pay that four times on two cores.
@@ -260,8 +355,11 @@ export async function engineBench() {
     const fourWarm = await contended(dir, 4, WARM_SENDS);
     const fourWarmApart = await contended(dir, 4, WARM_SENDS, true);
     emitRatio('engine_4_processes_over_1_warm', fourWarm.rate, oneWarm.rate, 'reported', {
-      unit: 'sends/s aggregate', lost: fourWarm.lost + oneWarm.lost + fourWarmApart.lost, ceiling: ceiling(oneWarm.cores),
-      unshared: round(fourWarmApart.rate / oneWarm.rate), warm_up: `${WARM_SENDS} sends per process before the clock`,
+      unit: 'sends/s aggregate',
+      lost: fourWarm.lost + oneWarm.lost + fourWarmApart.lost,
+      ceiling: ceiling(oneWarm.cores),
+      unshared: round(fourWarmApart.rate / oneWarm.rate),
+      warm_up: `${WARM_SENDS} sends per process before the clock`,
     });
   });
   await withProject(async (dir) => wake(dir));
@@ -270,10 +368,15 @@ export async function engineBench() {
 /** Sends per process before the warm 4-process figure (see `contended`). */
 const WARM_SENDS = 3000;
 
-const workers = { contend: join(import.meta.dirname, 'worker.ts'), owner: join(import.meta.dirname, '..', 'test', 'helpers', 'runtime-worker.ts') };
+const workers = {
+  contend: join(import.meta.dirname, 'worker.ts'),
+  owner: join(import.meta.dirname, '..', 'test', 'helpers', 'runtime-worker.ts'),
+};
 
 function child(args: string[]) {
-  const proc = spawn(process.execPath, ['--import', 'tsx', workers[args[0] as keyof typeof workers], ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', workers[args[0] as keyof typeof workers], ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines: string[] = [];
   let buf = '';
   let notify = () => {};
@@ -304,7 +407,12 @@ function child(args: string[]) {
 /** `count` processes, each sending to (and pulling for) its own channel, all on one project, or
  *  (`unshared`) each on a project of its own, under `dir`; with `warm`, each first sends that
  *  many on channels of its own (not timed). */
-async function contended(dir: string, count: number, warm = 0, unshared = false): Promise<{ rate: number; lost: number; cores: number }> {
+async function contended(
+  dir: string,
+  count: number,
+  warm = 0,
+  unshared = false,
+): Promise<{ rate: number; lost: number; cores: number }> {
   const PER = 400;
   const tag = (w: number) => `${warm ? 'warm' : 'cold'}${unshared ? '-apart' : ''}${count}x${w}`;
   const projectOf = (w: number) => (unshared ? join(dir, tag(w)) : dir);
@@ -317,17 +425,35 @@ async function contended(dir: string, count: number, warm = 0, unshared = false)
   };
   const member = async (w: number, channel: string, sender: string, reader: string) => {
     const rt = runtimeOf(w);
-    await rt.run({ op: 'create', caller: caller(projectOf(w), sender, 'push'), args: { channel, role: 'A', role_prompt: 'send', rate_limit: 1000 } });
-    await rt.run({ op: 'join', caller: caller(projectOf(w), reader, 'pull'), args: { channel, role: 'R', role_prompt: 'read' } });
+    await rt.run({
+      op: 'create',
+      caller: caller(projectOf(w), sender, 'push'),
+      args: { channel, role: 'A', role_prompt: 'send', rate_limit: 1000 },
+    });
+    await rt.run({
+      op: 'join',
+      caller: caller(projectOf(w), reader, 'pull'),
+      args: { channel, role: 'R', role_prompt: 'read' },
+    });
   };
   for (let w = 0; w < count; w++) {
     await member(w, `w${tag(w)}`, `a${tag(w)}`, `r${tag(w)}`);
-    if (warm) for (let k = 0; k < WARM_CHANNELS; k++) await member(w, `w${tag(w)}-warm${k}`, `a${tag(w)}`, `r${tag(w)}-warm`);
+    if (warm)
+      for (let k = 0; k < WARM_CHANNELS; k++) await member(w, `w${tag(w)}-warm${k}`, `a${tag(w)}`, `r${tag(w)}-warm`);
   }
   const barrier = join(dir, `go-${tag(0)}`);
   const sync = `${barrier}-sync`;
   const kids = Array.from({ length: count }, (_, w) =>
-    child(['contend', projectOf(w), `a${tag(w)}`, `r${tag(w)}`, `w${tag(w)}`, String(PER), barrier, ...(warm ? [String(warm), sync] : [])]),
+    child([
+      'contend',
+      projectOf(w),
+      `a${tag(w)}`,
+      `r${tag(w)}`,
+      `w${tag(w)}`,
+      String(PER),
+      barrier,
+      ...(warm ? [String(warm), sync] : []),
+    ]),
   );
   if (warm) {
     await Promise.all(kids.map((k) => k.waitFor((l) => l === 'warm')));
@@ -345,7 +471,15 @@ async function contended(dir: string, count: number, warm = 0, unshared = false)
   const sent = results.reduce((a, r) => a + r.sent, 0);
   const pulled = results.reduce((a, r) => a + r.pulled, 0);
   const name = `engine_throughput_${count}_process${count > 1 ? 'es' : ''}${unshared ? '_unshared' : ''}${warm ? '_warm' : ''}`;
-  emit(name, { unit: 'sends/s', value: Math.round(sent / (elapsed / 1000)), sent, pulled, still_pending: pending, lost: sent - pulled - pending, cores_busy: cores });
+  emit(name, {
+    unit: 'sends/s',
+    value: Math.round(sent / (elapsed / 1000)),
+    sent,
+    pulled,
+    still_pending: pending,
+    lost: sent - pulled - pending,
+    cores_busy: cores,
+  });
   for (const rt of runtimes.values()) await rt.close();
   return { rate: sent / (elapsed / 1000), lost: sent - pulled - pending, cores };
 }
@@ -354,8 +488,17 @@ async function contended(dir: string, count: number, warm = 0, unshared = false)
 async function wake(dir: string) {
   const rt = open(dir);
   const R = 25;
-  await rt.run({ op: 'create', caller: caller(dir, 'a', 'push'), args: { channel: 'wake', role: 'A', role_prompt: 'send', rate_limit: 1000, max_members: 32 } });
-  for (let i = 0; i < R; i++) await rt.run({ op: 'join', caller: caller(dir, `b${i}`, 'push'), args: { channel: 'wake', role: `B${i}`, role_prompt: 'receive' } });
+  await rt.run({
+    op: 'create',
+    caller: caller(dir, 'a', 'push'),
+    args: { channel: 'wake', role: 'A', role_prompt: 'send', rate_limit: 1000, max_members: 32 },
+  });
+  for (let i = 0; i < R; i++)
+    await rt.run({
+      op: 'join',
+      caller: caller(dir, `b${i}`, 'push'),
+      args: { channel: 'wake', role: `B${i}`, role_prompt: 'receive' },
+    });
   const owner = child(['owner', dir, [...Array(R).keys()].map((i) => `b${i}`).join(',')]);
   await owner.waitFor((l) => l === 'ready');
   const samples: number[] = [];
@@ -374,7 +517,12 @@ async function wake(dir: string) {
   }
   owner.proc.kill('SIGTERM');
   const s = stats(samples);
-  emit('wake_cross_process', { unit: 'ms', ...s, what: 'send returns in A → batch in_flight in owner B', target: 'p99 <= 20' });
+  emit('wake_cross_process', {
+    unit: 'ms',
+    ...s,
+    what: 'send returns in A → batch in_flight in owner B',
+    target: 'p99 <= 20',
+  });
   await rt.close();
   return round(s.p99);
 }

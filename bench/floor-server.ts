@@ -27,8 +27,19 @@ function frame(seq: number, channel: string, content: string, at: number) {
   const hex = seq.toString(16).padStart(32, '0');
   const message_id = `ocm_${hex}`;
   const envelope = {
-    message_id, channel_id: `chn_${hex}`, sender_session_id: 'floor', sender_role: 'A', recipient_session_id: 'reader', recipient_role: 'B',
-    message_type: 'manual' as const, content, reply_to: null, hop_count: 0, correlation_id: `cor_${hex}`, root_message_id: null, ...acceptedEnvelope(at),
+    message_id,
+    channel_id: `chn_${hex}`,
+    sender_session_id: 'floor',
+    sender_role: 'A',
+    recipient_session_id: 'reader',
+    recipient_role: 'B',
+    message_type: 'manual' as const,
+    content,
+    reply_to: null,
+    hop_count: 0,
+    correlation_id: `cor_${hex}`,
+    root_message_id: null,
+    ...acceptedEnvelope(at),
   };
   return { message_id, framed: frameEnvelope(envelope, channel) };
 }
@@ -53,24 +64,40 @@ function lastLines(limit: number): string[] {
     closeSync(fd);
   }
 }
-server.registerTool('send', { description: 'Append a message.', inputSchema: { channel: z.string(), content: z.string() } }, async ({ channel, content }) => {
-  const id = `m${++n}`;
-  const at = Date.now();
-  const line = framed ? { id, channel, content, at, ...frame(n, channel, content, at) } : { id, channel, content, at };
-  appendFileSync(file, `${JSON.stringify(line)}\n`);
-  return { content: [{ type: 'text', text: JSON.stringify({ ok: true, message: 'Queued.', data: { message_ids: [id] } }) }] };
-});
-server.registerTool('read', { description: 'The last messages.', inputSchema: { limit: z.number() } }, async ({ limit }) => {
-  const lines = lastLines(limit);
-  const messages = lines.map((l) => JSON.parse(l) as { id: string; channel: string; content: string; message_id?: string; framed?: string });
-  const data = framed
-    ? {
-        messages: messages.map((m) => ({ channel: m.channel, message_id: m.message_id, framed: m.framed })),
-        message_ids: messages.map((m) => m.message_id),
-        untrusted_notice: UNTRUSTED_NOTICE,
-        remaining: 0,
-      }
-    : { messages };
-  return { content: [{ type: 'text', text: JSON.stringify({ ok: true, message: `${messages.length} message(s).`, data }) }] };
-});
+server.registerTool(
+  'send',
+  { description: 'Append a message.', inputSchema: { channel: z.string(), content: z.string() } },
+  async ({ channel, content }) => {
+    const id = `m${++n}`;
+    const at = Date.now();
+    const line = framed
+      ? { id, channel, content, at, ...frame(n, channel, content, at) }
+      : { id, channel, content, at };
+    appendFileSync(file, `${JSON.stringify(line)}\n`);
+    return {
+      content: [{ type: 'text', text: JSON.stringify({ ok: true, message: 'Queued.', data: { message_ids: [id] } }) }],
+    };
+  },
+);
+server.registerTool(
+  'read',
+  { description: 'The last messages.', inputSchema: { limit: z.number() } },
+  async ({ limit }) => {
+    const lines = lastLines(limit);
+    const messages = lines.map(
+      (l) => JSON.parse(l) as { id: string; channel: string; content: string; message_id?: string; framed?: string },
+    );
+    const data = framed
+      ? {
+          messages: messages.map((m) => ({ channel: m.channel, message_id: m.message_id, framed: m.framed })),
+          message_ids: messages.map((m) => m.message_id),
+          untrusted_notice: UNTRUSTED_NOTICE,
+          remaining: 0,
+        }
+      : { messages };
+    return {
+      content: [{ type: 'text', text: JSON.stringify({ ok: true, message: `${messages.length} message(s).`, data }) }],
+    };
+  },
+);
 await server.connect(new LineLimitedStdioTransport(process.stdin, process.stdout));

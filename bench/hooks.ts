@@ -22,11 +22,28 @@ export async function hooksBench() {
     await install('claude-code', dir, { detect: async () => 'x', warn: () => {} });
     await installMember(dir, { id: 'sess_bench' });
     const rt = openRuntime(dir, { log: () => {} });
-    const caller = (sid: string) => ({ session_id: sid, host: 'claude-code', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: dir });
-    await rt.run({ op: 'create', caller: caller('sess_bench'), args: { channel: 'bench', role: 'Worker', role_prompt: 'work', rate_limit: 1000 } });
-    await rt.run({ op: 'join', caller: caller('sess_peer'), args: { channel: 'bench', role: 'Peer', role_prompt: 'send' } });
+    const caller = (sid: string) => ({
+      session_id: sid,
+      host: 'claude-code',
+      surface: 'mcp',
+      delivery_mode: 'pull',
+      host_session_id: null,
+      project_id: 'local-project',
+      worktree: dir,
+    });
+    await rt.run({
+      op: 'create',
+      caller: caller('sess_bench'),
+      args: { channel: 'bench', role: 'Worker', role_prompt: 'work', rate_limit: 1000 },
+    });
+    await rt.run({
+      op: 'join',
+      caller: caller('sess_peer'),
+      args: { channel: 'bench', role: 'Peer', role_prompt: 'send' },
+    });
     const runner = join(dir, '.opencomms', 'claude-code-hooks.mjs');
-    const input = (event: string) => JSON.stringify({ hook_event_name: event, session_id: 'claude-bench', cwd: dir, prompt: 'next' });
+    const input = (event: string) =>
+      JSON.stringify({ hook_event_name: event, session_id: 'claude-bench', cwd: dir, prompt: 'next' });
     time([runner, 'auto', dir], input('SessionStart')); // binds the session
     const floor: number[] = [];
     const empty: number[] = [];
@@ -38,10 +55,27 @@ export async function hooksBench() {
       mail.push(time([runner, 'auto', dir], input('UserPromptSubmit')));
     }
     await rt.close();
-    emit('hook_empty_queue_wall', { unit: 'ms', ...stats(empty), what: 'UserPromptSubmit, bound session, nothing pending: node start-up included', target: 'p50 <= 80' });
-    emit('hook_node_floor_wall', { unit: 'ms', ...stats(floor), what: 'node -e "" on the same machine (no hook can start faster)' });
+    emit('hook_empty_queue_wall', {
+      unit: 'ms',
+      ...stats(empty),
+      what: 'UserPromptSubmit, bound session, nothing pending: node start-up included',
+      target: 'p50 <= 80',
+    });
+    emit('hook_node_floor_wall', {
+      unit: 'ms',
+      ...stats(floor),
+      what: 'node -e "" on the same machine (no hook can start faster)',
+    });
     // Paired with the floor run just before it, so a busy machine's start-up noise cancels out.
-    emit('hook_over_node_floor', { unit: 'ms', ...stats(empty.map((e, i) => e - floor[i]!)), what: 'the empty-queue hook minus the node -e "" run before it' });
-    emit('hook_one_message_wall', { unit: 'ms', ...stats(mail), what: 'UserPromptSubmit handing one message over (drain + commit + frame)' });
+    emit('hook_over_node_floor', {
+      unit: 'ms',
+      ...stats(empty.map((e, i) => e - floor[i]!)),
+      what: 'the empty-queue hook minus the node -e "" run before it',
+    });
+    emit('hook_one_message_wall', {
+      unit: 'ms',
+      ...stats(mail),
+      what: 'UserPromptSubmit handing one message over (drain + commit + frame)',
+    });
   });
 }

@@ -15,13 +15,21 @@ export const ROOT = join(import.meta.dirname, '..');
 
 /** Node flags of our MCP server: the installers' (`MCP_NODE_FLAGS`), or `BENCH_MCP_NODE_FLAGS`
  *  (space-separated) to compare another set on the same machine. */
-export const mcpNodeFlags: readonly string[] = process.env.BENCH_MCP_NODE_FLAGS?.split(' ').filter(Boolean) ?? MCP_NODE_FLAGS;
+export const mcpNodeFlags: readonly string[] =
+  process.env.BENCH_MCP_NODE_FLAGS?.split(' ').filter(Boolean) ?? MCP_NODE_FLAGS;
 
 export function stats(samples: number[]) {
   const s = [...samples].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
   const r = (x: number) => Math.round(x * 1000) / 1000;
-  return { p50: r(at(0.5)), p95: r(at(0.95)), p99: r(at(0.99)), max: r(s.at(-1) ?? 0), mean: r(s.reduce((a, b) => a + b, 0) / (s.length || 1)), n: s.length };
+  return {
+    p50: r(at(0.5)),
+    p95: r(at(0.95)),
+    p99: r(at(0.99)),
+    max: r(s.at(-1) ?? 0),
+    mean: r(s.reduce((a, b) => a + b, 0) / (s.length || 1)),
+    n: s.length,
+  };
 }
 
 /** A bench child's start line: it returns once the parent creates `barrier`, so every child starts
@@ -46,7 +54,13 @@ export function emit(figure: string, fields: Record<string, unknown>) {
 }
 
 /** A ratio figure: the value, the floor it is divided by (measured in the same run), the target. */
-export function emitRatio(figure: string, value: number, floor: number, target: string, extra: Record<string, unknown> = {}) {
+export function emitRatio(
+  figure: string,
+  value: number,
+  floor: number,
+  target: string,
+  extra: Record<string, unknown> = {},
+) {
   emit(figure, { ratio: round(value / floor), value: round(value, 3), floor: round(floor, 3), target, ...extra });
 }
 
@@ -61,15 +75,29 @@ export async function withProject<T>(fn: (dir: string) => Promise<T>): Promise<T
 }
 
 export const caller = (dir: string, session_id: string, delivery_mode = 'pull'): Caller => ({
-  session_id, host: 'bench', surface: 'cli', delivery_mode, host_session_id: session_id, project_id: 'local-project', worktree: dir,
+  session_id,
+  host: 'bench',
+  surface: 'cli',
+  delivery_mode,
+  host_session_id: session_id,
+  project_id: 'local-project',
+  worktree: dir,
 });
 
 /** Channels `bench-0..k-1`, each with sender `a` and pull reader `r`: rotating over them keeps
  *  every channel under its 1000-per-minute rate limit. */
 export async function setupChannels(rt: Runtime, dir: string, k: number, sender = 'a', reader = 'r') {
   for (let i = 0; i < k; i++) {
-    const c = await rt.run({ op: 'create', caller: caller(dir, sender, 'push'), args: { channel: `bench-${i}`, role: 'A', role_prompt: 'send', rate_limit: 1000 } });
-    const j = await rt.run({ op: 'join', caller: caller(dir, reader, 'pull'), args: { channel: `bench-${i}`, role: 'R', role_prompt: 'read' } });
+    const c = await rt.run({
+      op: 'create',
+      caller: caller(dir, sender, 'push'),
+      args: { channel: `bench-${i}`, role: 'A', role_prompt: 'send', rate_limit: 1000 },
+    });
+    const j = await rt.run({
+      op: 'join',
+      caller: caller(dir, reader, 'pull'),
+      args: { channel: `bench-${i}`, role: 'R', role_prompt: 'read' },
+    });
     if (!c.ok || !j.ok) throw new Error(`setup failed: ${c.message} / ${j.message}`);
   }
 }
@@ -91,7 +119,12 @@ export interface Mcp {
 
 /** An SDK client over real stdio pipes to `node <args>`. */
 export async function connectMcp(args: string[], env: Record<string, string> = {}): Promise<Mcp> {
-  const transport = new StdioClientTransport({ command: process.execPath, args, env: { ...(process.env as Record<string, string>), ...env }, stderr: 'ignore' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args,
+    env: { ...(process.env as Record<string, string>), ...env },
+    stderr: 'ignore',
+  });
   const client = new Client({ name: 'opencomms-bench', version: '0.0.0' });
   await client.connect(transport);
   return {
@@ -107,8 +140,17 @@ export async function connectMcp(args: string[], env: Record<string, string> = {
 /** Bundles a TypeScript entry into one ES module, as scripts/build.ts bundles the MCP server. */
 export async function bundle(entry: string, outfile: string) {
   await build({
-    entryPoints: [entry], outfile, bundle: true, platform: 'node', format: 'esm', target: 'node20', minify: true, logLevel: 'warning',
-    banner: { js: "import { createRequire as __ocRequire } from 'node:module'; const require = __ocRequire(import.meta.url);" },
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    minify: true,
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __ocRequire } from 'node:module'; const require = __ocRequire(import.meta.url);",
+    },
   });
 }
 
@@ -117,8 +159,15 @@ export function spawnToToolsList(args: string[], env: Record<string, string> = {
   return new Promise((resolve, reject) => {
     const t = now();
     const p = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env, ...env } });
-    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'bench', version: '0' } } };
-    p.stdin.write(`${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+    const init = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'bench', version: '0' } },
+    };
+    p.stdin.write(
+      `${JSON.stringify(init)}\n${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`,
+    );
     let out = '';
     p.stdout.on('data', (d: Buffer) => {
       out += d.toString();

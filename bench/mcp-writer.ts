@@ -7,7 +7,11 @@ import { ROOT, mcpNodeFlags, connectMcp, message, waitForBarrier } from './lib.t
 
 const [project, tag, count, barrier, floor] = process.argv.slice(2);
 if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier> [<floor server>]');
-const pin = (who: string) => `sess_${`${tag}${who}`.replace(/[^A-Za-z0-9]/g, '').padEnd(24, '0').slice(0, 24)}`;
+const pin = (who: string) =>
+  `sess_${`${tag}${who}`
+    .replace(/[^A-Za-z0-9]/g, '')
+    .padEnd(24, '0')
+    .slice(0, 24)}`;
 const channel = `c-${tag}`.toLowerCase();
 const a = floor ? await connectMcp([floor, project!]) : await ours();
 const tool = floor ? 'send' : 'opencomms_send';

@@ -5,7 +5,22 @@ import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ROOT, ceiling, mcpNodeFlags, bundle, connectMcp, emit, emitRatio, message, now, round, spawnToToolsList, stats, withProject, type Mcp } from './lib.ts';
+import {
+  ROOT,
+  ceiling,
+  mcpNodeFlags,
+  bundle,
+  connectMcp,
+  emit,
+  emitRatio,
+  message,
+  now,
+  round,
+  spawnToToolsList,
+  stats,
+  withProject,
+  type Mcp,
+} from './lib.ts';
 
 const CHANNELS = 12;
 /** Channels each server joins; the memory figure rotates over all: 10k sends stay under every channel's 1000 a minute. */
@@ -185,15 +200,31 @@ async function machineCpu() {
  *  `floorJs`) on one project, or (`unshared`) each on a project of its own under `dir`: the
  *  aggregate rate, the cores the machine kept busy meanwhile, and its CPU time per send. */
 async function writers(
-  dir: string, count: number, perWriter: number, o: { floorJs?: string; unshared?: boolean } = {},
+  dir: string,
+  count: number,
+  perWriter: number,
+  o: { floorJs?: string; unshared?: boolean } = {},
 ): Promise<{ rate: number; cores: number; cpuMsPerSend: number }> {
   const kind = `${count}${o.floorJs ? '-floor' : ''}${o.unshared ? '-apart' : ''}`;
   const barrier = join(dir, `go-${kind}`);
   const project = (w: number) => (o.unshared ? join(dir, `apart-${kind}-${w}`) : dir);
   const kids = Array.from({ length: count }, (_, w) =>
-    spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'mcp-writer.ts'), project(w), `w${count}x${w}`, String(perWriter), barrier, ...(o.floorJs ? [o.floorJs] : [])], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    }),
+    spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(import.meta.dirname, 'mcp-writer.ts'),
+        project(w),
+        `w${count}x${w}`,
+        String(perWriter),
+        barrier,
+        ...(o.floorJs ? [o.floorJs] : []),
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    ),
   );
   const lines = kids.map((k) => {
     let out = '';
@@ -203,7 +234,9 @@ async function writers(
   const waitLine = (i: number, re: RegExp) =>
     new Promise<string>((resolve, reject) => {
       const t = setInterval(() => {
-        const m = lines[i]!().split('\n').find((l) => re.test(l));
+        const m = lines[i]!()
+          .split('\n')
+          .find((l) => re.test(l));
         if (m) {
           clearInterval(t);
           resolve(m);
@@ -243,14 +276,21 @@ async function idleBeside(dir: string) {
   const [writer, ...idle] = servers as [Mcp, ...Mcp[]];
   for (let c = 0; c < 4; c++) {
     await writer.call('opencomms_create', { channel: `out${c}`, role: 'A', role_prompt: 'send', rate_limit: 1000 });
-    for (const s of idle) await s.call('opencomms_join', { channel: `out${c}`, role: `B${servers.indexOf(s)}`, role_prompt: 'read' });
+    for (const s of idle)
+      await s.call('opencomms_join', { channel: `out${c}`, role: `B${servers.indexOf(s)}`, role_prompt: 'read' });
   }
-  await Promise.all(servers.map(async (s, k) => {
-    for (let i = 0; i < 30; i++) {
-      const r = await s.call('opencomms_send', { channel: `out${k}`, content: `${message(i)} ${k}`, broadcast: true });
-      if (!r.ok) throw new Error(`contention send refused: ${r.message}`);
-    }
-  }));
+  await Promise.all(
+    servers.map(async (s, k) => {
+      for (let i = 0; i < 30; i++) {
+        const r = await s.call('opencomms_send', {
+          channel: `out${k}`,
+          content: `${message(i)} ${k}`,
+          broadcast: true,
+        });
+        if (!r.ok) throw new Error(`contention send refused: ${r.message}`);
+      }
+    }),
+  );
   await new Promise((r) => setTimeout(r, 1500)); // past the quiet second of the servers' catch-ups
   const before = await Promise.all(idle.map((s) => cpuMs(s.pid)));
   const rt: number[] = [];
@@ -264,7 +304,10 @@ async function idleBeside(dir: string) {
   for (const s of servers) await s.close();
   return {
     writer_send_p50: stats(rt).p50,
-    idle_servers_cpu_per_1000_sends: round(after.reduce((a, x, i) => a + x - before[i]!, 0) / idle.length / (IDLE_SENDS / 1000), 1),
+    idle_servers_cpu_per_1000_sends: round(
+      after.reduce((a, x, i) => a + x - before[i]!, 0) / idle.length / (IDLE_SENDS / 1000),
+      1,
+    ),
     what: `one server's ${IDLE_SENDS} sends (broadcasts to three others' sessions) while their servers wait; CPU per waiting server`,
   };
 }
@@ -295,25 +338,53 @@ export async function mcpBench() {
         await p.send(i, RSS_CHANNELS);
         await p.housekeep(i++);
       }
-      emit('mcp_server_rss_after_10k_sends', { unit: 'MB', value: await rssMb(pid), after_1k: at1k, target: '<= 80, not growing with history', node_flags: mcpNodeFlags.join(' ') });
+      emit('mcp_server_rss_after_10k_sends', {
+        unit: 'MB',
+        value: await rssMb(pid),
+        after_1k: at1k,
+        target: '<= 80, not growing with history',
+        node_flags: mcpNodeFlags.join(' '),
+      });
       await p.close();
       return f;
     });
     emit('mcp_send_roundtrip', { unit: 'ms', ...mine.send, floor: floor.send });
     emitRatio('mcp_send_p50_over_floor', mine.send.p50, floor.send.p50, '<= 2 (best peer 2.65)');
-    emit('mcp_send_first_500', { unit: 'ms', ...mine.early, floor: floor.early, note: "a fresh server's first sends, warm-up included" });
-    emitRatio('mcp_sustained_over_floor', mine.sustained, floor.sustained, '>= 0.3 (best peer 0.18)', { unit: 'sends/s', loop: 'sends only, one in flight' });
+    emit('mcp_send_first_500', {
+      unit: 'ms',
+      ...mine.early,
+      floor: floor.early,
+      note: "a fresh server's first sends, warm-up included",
+    });
+    emitRatio('mcp_sustained_over_floor', mine.sustained, floor.sustained, '>= 0.3 (best peer 0.18)', {
+      unit: 'sends/s',
+      loop: 'sends only, one in flight',
+    });
     if (mine.withReader !== null)
-      emitRatio('mcp_sustained_with_reader_over_floor', mine.withReader, floor.sustained, 'reported: the figure through the seventh session', {
-        unit: 'sends/s', loop: "ours: sends with its reader's pull every 20 sends; the floor: sends only (it has no reader)",
-      });
+      emitRatio(
+        'mcp_sustained_with_reader_over_floor',
+        mine.withReader,
+        floor.sustained,
+        'reported: the figure through the seventh session',
+        {
+          unit: 'sends/s',
+          loop: "ours: sends with its reader's pull every 20 sends; the floor: sends only (it has no reader)",
+        },
+      );
     emit('mcp_pull_100', { unit: 'ms', ...mine.read, floor_read_100: floor.read });
     emitRatio('mcp_pull_100_p50_over_floor', mine.read.p50, floor.read.p50, '<= 2 (best peer 3.6)');
     const answer = await withProject((dir) => answerAlone(dir, floorJs));
-    emitRatio('mcp_pull_100_answer_alone_over_floor', answer.framed, answer.plain, 'reported: the part of the pull target (<= 2) its answer alone takes', {
-      unit: 'ms', what: "the floor's read of 100 answering with the frames and the shape of opencomms_pull (FEATURES.md §5.7), reads alternating with the plain floor's",
-      answer_chars: answer.chars,
-    });
+    emitRatio(
+      'mcp_pull_100_answer_alone_over_floor',
+      answer.framed,
+      answer.plain,
+      'reported: the part of the pull target (<= 2) its answer alone takes',
+      {
+        unit: 'ms',
+        what: "the floor's read of 100 answering with the frames and the shape of opencomms_pull (FEATURES.md §5.7), reads alternating with the plain floor's",
+        answer_chars: answer.chars,
+      },
+    );
 
     const durable = await withProject(async (dir) => {
       const p = await oursPair(dir, { OPENCOMMS_DURABILITY: 'durable' });
@@ -321,7 +392,12 @@ export async function mcpBench() {
       await p.close();
       return f;
     });
-    emit('mcp_send_roundtrip_durable', { unit: 'ms', ...durable.send, sustained: round(durable.sustained), note: 'OPENCOMMS_DURABILITY=durable: every write fsynced' });
+    emit('mcp_send_roundtrip_durable', {
+      unit: 'ms',
+      ...durable.send,
+      sustained: round(durable.sustained),
+      note: 'OPENCOMMS_DURABILITY=durable: every write fsynced',
+    });
 
     // Start-up: spawn → tools/list answered, alternating so that load hits both alike.
     const SPAWNS = 10;
@@ -338,12 +414,18 @@ export async function mcpBench() {
     });
     const m = stats(minimal).p50;
     emitRatio('mcp_spawn_to_tools_list_over_minimal_sdk_server', stats(bundled).p50, m, '<= 1.0', {
-      unit: 'ms', command: 'node .opencomms/opencomms-mcp.mjs <project> (what the installers configure)',
+      unit: 'ms',
+      command: 'node .opencomms/opencomms-mcp.mjs <project> (what the installers configure)',
     });
-    emitRatio('mcp_spawn_to_tools_list_via_bin_over_minimal_sdk_server', stats(viaBin).p50, m, '<= 1.0', { unit: 'ms', command: 'node bin/opencomms.js mcp --project <dir>' });
+    emitRatio('mcp_spawn_to_tools_list_via_bin_over_minimal_sdk_server', stats(viaBin).p50, m, '<= 1.0', {
+      unit: 'ms',
+      command: 'node bin/opencomms.js mcp --project <dir>',
+    });
 
     // Other servers of the project while one writes: what they cost the writer and the machine.
-    await withProject(async (dir) => emit('mcp_idle_servers_beside_a_writer', { unit: 'ms', ...(await idleBeside(dir)) }));
+    await withProject(async (dir) =>
+      emit('mcp_idle_servers_beside_a_writer', { unit: 'ms', ...(await idleBeside(dir)) }),
+    );
 
     // Four writers at once against one: each writer is its own process with its own server.
     // Beside it, what four reach sharing nothing: ours on four projects of their own (`unshared`),
@@ -355,8 +437,12 @@ export async function mcpBench() {
       const floorOne = await writers(dir, 1, 600, { floorJs });
       const floorFour = await writers(dir, 4, 600, { floorJs });
       emitRatio('mcp_4_writers_over_1', four.rate, one.rate, '>= 1.5', {
-        unit: 'sends/s aggregate', cores_busy: { one: one.cores, four: four.cores }, cpu_ms_per_send: { one: one.cpuMsPerSend, four: four.cpuMsPerSend },
-        ceiling: ceiling(one.cores), unshared: round(fourApart.rate / one.rate), floor_4_over_1: round(floorFour.rate / floorOne.rate),
+        unit: 'sends/s aggregate',
+        cores_busy: { one: one.cores, four: four.cores },
+        cpu_ms_per_send: { one: one.cpuMsPerSend, four: four.cpuMsPerSend },
+        ceiling: ceiling(one.cores),
+        unshared: round(fourApart.rate / one.rate),
+        floor_4_over_1: round(floorFour.rate / floorOne.rate),
       });
     });
   });

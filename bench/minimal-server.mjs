@@ -5,5 +5,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import * as z from 'zod';
 
 const server = new McpServer({ name: 'minimal', version: '1.0.0' });
-server.registerTool('echo', { description: 'Echo.', inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
+server.registerTool('echo', { description: 'Echo.', inputSchema: { text: z.string() } }, async ({ text }) => ({
+  content: [{ type: 'text', text }],
+}));
 await server.connect(new StdioServerTransport());

@@ -22,13 +22,40 @@ const BURST = 3000;
 const READ_ROUNDS = 20;
 const READ_WARM = 3;
 
-const envelope = (channel_id: string, i: number, t0: number, from: string, to: string, content: string, delivered = false): Envelope => ({
-  message_id: newMessageId(), channel_id, sender_session_id: from, sender_role: 'M0', recipient_session_id: to,
-  recipient_role: 'M1', timestamp: t0 + i, message_type: 'manual', content, reply_to: null, hop_count: 0,
-  correlation_id: newCorrelationId(), root_message_id: null, delivery_status: delivered ? 'delivered' : 'pending',
-  delivered_at: delivered ? t0 + i + 1 : null, attempts: delivered ? 1 : 0, delivery_method: delivered ? 'pull' : null,
-  in_flight_by: null, in_flight_at: null,
-  transitions: delivered ? [['SEND', 'pending', t0 + i], ['PULL', 'delivered', t0 + i + 1]] : [['SEND', 'pending', t0 + i]],
+const envelope = (
+  channel_id: string,
+  i: number,
+  t0: number,
+  from: string,
+  to: string,
+  content: string,
+  delivered = false,
+): Envelope => ({
+  message_id: newMessageId(),
+  channel_id,
+  sender_session_id: from,
+  sender_role: 'M0',
+  recipient_session_id: to,
+  recipient_role: 'M1',
+  timestamp: t0 + i,
+  message_type: 'manual',
+  content,
+  reply_to: null,
+  hop_count: 0,
+  correlation_id: newCorrelationId(),
+  root_message_id: null,
+  delivery_status: delivered ? 'delivered' : 'pending',
+  delivered_at: delivered ? t0 + i + 1 : null,
+  attempts: delivered ? 1 : 0,
+  delivery_method: delivered ? 'pull' : null,
+  in_flight_by: null,
+  in_flight_at: null,
+  transitions: delivered
+    ? [
+        ['SEND', 'pending', t0 + i],
+        ['PULL', 'delivered', t0 + i + 1],
+      ]
+    : [['SEND', 'pending', t0 + i]],
 });
 
 const must = async (p: Promise<{ ok: boolean; message: string }>) => {
@@ -59,21 +86,41 @@ async function loadedProject(dir: string) {
   for (let c = 0; c < CHANNELS; c++) {
     for (let m = 0; m < MEMBERS; m++) {
       const args = { channel: `ops-${c}`, role: `M${m}`, role_prompt: 'work' };
-      await must(rt.run(m === 0 ? { op: 'create', caller: caller(dir, `c${c}m${m}`), args } : { op: 'join', caller: caller(dir, `c${c}m${m}`), args }));
+      await must(
+        rt.run(
+          m === 0
+            ? { op: 'create', caller: caller(dir, `c${c}m${m}`), args }
+            : { op: 'join', caller: caller(dir, `c${c}m${m}`), args },
+        ),
+      );
     }
   }
   const state = await rt.read();
-  for (let c = 0; c < CHANNELS; c++) for (let m = 1; m < MEMBERS; m++) targets.push([state.channels[`ops-${c}`]!.id, `c${c}m0`, `c${c}m${m}`]);
+  for (let c = 0; c < CHANNELS; c++)
+    for (let m = 1; m < MEMBERS; m++) targets.push([state.channels[`ops-${c}`]!.id, `c${c}m0`, `c${c}m${m}`]);
   await queue(rt, PENDING, targets);
   const members: Member[] = state.channels['ops-0']!.members;
   const t0 = Date.now() - 10_000_000;
   const content = 'x'.repeat(ARCHIVE_CONTENT);
   for (let a = 0; a < ARCHIVES; a++) {
     const id = newChannelId();
-    const messages = Array.from({ length: ARCHIVE_MESSAGES }, (_, i) => envelope(id, i, t0, members[0]!.session_id, members[1]!.session_id, content, true));
+    const messages = Array.from({ length: ARCHIVE_MESSAGES }, (_, i) =>
+      envelope(id, i, t0, members[0]!.session_id, members[1]!.session_id, content, true),
+    );
     await writeArchive(resolvePaths(dir), {
-      schema: 1, channel_id: id, name: `saved-${a}`, parent_channel_id: null, description: `Saved session ${a}`, summary: `Session ${a}.`,
-      members, created_at: t0, saved_at: t0 + a, saved_by: null, saved_by_role: null, message_count: ARCHIVE_MESSAGES, messages,
+      schema: 1,
+      channel_id: id,
+      name: `saved-${a}`,
+      parent_channel_id: null,
+      description: `Saved session ${a}`,
+      summary: `Session ${a}.`,
+      members,
+      created_at: t0,
+      saved_at: t0 + a,
+      saved_by: null,
+      saved_by_role: null,
+      message_count: ARCHIVE_MESSAGES,
+      messages,
       final_state_note: content.slice(0, 200),
     });
   }
@@ -93,16 +140,24 @@ async function timed(fn: () => Promise<void>): Promise<ReturnType<typeof stats>>
 
 /** The CLI command as the binary runs it (a fresh runtime that loads the state), in this process:
  *  the figure leaves out Node's start and module loading, which no project size changes. */
-const cliRun = (dir: string, ...argv: string[]) => async () => {
-  let err = '';
-  const code = await main([...argv, '--project', dir, '--json'], { out: () => {}, err: (t) => void (err += t) });
-  if (code !== 0) throw new Error(`${argv.join(' ')}: ${err}`);
-};
+const cliRun =
+  (dir: string, ...argv: string[]) =>
+  async () => {
+    let err = '';
+    const code = await main([...argv, '--project', dir, '--json'], { out: () => {}, err: (t) => void (err += t) });
+    if (code !== 0) throw new Error(`${argv.join(' ')}: ${err}`);
+  };
 
 async function readsBench() {
   await withProject(async (dir) => {
     await loadedProject(dir);
-    const shape = { pending: PENDING, channels: CHANNELS, members_per_channel: MEMBERS, archives: ARCHIVES, target: 'p50 <= 100' };
+    const shape = {
+      pending: PENDING,
+      channels: CHANNELS,
+      members_per_channel: MEMBERS,
+      archives: ARCHIVES,
+      target: 'p50 <= 100',
+    };
     const server = await startConsole({ project: dir, port: 0, log: () => {} });
     try {
       const api = await timed(async () => {
@@ -120,9 +175,25 @@ async function readsBench() {
       await store.peek();
       await store.close();
     });
-    emit('cli_state_load_floor', { unit: 'ms', ...load, ...shape, target: 'reported', what: "a fresh FileStore's first peek of this state (snapshot + journal, validated): the floor of the two CLI figures" });
-    emit('cli_session_list', { unit: 'ms', ...(await timed(cliRun(dir, 'session', 'list'))), ...shape, what: 'session list --json in process: load, engine, render; no Node start' });
-    emit('cli_session_get', { unit: 'ms', ...(await timed(cliRun(dir, 'session', 'get', `saved-${ARCHIVES / 2}`))), ...shape, what: 'session get <a saved session> --json in process; no Node start' });
+    emit('cli_state_load_floor', {
+      unit: 'ms',
+      ...load,
+      ...shape,
+      target: 'reported',
+      what: "a fresh FileStore's first peek of this state (snapshot + journal, validated): the floor of the two CLI figures",
+    });
+    emit('cli_session_list', {
+      unit: 'ms',
+      ...(await timed(cliRun(dir, 'session', 'list'))),
+      ...shape,
+      what: 'session list --json in process: load, engine, render; no Node start',
+    });
+    emit('cli_session_get', {
+      unit: 'ms',
+      ...(await timed(cliRun(dir, 'session', 'get', `saved-${ARCHIVES / 2}`))),
+      ...shape,
+      what: 'session get <a saved session> --json in process; no Node start',
+    });
   });
 }
 
@@ -131,8 +202,16 @@ async function readsBench() {
 async function watchBench() {
   await withProject(async (dir) => {
     const rt = new Runtime(new FileStore(dir));
-    await must(rt.run({ op: 'create', caller: caller(dir, 'w0', 'push'), args: { channel: 'burst', role: 'A', role_prompt: 'send' } }));
-    await must(rt.run({ op: 'join', caller: caller(dir, 'w1'), args: { channel: 'burst', role: 'R', role_prompt: 'read' } }));
+    await must(
+      rt.run({
+        op: 'create',
+        caller: caller(dir, 'w0', 'push'),
+        args: { channel: 'burst', role: 'A', role_prompt: 'send' },
+      }),
+    );
+    await must(
+      rt.run({ op: 'join', caller: caller(dir, 'w1'), args: { channel: 'burst', role: 'R', role_prompt: 'read' } }),
+    );
     const ch = (await rt.read()).channels.burst!.id;
     const ids = new Set(await queue(rt, BURST, [[ch, 'w0', 'w1']]));
     const p = start([BIN, 'watch', '--json', '--project', dir]);
@@ -163,8 +242,12 @@ async function watchBench() {
       const burstEnd = now();
       await done;
       emit('watch_burst_last_line', {
-        unit: 'ms', value: round(lastAt - burstEnd, 1), burst: BURST, burst_ms: round(burstEnd - t0, 1),
-        what: 'last delivered line printed by `opencomms watch --json`, after the last of 30 pulls of 100 returned', target: '<= 1000',
+        unit: 'ms',
+        value: round(lastAt - burstEnd, 1),
+        burst: BURST,
+        burst_ms: round(burstEnd - t0, 1),
+        what: 'last delivered line printed by `opencomms watch --json`, after the last of 30 pulls of 100 returned',
+        target: '<= 1000',
       });
     } finally {
       await p.stop('SIGTERM');

@@ -8,11 +8,18 @@ import { ident, layoutSql } from '../src/store/postgres/schema.ts';
 
 const url = process.env.OPENCOMMS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ROUNDS = Number(process.env.ROUNDS ?? 2000);
-const ops = JSON.stringify([['s', ['messages', 'msg_x'], { message_id: 'msg_x', channel_id: 'chn_a', content: 'x'.repeat(400) }], ['a', ['queues', 'sess_b'], ['msg_x']]]);
+const ops = JSON.stringify([
+  ['s', ['messages', 'msg_x'], { message_id: 'msg_x', channel_id: 'chn_a', content: 'x'.repeat(400) }],
+  ['a', ['queues', 'sess_b'], ['msg_x']],
+]);
 
 const p = (xs: number[], q: number) => xs.sort((a, b) => a - b)[Math.floor(xs.length * q)]!;
 
-async function measure(name: string, commit: (seq: number) => Promise<unknown>, since: (seq: number) => Promise<unknown>) {
+async function measure(
+  name: string,
+  commit: (seq: number) => Promise<unknown>,
+  since: (seq: number) => Promise<unknown>,
+) {
   const c: number[] = [];
   const s: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
@@ -23,13 +30,23 @@ async function measure(name: string, commit: (seq: number) => Promise<unknown>, 
     await since(i);
     s.push(performance.now() - t);
   }
-  console.log(JSON.stringify({ client: name, figure: 'commit', p50_ms: +p(c, 0.5).toFixed(3), p99_ms: +p(c, 0.99).toFixed(3) }));
-  console.log(JSON.stringify({ client: name, figure: 'catch-up select', p50_ms: +p(s, 0.5).toFixed(3), p99_ms: +p(s, 0.99).toFixed(3) }));
+  console.log(
+    JSON.stringify({ client: name, figure: 'commit', p50_ms: +p(c, 0.5).toFixed(3), p99_ms: +p(c, 0.99).toFixed(3) }),
+  );
+  console.log(
+    JSON.stringify({
+      client: name,
+      figure: 'catch-up select',
+      p50_ms: +p(s, 0.5).toFixed(3),
+      p99_ms: +p(s, 0.99).toFixed(3),
+    }),
+  );
 }
 
 const admin = new pg.Client(url);
 await admin.connect();
-for (const schema of ['oc_bench_pg', 'oc_bench_postgres']) await admin.query(`drop schema if exists ${ident(schema)} cascade; ${layoutSql(schema)}`);
+for (const schema of ['oc_bench_pg', 'oc_bench_postgres'])
+  await admin.query(`drop schema if exists ${ident(schema)} cascade; ${layoutSql(schema)}`);
 
 const a = new pg.Client(url);
 await a.connect();
@@ -37,7 +54,12 @@ const sa = ident('oc_bench_pg');
 await measure(
   'pg 8.23.1',
   (i) => a.query({ name: 'c', text: `select * from ${sa}.commit($1, $2, null, null, null, null)`, values: [i, ops] }),
-  (i) => a.query({ name: 's', text: `select seq, ops, archives from ${sa}.changes where seq > $1 order by seq`, values: [i + 1] }),
+  (i) =>
+    a.query({
+      name: 's',
+      text: `select seq, ops, archives from ${sa}.changes where seq > $1 order by seq`,
+      values: [i + 1],
+    }),
 );
 await a.end();
 
@@ -46,7 +68,8 @@ const sb = ident('oc_bench_postgres');
 await measure(
   'postgres 3.4.9',
   (i) => b.unsafe(`select * from ${sb}.commit($1, $2, null, null, null, null)`, [i, ops], { prepare: true }),
-  (i) => b.unsafe(`select seq, ops, archives from ${sb}.changes where seq > $1 order by seq`, [i + 1], { prepare: true }),
+  (i) =>
+    b.unsafe(`select seq, ops, archives from ${sb}.changes where seq > $1 order by seq`, [i + 1], { prepare: true }),
 );
 await b.end();
 

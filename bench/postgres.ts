@@ -32,12 +32,20 @@ async function main() {
     await floor.connect();
     const insert = async (i: number) => {
       const t = now();
-      await floor.query({ name: 'floor', text: `insert into ${floorTable} values ($1, $2, $3)`, values: [randomBytes(8).toString('hex'), 'bench-0', JSON.stringify({ content: message(i) })] });
+      await floor.query({
+        name: 'floor',
+        text: `insert into ${floorTable} values ($1, $2, $3)`,
+        values: [randomBytes(8).toString('hex'), 'bench-0', JSON.stringify({ content: message(i) })],
+      });
       return now() - t;
     };
     const send = async (i: number) => {
       const t = now();
-      const r = await rt.run({ op: 'send', sid: 'a', args: { channel: `bench-${i % CHANNELS}`, content: `timed ${message(i)}` } });
+      const r = await rt.run({
+        op: 'send',
+        sid: 'a',
+        args: { channel: `bench-${i % CHANNELS}`, content: `timed ${message(i)}` },
+      });
       if (!r.ok) throw new Error(`send refused: ${r.message}`);
       const ms = now() - t;
       if (i % 20 === 19) await rt.run({ op: 'pull', sid: 'r', args: { limit: 100 } });
@@ -57,7 +65,11 @@ async function main() {
     }
     const s = stats(sends);
     const f = stats(inserts);
-    emitRatio('pg: send p50 (runtime in process) / one INSERT', s.p50, f.p50, '<= 2 (target of the MCP send)', { send_p99_ms: round(s.p99, 3), insert_p99_ms: round(f.p99, 3), n: N });
+    emitRatio('pg: send p50 (runtime in process) / one INSERT', s.p50, f.p50, '<= 2 (target of the MCP send)', {
+      send_p99_ms: round(s.p99, 3),
+      insert_p99_ms: round(f.p99, 3),
+      n: N,
+    });
     await wake(rt);
     await floor.end();
     await rt.close();
@@ -70,7 +82,10 @@ async function main() {
 async function wake(rt: Runtime) {
   const other = new PgStore({ url, key });
   let resolve: (() => void) | null = null;
-  const w = await other.watch(async () => resolve?.(), () => {});
+  const w = await other.watch(
+    async () => resolve?.(),
+    () => {},
+  );
   const samples: number[] = [];
   for (let i = 0; i < WAKES; i++) {
     const woken = new Promise<void>((r) => (resolve = r));
@@ -81,7 +96,12 @@ async function wake(rt: Runtime) {
     resolve = null;
   }
   const s = stats(samples);
-  emit('pg: send committed in A -> watch callback in B (NOTIFY)', { p50_ms: round(s.p50, 3), p99_ms: round(s.p99, 3), target: 'p50 <= 10 ms, p99 <= 30 ms', n: WAKES });
+  emit('pg: send committed in A -> watch callback in B (NOTIFY)', {
+    p50_ms: round(s.p50, 3),
+    p99_ms: round(s.p99, 3),
+    target: 'p50 <= 10 ms, p99 <= 30 ms',
+    n: WAKES,
+  });
   await w.close();
   await other.close();
 }

@@ -23,7 +23,8 @@ function summarise(profile: { nodes: ProfileNode[]; samples: number[]; timeDelta
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const label = (n: ProfileNode) => `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop() ?? ''}`.trim();
+  const label = (n: ProfileNode) =>
+    `${n.callFrame.functionName || '(anon)'} ${n.callFrame.url.split('/').pop() ?? ''}`.trim();
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
   let total = 0;
@@ -41,18 +42,33 @@ function summarise(profile: { nodes: ProfileNode[]; samples: number[]; timeDelta
     }
   });
   const table = (m: Map<string, number>) =>
-    [...m].sort((a, b) => b[1] - a[1]).slice(0, TOP).map(([k, us]) => `${(us / 1000).toFixed(1).padStart(9)} ms ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, TOP)
+      .map(
+        ([k, us]) => `${(us / 1000).toFixed(1).padStart(9)} ms ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`,
+      );
   return { self: table(self), inclusive: table(inclusive) };
 }
 
 const mode = process.argv[2] === 'pull' ? 'pull' : 'send';
 const out = join(ROOT, '.bench-profile', mode);
 await rm(out, { recursive: true, force: true });
-const server = (profiled: boolean) => [...mcpNodeFlags, ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${out}`] : []), '--import', 'tsx', join(ROOT, 'adapters', 'mcp', 'main.ts')];
+const server = (profiled: boolean) => [
+  ...mcpNodeFlags,
+  ...(profiled ? ['--cpu-prof', `--cpu-prof-dir=${out}`] : []),
+  '--import',
+  'tsx',
+  join(ROOT, 'adapters', 'mcp', 'main.ts'),
+];
 
 await withProject(async (dir) => {
-  const a = await connectMcp([...server(mode === 'send'), dir], { OPENCOMMS_MEMBER_ID: 'sess_benchaaaaaaaaaaaaaaaaaa' });
-  const b = await connectMcp([...server(mode === 'pull'), dir], { OPENCOMMS_MEMBER_ID: 'sess_benchbbbbbbbbbbbbbbbbbb' });
+  const a = await connectMcp([...server(mode === 'send'), dir], {
+    OPENCOMMS_MEMBER_ID: 'sess_benchaaaaaaaaaaaaaaaaaa',
+  });
+  const b = await connectMcp([...server(mode === 'pull'), dir], {
+    OPENCOMMS_MEMBER_ID: 'sess_benchbbbbbbbbbbbbbbbbbb',
+  });
   for (let c = 0; c < CHANNELS; c++) {
     await a.call('opencomms_create', { channel: `m${c}`, role: 'A', role_prompt: 'send', rate_limit: 1000 });
     await b.call('opencomms_join', { channel: `m${c}`, role: 'B', role_prompt: 'read' });
@@ -79,7 +95,10 @@ await withProject(async (dir) => {
 
 const [file] = await readdir(out);
 const { self, inclusive } = summarise(JSON.parse(await readFile(join(out, file!), 'utf8')));
-const calls = mode === 'send' ? `${SENDS} sends + ${SENDS / DRAIN_EVERY} drains` : `${PULL_ROUNDS} pulls of 100 (+ ${PULL_ROUNDS * 100} sends by the other server)`;
+const calls =
+  mode === 'send'
+    ? `${SENDS} sends + ${SENDS / DRAIN_EVERY} drains`
+    : `${PULL_ROUNDS} pulls of 100 (+ ${PULL_ROUNDS * 100} sends by the other server)`;
 console.log(`profile of the ${mode === 'send' ? 'sending' : 'pulling'} server: ${calls}; ${join(out, file!)}`);
 console.log(`--- self\n${self.join('\n')}`);
 console.log(`--- inclusive\n${inclusive.join('\n')}`);

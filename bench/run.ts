@@ -11,4 +11,6 @@ if (!only || only === 'engine') await engineBench();
 if (!only || only === 'mcp') await mcpBench();
 if (!only || only === 'hooks') await hooksBench();
 if (!only || only === 'operator') await operatorBench();
-process.stdout.write(`${JSON.stringify({ figure: 'bench_wall_time', unit: 's', value: Math.round((performance.now() - t) / 100) / 10 })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ figure: 'bench_wall_time', unit: 's', value: Math.round((performance.now() - t) / 100) / 10 })}\n`,
+);

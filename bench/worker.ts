@@ -7,7 +7,8 @@ import { openRuntime } from '../src/runtime/runtime.ts';
 import { WARM_CHANNELS, waitForBarrier } from './lib.ts';
 
 const [mode, project, sender, reader, channel, count, barrier, warm, sync] = process.argv.slice(2);
-if (mode !== 'contend' || !barrier) throw new Error('usage: worker contend <project> <sender> <reader> <channel> <count> <barrier> [<warm> <sync>]');
+if (mode !== 'contend' || !barrier)
+  throw new Error('usage: worker contend <project> <sender> <reader> <channel> <count> <barrier> [<warm> <sync>]');
 const rt = openRuntime(project!);
 
 /** `n` sends, to `to(i)`, with a pull for `who` every 20; returns what was sent and pulled. */

@@ -67,14 +67,16 @@ export const channelMachine = setup({
     recordSend: assign(({ context, event }) => {
       if (event.type !== 'SEND') return {};
       const fresh = event.now - context.rate.window_start > RATE_WINDOW_MS;
-      return { rate: fresh ? { window_start: event.now, count: 1 } : { ...context.rate, count: context.rate.count + 1 } };
+      return {
+        rate: fresh ? { window_start: event.now, count: 1 } : { ...context.rate, count: context.rate.count + 1 },
+      };
     }),
     countHandOver: assign(({ context, event }) => ({
       delivered_total: context.delivered_total + (event.type === 'HAND_OVER' ? event.count : 0),
     })),
-    markPaused: assign({ paused_at: ({ event }) => event.now}),
-    clearPaused: assign({ paused_at: null}),
-    markLifecycle: assign({ lifecycle_at: ({ event }) => event.now, paused_at: null}),
+    markPaused: assign({ paused_at: ({ event }) => event.now }),
+    clearPaused: assign({ paused_at: null }),
+    markLifecycle: assign({ lifecycle_at: ({ event }) => event.now, paused_at: null }),
   },
 }).createMachine({
   id: 'channel',
@@ -93,8 +95,14 @@ export const channelMachine = setup({
         SAVE: { target: 'saved', actions: 'markLifecycle' },
         DELETE: { target: 'deleted', actions: 'markLifecycle' },
         ADMIT: [
-          { guard: 'runtimeBudgetExhausted', actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'runtime' } } },
-          { guard: 'messageBudgetExhausted', actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'messages' } } },
+          {
+            guard: 'runtimeBudgetExhausted',
+            actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'runtime' } },
+          },
+          {
+            guard: 'messageBudgetExhausted',
+            actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'messages' } },
+          },
         ],
         SEND: [
           { guard: 'rateLimited', actions: { type: 'refuse', params: { reason: 'rate_limited' } } },
@@ -103,8 +111,14 @@ export const channelMachine = setup({
           { actions: ['recordSend', 'rememberContent'] },
         ],
         HAND_OVER: [
-          { guard: 'runtimeBudgetExhausted', actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'runtime' } } },
-          { guard: 'messageBudgetExhausted', actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'messages' } } },
+          {
+            guard: 'runtimeBudgetExhausted',
+            actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'runtime' } },
+          },
+          {
+            guard: 'messageBudgetExhausted',
+            actions: { type: 'refuse', params: { reason: 'budget_exhausted', budget: 'messages' } },
+          },
           { actions: 'countHandOver' },
         ],
       },

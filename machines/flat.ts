@@ -49,7 +49,8 @@ function refOf(ref: unknown, what: string, machine: string): { type: string; par
   if (typeof ref === 'string') return { type: ref, params: undefined };
   if (ref && typeof ref === 'object' && typeof (ref as { type?: unknown }).type === 'string') {
     const { type, params } = ref as { type: string; params?: unknown };
-    if (typeof params === 'function') throw new Error(`${machine}: dynamic params of ${what} "${type}" are not supported`);
+    if (typeof params === 'function')
+      throw new Error(`${machine}: dynamic params of ${what} "${type}" are not supported`);
     return { type, params };
   }
   throw new Error(`${machine}: inline ${what}s are not supported; name it in setup()`);
@@ -57,7 +58,8 @@ function refOf(ref: unknown, what: string, machine: string): { type: string; par
 
 /** XState's assign: a function returning a partial context, or an object of values and functions. */
 function assignOf(assignment: unknown, params: unknown): (ctx: Context, event: Event) => Context {
-  if (typeof assignment === 'function') return (context, event) => ({ ...context, ...assignment({ context, event }, params) });
+  if (typeof assignment === 'function')
+    return (context, event) => ({ ...context, ...assignment({ context, event }, params) });
   const entries = Object.entries(assignment as Record<string, unknown>);
   return (context, event) => {
     const next = { ...context };
@@ -68,20 +70,36 @@ function assignOf(assignment: unknown, params: unknown): (ctx: Context, event: E
 
 export function compile(machine: AnyStateMachine): Table {
   const name = machine.id;
-  const config = machine.config as { on?: unknown; always?: unknown; entry?: unknown; exit?: unknown; states?: Record<string, Record<string, unknown>> };
-  if (config.on || config.always || config.entry || config.exit) throw new Error(`${name}: root-level transitions and actions are not supported`);
+  const config = machine.config as {
+    on?: unknown;
+    always?: unknown;
+    entry?: unknown;
+    exit?: unknown;
+    states?: Record<string, Record<string, unknown>>;
+  };
+  if (config.on || config.always || config.entry || config.exit)
+    throw new Error(`${name}: root-level transitions and actions are not supported`);
   const impl = machine.implementations as { guards: Record<string, unknown>; actions: Record<string, unknown> };
   const states = config.states ?? {};
   const table: Table = new Map();
   for (const [value, node] of Object.entries(states)) {
-    for (const key of Object.keys(node)) if (!ALLOWED_STATE_KEYS.has(key)) throw new Error(`${name}.${value}: "${key}" is not supported in a flat machine`);
+    for (const key of Object.keys(node))
+      if (!ALLOWED_STATE_KEYS.has(key))
+        throw new Error(`${name}.${value}: "${key}" is not supported in a flat machine`);
     const byEvent = new Map<string, Candidate[]>();
     for (const [type, raw] of Object.entries((node.on ?? {}) as Record<string, unknown>)) {
       byEvent.set(
         type,
         list(raw as object | object[]).map((t): Candidate => {
-          const def = (typeof t === 'string' ? { target: t } : t) as { target?: unknown; guard?: Ref; actions?: Ref | Ref[]; reenter?: unknown };
-          const keys = Object.keys(def).filter((k) => !['target', 'guard', 'actions', 'description', 'meta'].includes(k));
+          const def = (typeof t === 'string' ? { target: t } : t) as {
+            target?: unknown;
+            guard?: Ref;
+            actions?: Ref | Ref[];
+            reenter?: unknown;
+          };
+          const keys = Object.keys(def).filter(
+            (k) => !['target', 'guard', 'actions', 'description', 'meta'].includes(k),
+          );
           if (keys.length) throw new Error(`${name}.${value} on ${type}: "${keys[0]}" is not supported`);
           if (def.target !== undefined && (typeof def.target !== 'string' || !(def.target in states)))
             throw new Error(`${name}.${value} on ${type}: target ${JSON.stringify(def.target)} is not a sibling state`);
@@ -98,7 +116,9 @@ export function compile(machine: AnyStateMachine): Table {
           const actions: CollectedAction[] = [];
           for (const a of list(def.actions)) {
             const ref = refOf(a, 'action', name);
-            const fn = impl.actions[ref.type] as (((...args: unknown[]) => unknown) & { type?: string; assignment?: unknown }) | undefined;
+            const fn = impl.actions[ref.type] as
+              | (((...args: unknown[]) => unknown) & { type?: string; assignment?: unknown })
+              | undefined;
             if (!fn) throw new Error(`${name}: action "${ref.type}" is not implemented`);
             if (fn.type === 'xstate.assign') assigns.push(assignOf(fn.assignment, ref.params));
             else if (typeof fn === 'function' && fn.type === undefined) actions.push(ref);

@@ -44,7 +44,13 @@ export interface RecipientRecord {
 }
 
 const recipientValue = (r: RecipientRecord) =>
-  r.in_flight ? 'delivering' : r.held_by !== null ? 'blocked' : r.cooldown_until !== null || r.retry_at !== null ? 'cooling' : 'ready';
+  r.in_flight
+    ? 'delivering'
+    : r.held_by !== null
+      ? 'blocked'
+      : r.cooldown_until !== null || r.retry_at !== null
+        ? 'cooling'
+        : 'ready';
 
 export const recipientPersistence = definePersistence({
   machine: recipientMachine,
@@ -79,12 +85,18 @@ const channelContext = (c: ChannelContext): ChannelContext => ({
 
 /** A channel's machine record from any object holding its context fields (a stored channel, a
  *  stepped context) and its lifecycle. */
-export const channelRecordOf = (c: ChannelContext, lifecycle: ChannelRecord['lifecycle'], paused: boolean): ChannelRecord =>
-  Object.assign(channelContext(c), { lifecycle, paused });
+export const channelRecordOf = (
+  c: ChannelContext,
+  lifecycle: ChannelRecord['lifecycle'],
+  paused: boolean,
+): ChannelRecord => Object.assign(channelContext(c), { lifecycle, paused });
 
 export const channelPersistence = definePersistence({
   machine: channelMachine,
-  toState: (r: ChannelRecord) => ({ value: r.lifecycle === 'active' ? (r.paused ? 'paused' : 'active') : r.lifecycle, context: channelContext(r) }),
+  toState: (r: ChannelRecord) => ({
+    value: r.lifecycle === 'active' ? (r.paused ? 'paused' : 'active') : r.lifecycle,
+    context: channelContext(r),
+  }),
   toRecord: (s): ChannelRecord => {
     const v = s.value as 'active' | 'paused' | 'saved' | 'deleted';
     return channelRecordOf(s.context, v === 'paused' ? 'active' : v, v === 'paused');
@@ -104,7 +116,11 @@ export const memberPersistence = definePersistence({
     value: r.removed ? 'removed' : r.stale ? 'stale' : 'linked',
     context: { stale_at: r.stale_at },
   }),
-  toRecord: (s): MemberRecord => ({ stale: s.value === 'stale', stale_at: s.context.stale_at, removed: s.value === 'removed' }),
+  toRecord: (s): MemberRecord => ({
+    stale: s.value === 'stale',
+    stale_at: s.context.stale_at,
+    removed: s.value === 'removed',
+  }),
 });
 
 export const MACHINES = {

@@ -38,7 +38,12 @@ function tableOf(machine: AnyStateMachine): Table {
 export function step<M extends AnyStateMachine, R>(p: Persistence<M, R>, record: R, event: EventFromLogic<M>): Step<R> {
   const s = p.toState(record);
   const r = flatTransition(tableOf(p.machine), s.value, s.context as Record<string, unknown>, event);
-  return { record: r.changed ? p.toRecord({ value: r.value, context: r.context as ContextFrom<M> }) : record, value: r.value, changed: r.changed, actions: r.actions };
+  return {
+    record: r.changed ? p.toRecord({ value: r.value, context: r.context as ContextFrom<M> }) : record,
+    value: r.value,
+    changed: r.changed,
+    actions: r.actions,
+  };
 }
 
 /** The XState snapshot of a record (graph traversal, diagrams, agreement tests). */

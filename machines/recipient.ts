@@ -34,8 +34,7 @@ export const recipientMachine = setup({
   },
   guards: {
     isHeld: ({ event }) => 'hold' in event && event.hold !== null,
-    isCooling: ({ context, event }) =>
-      (context.cooldown_until ?? 0) > event.now || (context.retry_at ?? 0) > event.now,
+    isCooling: ({ context, event }) => (context.cooldown_until ?? 0) > event.now || (context.retry_at ?? 0) > event.now,
   },
   actions: {
     recordHold: assign({ held_by: ({ event }) => ('hold' in event ? event.hold : null) }),

@@ -10,7 +10,14 @@ import { join } from 'node:path';
 import { BUNDLES, bundleOptions } from '../adapters/install/bundles.ts';
 
 const root = join(import.meta.dirname, '..');
-const common = { bundle: true, platform: 'node', format: 'esm', target: 'node20', legalComments: 'none', logLevel: 'warning' } as const;
+const common = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  legalComments: 'none',
+  logLevel: 'warning',
+} as const;
 
 await build({
   ...common,

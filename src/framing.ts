@@ -25,10 +25,48 @@ export const MAX_HEADER_FIELD_CHARS = 200;
 
 /** Letters that render like the Latin capitals of the marker words (Cyrillic, Greek, others). */
 const CONFUSABLE: Record<string, string> = {
-  А: 'A', В: 'B', Е: 'E', Ё: 'E', К: 'K', М: 'M', Н: 'H', О: 'O', Р: 'P', С: 'C', Т: 'T', У: 'Y', Х: 'X', Ѕ: 'S',
-  І: 'I', Ї: 'I', Ј: 'J', Ԁ: 'D', Ԍ: 'G', Ԛ: 'Q', Ԝ: 'W', Ս: 'U', Ց: 'G',
-  Α: 'A', Β: 'B', Ε: 'E', Ζ: 'Z', Η: 'H', Ι: 'I', Κ: 'K', Μ: 'M', Ν: 'N', Ο: 'O', Ρ: 'P', Τ: 'T', Υ: 'Y', Χ: 'X',
-  ǀ: 'I', Ⅰ: 'I', Ⅽ: 'C', Ⅾ: 'D', Ⅿ: 'M',
+  А: 'A',
+  В: 'B',
+  Е: 'E',
+  Ё: 'E',
+  К: 'K',
+  М: 'M',
+  Н: 'H',
+  О: 'O',
+  Р: 'P',
+  С: 'C',
+  Т: 'T',
+  У: 'Y',
+  Х: 'X',
+  Ѕ: 'S',
+  І: 'I',
+  Ї: 'I',
+  Ј: 'J',
+  Ԁ: 'D',
+  Ԍ: 'G',
+  Ԛ: 'Q',
+  Ԝ: 'W',
+  Ս: 'U',
+  Ց: 'G',
+  Α: 'A',
+  Β: 'B',
+  Ε: 'E',
+  Ζ: 'Z',
+  Η: 'H',
+  Ι: 'I',
+  Κ: 'K',
+  Μ: 'M',
+  Ν: 'N',
+  Ο: 'O',
+  Ρ: 'P',
+  Τ: 'T',
+  Υ: 'Y',
+  Χ: 'X',
+  ǀ: 'I',
+  Ⅰ: 'I',
+  Ⅽ: 'C',
+  Ⅾ: 'D',
+  Ⅿ: 'M',
 };
 /** Angle brackets and their look-alikes (NFKC already folds the full-width and small forms). */
 const OPENERS = new Set(['<', '‹', '«', '⟨', '〈', '〈', '˂', 'ᐸ', '❮', '❬', '⧼', '《']);
@@ -39,7 +77,8 @@ const CLOSERS = new Set(['>', '›', '»', '⟩', '〉', '〉', '˃', 'ᐳ', '�
 const IGNORABLE = /^[\s_\-\p{Cf}\p{Mn}\u115f\u1160\u3164\uffa0]$/u;
 const WORDS = /(?:END)?UNTRUSTEDPEERMESSAGE/g;
 /** Only text holding a bracket (or a character NFKC may turn into one) can hold a marker. */
-const MAY_HOLD_MARKER = /[<>\u00ab\u00bb\u02c2\u02c3\u1438\u1433\u2039\u203a\u2329\u232a\u276c-\u276f\u27e8\u27e9\u29fc\u29fd\u3008-\u300b\ufe64\ufe65\uff1c\uff1e]/;
+const MAY_HOLD_MARKER =
+  /[<>\u00ab\u00bb\u02c2\u02c3\u1438\u1433\u2039\u203a\u2329\u232a\u276c-\u276f\u27e8\u27e9\u29fc\u29fd\u3008-\u300b\ufe64\ufe65\uff1c\uff1e]/;
 
 /** ASCII text needs none of the folding below: one regex finds the same markers (inner
  *  whitespace, `_`, `-` optional, any case) at a fraction of the cost. */
@@ -156,7 +195,10 @@ export function headerFieldProblem(value: string): string | null {
 }
 
 export class UnsafeHeaderError extends Error {
-  constructor(readonly field: string, readonly problem: string) {
+  constructor(
+    readonly field: string,
+    readonly problem: string,
+  ) {
     super(`refusing to frame: the ${field} ${problem}`);
   }
 }

@@ -22,19 +22,27 @@ const offenders = (dirs: string[], re: RegExp) =>
 describe('functional core', () => {
   const core = ['machines', 'src/engine'];
   it('reads no clock', () => expect(offenders(core, /Date\.now\(|new Date\(\)|performance\.now/)).toEqual([]));
-  it('touches no file system', () => expect(offenders(core, /from ['"](node:)?fs(\/promises)?['"]|require\(['"](node:)?fs/)).toEqual([]));
+  it('touches no file system', () =>
+    expect(offenders(core, /from ['"](node:)?fs(\/promises)?['"]|require\(['"](node:)?fs/)).toEqual([]));
   it('sets no timers', () => expect(offenders(core, /\b(setTimeout|setInterval|setImmediate)\(/)).toEqual([]));
   it('machines declare no delayed transitions', () => expect(offenders(['machines'], /\bafter\s*:/)).toEqual([]));
 });
 
 describe('host neutrality', () => {
   it('machines, engine, store and protocol name no host', () =>
-    expect(offenders(['machines', 'src/engine', 'src/store', 'src/protocol'], /parentid|claude|codex|chatgpt|openai|anthropic|\bopencode\b(?!-comms)/i)).toEqual([]));
+    expect(
+      offenders(
+        ['machines', 'src/engine', 'src/store', 'src/protocol'],
+        /parentid|claude|codex|chatgpt|openai|anthropic|\bopencode\b(?!-comms)/i,
+      ),
+    ).toEqual([]));
 });
 
 describe('envelope status', () => {
   it('is never assigned directly: only machine transitions change it', () =>
-    expect(offenders(['src', 'adapters'], /\.delivery_status\s*=[^=]|\[['"]delivery_status['"]\]\s*=[^=]/)).toEqual([]));
+    expect(offenders(['src', 'adapters'], /\.delivery_status\s*=[^=]|\[['"]delivery_status['"]\]\s*=[^=]/)).toEqual(
+      [],
+    ));
   it('is written back from a machine record in exactly one place', () => {
     const writers = offenders(['src', 'adapters'], /Object\.assign\(e, r\.record\)/);
     expect(writers.map((w) => w.where.split(':')[0])).toEqual(['src/engine/transitions.ts']);

@@ -17,7 +17,12 @@ import * as storeWatch from '../src/store/watch.ts';
 
 const root = join(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
-const PAGES = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** Text outside fenced code blocks (a diagram or a shell sample is not prose). */
 const prose = (text: string) => text.replace(/^```[\s\S]*?^```/gm, '');
@@ -29,10 +34,13 @@ describe("the README's command table", () => {
   const lines = table
     .split('\n')
     .filter((l) => l.startsWith('| `'))
-    .flatMap((row) => [...row.split(' | ')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/^npx opencomms /, '')));
+    .flatMap((row) =>
+      [...row.split(' | ')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/^npx opencomms /, '')),
+    );
   /** The registered commands as `help` lists them (the help command included). */
   const listed = program.createHelp().visibleCommands(program);
-  const named = (cmds: readonly Command[], name: string) => cmds.find((c) => c.name() === name || c.aliases().includes(name));
+  const named = (cmds: readonly Command[], name: string) =>
+    cmds.find((c) => c.name() === name || c.aliases().includes(name));
   const longs = (c: Command) => c.options.map((o) => o.long);
 
   it('has rows', () => expect(lines.length).toBeGreaterThan(10));
@@ -62,15 +70,26 @@ describe("the README's command table", () => {
 });
 
 describe('numbers the docs quote from a named constant', () => {
-  const CONSTANTS: Record<string, unknown> = { ...protocolLimits, ...runtimeLimits, ...storeWatch, ...consoleLimits, ...consoleEvents };
+  const CONSTANTS: Record<string, unknown> = {
+    ...protocolLimits,
+    ...runtimeLimits,
+    ...storeWatch,
+    ...consoleLimits,
+    ...consoleEvents,
+  };
   const quotes = PAGES.flatMap((page) =>
-    [...prose(read(page)).matchAll(/`([A-Z][A-Z0-9_]+)`\s*=\s*([0-9][0-9,_]*(?:\.[0-9]+)?)/g)].map((m) => ({ page, name: m[1]!, text: m[2]! })),
+    [...prose(read(page)).matchAll(/`([A-Z][A-Z0-9_]+)`\s*=\s*([0-9][0-9,_]*(?:\.[0-9]+)?)/g)].map((m) => ({
+      page,
+      name: m[1]!,
+      text: m[2]!,
+    })),
   );
 
   it('are quoted in the recognisable form `NAME` = value', () => {
     expect(quotes.length).toBeGreaterThan(30);
     const names = new Set(quotes.map((q) => q.name));
-    for (const n of ['MAX_PERSISTED_MESSAGES', 'MAX_PROCESSED_CORRELATIONS', 'RESCAN_INTERVAL_MS', 'LOCK_STALE_MS']) expect(names).toContain(n);
+    for (const n of ['MAX_PERSISTED_MESSAGES', 'MAX_PROCESSED_CORRELATIONS', 'RESCAN_INTERVAL_MS', 'LOCK_STALE_MS'])
+      expect(names).toContain(n);
   });
 
   it.each(quotes.map((q) => [q.page, q.name, q.text] as const))('%s: `%s` = %s', (_page, name, text) => {
@@ -86,11 +105,15 @@ const slug = (heading: string) =>
     .toLowerCase()
     .replace(/[^\p{L}\p{N} _-]/gu, '')
     .replace(/ /g, '-');
-const anchors = (file: string) => new Set([...prose(readFileSync(file, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)));
+const anchors = (file: string) =>
+  new Set([...prose(readFileSync(file, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!)));
 
 describe('relative links in the README and docs/', () => {
   const links = PAGES.flatMap((page) =>
-    [...prose(read(page)).matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((t) => !/^[a-z]+:/.test(t)).map((target) => ({ page, target })),
+    [...prose(read(page)).matchAll(/\]\(([^)\s]+)\)/g)]
+      .map((m) => m[1]!)
+      .filter((t) => !/^[a-z]+:/.test(t))
+      .map((target) => ({ page, target })),
   );
 
   it('exist', () => expect(links.length).toBeGreaterThan(20));
@@ -99,7 +122,8 @@ describe('relative links in the README and docs/', () => {
     const [path, anchor] = target.split('#') as [string, string | undefined];
     const file = path === '' ? join(root, page) : resolve(dirname(join(root, page)), path);
     expect(existsSync(file), `${relative(root, file)} does not exist`).toBe(true);
-    if (anchor !== undefined) expect([...anchors(file)], `no heading #${anchor} in ${relative(root, file)}`).toContain(anchor);
+    if (anchor !== undefined)
+      expect([...anchors(file)], `no heading #${anchor} in ${relative(root, file)}`).toContain(anchor);
   });
 });
 

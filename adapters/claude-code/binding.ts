@@ -10,11 +10,21 @@ import { listPins, resolvePaths } from '../../src/store/index.ts';
 import type { HookContext } from './hook-input.ts';
 
 const rowsOf = (state: Readonly<State>, host: string): Member[] =>
-  Object.values(state.channels).flatMap((ch) => (ch.lifecycle === 'active' ? ch.members.filter((m) => m.host === host) : []));
+  Object.values(state.channels).flatMap((ch) =>
+    ch.lifecycle === 'active' ? ch.members.filter((m) => m.host === host) : [],
+  );
 
 /** The member bound to this host session: one id, several (ambiguous), or none. */
-export function resolveMember(state: Readonly<State>, host: string, sid: string): { member: string } | { ambiguous: number } | null {
-  const ids = new Set(rowsOf(state, host).filter((m) => m.host_session_id === sid).map((m) => m.session_id));
+export function resolveMember(
+  state: Readonly<State>,
+  host: string,
+  sid: string,
+): { member: string } | { ambiguous: number } | null {
+  const ids = new Set(
+    rowsOf(state, host)
+      .filter((m) => m.host_session_id === sid)
+      .map((m) => m.session_id),
+  );
   if (ids.size === 1) return { member: [...ids][0]! };
   return ids.size > 1 ? { ambiguous: ids.size } : null;
 }
@@ -38,7 +48,10 @@ export async function resolveOrBind(rt: Runtime, ctx: HookContext, sid: string):
   const envId = ctx.env.OPENCOMMS_MEMBER_ID?.trim();
   if (envId && isMemberId(envId)) {
     if (rows.some((m) => m.session_id === envId)) return bind(envId);
-    return { member: null, guidance: `OpenComms: OPENCOMMS_MEMBER_ID=${envId} names no ${ctx.host} member in this project yet; join a channel from this session (opencomms_create or opencomms_join), then its mail arrives here.` };
+    return {
+      member: null,
+      guidance: `OpenComms: OPENCOMMS_MEMBER_ID=${envId} names no ${ctx.host} member in this project yet; join a channel from this session (opencomms_create or opencomms_join), then its mail arrives here.`,
+    };
   }
   const pins = (await listPins(resolvePaths(ctx.project))).pins.filter((p) => p.host === ctx.host);
   const candidates = pins.filter((p) => {
@@ -52,6 +65,9 @@ export async function resolveOrBind(rt: Runtime, ctx: HookContext, sid: string):
       guidance: `OpenComms: ${candidates.length} pinned ${ctx.host} members are unbound, so this session was bound to none of them. Launch those sessions one at a time (each binds at its start), or set OPENCOMMS_MEMBER_ID=<member id> in the environment of the session.`,
     };
   if (found && 'ambiguous' in found)
-    return { member: null, guidance: `OpenComms: ${found.ambiguous} members are bound to this ${ctx.host} session; no mail is delivered here until it is fixed (set OPENCOMMS_MEMBER_ID, or run \`opencomms bind\`).` };
+    return {
+      member: null,
+      guidance: `OpenComms: ${found.ambiguous} members are bound to this ${ctx.host} session; no mail is delivered here until it is fixed (set OPENCOMMS_MEMBER_ID, or run \`opencomms bind\`).`,
+    };
   return { member: null };
 }

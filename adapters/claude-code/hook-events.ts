@@ -83,22 +83,36 @@ async function confirmWake(rt: Runtime, ctx: HookContext, member: string): Promi
   if (!Number.isInteger(pid) || pid <= 0) return;
   const tag = processTag(pid);
   const state = await rt.peek();
-  const held = Object.values(state.messages).filter((e) => e.recipient_session_id === member && e.delivery_status === 'in_flight' && e.in_flight_by === tag);
+  const held = Object.values(state.messages).filter(
+    (e) => e.recipient_session_id === member && e.delivery_status === 'in_flight' && e.in_flight_by === tag,
+  );
   if (!held.length) return;
   let seen = ctx.input.prompt ?? '';
-  if (!held.every((e) => seen.includes(idMark(e.message_id)))) seen += shownInTranscript(await transcriptTail(ctx.input.transcript_path));
+  if (!held.every((e) => seen.includes(idMark(e.message_id))))
+    seen += shownInTranscript(await transcriptTail(ctx.input.transcript_path));
   const shown = held.filter((e) => seen.includes(idMark(e.message_id)));
   // Committed under the hold the waiter drained them with: a batch swept and handed over again
   // meanwhile is fenced, not committed twice.
   if (shown.length)
-    await rt.run({ op: 'commit', rid: member, message_ids: shown.map((e) => e.message_id), method: 'push', held: { by: tag, attempts: shown.map((e) => e.attempts) } });
+    await rt.run({
+      op: 'commit',
+      rid: member,
+      message_ids: shown.map((e) => e.message_id),
+      method: 'push',
+      held: { by: tag, attempts: shown.map((e) => e.attempts) },
+    });
 }
 
 /** Batches in flight under processes that are gone (a killed host, a crashed server) go back to
  *  the queue before this boundary reads it. */
 async function sweepDead(rt: Runtime, member: string): Promise<void> {
   const state = await rt.peek();
-  const dead = Object.values(state.messages).some((e) => e.recipient_session_id === member && e.delivery_status === 'in_flight' && (!e.in_flight_by || !processAlive(e.in_flight_by)));
+  const dead = Object.values(state.messages).some(
+    (e) =>
+      e.recipient_session_id === member &&
+      e.delivery_status === 'in_flight' &&
+      (!e.in_flight_by || !processAlive(e.in_flight_by)),
+  );
   if (dead) await rt.run({ op: 'sweep', alive: processAlive });
 }
 
@@ -114,7 +128,9 @@ const CODEX_STOP_NOTICE = (n: number) =>
 /** Mail a read could take now: queued envelopes on channels that hold nothing back, and nothing of
  *  this recipient in flight (a hook's read takes nothing then). */
 function readable(state: Readonly<State>, member: string, now: number): number {
-  const channels = Object.values(state.channels).filter((c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === member));
+  const channels = Object.values(state.channels).filter(
+    (c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === member),
+  );
   if (channels.some((c) => hasInFlight(state, c, member))) return 0;
   const open = new Set(channels.filter((c) => channelHold(c, now) === null).map((c) => c.id));
   return (state.queues[member] ?? []).filter((id) => open.has(state.messages[id]?.channel_id ?? '')).length;
@@ -124,7 +140,8 @@ async function handOver(rt: Runtime, member: string): Promise<string> {
   const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push' });
   const data = (r.ok ? r.data : undefined) as { messages: Array<{ framed: string }>; remaining: number } | undefined;
   let batch = (data?.messages ?? []).map((m) => m.framed).join(BATCH_SEPARATOR);
-  if (batch && data!.remaining > 0) batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
+  if (batch && data!.remaining > 0)
+    batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
   return batch;
 }
 
@@ -146,7 +163,8 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   const { member, guidance } = await resolveOrBind(rt, ctx, sid);
   const out: HookOutput = guidance ? { systemMessage: guidance } : {};
   if (!member) return out;
-  if (ctx.event === 'SessionStart' || ctx.event === 'UserPromptSubmit') await rt.run({ op: 'clear_stale', session: sid });
+  if (ctx.event === 'SessionStart' || ctx.event === 'UserPromptSubmit')
+    await rt.run({ op: 'clear_stale', session: sid });
   await confirmWake(rt, ctx, member);
   await sweepDead(rt, member);
   if (ctx.event === 'Stop' && ctx.input.stop_hook_active === true) return out;
@@ -157,7 +175,8 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   }
   // A Codex wake's batch first (the launcher's fixed prompt; the batch waited in flight for this
   // turn), then what is pending, so the model reads the older mail first.
-  const codexWoken = ctx.host === 'codex' && ctx.event === 'UserPromptSubmit' ? await handWokenBatch(rt, ctx.input.prompt, member) : '';
+  const codexWoken =
+    ctx.host === 'codex' && ctx.event === 'UserPromptSubmit' ? await handWokenBatch(rt, ctx.input.prompt, member) : '';
   const woken = ctx.event === 'UserPromptSubmit' && carriesMail(ctx.input.prompt);
   const batch = [codexWoken, woken ? '' : await handOver(rt, member)].filter(Boolean).join(BATCH_SEPARATOR);
   const parts = ctx.event === 'SessionStart' ? [...(await rolesToGive(rt, ctx, member)), batch] : [batch];

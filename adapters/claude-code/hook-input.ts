@@ -49,7 +49,12 @@ export function readStdin(): string {
 
 /** argv: `[auto|session-start|user-prompt-submit|stop|session-end|wait] [project-dir] [--host LABEL]`. */
 export function hookContext(argv: string[], stdin: string, env: NodeJS.ProcessEnv, cwd = process.cwd()): HookContext {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: { host: { type: 'string' } } });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: false,
+    options: { host: { type: 'string' } },
+  });
   let input: HookInput = {};
   try {
     const parsed: unknown = JSON.parse(stdin || '{}');
@@ -61,5 +66,12 @@ export function hookContext(argv: string[], stdin: string, env: NodeJS.ProcessEn
   const named = mode === 'auto' || mode === 'wait' || mode === 'confirm' ? input.hook_event_name : mode;
   const event = EVENTS.includes(named as HookEvent) ? (named as HookEvent) : null;
   const project = positionals[1] || env.CLAUDE_PROJECT_DIR || (typeof input.cwd === 'string' && input.cwd) || cwd;
-  return { mode: mode === 'wait' || mode === 'confirm' ? mode : 'event', event, project, host: typeof values.host === 'string' ? values.host : 'claude-code', input, env };
+  return {
+    mode: mode === 'wait' || mode === 'confirm' ? mode : 'event',
+    event,
+    project,
+    host: typeof values.host === 'string' ? values.host : 'claude-code',
+    input,
+    env,
+  };
 }

@@ -11,12 +11,16 @@ import { hookContext, readStdin, type HookContext } from './hook-input.ts';
 import { triage } from './shortcut.ts';
 
 /** The full path, from the file installed beside this one (a computed specifier: never inlined). */
-const full = (): Promise<typeof import('./hook-full.ts')> => import(new URL(`./${HOOK_RUNNER_FULL}`, import.meta.url).href);
+const full = (): Promise<typeof import('./hook-full.ts')> =>
+  import(new URL(`./${HOOK_RUNNER_FULL}`, import.meta.url).href);
 
 /** The woken turn's commit runs in a process of its own, so the turn's model request does not
  *  wait for the store: the prompt already proves the batch reached the session. */
 function confirmDetached(ctx: HookContext) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'confirm', ctx.project, '--host', ctx.host], { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'confirm', ctx.project, '--host', ctx.host], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
   child.stdin!.end(JSON.stringify(ctx.input));
   child.unref();
 }

@@ -42,11 +42,23 @@ function confirmOnly(s: RawState, ctx: HookContext): boolean {
   const sid = ctx.input.session_id;
   const prompt = ctx.input.prompt;
   const pid = Number(ctx.env.CLAUDE_PID);
-  if (ctx.event !== 'UserPromptSubmit' || typeof prompt !== 'string' || !Number.isInteger(pid) || pid <= 0 || !isObj(s.channels)) return false;
-  const bound = Object.values(s.channels).flatMap((ch) => (ch?.lifecycle === 'active' && Array.isArray(ch.members) ? ch.members : [])).filter((m) => m?.host === ctx.host && m.host_session_id === sid);
+  if (
+    ctx.event !== 'UserPromptSubmit' ||
+    typeof prompt !== 'string' ||
+    !Number.isInteger(pid) ||
+    pid <= 0 ||
+    !isObj(s.channels)
+  )
+    return false;
+  const bound = Object.values(s.channels)
+    .flatMap((ch) => (ch?.lifecycle === 'active' && Array.isArray(ch.members) ? ch.members : []))
+    .filter((m) => m?.host === ctx.host && m.host_session_id === sid);
   const member = bound[0]?.session_id;
-  if (!bound.length || bound.some((m) => m.session_id !== member || m.stale === true) || typeof member !== 'string') return false;
-  const held = Object.entries(s.messages ?? {}).filter(([, e]) => e?.recipient_session_id === member && e.delivery_status === 'in_flight');
+  if (!bound.length || bound.some((m) => m.session_id !== member || m.stale === true) || typeof member !== 'string')
+    return false;
+  const held = Object.entries(s.messages ?? {}).filter(
+    ([, e]) => e?.recipient_session_id === member && e.delivery_status === 'in_flight',
+  );
   const tag = processTag(pid);
   return held.length > 0 && held.every(([id, e]) => e.in_flight_by === tag && prompt.includes(`| id: ${id} |`));
 }
@@ -58,17 +70,21 @@ function nothingToDo(raw: Record<string, unknown> | null, ctx: HookContext): boo
   if (raw === null) return true;
   if (!isObj(raw.channels)) return false; // not the shape we know: the full path decides
   const s = raw as RawState;
-  const rows = Object.values(s.channels!).flatMap((ch) => (ch?.lifecycle === 'active' && Array.isArray(ch.members) ? ch.members : [])).filter((m) => m?.host === ctx.host);
+  const rows = Object.values(s.channels!)
+    .flatMap((ch) => (ch?.lifecycle === 'active' && Array.isArray(ch.members) ? ch.members : []))
+    .filter((m) => m?.host === ctx.host);
   const bound = rows.filter((m) => m.host_session_id === sid);
   const ids = new Set(bound.map((m) => m.session_id));
   if (ctx.event === 'SessionStart' || ctx.event === 'SessionEnd') return ids.size === 0 && ctx.event === 'SessionEnd';
   if (ids.size > 1) return false; // ambiguous: the full path explains
   if (ids.size === 1) {
     const member = [...ids][0];
-    const inFlight = Object.values(s.messages ?? {}).some((e) => e?.recipient_session_id === member && e.delivery_status === 'in_flight');
+    const inFlight = Object.values(s.messages ?? {}).some(
+      (e) => e?.recipient_session_id === member && e.delivery_status === 'in_flight',
+    );
     if (inFlight) return false; // a wake to confirm, or a dead process's batch to sweep
     if (ctx.event === 'Stop' && ctx.input.stop_hook_active === true) return true;
-    return !bound.some((m) => m.stale === true) && !(s.queues?.[member as string]?.length);
+    return !bound.some((m) => m.stale === true) && !s.queues?.[member as string]?.length;
   }
   // Unbound: only a member this session could bind to makes work.
   const envId = ctx.env.OPENCOMMS_MEMBER_ID?.trim();

@@ -97,7 +97,9 @@ function isWaiter(pid: number): boolean {
  *  anyone asking why a session did or did not wake. */
 const diagnostics = (env: NodeJS.ProcessEnv) => {
   const file = env.OPENCOMMS_HOOK_LOG;
-  return file ? (line: string) => appendFileSync(file, `${new Date().toISOString()} waiter ${process.pid}: ${line}\n`) : () => {};
+  return file
+    ? (line: string) => appendFileSync(file, `${new Date().toISOString()} waiter ${process.pid}: ${line}\n`)
+    : () => {};
 };
 
 export async function runWaiter(ctx: HookContext): Promise<number> {
@@ -110,7 +112,9 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
   }
   const reg = new Registration(claudePid, ctx.env);
   reg.takeOver();
-  log(`armed for session ${sid} of claude ${claudePid} (${ctx.input.hook_event_name}${ctx.input.source ? `:${ctx.input.source}` : ''})`);
+  log(
+    `armed for session ${sid} of claude ${claudePid} (${ctx.input.hook_event_name}${ctx.input.source ? `:${ctx.input.source}` : ''})`,
+  );
   const ready = () => alive(claudePid) && reg.mine();
 
   const rt = openRuntime(ctx.project, {

@@ -18,13 +18,21 @@ const REQUEST_TIMEOUT_MS = 5000;
 const SHORT_LEN = 125;
 const MEDIUM_LEN = 0xffff;
 
-const OP_TEXT = 0x1, OP_CLOSE = 0x8, OP_PING = 0x9, OP_PONG = 0xa;
+const OP_TEXT = 0x1,
+  OP_CLOSE = 0x8,
+  OP_PING = 0x9,
+  OP_PONG = 0xa;
 
 export const controlSocket = (codexHome: string) => join(codexHome, 'app-server-control', 'app-server-control.sock');
 
 function frame(op: number, payload: Buffer): Buffer {
   const len = payload.length;
-  const head = len <= SHORT_LEN ? Buffer.from([0x80 | op, 0x80 | len]) : len <= MEDIUM_LEN ? Buffer.from([0x80 | op, 0x80 | 126, len >> 8, len & 0xff]) : Buffer.concat([Buffer.from([0x80 | op, 0x80 | 127]), u64(len)]);
+  const head =
+    len <= SHORT_LEN
+      ? Buffer.from([0x80 | op, 0x80 | len])
+      : len <= MEDIUM_LEN
+        ? Buffer.from([0x80 | op, 0x80 | 126, len >> 8, len & 0xff])
+        : Buffer.concat([Buffer.from([0x80 | op, 0x80 | 127]), u64(len)]);
   const mask = randomBytes(4);
   const body = Buffer.from(payload);
   for (let i = 0; i < body.length; i++) body[i]! ^= mask[i % 4]!;
@@ -43,8 +51,10 @@ function parseFrames(buf: Buffer): { frames: Array<[number, boolean, Buffer]>; r
   let at = 0;
   for (;;) {
     if (buf.length - at < 2) break;
-    const b0 = buf[at]!, b1 = buf[at + 1]!;
-    let len = b1 & 0x7f, off = at + 2;
+    const b0 = buf[at]!,
+      b1 = buf[at + 1]!;
+    let len = b1 & 0x7f,
+      off = at + 2;
     if (len === 126) {
       if (buf.length - off < 2) break;
       len = buf.readUInt16BE(off);
@@ -74,11 +84,21 @@ export interface AppServer {
 function upgrade(socketPath: string): Promise<{ socket: Duplex; head: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = http.request({
-      socketPath, path: '/', timeout: REQUEST_TIMEOUT_MS,
-      headers: { Host: 'localhost', Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': randomBytes(16).toString('base64') },
+      socketPath,
+      path: '/',
+      timeout: REQUEST_TIMEOUT_MS,
+      headers: {
+        Host: 'localhost',
+        Connection: 'Upgrade',
+        Upgrade: 'websocket',
+        'Sec-WebSocket-Version': '13',
+        'Sec-WebSocket-Key': randomBytes(16).toString('base64'),
+      },
     });
     req.on('upgrade', (_res, socket, head) => resolve({ socket, head }));
-    req.on('response', (res) => reject(new Error(`the Codex background server refused the connection (HTTP ${res.statusCode})`)));
+    req.on('response', (res) =>
+      reject(new Error(`the Codex background server refused the connection (HTTP ${res.statusCode})`)),
+    );
     req.on('timeout', () => req.destroy(new Error('the Codex background server did not answer')));
     req.on('error', reject);
     req.end();
@@ -86,7 +106,10 @@ function upgrade(socketPath: string): Promise<{ socket: Duplex; head: Buffer }> 
 }
 
 /** Connects and initializes; rejects when no daemon listens (Codex in embedded mode, or not yet started). */
-export async function connectAppServer(socketPath: string, client: { name: string; version: string }): Promise<AppServer> {
+export async function connectAppServer(
+  socketPath: string,
+  client: { name: string; version: string },
+): Promise<AppServer> {
   const { socket, head } = await upgrade(socketPath);
   let buf: Buffer = Buffer.from(head);
   let parts: Buffer[] = [];
@@ -152,7 +175,10 @@ export async function connectAppServer(socketPath: string, client: { name: strin
       socket.destroy();
     },
   };
-  await server.request('initialize', { clientInfo: { name: client.name, title: null, version: client.version }, capabilities: { experimentalApi: true, requestAttestation: false } });
+  await server.request('initialize', {
+    clientInfo: { name: client.name, title: null, version: client.version },
+    capabilities: { experimentalApi: true, requestAttestation: false },
+  });
   socket.write(frame(OP_TEXT, Buffer.from(JSON.stringify({ method: 'initialized' }))));
   return server;
 }

@@ -26,7 +26,6 @@ export function serversShapeError(value: JsonObject): string | null {
   return null;
 }
 
-
 const eolOf = (text: string) => (text.includes('\r\n') ? '\r\n' : '\n');
 
 /** `text` with `[mcp_servers.opencomms]` (and its `.env` sub-table) appended after a blank line, in
@@ -34,7 +33,10 @@ const eolOf = (text: string) => (text.includes('\r\n') ? '\r\n' : '\n');
  *  removing the section gives the file back byte for byte. */
 export function appendServer(text: string, server: JsonObject): string {
   const eol = eolOf(text);
-  const section = stringify({ [SERVER_KEY[0]]: { [SERVER_KEY[1]]: server } }).replace(/\n+$/, '').split('\n').join(eol);
+  const section = stringify({ [SERVER_KEY[0]]: { [SERVER_KEY[1]]: server } })
+    .replace(/\n+$/, '')
+    .split('\n')
+    .join(eol);
   if (!text) return `${section}${eol}`;
   return text.endsWith('\n') ? `${text}${eol}${section}${eol}` : `${text}${eol}${eol}${section}`;
 }
@@ -56,8 +58,11 @@ function ourRanges(text: string, ast: AST.TOMLProgram): Array<[number, number]> 
     if (item.type === 'TOMLTable') {
       if (isOurs(item.resolvedKey)) ranges.push([item.range[0], next]);
       else if (item.resolvedKey.length === 1 && item.resolvedKey[0] === SERVER_KEY[0])
-        for (const kv of item.body) if (kv.key.keys[0] && keyName(kv.key.keys[0]) === SERVER_KEY[1]) ranges.push([kv.range[0], lineEnd(kv.range[1])]);
-    } else if (item.key.keys.length >= 2 && isOurs(item.key.keys.map(keyName))) ranges.push([item.range[0], lineEnd(item.range[1])]);
+        for (const kv of item.body)
+          if (kv.key.keys[0] && keyName(kv.key.keys[0]) === SERVER_KEY[1])
+            ranges.push([kv.range[0], lineEnd(kv.range[1])]);
+    } else if (item.key.keys.length >= 2 && isOurs(item.key.keys.map(keyName)))
+      ranges.push([item.range[0], lineEnd(item.range[1])]);
   });
   return ranges;
 }
@@ -81,14 +86,20 @@ export function removeServer(text: string, ast: AST.TOMLProgram): string {
 }
 
 /** Our server entry's value, when the file has one. */
-export const serverOf = (value: JsonObject): unknown => (isObject(value.mcp_servers) ? value.mcp_servers[SERVER_KEY[1]] : undefined);
+export const serverOf = (value: JsonObject): unknown =>
+  isObject(value.mcp_servers) ? value.mcp_servers[SERVER_KEY[1]] : undefined;
 
 /** The source range of `[mcp_servers.opencomms.env] <key>` when it still holds `placeholder`. */
 export function placeholderRange(ast: AST.TOMLProgram, placeholder: string, key: string): [number, number] | null {
   for (const item of ast.body[0].body) {
     if (item.type !== 'TOMLTable' || !isOurs(item.resolvedKey) || item.resolvedKey[2] !== 'env') continue;
     for (const kv of item.body)
-      if (kv.key.keys.length === 1 && keyName(kv.key.keys[0]!) === key && kv.value.type === 'TOMLValue' && kv.value.value === placeholder)
+      if (
+        kv.key.keys.length === 1 &&
+        keyName(kv.key.keys[0]!) === key &&
+        kv.value.type === 'TOMLValue' &&
+        kv.value.value === placeholder
+      )
         return kv.value.range;
   }
   return null;

@@ -4,11 +4,34 @@
 // once it is reviewed (`/hooks`) or under `--dangerously-bypass-hook-trust`: the plan says so.
 import { join } from 'node:path';
 import type { Refusal } from '../../src/protocol/result.ts';
-import { HOOK_RUNNER, MCP_BUNDLE, HOST_BUNDLES, RUNNER_BUNDLES, bundlePaths, removeBundles, writeBundles, type BundleName } from '../install/bundles.ts';
+import {
+  HOOK_RUNNER,
+  MCP_BUNDLE,
+  HOST_BUNDLES,
+  RUNNER_BUNDLES,
+  bundlePaths,
+  removeBundles,
+  writeBundles,
+  type BundleName,
+} from '../install/bundles.ts';
 import type { FileChange } from '../install/files.ts';
-import { hooksShapeError, registerHooks, registersRunner, unregisterHooks, type HookGroup } from '../install/hook-config.ts';
+import {
+  hooksShapeError,
+  registerHooks,
+  registersRunner,
+  unregisterHooks,
+  type HookGroup,
+} from '../install/hook-config.ts';
 import { isObject, newJsonFile, parseObject } from '../install/json.ts';
-import { codexMemberEnv, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, PINNED_ID_VAR, PROJECT_ARG, relBundle, serverArgs } from '../install/member-env.ts';
+import {
+  codexMemberEnv,
+  MEMBER_ID_PLACEHOLDER,
+  MEMBER_ID_VAR,
+  PINNED_ID_VAR,
+  PROJECT_ARG,
+  relBundle,
+  serverArgs,
+} from '../install/member-env.ts';
 import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
 import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
 import { appendServer, parseToml, removeServer, serverOf, serversShapeError } from './config-toml.ts';
@@ -29,7 +52,9 @@ const HOOK_TIMEOUT_S = 15;
  *  session started in (the project: Codex loads `.codex/` there only for a trusted project), so the
  *  runner and the project are named relative to it. */
 export function codexHookGroups(platform = process.platform): Record<string, HookGroup> {
-  const command = ['node', relBundle(HOOK_RUNNER), 'auto', PROJECT_ARG, '--host', HOST].map((a) => shellQuote(a, platform)).join(' ');
+  const command = ['node', relBundle(HOOK_RUNNER), 'auto', PROJECT_ARG, '--host', HOST]
+    .map((a) => shellQuote(a, platform))
+    .join(' ');
   const group = { hooks: [{ type: 'command' as const, command, timeout: HOOK_TIMEOUT_S }] };
   return { SessionStart: group, UserPromptSubmit: group, Stop: group };
 }
@@ -52,16 +77,33 @@ export function pinnedOf(entry: unknown): string | null {
  *  server is waited for up to its `startup_timeout_sec` (10 s by default), and a server that cannot
  *  start at all stops Codex with an error instead of leaving a session without its channels. */
 const serverEntry = (pin: string | null) => ({
-  command: 'node', args: serverArgs(HOST), cwd: PROJECT_ARG, required: true, env_vars: [MEMBER_ID_VAR], env: codexMemberEnv(pin),
+  command: 'node',
+  args: serverArgs(HOST),
+  cwd: PROJECT_ARG,
+  required: true,
+  env_vars: [MEMBER_ID_VAR],
+  env: codexMemberEnv(pin),
 });
 /** Key order aside, the same value (TOML tables have no order a reader relies on). */
 const canonical = (v: unknown): unknown =>
-  isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])])) : Array.isArray(v) ? v.map(canonical) : v;
+  isObject(v)
+    ? Object.fromEntries(
+        Object.keys(v)
+          .sort()
+          .map((k) => [k, canonical(v[k])]),
+      )
+    : Array.isArray(v)
+      ? v.map(canonical)
+      : v;
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 
 /** config.toml with our server: appended when absent; an entry of ours that differs (another
  *  checkout's path, an older form) rewritten in place of the old one. */
-function editServer(text: string, toml: ReturnType<typeof parseToml>, pin: string | null): { text: string; repaired: boolean; foreign: boolean } | Refusal {
+function editServer(
+  text: string,
+  toml: ReturnType<typeof parseToml>,
+  pin: string | null,
+): { text: string; repaired: boolean; foreign: boolean } | Refusal {
   const cur = toml ? serverOf(toml.value) : undefined;
   if (cur !== undefined && !isOurServer(cur)) return { text, repaired: false, foreign: true };
   const want = serverEntry(pinnedOf(cur) ?? pin);
@@ -69,11 +111,19 @@ function editServer(text: string, toml: ReturnType<typeof parseToml>, pin: strin
   const out = appendServer(cur !== undefined && toml ? removeServer(text, toml.ast) : text, want);
   const check = parseToml(out);
   if (!check || !isOurServer(serverOf(check.value)))
-    return malformed(REL.config, 'defines mcp_servers in a form a new [mcp_servers.opencomms] table cannot join (an inline table)');
+    return malformed(
+      REL.config,
+      'defines mcp_servers in a form a new [mcp_servers.opencomms] table cannot join (an inline table)',
+    );
   return { text: out, repaired: cur !== undefined, foreign: false };
 }
 
-export function planCodexInstall(project: string, files: Map<string, string | null>, bundles: Record<BundleName, string>, pin: string | null): InstallPlan | Refusal {
+export function planCodexInstall(
+  project: string,
+  files: Map<string, string | null>,
+  bundles: Record<BundleName, string>,
+  pin: string | null,
+): InstallPlan | Refusal {
   const p = codexPaths(project);
   const tomlText = files.get(p.config) ?? null;
   const toml = tomlText === null ? null : parseToml(tomlText);
@@ -106,10 +156,13 @@ export function planCodexInstall(project: string, files: Map<string, string | nu
       ...(server.foreign ? [foreignNote(`${REL.config} already has an [mcp_servers.opencomms]`)] : []),
       pin
         ? `The MCP server runs as the session's OPENCOMMS_MEMBER_ID when it is set, else as member ${pin}.`
-        : 'Next: `opencomms install-member --host codex` gives this project\'s Codex sessions their member id.',
+        : "Next: `opencomms install-member --host codex` gives this project's Codex sessions their member id.",
     ],
     record: { created },
-    repaired: [...(server.repaired ? [`${REL.config} [mcp_servers.opencomms]`] : []), ...hooksOut.repaired.map((e) => `${REL.hooks} hooks.${e}`)],
+    repaired: [
+      ...(server.repaired ? [`${REL.config} [mcp_servers.opencomms]`] : []),
+      ...hooksOut.repaired.map((e) => `${REL.hooks} hooks.${e}`),
+    ],
   };
 }
 
@@ -131,7 +184,8 @@ export function planCodexUninstall(
     if (isOurServer(entry)) {
       const out = removeServer(tomlText, toml.ast);
       changes.push({ path: p.config, content: out.trim() === '' && ours(REL.config) ? null : out });
-    } else if (entry !== undefined) notes.push(`${REL.config}: the [mcp_servers.opencomms] there was not written by OpenComms and is left as it is.`);
+    } else if (entry !== undefined)
+      notes.push(`${REL.config}: the [mcp_servers.opencomms] there was not written by OpenComms and is left as it is.`);
   }
   const hooksText = files.get(p.hooks) ?? null;
   if (hooksText !== null) {
@@ -139,7 +193,8 @@ export function planCodexUninstall(
     if (!hooks) return malformed(p.hooks, 'is not a valid JSON object');
     const out = unregisterHooks(hooksText, hooks, (path) => ours(containerKey(REL.hooks, path)));
     const left = parseObject(out);
-    if (out !== hooksText) changes.push({ path: p.hooks, content: left && Object.keys(left).length === 0 && ours(REL.hooks) ? null : out });
+    if (out !== hooksText)
+      changes.push({ path: p.hooks, content: left && Object.keys(left).length === 0 && ours(REL.hooks) ? null : out });
   }
   if (!others.runnerUsed) changes.push(...removeBundles(project, RUNNER_BUNDLES, files));
   if (!others.serverUsed) changes.push(...removeBundles(project, [MCP_BUNDLE], files));
@@ -148,7 +203,10 @@ export function planCodexUninstall(
 
 /** Does the Codex config still use the server bundle / the hook runner? null when a file is
  *  malformed: then nobody can tell, and a shared bundle must not be removed. */
-export function codexUses(files: Map<string, string | null>, project: string): { server: boolean; runner: boolean } | null {
+export function codexUses(
+  files: Map<string, string | null>,
+  project: string,
+): { server: boolean; runner: boolean } | null {
   const p = codexPaths(project);
   const tomlText = files.get(p.config) ?? null;
   const hooksText = files.get(p.hooks) ?? null;

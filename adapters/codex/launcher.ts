@@ -33,7 +33,8 @@ export interface LaunchOptions {
 
 /** Runs Codex to its end; resolves with the exit code the launcher should exit with. */
 export async function launchCodex(o: LaunchOptions): Promise<number> {
-  const stdin = process.stdin, stdout = process.stdout;
+  const stdin = process.stdin,
+    stdout = process.stdout;
   const pty: IPty = ptySpawn(o.codex, o.args, {
     name: o.env.TERM || 'xterm-256color',
     cols: stdout.columns || 80,
@@ -41,7 +42,8 @@ export async function launchCodex(o: LaunchOptions): Promise<number> {
     cwd: process.cwd(),
     env: o.env as Record<string, string>,
   });
-  let lastKey = 0, lastOutput = Date.now();
+  let lastKey = 0,
+    lastOutput = Date.now();
   let waiter: Waiter | null = null;
   let recheck: NodeJS.Timeout | null = null;
 
@@ -76,8 +78,11 @@ export async function launchCodex(o: LaunchOptions): Promise<number> {
   const handlers = FORWARDED.map((sig) => [sig, forward(sig)] as const);
   for (const [sig, h] of handlers) process.on(sig, h);
 
-  const exited = new Promise<number>((resolve) => pty.onExit(({ exitCode, signal }) => resolve(signal ? 128 + signal : exitCode)));
-  if (o.args.some((a) => EMBEDDED_FLAGS.includes(a))) o.log(`not waking: ${EMBEDDED_FLAGS.join(', ')} runs Codex without its background server`);
+  const exited = new Promise<number>((resolve) =>
+    pty.onExit(({ exitCode, signal }) => resolve(signal ? 128 + signal : exitCode)),
+  );
+  if (o.args.some((a) => EMBEDDED_FLAGS.includes(a)))
+    o.log(`not waking: ${EMBEDDED_FLAGS.join(', ')} runs Codex without its background server`);
   else {
     const busy = () => Date.now() - lastKey < TYPING_QUIET_MS || Date.now() - lastOutput < OUTPUT_QUIET_MS;
     waiter = await startWaiter({ project: o.project, env: o.env, busy, log: o.log }).catch((e) => {

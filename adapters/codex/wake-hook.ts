@@ -19,7 +19,13 @@ export async function handWokenBatch(rt: Runtime, prompt: string | undefined, me
   const frames = new Map(held.map((e) => [e.message_id, frameEnvelope(e, names.get(e.channel_id) ?? e.channel_id)]));
   // Committed under the hold the waiter drained them with: a batch swept and handed over again
   // meanwhile is fenced, not committed twice.
-  const r = await rt.run({ op: 'commit', rid: member, message_ids: [...frames.keys()], method: 'push', held: { by: tag, attempts: held.map((e) => e.attempts) } });
+  const r = await rt.run({
+    op: 'commit',
+    rid: member,
+    message_ids: [...frames.keys()],
+    method: 'push',
+    held: { by: tag, attempts: held.map((e) => e.attempts) },
+  });
   const settled = new Set(r.ok ? ((r.data as { delivered?: string[] }).delivered ?? []) : []);
   return joinFrames([...frames].filter(([id]) => settled.has(id)).map(([, f]) => f));
 }

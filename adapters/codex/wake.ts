@@ -55,7 +55,9 @@ async function ownMember(project: string, env: NodeJS.ProcessEnv): Promise<strin
 
 /** The Codex thread the member is bound to (its first prompt binds it), or null. */
 function threadOf(state: Readonly<State>, member: string): string | null {
-  const rows = Object.values(state.channels).flatMap((ch) => (ch.lifecycle === 'active' ? ch.members.filter((m) => m.session_id === member && m.host === HOST) : []));
+  const rows = Object.values(state.channels).flatMap((ch) =>
+    ch.lifecycle === 'active' ? ch.members.filter((m) => m.session_id === member && m.host === HOST) : [],
+  );
   const ids = new Set(rows.map((m) => m.host_session_id));
   const [thread] = [...ids];
   return ids.size === 1 && thread && !rows.some((m) => m.stale) ? thread : null;
@@ -65,15 +67,23 @@ function threadOf(state: Readonly<State>, member: string): string | null {
  *  at once when the thread is idle, or right after the running turn (as `codex queue --resume`). */
 async function queuePrompt(o: WaiterOptions, thread: string, wake: string): Promise<void> {
   const codexHome = o.env.CODEX_HOME || join(homedir(), '.codex');
-  const server = await connectAppServer(controlSocket(codexHome), { name: 'opencomms', version: VERSION }).catch((e: Error) => {
-    throw new Error(`no Codex background server to wake the thread (${e.message}); is Codex in embedded mode?`);
-  });
+  const server = await connectAppServer(controlSocket(codexHome), { name: 'opencomms', version: VERSION }).catch(
+    (e: Error) => {
+      throw new Error(`no Codex background server to wake the thread (${e.message}); is Codex in embedded mode?`);
+    },
+  );
   try {
-    const added = await server.request<{ queuedSubmission: { id: string } }>('thread/queue/add', { threadId: thread, input: [{ type: 'text', text: wakePrompt() }], clientUserMessageId: wake });
+    const added = await server.request<{ queuedSubmission: { id: string } }>('thread/queue/add', {
+      threadId: thread,
+      input: [{ type: 'text', text: wakePrompt() }],
+      clientUserMessageId: wake,
+    });
     // An idle, loaded thread has started the prompt already (the start then finds nothing); a
     // thread the server has not loaded yet (a session still resuming) starts it now. A refusal
     // leaves the prompt queued for the thread's next turn end, which is a wake all the same.
-    await server.request('thread/queue/start', { threadId: thread, queuedSubmissionId: added.queuedSubmission.id }).catch(() => {});
+    await server
+      .request('thread/queue/start', { threadId: thread, queuedSubmissionId: added.queuedSubmission.id })
+      .catch(() => {});
   } finally {
     server.close();
   }
@@ -133,8 +143,17 @@ export async function startWaiter(o: WaiterOptions): Promise<Waiter | null> {
 /** The woken turn never showed these: back to the queue (those it did show are committed). */
 async function unconfirmed(rt: Runtime, rid: string, ids: string[]): Promise<void> {
   const state = await rt.peek();
-  const held = (id: string) => state.messages[id]?.recipient_session_id === rid && state.messages[id]?.delivery_status === 'in_flight' && state.messages[id]?.in_flight_by === rt.tag;
+  const held = (id: string) =>
+    state.messages[id]?.recipient_session_id === rid &&
+    state.messages[id]?.delivery_status === 'in_flight' &&
+    state.messages[id]?.in_flight_by === rt.tag;
   const left = ids.filter(held);
   if (left.length)
-    await rt.run({ op: 'requeue', rid, message_ids: left, error: 'the woken Codex turn did not show the batch in time', held: { by: rt.tag, attempts: left.map((id) => state.messages[id]!.attempts) } });
+    await rt.run({
+      op: 'requeue',
+      rid,
+      message_ids: left,
+      error: 'the woken Codex turn did not show the batch in time',
+      held: { by: rt.tag, attempts: left.map((id) => state.messages[id]!.attempts) },
+    });
 }

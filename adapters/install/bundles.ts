@@ -23,7 +23,11 @@ export { HOOK_RUNNER, HOOK_RUNNER_FULL, MCP_BUNDLE } from './bundle-names.ts';
 
 export const BUNDLES: Record<typeof HOOK_RUNNER | typeof HOOK_RUNNER_FULL | typeof MCP_BUNDLE, BundleSpec> = {
   [HOOK_RUNNER]: { entry: 'adapters/claude-code/hook-runner.ts', mark: '// opencomms-hook-runner', minify: true },
-  [HOOK_RUNNER_FULL]: { entry: 'adapters/claude-code/hook-full.ts', mark: '// opencomms-hook-runner-full', minify: true },
+  [HOOK_RUNNER_FULL]: {
+    entry: 'adapters/claude-code/hook-full.ts',
+    mark: '// opencomms-hook-runner-full',
+    minify: true,
+  },
   [MCP_BUNDLE]: { entry: 'adapters/mcp/main.ts', mark: '// opencomms-mcp-server', minify: true },
 };
 
@@ -72,23 +76,36 @@ export const RUNNER_BUNDLES: readonly BundleName[] = [HOOK_RUNNER, HOOK_RUNNER_F
 export const HOST_BUNDLES: readonly BundleName[] = [...RUNNER_BUNDLES, MCP_BUNDLE];
 
 /** `name → path` of every host bundle, to read before planning. */
-export const bundlePaths = (project: string) => Object.fromEntries(HOST_BUNDLES.map((n) => [n, bundlePath(project, n)]));
+export const bundlePaths = (project: string) =>
+  Object.fromEntries(HOST_BUNDLES.map((n) => [n, bundlePath(project, n)]));
 
 export const bundlePath = (project: string, name: BundleName) => join(project, '.opencomms', name);
 
 /** Every bundle's text, for the planners. */
 export async function allBundles(): Promise<Record<BundleName, string>> {
   const names = Object.keys(BUNDLES) as BundleName[];
-  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, await bundleText(n)]))) as Record<BundleName, string>;
+  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, await bundleText(n)]))) as Record<
+    BundleName,
+    string
+  >;
 }
 
 /** Writes of these bundles into the project. */
-export const writeBundles = (project: string, names: readonly BundleName[], texts: Record<BundleName, string>): FileChange[] =>
-  names.map((n) => ({ path: bundlePath(project, n), content: texts[n] }));
+export const writeBundles = (
+  project: string,
+  names: readonly BundleName[],
+  texts: Record<BundleName, string>,
+): FileChange[] => names.map((n) => ({ path: bundlePath(project, n), content: texts[n] }));
 
 /** Removals of these bundles, where the file there is ours. */
-export const removeBundles = (project: string, names: readonly BundleName[], files: Map<string, string | null>): FileChange[] =>
-  names.filter((n) => isOurBundle(n, files.get(bundlePath(project, n)) ?? null)).map((n) => ({ path: bundlePath(project, n), content: null }));
+export const removeBundles = (
+  project: string,
+  names: readonly BundleName[],
+  files: Map<string, string | null>,
+): FileChange[] =>
+  names
+    .filter((n) => isOurBundle(n, files.get(bundlePath(project, n)) ?? null))
+    .map((n) => ({ path: bundlePath(project, n), content: null }));
 
 /** Is this file's text one of our bundles (any version)? */
 const isOurBundle = (name: BundleName, text: string | null) => text?.startsWith(`${BUNDLES[name].mark} `);

@@ -61,7 +61,10 @@ async function syncDir(dir: string, seen: SyncSeen) {
 /** temp file with the target's mode, fsync, rename over the target, fsync of the directory. */
 async function writeDurably(path: string, text: string, seen: SyncSeen) {
   const target = await writeTarget(path);
-  const mode = await stat(target).then((s) => s.mode & 0o7777, () => undefined);
+  const mode = await stat(target).then(
+    (s) => s.mode & 0o7777,
+    () => undefined,
+  );
   await mkdir(dirname(target), { recursive: true });
   const tmp = resolve(dirname(target), tempName('.opencomms-install'));
   const fd = await open(tmp, 'wx', mode ?? 0o666);
@@ -93,7 +96,11 @@ const realOps = durableOps();
  * run changes no byte). On the first failure every file already changed is restored, then the
  * error is rethrown. Returns the paths that changed.
  */
-export async function applyChanges(changes: FileChange[], before: Map<string, string | null>, ops: ApplyOps = realOps): Promise<string[]> {
+export async function applyChanges(
+  changes: FileChange[],
+  before: Map<string, string | null>,
+  ops: ApplyOps = realOps,
+): Promise<string[]> {
   const due = changes.filter((c) => (before.get(c.path) ?? null) !== c.content);
   const done: FileChange[] = [];
   try {

@@ -23,7 +23,9 @@ export function hooksShapeError(cfg: JsonObject): string | null {
   if (!isObject(hooks)) return '"hooks" must be an object';
   for (const [event, groups] of Object.entries(hooks)) {
     if (!Array.isArray(groups)) return `"hooks.${event}" must be an array`;
-    for (const g of groups) if (!isObject(g) || (g.hooks !== undefined && !Array.isArray(g.hooks))) return `"hooks.${event}" holds an entry that is not {hooks: [...]}`;
+    for (const g of groups)
+      if (!isObject(g) || (g.hooks !== undefined && !Array.isArray(g.hooks)))
+        return `"hooks.${event}" holds an entry that is not {hooks: [...]}`;
   }
   return null;
 }
@@ -72,14 +74,19 @@ function repairGroup(edit: HookEdit, event: string, gi: number, existing: unknow
     edit.text = replace(edit.text, ['hooks', event, gi], group);
     return true;
   }
-  for (let hi = handlers.length - 1; hi >= 0; hi--) if (ours(handlers[hi])) edit.text = remove(edit.text, ['hooks', event, gi, 'hooks', hi]);
+  for (let hi = handlers.length - 1; hi >= 0; hi--)
+    if (ours(handlers[hi])) edit.text = remove(edit.text, ['hooks', event, gi, 'hooks', hi]);
   for (const h of group.hooks) edit.text = append(edit.text, ['hooks', event, gi, 'hooks'], h);
   return true;
 }
 
 /** Removes every handler of ours and every group left empty by that; an event or a `hooks` object
  *  left empty goes only when `mayRemove` says an install created it. */
-export function unregisterHooks(text: string, cfg: JsonObject, mayRemove: (path: string[]) => boolean = () => false): string {
+export function unregisterHooks(
+  text: string,
+  cfg: JsonObject,
+  mayRemove: (path: string[]) => boolean = () => false,
+): string {
   const hooks = cfg.hooks;
   if (!isObject(hooks)) return text;
   let events = Object.keys(hooks).length;
@@ -87,13 +94,18 @@ export function unregisterHooks(text: string, cfg: JsonObject, mayRemove: (path:
     if (!Array.isArray(raw) || !raw.some(ours)) continue;
     let left = raw.length;
     for (let gi = raw.length - 1; gi >= 0; gi--) {
-      const handlers = isObject(raw[gi]) && Array.isArray((raw[gi] as JsonObject).hooks) ? ((raw[gi] as JsonObject).hooks as unknown[]) : [];
+      const handlers =
+        isObject(raw[gi]) && Array.isArray((raw[gi] as JsonObject).hooks)
+          ? ((raw[gi] as JsonObject).hooks as unknown[])
+          : [];
       const mine = handlers.filter(ours).length;
       if (!mine) continue;
       if (mine === handlers.length) {
         text = remove(text, ['hooks', event, gi]);
         left--;
-      } else for (let hi = handlers.length - 1; hi >= 0; hi--) if (ours(handlers[hi])) text = remove(text, ['hooks', event, gi, 'hooks', hi]);
+      } else
+        for (let hi = handlers.length - 1; hi >= 0; hi--)
+          if (ours(handlers[hi])) text = remove(text, ['hooks', event, gi, 'hooks', hi]);
     }
     if (left === 0 && mayRemove(['hooks', event])) {
       text = remove(text, ['hooks', event]);

@@ -23,11 +23,14 @@ const eolOf = (text: string) => (text.includes('\r\n') ? '\r\n' : '\n');
 /** One indentation step as the file uses it (the first indented line), two spaces by default. */
 const unitOf = (text: string) => /^([ \t]+)\S/m.exec(text)?.[1] ?? '  ';
 /** The leading white space of the line holding `offset`. */
-const indentAt = (text: string, offset: number) => /^[ \t]*/.exec(text.slice(text.lastIndexOf('\n', offset - 1) + 1))![0];
+const indentAt = (text: string, offset: number) =>
+  /^[ \t]*/.exec(text.slice(text.lastIndexOf('\n', offset - 1) + 1))![0];
 
 function pretty(text: string, value: unknown, indent: string): string {
   const unit = unitOf(text);
-  return JSON.stringify(value, null, unit.startsWith('\t') ? '\t' : unit.length).split('\n').join(eolOf(text) + indent);
+  return JSON.stringify(value, null, unit.startsWith('\t') ? '\t' : unit.length)
+    .split('\n')
+    .join(eolOf(text) + indent);
 }
 
 function nodeAt(text: string, path: JSONPath): Node {
@@ -37,7 +40,8 @@ function nodeAt(text: string, path: JSONPath): Node {
   return node;
 }
 
-const splice = (text: string, from: number, to: number, insert: string) => text.slice(0, from) + insert + text.slice(to);
+const splice = (text: string, from: number, to: number, insert: string) =>
+  text.slice(0, from) + insert + text.slice(to);
 
 /** Appends `key: value` as the last member of the object at `path`, or `value` as the last element
  *  of the array at `path` (`key` undefined). */
@@ -54,7 +58,13 @@ export function append(text: string, path: JSONPath, value: unknown, key?: strin
   const indent = outer + unitOf(text);
   const inner = text.slice(container.offset + 1, container.offset + container.length - 1);
   // Only white space inside: ours replaces it. A comment inside stays, after our entry.
-  if (inner.trim() === '') return splice(text, container.offset + 1, container.offset + container.length - 1, `${eol}${indent}${item(indent)}${eol}${outer}`);
+  if (inner.trim() === '')
+    return splice(
+      text,
+      container.offset + 1,
+      container.offset + container.length - 1,
+      `${eol}${indent}${item(indent)}${eol}${outer}`,
+    );
   return splice(text, container.offset + 1, container.offset + 1, `${eol}${indent}${item(indent)}`);
 }
 

@@ -47,7 +47,12 @@ export const codexMemberEnv = (pin: string | null) => ({
  *  mostly in the interpreter (send p50 over calls 500–2000, two servers side by side in one
  *  project: 0.68–0.72 → 0.55–0.58 ms). The extra compiles cost ~0.25 s of CPU over a server's
  *  first 600 calls, paid once per session. Measured in `npm run bench` and docs/performance.md. */
-export const MCP_NODE_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256', '--v8-pool-size=1', '--interrupt-budget=16384'] as const;
+export const MCP_NODE_FLAGS = [
+  '--max-semi-space-size=2',
+  '--max-old-space-size=256',
+  '--v8-pool-size=1',
+  '--interrupt-budget=16384',
+] as const;
 
 /** The installed bundles and the project as the hosts' configs name them: relative to the project
  *  directory, where both hosts start a project's MCP server and hooks, so a moved, copied or cloned

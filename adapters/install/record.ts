@@ -28,7 +28,8 @@ export function parseRecord(text: string | null): InstallRecord {
     const v: unknown = JSON.parse(text);
     if (!isObject(v) || !isObject(v.created)) return emptyRecord();
     const created: Record<string, string[]> = {};
-    for (const [host, keys] of Object.entries(v.created)) if (Array.isArray(keys)) created[host] = keys.filter((k): k is string => typeof k === 'string');
+    for (const [host, keys] of Object.entries(v.created))
+      if (Array.isArray(keys)) created[host] = keys.filter((k): k is string => typeof k === 'string');
     return { created, reshaped: isObject(v.reshaped) ? v.reshaped : {} };
   } catch {
     return emptyRecord();
@@ -36,7 +37,8 @@ export function parseRecord(text: string | null): InstallRecord {
 }
 
 /** The key of a created container: the file, or a JSON path inside it. */
-export const containerKey = (file: string, path: readonly (string | number)[] = []) => (path.length ? `${file}#${path.join('/')}` : file);
+export const containerKey = (file: string, path: readonly (string | number)[] = []) =>
+  path.length ? `${file}#${path.join('/')}` : file;
 
 /** What one host's plan adds to or drops from the record. */
 export interface RecordDelta {
@@ -47,7 +49,12 @@ export interface RecordDelta {
 }
 
 /** The record file's change for `delta` of `host` (null when nothing changes; the file goes when empty). */
-export function recordChange(project: string, text: string | null, host: string, delta: RecordDelta): FileChange | null {
+export function recordChange(
+  project: string,
+  text: string | null,
+  host: string,
+  delta: RecordDelta,
+): FileChange | null {
   const rec = parseRecord(text);
   if (delta.forget) {
     const mine = new Set(rec.created[host] ?? []);

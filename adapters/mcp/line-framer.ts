@@ -93,7 +93,9 @@ function lastBytes(parts: Buffer[], n: number): Buffer {
 
 /** What one line became: a message for the server, or an error frame to answer with (and a line
  *  for the diagnostics log). */
-export type Framed = { kind: 'message'; message: JSONRPCMessage } | { kind: 'error'; frame: ProtocolErrorFrame; log: string };
+export type Framed =
+  | { kind: 'message'; message: JSONRPCMessage }
+  | { kind: 'error'; frame: ProtocolErrorFrame; log: string };
 
 const CR = Buffer.from([0x0d]);
 
@@ -218,7 +220,11 @@ export function frameLine(line: string): Framed | null {
   try {
     value = JSON.parse(line);
   } catch (err) {
-    return { kind: 'error', frame: protocolErrorFor(PARSE_ERROR, 'Parse error'), log: `mcp transport: malformed JSON (${(err as Error).message.slice(0, 200)})` };
+    return {
+      kind: 'error',
+      frame: protocolErrorFor(PARSE_ERROR, 'Parse error'),
+      log: `mcp transport: malformed JSON (${(err as Error).message.slice(0, 200)})`,
+    };
   }
   const parsed = JSONRPCMessageSchema.safeParse(value);
   if (!parsed.success)

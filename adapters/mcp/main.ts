@@ -17,7 +17,9 @@ export async function mcpMain(argv: string[]): Promise<number> {
       options: { project: { type: 'string' }, host: { type: 'string' }, admin: { type: 'boolean' } },
     });
   } catch (e) {
-    process.stderr.write(`[opencomms-mcp] ${(e as Error).message}\nUsage: opencomms-mcp <project-dir> [--host LABEL] [--admin]\n`);
+    process.stderr.write(
+      `[opencomms-mcp] ${(e as Error).message}\nUsage: opencomms-mcp <project-dir> [--host LABEL] [--admin]\n`,
+    );
     return 1;
   }
   const { values, positionals } = parsed;

@@ -3,16 +3,27 @@
 // handler wrapper and answers a failure with -32603 Internal error and a dump of the zod issues:
 // that is neither the contract's code nor a message an agent can act on.
 import {
-  CallToolRequestSchema, ErrorCode, InitializeRequestSchema, ListToolsRequestSchema, PingRequestSchema,
+  CallToolRequestSchema,
+  ErrorCode,
+  InitializeRequestSchema,
+  ListToolsRequestSchema,
+  PingRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 /** The requests this server answers; any other method is the SDK's -32601. */
-const HANDLED = new Map<string, { safeParse(v: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }>(
-  [InitializeRequestSchema, PingRequestSchema, ListToolsRequestSchema, CallToolRequestSchema].map((s) => [s.shape.method.value, s]),
+const HANDLED = new Map<
+  string,
+  { safeParse(v: unknown): { success: boolean; error?: { issues: Array<{ path: PropertyKey[]; message: string }> } } }
+>(
+  [InitializeRequestSchema, PingRequestSchema, ListToolsRequestSchema, CallToolRequestSchema].map((s) => [
+    s.shape.method.value,
+    s,
+  ]),
 );
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The shape every tool call of an MCP client has (a name, maybe arguments, nothing else): it
  *  passes the schema, so the schema is parsed only for anything else. A call is on the hot path;
@@ -35,6 +46,9 @@ export function invalidParams(m: JSONRPCMessage): JSONRPCMessage | null {
   return {
     jsonrpc: '2.0',
     id: m.id,
-    error: { code: ErrorCode.InvalidParams, message: `Invalid params for ${m.method}: ${issue.path.map(String).join('.') || '(params)'}: ${issue.message}` },
+    error: {
+      code: ErrorCode.InvalidParams,
+      message: `Invalid params for ${m.method}: ${issue.path.map(String).join('.') || '(params)'}: ${issue.message}`,
+    },
   };
 }

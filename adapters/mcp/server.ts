@@ -33,7 +33,10 @@ export function readPin(env: NodeJS.ProcessEnv): string | null {
   return raw && MEMBER_ID_RE.test(raw) ? raw : null;
 }
 
-export const asToolResult = (r: ToolResult) => ({ content: [{ type: 'text' as const, text: JSON.stringify(r) }], isError: !r.ok });
+export const asToolResult = (r: ToolResult) => ({
+  content: [{ type: 'text' as const, text: JSON.stringify(r) }],
+  isError: !r.ok,
+});
 
 export function buildServer(
   rt: Runtime,
@@ -42,7 +45,8 @@ export function buildServer(
 ) {
   const server = new McpServer({ name: 'opencomms', version: VERSION }, { capabilities: { tools: {} } });
   const tools = toolsFor('mcp', opts.admin);
-  for (const t of tools) server.registerTool(t.name, { description: t.description, inputSchema: t.shape }, async () => ({ content: [] }));
+  for (const t of tools)
+    server.registerTool(t.name, { description: t.description, inputSchema: t.shape }, async () => ({ content: [] }));
   const byName = new Map(tools.map((t) => [t.name, t]));
   const worktree = normaliseWorktree(opts.project);
   const ctx = (pin: string): ToolContext => ({
@@ -72,24 +76,41 @@ export function buildServer(
 /** Required arguments (`key in args`) and JSON types, checked before anything runs. */
 function validate(tool: ToolDef, raw: Record<string, unknown>): Extract<Prepared, { ok: true }> {
   const missing = tool.required.filter((k) => !(k in raw));
-  if (missing.length) throw new McpError(ErrorCode.InvalidParams, `Missing required argument(s) for ${tool.name}: ${missing.join(', ')}`);
+  if (missing.length)
+    throw new McpError(ErrorCode.InvalidParams, `Missing required argument(s) for ${tool.name}: ${missing.join(', ')}`);
   const prepared = tool.prepare(raw);
   if (!prepared.ok) throw new McpError(ErrorCode.InvalidParams, prepared.problem);
   return prepared;
 }
 
 const identityNotMember = () =>
-  refuse('identity_not_member', 'Your pinned member id is on no channel roster (kicked, disconnected or reset). Join a channel again with opencomms_join.');
+  refuse(
+    'identity_not_member',
+    'Your pinned member id is on no channel roster (kicked, disconnected or reset). Join a channel again with opencomms_join.',
+  );
 
 /** The identity gate of §7.2, then the engine. */
-async function call(rt: Runtime, tool: ToolDef, prepared: Extract<Prepared, { ok: true }>, pin: string | null, ctx: (pin: string) => ToolContext): Promise<ToolResult> {
+async function call(
+  rt: Runtime,
+  tool: ToolDef,
+  prepared: Extract<Prepared, { ok: true }>,
+  pin: string | null,
+  ctx: (pin: string) => ToolContext,
+): Promise<ToolResult> {
   const { args } = prepared;
   if (!pin)
-    return refuse('identity_unpinned', 'This MCP server has no member identity (OPENCOMMS_MEMBER_ID is unset, blank or malformed). The operator must set it in this server\'s config; arguments can never supply an identity.');
+    return refuse(
+      'identity_unpinned',
+      "This MCP server has no member identity (OPENCOMMS_MEMBER_ID is unset, blank or malformed). The operator must set it in this server's config; arguments can never supply an identity.",
+    );
   // Bootstrap tools need no live roster; delete_session is one only for a saved session (it
   // checks the archived roster): on a live channel it is gated like every other tool.
   const gate = (state: Readonly<State>) => {
-    if (tool.bootstrap && (tool.name !== 'opencomms_delete_session' || channelNamed(state, args.channel)?.lifecycle !== 'active')) return null;
+    if (
+      tool.bootstrap &&
+      (tool.name !== 'opencomms_delete_session' || channelNamed(state, args.channel)?.lifecycle !== 'active')
+    )
+      return null;
     return rosterGate(state, pin, args.channel, identityNotMember);
   };
   return rt.run(prepared.command(ctx(pin)), gate);
@@ -109,7 +130,9 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   const rt = openRuntime(o.project, { log, spawn, follow: true });
   // The start-up sweep runs while the client initializes and lists tools; calls wait for it.
   const started = rt.start();
-  log(`start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn ${spawn.enabled ? 'on' : 'off'}, project ${o.project}`);
+  log(
+    `start: pin set ${pin ? 'yes' : 'NO'}, host ${host}, admin ${o.admin ? 'yes' : 'no'}, spawn ${spawn.enabled ? 'on' : 'off'}, project ${o.project}`,
+  );
   const server = buildServer(rt, { host, admin: o.admin === true, pin, project: o.project, projectId }, started);
   const transport = new LineLimitedStdioTransport(process.stdin, process.stdout, { onLog: log });
   const closed = new Promise<void>((res) => {

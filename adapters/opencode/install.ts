@@ -86,7 +86,10 @@ export async function registerPlugin(project: string): Promise<ToolResult> {
   const plan = planConfig(project);
   if ('ok' in plan) return plan;
   await applyWithRecord(project, [{ path: plan.path, content: plan.text }], plan.record);
-  return ok(`Registered ${PLUGIN_PATH} in ${plan.path.slice(project.length + 1)}.`, { config: plan.path, config_changed: plan.text !== plan.original });
+  return ok(`Registered ${PLUGIN_PATH} in ${plan.path.slice(project.length + 1)}.`, {
+    config: plan.path,
+    config_changed: plan.text !== plan.original,
+  });
 }
 
 export async function installOpenCode(project: string, warn: (l: string) => void = () => {}): Promise<ToolResult> {
@@ -95,18 +98,33 @@ export async function installOpenCode(project: string, warn: (l: string) => void
   const bundlePath = join(project, PLUGIN_PATH);
   if (bundleState(project) === 'foreign') warn(`${PLUGIN_PATH} exists and was not written by OpenComms; replacing it.`);
   const bundle = await bundlePlugin();
-  await applyWithRecord(project, [{ path: bundlePath, content: bundle }, { path: plan.path, content: plan.text }], plan.record);
+  await applyWithRecord(
+    project,
+    [
+      { path: bundlePath, content: bundle },
+      { path: plan.path, content: plan.text },
+    ],
+    plan.record,
+  );
   const changed = plan.text !== plan.original;
-  return ok(`Installed the OpenComms plugin: ${PLUGIN_PATH} (${Math.round(bundle.length / 1024)} KB), registered in ${plan.path.slice(project.length + 1)}.`, {
-    plugin: bundlePath,
-    config: plan.path,
-    config_changed: changed,
-  });
+  return ok(
+    `Installed the OpenComms plugin: ${PLUGIN_PATH} (${Math.round(bundle.length / 1024)} KB), registered in ${plan.path.slice(project.length + 1)}.`,
+    {
+      plugin: bundlePath,
+      config: plan.path,
+      config_changed: changed,
+    },
+  );
 }
 
 /** The config without our entry: one array element removed, a reshaped string given back, a
  *  `plugin` key or a whole file removed only when an install created it. */
-function unregister(text: string, cfg: Record<string, unknown>, rel: string, rec: ReturnType<typeof parseRecord>): string | null {
+function unregister(
+  text: string,
+  cfg: Record<string, unknown>,
+  rel: string,
+  rec: ReturnType<typeof parseRecord>,
+): string | null {
   const plugin = cfg.plugin;
   const key = containerKey(rel, ['plugin']);
   let out = text;
@@ -137,5 +155,8 @@ export async function uninstallOpenCode(project: string): Promise<ToolResult> {
   }
   if (before.get(bundlePath)?.startsWith(BUNDLE_MARK)) changes.push({ path: bundlePath, content: null });
   const changed = await applyWithRecord(project, changes, { forget: true });
-  return ok(`Removed OpenComms from opencode: ${changed.map((p) => p.slice(project.length + 1)).join(', ') || 'nothing was installed'}. State, pins and archives are kept.`, { changed });
+  return ok(
+    `Removed OpenComms from opencode: ${changed.map((p) => p.slice(project.length + 1)).join(', ') || 'nothing was installed'}. State, pins and archives are kept.`,
+    { changed },
+  );
 }

@@ -21,9 +21,17 @@ interface Client {
   session: {
     get(o: { path: { id: string } }): Promise<{ data?: { id: string; parentID?: string }; error?: unknown }>;
     status(o?: unknown): Promise<{ data?: Record<string, { type: string }>; error?: unknown }>;
-    messages(o: { path: { id: string } }): Promise<{ data?: Array<{ parts: Array<{ type: string; text?: string }> }>; error?: unknown }>;
-    promptAsync?(o: { path: { id: string }; body: { parts: Array<{ type: 'text'; text: string }> } }): Promise<{ error?: unknown }>;
-    prompt(o: { path: { id: string }; body: { parts: Array<{ type: 'text'; text: string }> } }): Promise<{ error?: unknown }>;
+    messages(o: {
+      path: { id: string };
+    }): Promise<{ data?: Array<{ parts: Array<{ type: string; text?: string }> }>; error?: unknown }>;
+    promptAsync?(o: {
+      path: { id: string };
+      body: { parts: Array<{ type: 'text'; text: string }> };
+    }): Promise<{ error?: unknown }>;
+    prompt(o: {
+      path: { id: string };
+      body: { parts: Array<{ type: 'text'; text: string }> };
+    }): Promise<{ error?: unknown }>;
   };
 }
 
@@ -65,7 +73,12 @@ class Instance {
       hold: (rid) => this.hold(rid),
       deliver: (rid, text, ids, redelivery) => this.prompt(rid, text, ids, redelivery),
     };
-    this.runtime = openRuntime(input.directory, { driver, spawn: spawnDriver(input.directory), watch: true, log: this.log });
+    this.runtime = openRuntime(input.directory, {
+      driver,
+      spawn: spawnDriver(input.directory),
+      watch: true,
+      log: this.log,
+    });
   }
 
   /** Start-up after the host is serving: sweep, validate the roster against the host, watch. */
@@ -85,7 +98,10 @@ class Instance {
   }
 
   async recordError(message: string, channel_id?: string, session_id?: string) {
-    await this.runtime.run({ op: 'record_error', entry: { at: Date.now(), message, ...(channel_id ? { channel_id } : {}), ...(session_id ? { session_id } : {}) } });
+    await this.runtime.run({
+      op: 'record_error',
+      entry: { at: Date.now(), message, ...(channel_id ? { channel_id } : {}), ...(session_id ? { session_id } : {}) },
+    });
   }
 
   /** The session is live in this server: it is hosted (and claimed) here. An unreadable state
@@ -124,7 +140,8 @@ class Instance {
       const held = (id: string) => seen.includes(`| id: ${id} |`);
       if (ids.every(held)) return;
       const frames = splitFrames(text);
-      if (ids.some(held) && frames.length === ids.length) text = frames.filter((_, i) => !held(ids[i]!)).join(BATCH_SEPARATOR);
+      if (ids.some(held) && frames.length === ids.length)
+        text = frames.filter((_, i) => !held(ids[i]!)).join(BATCH_SEPARATOR);
     }
     const body = { path: { id: rid }, body: { parts: [{ type: 'text' as const, text }] } };
     const r = s.promptAsync ? await s.promptAsync(body) : await s.prompt(body);
@@ -133,7 +150,15 @@ class Instance {
   }
 
   caller(sid: string): Caller {
-    return { session_id: sid, host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: this.projectId, worktree: this.worktree };
+    return {
+      session_id: sid,
+      host: 'opencode',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: sid,
+      project_id: this.projectId,
+      worktree: this.worktree,
+    };
   }
 
   /** Adapter pre-checks (§3.2 "ADP"), then the engine. */
@@ -141,10 +166,15 @@ class Instance {
     if (!sid) return refuse('context_missing', 'The host supplied no session id; report an adapter fault.');
     await this.markLocal(sid);
     if (def.name === 'opencomms_create' || def.name === 'opencomms_join') {
-      const r = await this.input.client.session.get({ path: { id: sid } }).catch((e: unknown) => ({ error: e, data: undefined }));
+      const r = await this.input.client.session
+        .get({ path: { id: sid } })
+        .catch((e: unknown) => ({ error: e, data: undefined }));
       if (failed(r)) {
         await this.recordError(`Root lookup of OpenCode session ${sid} failed: ${describe(r.error)}`, undefined, sid);
-        return refuse('root_lookup_failed', 'OpenCode could not confirm this is a root session (logged). Retry shortly.');
+        return refuse(
+          'root_lookup_failed',
+          'OpenCode could not confirm this is a root session (logged). Retry shortly.',
+        );
       }
       if (r.data?.parentID) return refuse('child_session', 'Only root sessions may link. Use the parent session.');
     }
@@ -158,11 +188,16 @@ class Instance {
 
 const notLinked = () => refuse('not_linked', 'This session is in no OpenComms channel. Create or join one first.');
 
-const describe = (e: unknown) => (e instanceof Error ? e.message : typeof e === 'string' ? e : JSON.stringify(e) ?? 'unknown error');
-const isNotFound = (e: unknown) => /not ?found|404/i.test(describe(e)) || (e as { name?: string } | undefined)?.name === 'NotFoundError';
+const describe = (e: unknown) =>
+  e instanceof Error ? e.message : typeof e === 'string' ? e : (JSON.stringify(e) ?? 'unknown error');
+const isNotFound = (e: unknown) =>
+  /not ?found|404/i.test(describe(e)) || (e as { name?: string } | undefined)?.name === 'NotFoundError';
 
 const REGISTRY = Symbol.for('opencomms.opencode.instances');
-const instances: Map<string, Instance> = ((globalThis as Record<symbol, unknown>)[REGISTRY] ??= new Map()) as Map<string, Instance>;
+const instances: Map<string, Instance> = ((globalThis as Record<symbol, unknown>)[REGISTRY] ??= new Map()) as Map<
+  string,
+  Instance
+>;
 
 export const OpenCommsPlugin = async (input: PluginInput) => {
   const key = normaliseWorktree(resolve(input.directory, '.opencomms'));
@@ -172,7 +207,10 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
     instances.set(key, inst);
     const started = inst;
     // The host is not serving yet while plugins load: look sessions up once it is.
-    setTimeout(() => void started.start().catch((e) => process.stderr.write(`[opencomms] start-up failed: ${describe(e)}\n`)), 0);
+    setTimeout(
+      () => void started.start().catch((e) => process.stderr.write(`[opencomms] start-up failed: ${describe(e)}\n`)),
+      0,
+    );
   }
   const it = inst;
   const tools: Record<string, unknown> = {};
@@ -180,13 +218,18 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
     tools[def.name] = {
       description: def.description,
       args: def.shape,
-      execute: async (args: Record<string, unknown>, ctx: { sessionID: string }) => JSON.stringify(await it.call(def, args, ctx.sessionID)),
+      execute: async (args: Record<string, unknown>, ctx: { sessionID: string }) =>
+        JSON.stringify(await it.call(def, args, ctx.sessionID)),
     };
   return {
     tool: tools,
     config: async (cfg: { command?: Record<string, unknown> }) => {
       cfg.command ??= {};
-      cfg.command.OpenComms ??= { template: 'OpenComms $ARGUMENTS', description: 'OpenComms: Create, Join, Status, Inbox, History, Pause, Resume, Disconnect, UpdateRole, Kick, Timer' };
+      cfg.command.OpenComms ??= {
+        template: 'OpenComms $ARGUMENTS',
+        description:
+          'OpenComms: Create, Join, Status, Inbox, History, Pause, Resume, Disconnect, UpdateRole, Kick, Timer',
+      };
     },
     'experimental.chat.system.transform': async (i: { sessionID?: string }, out: { system: string[] }) => {
       if (!i.sessionID) return;
@@ -208,11 +251,15 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
       if (st === 'idle') {
         it.setStatus(sid, 'idle');
         const state = await it.runtime.peek().catch(() => null);
-        if (state && memberships(state, sid).some(({ m }) => m.stale)) await it.runtime.run({ op: 'clear_stale', session: sid });
+        if (state && memberships(state, sid).some(({ m }) => m.stale))
+          await it.runtime.run({ op: 'clear_stale', session: sid });
         it.runtime.wake(sid);
       } else if (st === 'busy' || st === 'retry') it.setStatus(sid, 'busy');
     },
-    'command.execute.before': async (i: { command: string; sessionID: string; arguments: string }, out: { parts: Array<Record<string, unknown>> }) => {
+    'command.execute.before': async (
+      i: { command: string; sessionID: string; arguments: string },
+      out: { parts: Array<Record<string, unknown>> },
+    ) => {
       if (i.command !== 'OpenComms') return;
       const parsed = parseSlash(i.arguments ?? '');
       const call = toToolCall(parsed);
@@ -222,7 +269,11 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
         const def = toolsFor('opencode').find((t) => t.name === call.tool)!;
         const r = await it.call(def, call.args, i.sessionID);
         text = render(parsed.sub, r);
-        if (!r.ok && (r.data as { reason?: string }).reason === 'invalid_role' && (parsed.sub === 'create' || parsed.sub === 'join'))
+        if (
+          !r.ok &&
+          (r.data as { reason?: string }).reason === 'invalid_role' &&
+          (parsed.sub === 'create' || parsed.sub === 'join')
+        )
           text += `\n${usageFor(parsed.sub)}`;
       }
       // OpenCode 1.18 prompts with its own reference to this array (it never reads `out.parts`

@@ -36,7 +36,19 @@ export function parseSlash(text: string): Parsed {
   return { sub: sub.replace(/[_-]/g, '').toLowerCase(), keys, free: free.join(' ').trim() };
 }
 
-export const SUBCOMMANDS = ['Create', 'Join', 'Status', 'Inbox', 'History', 'Pause', 'Resume', 'Disconnect', 'UpdateRole', 'Kick', 'Timer'];
+export const SUBCOMMANDS = [
+  'Create',
+  'Join',
+  'Status',
+  'Inbox',
+  'History',
+  'Pause',
+  'Resume',
+  'Disconnect',
+  'UpdateRole',
+  'Kick',
+  'Timer',
+];
 
 /** The tool a subcommand maps to and its arguments, or a usage refusal. */
 export function toToolCall(p: Parsed): { tool: string; args: Record<string, unknown> } | { usage: string } {
@@ -57,10 +69,16 @@ export function toToolCall(p: Parsed): { tool: string; args: Record<string, unkn
     case 'updaterole':
       return { tool: 'opencomms_update_role', args: { channel, role_prompt: prompt } };
     case 'kick':
-      return { tool: 'opencomms_kick', args: { channel, target_session_id: p.keys.target, target_role: p.keys.target } };
+      return {
+        tool: 'opencomms_kick',
+        args: { channel, target_session_id: p.keys.target, target_role: p.keys.target },
+      };
     case 'timer': {
       const limit = p.keys.limitms === undefined ? undefined : Number(p.keys.limitms);
-      return { tool: 'opencomms_timer', args: { channel, action: p.keys.action ?? 'status', limit_ms: limit, to: p.keys.to ?? p.keys.limitrole } };
+      return {
+        tool: 'opencomms_timer',
+        args: { channel, action: p.keys.action ?? 'status', limit_ms: limit, to: p.keys.to ?? p.keys.limitrole },
+      };
     }
     default:
       return { usage: `Unknown subcommand "${p.sub}". Supported: ${SUBCOMMANDS.join(', ')}.` };
@@ -85,12 +103,19 @@ export function render(sub: string, r: ToolResult): string {
     for (const c of (d.channels ?? []) as Fields[]) {
       lines.push(`${c.name}${c.paused ? ' [PAUSED]' : ''}: ${c.pending_messages} pending, ${c.total_messages} live`);
       for (const m of (c.members ?? []) as Fields[])
-        lines.push(`  ${m.role} (${m.session_id}, ${m.host}, ${m.delivery_mode})${m.stale ? ' [STALE]' : ''} pending ${m.pending}, ${m.deliverability}`);
+        lines.push(
+          `  ${m.role} (${m.session_id}, ${m.host}, ${m.delivery_mode})${m.stale ? ' [STALE]' : ''} pending ${m.pending}, ${m.deliverability}`,
+        );
     }
   if (sub === 'inbox' || sub === 'history')
-    for (const m of (d.messages ?? []) as Fields[]) lines.push(`- ${m.message_id} ${m.sender_role} ${m.message_type} hop ${m.hop_count} ${m.delivery_status}:\n${m.content}`);
+    for (const m of (d.messages ?? []) as Fields[])
+      lines.push(
+        `- ${m.message_id} ${m.sender_role} ${m.message_type} hop ${m.hop_count} ${m.delivery_status}:\n${m.content}`,
+      );
   if (sub === 'timer')
-    lines.push(`active: ${d.active_member_id ?? 'none'}; total ${d.total_ms} ms; limit ${d.limit_ms ?? 'none'}${d.limit_reached ? ' (reached)' : ''}`,
-      ...Object.entries(d.elapsed_ms_by_role ?? {}).map(([role, ms]) => `  ${role}: ${ms} ms`));
+    lines.push(
+      `active: ${d.active_member_id ?? 'none'}; total ${d.total_ms} ms; limit ${d.limit_ms ?? 'none'}${d.limit_reached ? ' (reached)' : ''}`,
+      ...Object.entries(d.elapsed_ms_by_role ?? {}).map(([role, ms]) => `  ${role}: ${ms} ms`),
+    );
   return lines.join('\n');
 }

@@ -61,13 +61,21 @@ export interface Report {
 
 /** Figures that must be zero for the run to pass. */
 export const MUST_BE_ZERO = [
-  'crashes', 'lost', 'still_pending', 'state_parse_failures', 'fifo_violations', 'record_mismatches', 'misrouted',
-  'unframed_prompts', 'stuck_in_flight',
+  'crashes',
+  'lost',
+  'still_pending',
+  'state_parse_failures',
+  'fifo_violations',
+  'record_mismatches',
+  'misrouted',
+  'unframed_prompts',
+  'stuck_in_flight',
 ] as const;
 
 export function verdict(r: Report): string[] {
   const bad: string[] = MUST_BE_ZERO.filter((k) => r[k] !== 0).map((k) => `${k}=${r[k]}`);
-  if (r.duplicate_prompts.outside_crash_window !== 0) bad.push(`duplicate_prompts.outside_crash_window=${r.duplicate_prompts.outside_crash_window}`);
+  if (r.duplicate_prompts.outside_crash_window !== 0)
+    bad.push(`duplicate_prompts.outside_crash_window=${r.duplicate_prompts.outside_crash_window}`);
   return bad;
 }
 
@@ -129,7 +137,10 @@ export function analyse(ev: Evidence): Report {
         refusedSends.add(k);
         if (storeSends.has(k)) {
           record_mismatches++;
-          note('record_mismatches', `${k} recorded as refused (${r.reason}) but the store holds ${storeSends.get(k)!.join(',')}`);
+          note(
+            'record_mismatches',
+            `${k} recorded as refused (${r.reason}) but the store holds ${storeSends.get(k)!.join(',')}`,
+          );
         }
       } else if (r.kind === 'sent') {
         accepted_sends++;
@@ -138,7 +149,10 @@ export function analyse(ev: Evidence): Report {
         const held = new Set(storeSends.get(k) ?? []);
         if (r.ids.length !== held.size || r.ids.some((id) => !held.has(id) || !MESSAGE_ID_RE.test(id))) {
           record_mismatches++;
-          note('record_mismatches', `${k} recorded ids ${r.ids.join(',')} but the store holds ${[...held].join(',') || 'none'}`);
+          note(
+            'record_mismatches',
+            `${k} recorded ids ${r.ids.join(',')} but the store holds ${[...held].join(',') || 'none'}`,
+          );
         }
       }
     }
@@ -150,7 +164,10 @@ export function analyse(ev: Evidence): Report {
     if (lives.get(life)?.killed && Number(seqs) > (lastSeq.get(life) ?? 0)) accepted_unrecorded++;
     else {
       record_mismatches++;
-      note('record_mismatches', `${k} is in the store but its writer neither recorded it nor was killed right after it`);
+      note(
+        'record_mismatches',
+        `${k} is in the store but its writer neither recorded it nor was killed right after it`,
+      );
     }
   }
 
@@ -167,7 +184,8 @@ export function analyse(ev: Evidence): Report {
     });
   for (const [rid, recs] of Object.entries(ev.writers))
     recs.forEach((r, batch) => {
-      if (r.kind === 'pulled') for (const id of r.ids) deliveries.push({ rid, id, via: 'pull', inc: r.inc, at: r.at, batch });
+      if (r.kind === 'pulled')
+        for (const id of r.ids) deliveries.push({ rid, id, via: 'pull', inc: r.inc, at: r.at, batch });
     });
   let misrouted = 0;
   const seen = new Map<string, Delivery[]>();
@@ -184,10 +202,19 @@ export function analyse(ev: Evidence): Report {
   // action, so its delivered_at is not before the incarnation's last record.
   const pullUnrecorded = new Map<string, number>(); // id → delivered_at
   for (const e of ev.envelopes) {
-    if (e.delivery_status !== 'delivered' || e.delivery_method !== 'pull' || seen.has(e.message_id) || e.delivered_at === null) continue;
+    if (
+      e.delivery_status !== 'delivered' ||
+      e.delivery_method !== 'pull' ||
+      seen.has(e.message_id) ||
+      e.delivered_at === null
+    )
+      continue;
     const rid = e.recipient_session_id;
-    const life = ev.incarnations.find((i) => i.name === rid && i.started_at <= e.delivered_at! && (i.ended_at ?? Infinity) >= e.delivered_at!);
-    if (life?.killed && e.delivered_at >= (lastAt.get(key(rid, life.inc)) ?? 0)) pullUnrecorded.set(e.message_id, e.delivered_at);
+    const life = ev.incarnations.find(
+      (i) => i.name === rid && i.started_at <= e.delivered_at! && (i.ended_at ?? Infinity) >= e.delivered_at!,
+    );
+    if (life?.killed && e.delivered_at >= (lastAt.get(key(rid, life.inc)) ?? 0))
+      pullUnrecorded.set(e.message_id, e.delivered_at);
   }
 
   // ---- lost, pending, stuck ---------------------------------------------------------------------------
@@ -206,7 +233,10 @@ export function analyse(ev: Evidence): Report {
       else pull++;
     } else if (!pullUnrecorded.has(id)) {
       lost++;
-      note('lost', `${id}: ${e ? `${e.delivery_status} via ${e.delivery_method}, ${got?.length ?? 0} delivery record(s)` : 'not in the store'}`);
+      note(
+        'lost',
+        `${id}: ${e ? `${e.delivery_status} via ${e.delivery_method}, ${got?.length ?? 0} delivery record(s)` : 'not in the store'}`,
+      );
     }
   }
 
@@ -221,12 +251,21 @@ export function analyse(ev: Evidence): Report {
       const [a, b] = [list[i - 1]!, list[i]!];
       const firstOwner = lives.get(key(a.rid, a.inc));
       const crashed =
-        a.via === 'push' && b.via === 'push' && a.inc !== b.inc && !resurrected &&
-        !!firstOwner?.killed && firstOwner.ended_at !== null && firstOwner.ended_at >= a.at && firstOwner.ended_at <= b.at;
+        a.via === 'push' &&
+        b.via === 'push' &&
+        a.inc !== b.inc &&
+        !resurrected &&
+        !!firstOwner?.killed &&
+        firstOwner.ended_at !== null &&
+        firstOwner.ended_at >= a.at &&
+        firstOwner.ended_at <= b.at;
       if (crashed) inside++;
       else {
         outside++;
-        note('duplicate_prompts.outside_crash_window', `${id} handed to ${b.rid} again (${a.via}#${a.inc} at ${a.at}, then ${b.via}#${b.inc} at ${b.at})`);
+        note(
+          'duplicate_prompts.outside_crash_window',
+          `${id} handed to ${b.rid} again (${a.via}#${a.inc} at ${a.at}, then ${b.via}#${b.inc} at ${b.at})`,
+        );
       }
     }
   }
@@ -241,7 +280,8 @@ export function analyse(ev: Evidence): Report {
     add(streams, streamOf(e), { id, order: sendOrder(o) });
   }
   const position = new Map<string, number>(); // id → index in its stream, by send order
-  for (const s of streams.values()) for (const [i, m] of s.sort((x, y) => x.order - y.order).entries()) position.set(m.id, i);
+  for (const s of streams.values())
+    for (const [i, m] of s.sort((x, y) => x.order - y.order).entries()) position.set(m.id, i);
   const firstSeen = new Set<string>();
   const cursor = new Map<string, number>(); // stream → first index not yet handed over
   let fifo_violations = 0;
@@ -264,7 +304,8 @@ export function analyse(ev: Evidence): Report {
       firstSeen.add(d.id);
       const stream = streams.get(sk)!;
       let c = cursor.get(sk) ?? 0;
-      const handed = (i: number) => firstSeen.has(stream[i]!.id) || (pullUnrecorded.get(stream[i]!.id) ?? Infinity) <= d.at;
+      const handed = (i: number) =>
+        firstSeen.has(stream[i]!.id) || (pullUnrecorded.get(stream[i]!.id) ?? Infinity) <= d.at;
       while (c < stream.length && handed(c)) c++;
       cursor.set(sk, c);
       if (c < pos) {

@@ -34,7 +34,10 @@ export async function faults(argv: string[]): Promise<boolean> {
         for (const point of sample(points, limit, seed)) {
           const wrong = await runPoint(bench, scenario, template, point);
           covered++;
-          if (wrong) failures.push(`${durability} ${s.name}: ${point.kind} at call ${point.at} (${point.call.op} ${point.call.path.replace(/.*\.opencomms\//, '')}): ${wrong}`);
+          if (wrong)
+            failures.push(
+              `${durability} ${s.name}: ${point.kind} at call ${point.at} (${point.call.op} ${point.call.path.replace(/.*\.opencomms\//, '')}): ${wrong}`,
+            );
         }
       }
     }
@@ -48,7 +51,14 @@ export async function faults(argv: string[]): Promise<boolean> {
       cuts++;
       if (wrong) failures.push(wrong);
     }
-    const line = { figure: 'store faults', fault_points_found: found, fault_points_run: covered, cut_offsets: cuts, failures: failures.length, seconds: Math.round((Date.now() - started) / 1000) };
+    const line = {
+      figure: 'store faults',
+      fault_points_found: found,
+      fault_points_run: covered,
+      cut_offsets: cuts,
+      failures: failures.length,
+      seconds: Math.round((Date.now() - started) / 1000),
+    };
     process.stdout.write(`${JSON.stringify(line)}\n`);
     const crash = await crashStates(bench, limit, seed, failures);
     for (const f of failures.slice(0, 20)) process.stderr.write(`FAIL ${f}\n`);
@@ -66,8 +76,16 @@ async function crashStates(bench: Bench, limit: number, seed: number, failures: 
       const r = await checkCrash(bench, op, durability, limit, seed);
       const powerLosses = r.losses.length - r.killLosses;
       const line = {
-        figure: 'store crash states', operation: op.name, durability, ops: r.ops.length, kill_states: r.kill, power_states: r.power, checked: r.checked,
-        not_loading: r.broken.length, kill_states_losing: r.killLosses, power_states_losing: powerLosses,
+        figure: 'store crash states',
+        operation: op.name,
+        durability,
+        ops: r.ops.length,
+        kill_states: r.kill,
+        power_states: r.power,
+        checked: r.checked,
+        not_loading: r.broken.length,
+        kill_states_losing: r.killLosses,
+        power_states_losing: powerLosses,
       };
       process.stdout.write(`${JSON.stringify(line)}\n`);
       const bad = [...r.broken, ...r.losses.slice(0, r.killLosses), ...(durability === 'durable' ? r.losses : [])];

@@ -42,7 +42,16 @@ export function readLog<T>(file: string): T[] {
  *  pull's messages. `seq` counts the incarnation's actions, so an action the store saw but the log
  *  does not can only be the incarnation's last one. */
 export type WriterRecord =
-  | { kind: 'sent'; inc: number; seq: number; at: number; channel: string; ids: string[]; broadcast: boolean; reply_to: string | null }
+  | {
+      kind: 'sent';
+      inc: number;
+      seq: number;
+      at: number;
+      channel: string;
+      ids: string[];
+      broadcast: boolean;
+      reply_to: string | null;
+    }
   | { kind: 'refused'; inc: number; seq: number; at: number; channel: string; reason: string }
   | { kind: 'pulled'; inc: number; seq: number; at: number; ids: string[] };
 

@@ -92,7 +92,15 @@ class Managed {
     this.ending = false;
     const child = spawn(process.execPath, [this.bundle, ...this.argv(this.inc)], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child = child;
-    const life: Incarnation = { name: this.name, inc: this.inc, pid: child.pid!, started_at: Date.now(), ended_at: null, killed: false, exit: null };
+    const life: Incarnation = {
+      name: this.name,
+      inc: this.inc,
+      pid: child.pid!,
+      started_at: Date.now(),
+      ended_at: null,
+      killed: false,
+      exit: null,
+    };
     this.life = life;
     this.lives.push(life);
     let buf = '';
@@ -168,15 +176,26 @@ class Managed {
 async function setUp(project: string) {
   const rt = openRuntime(project);
   const caller = (sid: string, mode: 'push' | 'pull'): Caller => ({
-    session_id: sid, host: 'soak', surface: 'cli', delivery_mode: mode, host_session_id: sid, project_id: 'local-project', worktree: project,
+    session_id: sid,
+    host: 'soak',
+    surface: 'cli',
+    delivery_mode: mode,
+    host_session_id: sid,
+    project_id: 'local-project',
+    worktree: project,
   });
   const members = [...WRITERS.map((w) => caller(w, 'pull')), ...OWNERS.map((o) => caller(o, 'push'))];
   for (const channel of CHANNELS)
     for (const [i, c] of members.entries()) {
       const role = c.session_id.toUpperCase();
-      const r = i === 0
-        ? await rt.run({ op: 'create', caller: c, args: { channel, role, role_prompt: 'soak', rate_limit: 1000, max_hops: 50 } })
-        : await rt.run({ op: 'join', caller: c, args: { channel, role, role_prompt: 'soak' } });
+      const r =
+        i === 0
+          ? await rt.run({
+              op: 'create',
+              caller: c,
+              args: { channel, role, role_prompt: 'soak', rate_limit: 1000, max_hops: 50 },
+            })
+          : await rt.run({ op: 'join', caller: c, args: { channel, role, role_prompt: 'soak' } });
       if (!r.ok) throw new Error(`set-up: ${c.session_id} on ${channel}: ${r.message}`);
     }
   await rt.close();
@@ -191,7 +210,10 @@ async function finalEnvelopes(project: string): Promise<{ envelopes: Envelope[];
     for (const e of await rt.store.history(ch.id, Number.MAX_SAFE_INTEGER)) all.set(e.message_id, e);
   for (const e of Object.values(state.messages)) all.set(e.message_id, e);
   await rt.close();
-  return { envelopes: [...all.values()], inFlight: Object.values(state.messages).filter((e) => e.delivery_status === 'in_flight').length };
+  return {
+    envelopes: [...all.values()],
+    inFlight: Object.values(state.messages).filter((e) => e.delivery_status === 'in_flight').length,
+  };
 }
 
 async function drained(project: string, ms: number): Promise<boolean> {
@@ -200,7 +222,10 @@ async function drained(project: string, ms: number): Promise<boolean> {
     const rt = openRuntime(project);
     const state = await rt.read();
     await rt.close();
-    if (!Object.values(state.messages).some((e) => e.delivery_status === 'pending' || e.delivery_status === 'in_flight')) return true;
+    if (
+      !Object.values(state.messages).some((e) => e.delivery_status === 'pending' || e.delivery_status === 'in_flight')
+    )
+      return true;
     await sleep(200);
   }
   return false;
@@ -219,16 +244,34 @@ async function main() {
   mkdirSync(records);
   const bundle = join(root, 'node_modules', '.cache', 'opencomms-soak', 'worker.mjs');
   await build({
-    entryPoints: [join(import.meta.dirname, 'worker.ts')], outfile: bundle, bundle: true, platform: 'node', format: 'esm',
-    target: 'node20', packages: 'external', logLevel: 'warning',
+    entryPoints: [join(import.meta.dirname, 'worker.ts')],
+    outfile: bundle,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'warning',
   });
   await setUp(project);
 
   const lives: Incarnation[] = [];
   const log = createWriteStream(join(records, 'workers.stderr.log'), { flags: 'a' });
   const seedOf = () => String(Math.floor(random() * 2 ** 31));
-  const writers = WRITERS.map((w) => new Managed(w, (inc) => ['writer', project, records, w, String(inc), seedOf(), WRITER_PACE], bundle, log, lives));
-  const owners = OWNERS.map((o) => new Managed(o, (inc) => ['owner', project, records, o, String(inc), seedOf(), String(HOST_LATENCY_MS)], bundle, log, lives));
+  const writers = WRITERS.map(
+    (w) =>
+      new Managed(w, (inc) => ['writer', project, records, w, String(inc), seedOf(), WRITER_PACE], bundle, log, lives),
+  );
+  const owners = OWNERS.map(
+    (o) =>
+      new Managed(
+        o,
+        (inc) => ['owner', project, records, o, String(inc), seedOf(), String(HOST_LATENCY_MS)],
+        bundle,
+        log,
+        lives,
+      ),
+  );
   const checker = new Managed('checker', () => ['checker', project, records], bundle, log, lives);
   const victims = [...writers, ...owners];
   for (const m of [checker, ...victims]) m.start();
@@ -274,12 +317,20 @@ async function main() {
   const { examples, ...figures } = report;
   // How often a kill left the lock behind (the store logs each break): each cost the project up
   // to LOCK_STALE_MS of waiting.
-  const staleLocksBroken = readFileSync(join(records, 'workers.stderr.log'), 'utf8').split('broke a stale state lock').length - 1;
+  const staleLocksBroken =
+    readFileSync(join(records, 'workers.stderr.log'), 'utf8').split('broke a stale state lock').length - 1;
   const keep = opts.keep || failed.length > 0;
   console.log(
     JSON.stringify({
-      soak: 'opencomms', seed: opts.seed, compact_bytes: opts.compactBytes ?? 'default', seconds: Math.round((Date.now() - started) / 1000), ...figures, stale_locks_broken: staleLocksBroken,
-      ok: failed.length === 0, ...(failed.length ? { failed, examples } : {}), ...(keep ? { records: base } : {}),
+      soak: 'opencomms',
+      seed: opts.seed,
+      compact_bytes: opts.compactBytes ?? 'default',
+      seconds: Math.round((Date.now() - started) / 1000),
+      ...figures,
+      stale_locks_broken: staleLocksBroken,
+      ok: failed.length === 0,
+      ...(failed.length ? { failed, examples } : {}),
+      ...(keep ? { records: base } : {}),
     }),
   );
   if (!keep) rmSync(base, { recursive: true, force: true });

@@ -36,7 +36,8 @@ createInterface({ input: process.stdin }).on('line', (l) => {
   heard.add(cmd);
   waiting.get(cmd)?.();
 });
-const next = (want: string) => new Promise<void>((resolve) => (heard.has(want) ? resolve() : waiting.set(want, resolve)));
+const next = (want: string) =>
+  new Promise<void>((resolve) => (heard.has(want) ? resolve() : waiting.set(want, resolve)));
 
 const between = (r: Rng, [lo, hi]: [number, number]) => lo + Math.floor(r() * (hi - lo + 1));
 const range = (s: string | undefined, dflt: [number, number]): [number, number] => {
@@ -68,10 +69,21 @@ async function writer(sid: string) {
     const r = await rt.run({ op: 'pull', sid, args: { limit: 100 } });
     const at = Date.now();
     if (!r.ok) {
-      out.append({ kind: 'refused', inc, seq: s, at, channel: '', reason: String((r.data as { reason?: string })?.reason) } satisfies WriterRecord);
+      out.append({
+        kind: 'refused',
+        inc,
+        seq: s,
+        at,
+        channel: '',
+        reason: String((r.data as { reason?: string })?.reason),
+      } satisfies WriterRecord);
       return { got: 0, remaining: 1 };
     }
-    const data = r.data as { message_ids: string[]; remaining: number; messages: Array<{ channel: string; message_id: string; framed: string }> };
+    const data = r.data as {
+      message_ids: string[];
+      remaining: number;
+      messages: Array<{ channel: string; message_id: string; framed: string }>;
+    };
     out.append({ kind: 'pulled', inc, seq: s, at, ids: data.message_ids } satisfies WriterRecord);
     for (const m of data.messages) {
       const sender = /written by peer session (\S+) on channel/.exec(m.framed)?.[1];
@@ -91,14 +103,35 @@ async function writer(sid: string) {
       channel,
       content: `${contentToken(sid, inc, s)} ${random().toString(36).slice(2)}`,
       type: parent ? 'review_response' : random() < 0.5 ? 'review_request' : 'manual',
-      ...(parent ? { reply_to: parent.id, to: parent.sender } : broadcast ? { broadcast: true } : { to: others[Math.floor(random() * others.length)] }),
+      ...(parent
+        ? { reply_to: parent.id, to: parent.sender }
+        : broadcast
+          ? { broadcast: true }
+          : { to: others[Math.floor(random() * others.length)] }),
     };
     const r = await rt.run({ op: 'send', sid, args });
     const at = Date.now();
     if (r.ok) {
       const ids = (r.data as { message_ids: string[] }).message_ids;
-      out.append({ kind: 'sent', inc, seq: s, at, channel, ids, broadcast, reply_to: parent?.id ?? null } satisfies WriterRecord);
-    } else out.append({ kind: 'refused', inc, seq: s, at, channel, reason: String((r.data as { reason?: string })?.reason) } satisfies WriterRecord);
+      out.append({
+        kind: 'sent',
+        inc,
+        seq: s,
+        at,
+        channel,
+        ids,
+        broadcast,
+        reply_to: parent?.id ?? null,
+      } satisfies WriterRecord);
+    } else
+      out.append({
+        kind: 'refused',
+        inc,
+        seq: s,
+        at,
+        channel,
+        reason: String((r.data as { reason?: string })?.reason),
+      } satisfies WriterRecord);
   };
 
   while (!quiet) {
@@ -157,7 +190,8 @@ async function checker() {
     try {
       const state = await rt.read();
       const valid = parseState(structuredClone(state));
-      if (!valid.ok) out.append({ kind: 'failure', at: Date.now(), cause: `invalid: ${valid.cause}` } satisfies CheckRecord);
+      if (!valid.ok)
+        out.append({ kind: 'failure', at: Date.now(), cause: `invalid: ${valid.cause}` } satisfies CheckRecord);
       // A corrupt file is recovered by the load itself (backup + fresh state): the error it
       // records is the evidence.
       for (const e of state.errors)

@@ -22,7 +22,6 @@ export const processIo: Io = {
 export const EXIT_OK = 0;
 export const EXIT_FAIL = 1;
 
-
 export interface CliContext {
   io: Io;
   /** Records the exit code of the command that ran. */
@@ -59,7 +58,10 @@ export function projectOf(cmd: Command, io: Io = processIo): string {
   if (given !== undefined) return existingDir(resolve(given));
   const cwd = process.cwd();
   const root = findProjectRoot(cwd);
-  if (root.dir !== cwd) io.err(`opencomms: project ${root.dir} (${root.via === 'git' ? 'the git root' : 'the nearest directory with .opencomms'} above ${cwd})\n`);
+  if (root.dir !== cwd)
+    io.err(
+      `opencomms: project ${root.dir} (${root.via === 'git' ? 'the git root' : 'the nearest directory with .opencomms'} above ${cwd})\n`,
+    );
   return root.dir;
 }
 
@@ -68,9 +70,20 @@ function existingDir(dir: string): string {
   try {
     isDir = statSync(dir).isDirectory();
   } catch {
-    throw new RefusalError(refuse('project_not_found', `The project directory ${dir} does not exist. Pass an existing project with --project <dir>.`));
+    throw new RefusalError(
+      refuse(
+        'project_not_found',
+        `The project directory ${dir} does not exist. Pass an existing project with --project <dir>.`,
+      ),
+    );
   }
-  if (!isDir) throw new RefusalError(refuse('project_not_directory', `${dir} is a file, not a directory. Pass the project's directory with --project <dir>.`));
+  if (!isDir)
+    throw new RefusalError(
+      refuse(
+        'project_not_directory',
+        `${dir} is a file, not a directory. Pass the project's directory with --project <dir>.`,
+      ),
+    );
   return dir;
 }
 
@@ -78,7 +91,11 @@ function existingDir(dir: string): string {
 export const cliOperator = (project: string) => operatorActor(project, CLI_PROJECT_ID);
 
 /** Runs `fn` with a runtime on the project and always closes it. */
-export async function withRuntime<T>(project: string, fn: (rt: Runtime) => Promise<T>, opts?: RuntimeOptions): Promise<T> {
+export async function withRuntime<T>(
+  project: string,
+  fn: (rt: Runtime) => Promise<T>,
+  opts?: RuntimeOptions,
+): Promise<T> {
   const rt = openRuntime(project, opts);
   try {
     return await fn(rt);
@@ -92,7 +109,12 @@ export async function withRuntime<T>(project: string, fn: (rt: Runtime) => Promi
  * the text rendering on stdout, or the refusal's message on stderr. Returns the exit code.
  * `text` names the shape of the operation's data (the runtime answers with untyped data).
  */
-export function answer<D extends object>(io: Io, r: ToolResult<object>, json: boolean | undefined, text: (data: D) => string): number {
+export function answer<D extends object>(
+  io: Io,
+  r: ToolResult<object>,
+  json: boolean | undefined,
+  text: (data: D) => string,
+): number {
   if (json) io.out(`${JSON.stringify(r)}\n`);
   else if (r.ok) io.out(ensureNewline(text(r.data as D)));
   else io.err(`opencomms: ${r.message}\n`);

@@ -4,17 +4,36 @@ import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  HOST as CLAUDE, claudePaths, claudeUses, isOurServer as isClaudeServer, pinnedOf as claudePinnedOf, planClaudeInstall, planClaudeUninstall,
+  HOST as CLAUDE,
+  claudePaths,
+  claudeUses,
+  isOurServer as isClaudeServer,
+  pinnedOf as claudePinnedOf,
+  planClaudeInstall,
+  planClaudeUninstall,
 } from '../../adapters/claude-code/install.ts';
 import {
-  HOST as CODEX, codexPaths, codexUses, isOurServer as isCodexServer, pinnedOf as codexPinnedOf, planCodexInstall, planCodexUninstall,
+  HOST as CODEX,
+  codexPaths,
+  codexUses,
+  isOurServer as isCodexServer,
+  pinnedOf as codexPinnedOf,
+  planCodexInstall,
+  planCodexUninstall,
 } from '../../adapters/codex/install.ts';
 import { parseToml, placeholderRange, serverOf, tomlString } from '../../adapters/codex/config-toml.ts';
 import { allBundles } from '../../adapters/install/bundles.ts';
 import { applyChanges, readTargets } from '../../adapters/install/files.ts';
 import { parseRecord, recordChange, recordPath } from '../../adapters/install/record.ts';
 import { isObject, parseObject, replace } from '../../adapters/install/json.ts';
-import { claudeMemberValue, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, pinnedIn, PINNED_ID_VAR, ROLE_PLACEHOLDER } from '../../adapters/install/member-env.ts';
+import {
+  claudeMemberValue,
+  MEMBER_ID_PLACEHOLDER,
+  MEMBER_ID_VAR,
+  pinnedIn,
+  PINNED_ID_VAR,
+  ROLE_PLACEHOLDER,
+} from '../../adapters/install/member-env.ts';
 import { isRefusal, malformed, type InstallPlan } from '../../adapters/install/plan.ts';
 import { HOST_LABEL_RE, isMemberId, MEMBER_ID_RE, newMemberId } from '../protocol/ids.ts';
 import { ok, refuse, type Reason, type Refusal, type ToolResult } from '../protocol/result.ts';
@@ -41,7 +60,9 @@ export const detectCli: Detect = (bin) =>
   new Promise((res) => {
     const win = process.platform === 'win32';
     const [file, args] = win ? ['cmd.exe', ['/d', '/s', '/c', `${bin} --version`]] : [bin, ['--version']];
-    execFile(file, args, { timeout: DETECT_TIMEOUT_MS, windowsHide: true }, (err, stdout) => res(err ? null : stdout.trim().split('\n')[0] ?? ''));
+    execFile(file, args, { timeout: DETECT_TIMEOUT_MS, windowsHide: true }, (err, stdout) =>
+      res(err ? null : (stdout.trim().split('\n')[0] ?? '')),
+    );
   });
 
 export interface HostOptions {
@@ -94,15 +115,21 @@ async function runPlan(
   const changed = await applyChanges(changes, before);
   const repaired = plan.repaired?.length ? [`Repaired: ${plan.repaired.join('; ')}.`] : [];
   const shown = changed.filter((c) => c !== recordPath(project));
-  return outcome(ok([done(shown), ...repaired, ...plan.notes].join('\n'), { changed: shown, repaired: plan.repaired ?? [] }));
+  return outcome(
+    ok([done(shown), ...repaired, ...plan.notes].join('\n'), { changed: shown, repaired: plan.repaired ?? [] }),
+  );
 }
 
-const relative = (project: string, paths: string[]) => paths.map((p) => p.slice(project.length + 1)).join(', ') || 'nothing (already up to date)';
+const relative = (project: string, paths: string[]) =>
+  paths.map((p) => p.slice(project.length + 1)).join(', ') || 'nothing (already up to date)';
 
 export async function install(host: string | undefined, project: string, o: HostOptions = {}): Promise<CommandResult> {
   const warn = o.warn ?? (() => {});
   const detect = o.detect ?? detectCli;
-  const unusable = host === 'opencode' || host === CLAUDE || host === CODEX ? (unrunnablePath(project) ?? unusableStateDir(project)) : null;
+  const unusable =
+    host === 'opencode' || host === CLAUDE || host === CODEX
+      ? (unrunnablePath(project) ?? unusableStateDir(project))
+      : null;
   if (unusable) return outcome(unusable);
   switch (host) {
     case 'opencode': {
@@ -112,23 +139,47 @@ export async function install(host: string | undefined, project: string, o: Host
     case CLAUDE:
     case CODEX: {
       const bin = host === CLAUDE ? 'claude' : 'codex';
-      if ((await detect(bin)) === null) warn(`\`${bin} --version\` did not run: ${host} is installed for this project anyway.`);
+      if ((await detect(bin)) === null)
+        warn(`\`${bin} --version\` did not run: ${host} is installed for this project anyway.`);
       const p = host === CLAUDE ? claudePaths(project) : codexPaths(project);
       const before = await readTargets([...Object.values(p), recordPath(project)]);
       const bundles = await allBundles();
       const pin = await onlyPin(project, host);
-      const plan = host === CLAUDE ? planClaudeInstall(project, before, bundles, pin) : planCodexInstall(project, before, bundles, pin);
+      const plan =
+        host === CLAUDE
+          ? planClaudeInstall(project, before, bundles, pin)
+          : planCodexInstall(project, before, bundles, pin);
       return runPlan(project, host, plan, before, (c) => `Installed OpenComms for ${host}: ${relative(project, c)}.`);
     }
     case 'claude-desktop': {
       const args = [join(PACKAGE_ROOT, 'bin', 'opencomms.js'), 'mcp', '--project', project, '--host', 'claude-desktop'];
-      const config = { mcpServers: { opencomms: { command: process.execPath, args, env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER } } } };
-      return outcome(ok(`Claude Desktop is configured by hand; nothing was written. Add this to its claude_desktop_config.json (then set the member id with \`opencomms install-member --host claude-desktop\`):\n${JSON.stringify(config, null, 2)}`, config));
+      const config = {
+        mcpServers: {
+          opencomms: {
+            command: process.execPath,
+            args,
+            env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER },
+          },
+        },
+      };
+      return outcome(
+        ok(
+          `Claude Desktop is configured by hand; nothing was written. Add this to its claude_desktop_config.json (then set the member id with \`opencomms install-member --host claude-desktop\`):\n${JSON.stringify(config, null, 2)}`,
+          config,
+        ),
+      );
     }
     case 'chatgpt':
-      return outcome(refuse('host_not_installable', 'ChatGPT needs a networked MCP transport, which OpenComms does not ship (it never listens beyond loopback). Use claude-code, codex or opencode.'));
+      return outcome(
+        refuse(
+          'host_not_installable',
+          'ChatGPT needs a networked MCP transport, which OpenComms does not ship (it never listens beyond loopback). Use claude-code, codex or opencode.',
+        ),
+      );
     default:
-      return outcome(refuse('invalid_argument', `install supports: ${INSTALLABLE.join(', ')}${host ? ` (not "${host}")` : ''}.`));
+      return outcome(
+        refuse('invalid_argument', `install supports: ${INSTALLABLE.join(', ')}${host ? ` (not "${host}")` : ''}.`),
+      );
   }
 }
 
@@ -157,12 +208,23 @@ export async function installAll(project: string, o: HostOptions = {}): Promise<
   const detect = o.detect ?? detectCli;
   const found = await foundHosts(project, detect);
   if (!found.length)
-    return outcome(refuse('invalid_argument', `No host found in this project or on the PATH (OpenCode, Claude Code, Codex); nothing was written. Name one: opencomms install <${INSTALLABLE.slice(0, 3).join('|')}>.`));
+    return outcome(
+      refuse(
+        'invalid_argument',
+        `No host found in this project or on the PATH (OpenCode, Claude Code, Codex); nothing was written. Name one: opencomms install <${INSTALLABLE.slice(0, 3).join('|')}>.`,
+      ),
+    );
   const lines: string[] = [];
   const changed: string[] = [];
   for (const { host, why } of found) {
     lines.push(`${host} (${why}):`);
-    const failed = (r: CommandResult) => outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, [...lines, `  ${r.result.message}`].join('\n')));
+    const failed = (r: CommandResult) =>
+      outcome(
+        refuse(
+          String(r.result.data?.reason ?? 'internal_error') as Reason,
+          [...lines, `  ${r.result.message}`].join('\n'),
+        ),
+      );
     // The member is pinned before the install, which then names it. A committed config may already
     // name one (another clone pinned it): pinning that id keeps the hooks and the server on one member.
     if (host !== 'opencode' && !(await listPins(resolvePaths(project))).pins.some((p) => p.host === host)) {
@@ -182,7 +244,9 @@ export async function installAll(project: string, o: HostOptions = {}): Promise<
 async function configuredMember(project: string, host: typeof CLAUDE | typeof CODEX): Promise<string | null> {
   if (host === CLAUDE) {
     const mcp = parseObject((await readTargets([claudePaths(project).mcp])).get(claudePaths(project).mcp) ?? '');
-    return isObject(mcp?.mcpServers) && isClaudeServer(mcp.mcpServers.opencomms) ? claudePinnedOf(mcp.mcpServers.opencomms) : null;
+    return isObject(mcp?.mcpServers) && isClaudeServer(mcp.mcpServers.opencomms)
+      ? claudePinnedOf(mcp.mcpServers.opencomms)
+      : null;
   }
   const toml = parseToml((await readTargets([codexPaths(project).config])).get(codexPaths(project).config) ?? '');
   const entry = toml ? serverOf(toml.value) : undefined;
@@ -195,7 +259,8 @@ export async function uninstallAll(project: string): Promise<CommandResult> {
   for (const host of [CODEX, CLAUDE, 'opencode']) {
     const r = await uninstall(host, project);
     lines.push(`${host}: ${r.result.message}`);
-    if (!r.result.ok) return outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
+    if (!r.result.ok)
+      return outcome(refuse(String(r.result.data?.reason ?? 'internal_error') as Reason, lines.join('\n')));
   }
   return outcome(ok(lines.join('\n')));
 }
@@ -206,18 +271,34 @@ export async function uninstall(host: string | undefined, project: string): Prom
     return outcome(await uninstallOpenCode(project));
   }
   if (host !== CLAUDE && host !== CODEX)
-    return outcome(refuse('invalid_argument', `uninstall supports: opencode, ${CLAUDE}, ${CODEX}${host ? ` (not "${host}")` : ''}.`));
-  const before = await readTargets([...new Set([...Object.values(claudePaths(project)), ...Object.values(codexPaths(project)), recordPath(project)])]);
+    return outcome(
+      refuse('invalid_argument', `uninstall supports: opencode, ${CLAUDE}, ${CODEX}${host ? ` (not "${host}")` : ''}.`),
+    );
+  const before = await readTargets([
+    ...new Set([...Object.values(claudePaths(project)), ...Object.values(codexPaths(project)), recordPath(project)]),
+  ]);
   // The two hosts share the server bundle and the hook runner: each stays while the other uses it,
   // and when the other's config cannot be read nobody can tell, so nothing is removed.
   const otherHost = host === CLAUDE ? CODEX : CLAUDE;
   const other = host === CLAUDE ? codexUses(before, project) : claudeUses(before, project);
   if (!other)
-    return outcome(refuse('config_malformed', `${otherHost}'s config in this project is malformed, so it cannot be told whether ${otherHost} still uses the OpenComms bundles; nothing was written. Fix it (\`opencomms doctor\` names the file), then run the command again.`));
+    return outcome(
+      refuse(
+        'config_malformed',
+        `${otherHost}'s config in this project is malformed, so it cannot be told whether ${otherHost} still uses the OpenComms bundles; nothing was written. Fix it (\`opencomms doctor\` names the file), then run the command again.`,
+      ),
+    );
   const uses = { serverUsed: other.server, runnerUsed: other.runner };
   const rec = parseRecord(before.get(recordPath(project)) ?? null);
-  const plan = host === CLAUDE ? planClaudeUninstall(project, before, uses, rec) : planCodexUninstall(project, before, uses, rec);
-  return runPlan(project, host, plan, before, (c) => `Removed OpenComms from ${host}: ${relative(project, c)}. State, pins and archives are kept.`);
+  const plan =
+    host === CLAUDE ? planClaudeUninstall(project, before, uses, rec) : planCodexUninstall(project, before, uses, rec);
+  return runPlan(
+    project,
+    host,
+    plan,
+    before,
+    (c) => `Removed OpenComms from ${host}: ${relative(project, c)}. State, pins and archives are kept.`,
+  );
 }
 
 export interface MemberOptions {
@@ -235,11 +316,21 @@ export async function installMember(project: string, o: MemberOptions = {}): Pro
   if (unusable) return outcome(unusable);
   const paths = resolvePaths(project);
   if (o.id === undefined && (await listPins(paths)).pins.some((p) => p.host === host))
-    return outcome(refuse('pins_exist', `${host} already has a pinned member in this project. Pass --id <member_id> to add another member, or reuse the existing pin.`));
+    return outcome(
+      refuse(
+        'pins_exist',
+        `${host} already has a pinned member in this project. Pass --id <member_id> to add another member, or reuse the existing pin.`,
+      ),
+    );
   const id = o.id ?? newMemberId();
   const existing = await readPin(paths, id);
   if (existing && existing.host !== host)
-    return outcome(refuse('pin_conflict', `Member ${id} is pinned to host ${existing.host}; one member id serves one host. Choose another --id.`));
+    return outcome(
+      refuse(
+        'pin_conflict',
+        `Member ${id} is pinned to host ${existing.host}; one member id serves one host. Choose another --id.`,
+      ),
+    );
 
   // The host's MCP config still holding the placeholder gets the id (parsed before any write).
   const target = host === CLAUDE ? claudePaths(project).mcp : host === CODEX ? codexPaths(project).config : null;
@@ -249,8 +340,16 @@ export async function installMember(project: string, o: MemberOptions = {}): Pro
   await ensureDir(paths); // with its .gitignore: pins are this checkout's, never committed
   if (!existing) await writePin(paths, { member_id: id, host });
   if (filled) await applyChanges([{ path: target!, content: filled }], before);
-  const where = target ? recipe(host, id, target.slice(project.length + 1), filled !== null, before.get(target) != null) : `Set OPENCOMMS_MEMBER_ID=${id} in the environment of this member's MCP server.`;
-  return outcome(ok(`${existing ? 'Already pinned' : 'Pinned'}: member ${id} for ${host}. ${where}`, { member_id: id, host, changed: !existing || filled !== null }));
+  const where = target
+    ? recipe(host, id, target.slice(project.length + 1), filled !== null, before.get(target) != null)
+    : `Set OPENCOMMS_MEMBER_ID=${id} in the environment of this member's MCP server.`;
+  return outcome(
+    ok(`${existing ? 'Already pinned' : 'Pinned'}: member ${id} for ${host}. ${where}`, {
+      member_id: id,
+      host,
+      changed: !existing || filled !== null,
+    }),
+  );
 }
 
 /** What the user does next so that a session runs as this member: the installed config takes the
@@ -258,7 +357,8 @@ export async function installMember(project: string, o: MemberOptions = {}): Pro
 function recipe(host: string, id: string, file: string, filled: boolean, installed: boolean): string {
   const bin = host === CLAUDE ? 'claude' : 'codex';
   const start = `start its session as \`OPENCOMMS_MEMBER_ID=${id} ${bin}\` (the MCP server and the hooks take the session's own id)`;
-  if (filled) return `${file} now names it as the member of every ${host} session started without OPENCOMMS_MEMBER_ID; to run several members side by side, ${start}.`;
+  if (filled)
+    return `${file} now names it as the member of every ${host} session started without OPENCOMMS_MEMBER_ID; to run several members side by side, ${start}.`;
   if (!installed) return `Run \`opencomms install ${host}\`, then ${start}.`;
   return `To run this member, ${start}.`;
 }
@@ -271,24 +371,41 @@ function fillPlaceholder(path: string, text: string | null, host: string, id: st
     if (!cfg) return malformed(path, 'is not a valid JSON object');
     const server = isObject(cfg.mcpServers) ? cfg.mcpServers.opencomms : undefined;
     const env = isObject(server) && isObject(server.env) ? server.env : undefined;
-    return pinnedIn(env?.[MEMBER_ID_VAR]) === MEMBER_ID_PLACEHOLDER ? replace(text, ['mcpServers', 'opencomms', 'env', MEMBER_ID_VAR], claudeMemberValue(id)) : null;
+    return pinnedIn(env?.[MEMBER_ID_VAR]) === MEMBER_ID_PLACEHOLDER
+      ? replace(text, ['mcpServers', 'opencomms', 'env', MEMBER_ID_VAR], claudeMemberValue(id))
+      : null;
   }
   const toml = parseToml(text);
   if (!toml) return malformed(path, 'is not valid TOML');
-  const range = placeholderRange(toml.ast, MEMBER_ID_PLACEHOLDER, PINNED_ID_VAR) ?? placeholderRange(toml.ast, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR);
+  const range =
+    placeholderRange(toml.ast, MEMBER_ID_PLACEHOLDER, PINNED_ID_VAR) ??
+    placeholderRange(toml.ast, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR);
   return range ? text.slice(0, range[0]) + tomlString(id) + text.slice(range[1]) : null;
 }
 
 /** Host session ids as the hosts mint them (uuids); anything else is a typo. */
 const HOST_SESSION_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
-export async function bindSession(project: string, o: { host?: string; session?: string; id?: string }): Promise<CommandResult> {
+export async function bindSession(
+  project: string,
+  o: { host?: string; session?: string; id?: string },
+): Promise<CommandResult> {
   const host = o.host ?? CODEX;
   if (!o.session || !HOST_SESSION_RE.test(o.session))
-    return outcome(refuse('invalid_argument', `--session <id> is required: the ${host} session (Codex: the thread id that \`codex exec --json\` prints as thread.started).`));
+    return outcome(
+      refuse(
+        'invalid_argument',
+        `--session <id> is required: the ${host} session (Codex: the thread id that \`codex exec --json\` prints as thread.started).`,
+      ),
+    );
   const member = o.id ?? (await onlyPin(project, host));
   if (!member || !isMemberId(member))
-    return outcome(refuse('identity_unpinned', `No single pinned ${host} member in this project: pass --id <member_id> (see \`opencomms install-member --host ${host}\`).`));
+    return outcome(
+      refuse(
+        'identity_unpinned',
+        `No single pinned ${host} member in this project: pass --id <member_id> (see \`opencomms install-member --host ${host}\`).`,
+      ),
+    );
   const rt = openRuntime(project);
   try {
     return outcome(await rt.run({ op: 'bind', member, host, host_session_id: o.session }));

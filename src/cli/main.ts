@@ -44,7 +44,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     if (e instanceof RefusalError) return answer(io, e.refusal, json, () => '');
     // Usage errors were already printed by commander on stderr (naming the command or option, plus the hint).
     if (e instanceof CommanderError) {
-      if (e.exitCode !== 0 && json) io.out(`${JSON.stringify(refuse('usage_error', `${e.message.replace(/^error: /, '')}. ${HELP_HINT}`))}\n`);
+      if (e.exitCode !== 0 && json)
+        io.out(`${JSON.stringify(refuse('usage_error', `${e.message.replace(/^error: /, '')}. ${HELP_HINT}`))}\n`);
       return e.exitCode === 0 ? EXIT_OK : EXIT_FAIL;
     }
     io.err(`opencomms: internal error: ${(e as Error).message}\n`);
@@ -54,8 +55,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/src/cli/main.ts')) {
-  main(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
-    process.stderr.write(`opencomms: internal error: ${(e as Error).message}\n`);
-    process.exit(1);
-  });
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      process.stderr.write(`opencomms: internal error: ${(e as Error).message}\n`);
+      process.exit(1);
+    },
+  );
 }

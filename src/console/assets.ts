@@ -23,10 +23,17 @@ const PAGE_FILES: Record<string, [file: string, type: string]> = {
 export function loadAssets(): Map<string, Asset> {
   const dir = join(PACKAGE_ROOT, 'src', 'console', 'page');
   const out = new Map<string, Asset>();
-  for (const [path, [file, type]] of Object.entries(PAGE_FILES)) out.set(path, { type, body: readFileSync(join(dir, file), 'utf8') });
+  for (const [path, [file, type]] of Object.entries(PAGE_FILES))
+    out.set(path, { type, body: readFileSync(join(dir, file), 'utf8') });
   const diagrams = Object.fromEntries(
-    Object.entries(machinesByName(MACHINES)).map(([name, m]) => [name, toSvg(JSON.parse(JSON.stringify(m.toJSON())) as MachineJson, { standalone: false })]),
+    Object.entries(machinesByName(MACHINES)).map(([name, m]) => [
+      name,
+      toSvg(JSON.parse(JSON.stringify(m.toJSON())) as MachineJson, { standalone: false }),
+    ]),
   );
-  out.set('/api/machines', { type: 'application/json; charset=utf-8', body: JSON.stringify({ ok: true, message: 'Machine diagrams.', data: diagrams }) });
+  out.set('/api/machines', {
+    type: 'application/json; charset=utf-8',
+    body: JSON.stringify({ ok: true, message: 'Machine diagrams.', data: diagrams }),
+  });
   return out;
 }

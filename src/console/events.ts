@@ -6,7 +6,14 @@ import type { ServerResponse } from 'node:http';
 /** §4 Console: a ping every 10 s, well inside the idle timeouts of browsers and proxies. */
 export const SSE_PING_MS = 10_000;
 
-export type RefreshReason = 'session_created' | 'session_deleted' | 'session_saved' | 'session_resumed' | 'session_paused' | 'session_unpaused' | 'member_removed';
+export type RefreshReason =
+  | 'session_created'
+  | 'session_deleted'
+  | 'session_saved'
+  | 'session_resumed'
+  | 'session_paused'
+  | 'session_unpaused'
+  | 'member_removed';
 
 export class EventHub {
   private readonly clients = new Set<ServerResponse>();

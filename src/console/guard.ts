@@ -14,7 +14,8 @@ function hostOnly(value: string): string {
   return colon === -1 ? v : v.slice(0, colon);
 }
 
-export const isLoopbackHost = (host: string | undefined): boolean => host !== undefined && LOOPBACK_HOSTS.has(hostOnly(host));
+export const isLoopbackHost = (host: string | undefined): boolean =>
+  host !== undefined && LOOPBACK_HOSTS.has(hostOnly(host));
 
 function isLoopbackOrigin(value: string): boolean {
   try {
@@ -35,11 +36,14 @@ export interface RequestHead {
 
 /** Why the request is refused with 403, or null. Any port is accepted: the check is about names. */
 export function forbidden(r: RequestHead): string | null {
-  if (!isLoopbackHost(r.host)) return `Host header ${JSON.stringify(r.host ?? '')} is not 127.0.0.1, localhost or [::1]`;
+  if (!isLoopbackHost(r.host))
+    return `Host header ${JSON.stringify(r.host ?? '')} is not 127.0.0.1, localhost or [::1]`;
   if (!MUTATING.has(r.method)) return null;
   if (r.secFetchSite !== undefined && SAME_SITE_FETCH.has(r.secFetchSite)) return null;
-  if (r.origin !== undefined) return isLoopbackOrigin(r.origin) ? null : `cross-site ${r.method} from origin ${JSON.stringify(r.origin)}`;
-  if (r.referer !== undefined) return isLoopbackOrigin(r.referer) ? null : `cross-site ${r.method} from referer ${JSON.stringify(r.referer)}`;
+  if (r.origin !== undefined)
+    return isLoopbackOrigin(r.origin) ? null : `cross-site ${r.method} from origin ${JSON.stringify(r.origin)}`;
+  if (r.referer !== undefined)
+    return isLoopbackOrigin(r.referer) ? null : `cross-site ${r.method} from referer ${JSON.stringify(r.referer)}`;
   if (r.secFetchSite !== undefined) return `cross-site ${r.method} (Sec-Fetch-Site: ${r.secFetchSite})`;
   return null; // no browser headers at all: a local tool (curl, a script) on the same machine
 }

@@ -33,14 +33,24 @@ export interface Route {
 }
 
 /** 200, or 400 for a refusal; an unexpected fault (`internal_error`) is the server's: 500. */
-const statusOf = (r: ToolResult<object>) => (r.ok ? 200 : (r.data as { reason?: string } | undefined)?.reason === 'internal_error' ? 500 : 400);
-const answer = (r: ToolResult<object>, refresh?: RefreshReason): Reply => ({ status: statusOf(r), body: r, ...(r.ok && refresh ? { refresh } : {}) });
+const statusOf = (r: ToolResult<object>) =>
+  r.ok ? 200 : (r.data as { reason?: string } | undefined)?.reason === 'internal_error' ? 500 : 400;
+const answer = (r: ToolResult<object>, refresh?: RefreshReason): Reply => ({
+  status: statusOf(r),
+  body: r,
+  ...(r.ok && refresh ? { refresh } : {}),
+});
 
 async function joinCommand(c: RouteContext): Promise<Reply> {
   const live = await c.rt.run({ op: 'session_get', args: { channel: c.params[0] } });
   if (!live.ok) return answer(live);
   const d = live.data as SessionDetail;
-  if (d.kind !== 'live') return answer(refuse('lifecycle_refused', `"${d.name}" is saved: resume it first, then join the new session.`, { lifecycle: 'saved' }));
+  if (d.kind !== 'live')
+    return answer(
+      refuse('lifecycle_refused', `"${d.name}" is saved: resume it first, then join the new session.`, {
+        lifecycle: 'saved',
+      }),
+    );
   const host = c.query.get('host') ?? DEFAULT_JOIN_HOST;
   const role = c.query.get('role') ?? undefined;
   return answer(joinCommandResult(d.name, host, role));
@@ -55,26 +65,58 @@ export const ROUTES: readonly Route[] = [
     method: 'POST',
     pattern: /^\/api\/sessions$/,
     handler: async (c) =>
-      answer(await c.rt.run({ op: 'create_session', actor: c.actor, args: { channel: c.body.name, max_members: c.body.max_members } }), 'session_created'),
+      answer(
+        await c.rt.run({
+          op: 'create_session',
+          actor: c.actor,
+          args: { channel: c.body.name, max_members: c.body.max_members },
+        }),
+        'session_created',
+      ),
   },
   {
     method: 'DELETE',
     pattern: SESSION,
     // The click (and its confirm dialog) is the confirmation.
-    handler: async (c) => answer(await c.rt.run({ op: 'delete_session', actor: c.actor, args: { channel: c.params[0], confirm: true }, archive: null }), 'session_deleted'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run({
+          op: 'delete_session',
+          actor: c.actor,
+          args: { channel: c.params[0], confirm: true },
+          archive: null,
+        }),
+        'session_deleted',
+      ),
   },
   {
     method: 'POST',
     pattern: SUB('save'),
-    handler: async (c) => answer(await c.rt.run({ op: 'save_session', actor: c.actor, args: { channel: c.params[0], summary: c.body.summary } }), 'session_saved'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run({ op: 'save_session', actor: c.actor, args: { channel: c.params[0], summary: c.body.summary } }),
+        'session_saved',
+      ),
   },
   {
     method: 'POST',
     pattern: SUB('resume'),
     handler: async (c) =>
-      answer(await c.rt.run({ op: 'resume_session', actor: c.actor, args: { channel: c.params[0], new_name: c.body.new_name }, archive: null }), 'session_resumed'),
+      answer(
+        await c.rt.run({
+          op: 'resume_session',
+          actor: c.actor,
+          args: { channel: c.params[0], new_name: c.body.new_name },
+          archive: null,
+        }),
+        'session_resumed',
+      ),
   },
-  { method: 'GET', pattern: SUB('members'), handler: async (c) => answer(await c.rt.run({ op: 'session_get', args: { channel: c.params[0] } })) },
+  {
+    method: 'GET',
+    pattern: SUB('members'),
+    handler: async (c) => answer(await c.rt.run({ op: 'session_get', args: { channel: c.params[0] } })),
+  },
   {
     method: 'POST',
     pattern: SUB('members/remove'),
@@ -89,10 +131,30 @@ export const ROUTES: readonly Route[] = [
       ),
   },
   // Delivery on a live session: POST holds it, DELETE releases it (the CLI's pause / resume).
-  { method: 'POST', pattern: SUB('pause'), handler: async (c) => answer(await c.rt.run({ op: 'pause', sid: { operator: true }, args: { channel: c.params[0] } }), 'session_paused') },
-  { method: 'DELETE', pattern: SUB('pause'), handler: async (c) => answer(await c.rt.run({ op: 'resume', sid: { operator: true }, args: { channel: c.params[0] } }), 'session_unpaused') },
+  {
+    method: 'POST',
+    pattern: SUB('pause'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run({ op: 'pause', sid: { operator: true }, args: { channel: c.params[0] } }),
+        'session_paused',
+      ),
+  },
+  {
+    method: 'DELETE',
+    pattern: SUB('pause'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run({ op: 'resume', sid: { operator: true }, args: { channel: c.params[0] } }),
+        'session_unpaused',
+      ),
+  },
   { method: 'GET', pattern: SUB('join-command'), handler: joinCommand },
-  { method: 'GET', pattern: SUB('deliveries'), handler: async (c) => answer(await c.rt.run({ op: 'deliveries', args: { channel: c.params[0] } })) },
+  {
+    method: 'GET',
+    pattern: SUB('deliveries'),
+    handler: async (c) => answer(await c.rt.run({ op: 'deliveries', args: { channel: c.params[0] } })),
+  },
 ];
 
 export function match(method: string, path: string): { route: Route; params: string[] } | 'wrong_method' | null {

@@ -21,7 +21,8 @@ const LOGGED_HEADER_CHARS = 200;
 
 /** Everything the page may load comes from this server (§10: no CDN, no external request). */
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -90,7 +91,11 @@ function send(res: ServerResponse, status: number, body: unknown, type = 'applic
   res.end(text);
 }
 
-const failure = (message: string, data?: Record<string, unknown>) => ({ ok: false, message, ...(data ? { data } : {}) });
+const failure = (message: string, data?: Record<string, unknown>) => ({
+  ok: false,
+  message,
+  ...(data ? { data } : {}),
+});
 
 export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`[opencomms-console] ${l}\n`));
@@ -117,7 +122,10 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     });
     if (why) {
       req.resume();
-      await record('console_forbidden', `Console refused ${method} ${path.slice(0, LOGGED_HEADER_CHARS)}: ${why.slice(0, LOGGED_HEADER_CHARS)}.`);
+      await record(
+        'console_forbidden',
+        `Console refused ${method} ${path.slice(0, LOGGED_HEADER_CHARS)}: ${why.slice(0, LOGGED_HEADER_CHARS)}.`,
+      );
       return send(res, 403, failure(`Forbidden: ${why}. The console answers only loopback pages.`));
     }
     let body: Record<string, unknown> = {};
@@ -129,16 +137,25 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
           res.setHeader('connection', 'close');
           return send(res, 413, failure(`Request body over ${MAX_BODY_CHARS} characters.`));
         }
-        if (e instanceof BadJson) return send(res, 400, failure('The request body is not a JSON object.', { reason: 'invalid_argument' }));
+        if (e instanceof BadJson)
+          return send(res, 400, failure('The request body is not a JSON object.', { reason: 'invalid_argument' }));
         throw e;
       }
     }
-    if (method === 'GET' && path === '/api/events') return events.add(res, { at: Date.now(), project: opts.project, version: VERSION });
+    if (method === 'GET' && path === '/api/events')
+      return events.add(res, { at: Date.now(), project: opts.project, version: VERSION });
     const asset = method === 'GET' ? assets.get(path) : undefined;
     if (asset) return send(res, 200, asset.body, asset.type);
     const found = match(method, path);
     if (found === null || found === 'wrong_method')
-      return send(res, 404, failure(`No route for ${method} ${path}.${found === 'wrong_method' ? ' That path exists for another method.' : ''}`, { method, path }));
+      return send(
+        res,
+        404,
+        failure(
+          `No route for ${method} ${path}.${found === 'wrong_method' ? ' That path exists for another method.' : ''}`,
+          { method, path },
+        ),
+      );
     // A fault inside the runtime is already logged and recorded in state.errors by the runtime.
     const reply = await found.route.handler({ rt, actor, params: found.params, query: url.searchParams, body });
     send(res, reply.status, reply.body);
@@ -148,8 +165,12 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
   const server = createServer((req, res) => {
     handle(req, res).catch(async (e: unknown) => {
       log(`internal error in ${req.method} ${req.url}: ${(e as Error).stack ?? e}`);
-      await record('internal_error', `Console: internal error in ${req.method} ${(req.url ?? '').slice(0, LOGGED_HEADER_CHARS)}: ${(e as Error).message}`).catch(() => {});
-      if (!res.headersSent) send(res, 500, failure('Internal error; the details are in the OpenComms error log (`opencomms status`).'));
+      await record(
+        'internal_error',
+        `Console: internal error in ${req.method} ${(req.url ?? '').slice(0, LOGGED_HEADER_CHARS)}: ${(e as Error).message}`,
+      ).catch(() => {});
+      if (!res.headersSent)
+        send(res, 500, failure('Internal error; the details are in the OpenComms error log (`opencomms status`).'));
       else res.end();
     });
   });

@@ -48,12 +48,16 @@ async function names(dir: string): Promise<string[]> {
   }
 }
 
-export const corruptBackups = async (paths: StorePaths) => (await names(paths.dir)).filter((n) => /^state\.corrupt\.\d+\.json$/.test(n)).sort();
+export const corruptBackups = async (paths: StorePaths) =>
+  (await names(paths.dir)).filter((n) => /^state\.corrupt\.\d+\.json$/.test(n)).sort();
 
 /** Journals the store set aside as damaged (`journal/<id>.corrupt.<ms>.jsonl`): they may hold the
  *  only copy of acknowledged changes, so they stay until the operator has looked at them. */
 export const corruptJournals = async (paths: StorePaths) =>
-  (await names(paths.journal)).filter((n) => /\.corrupt\.\d+\.jsonl$/.test(n)).sort().map((n) => `journal/${n}`);
+  (await names(paths.journal))
+    .filter((n) => /\.corrupt\.\d+\.jsonl$/.test(n))
+    .sort()
+    .map((n) => `journal/${n}`);
 
 /** A directory the store writes to that refuses a new file, with the error's code. */
 export interface Unwritable {
@@ -66,7 +70,9 @@ export interface Unwritable {
  *  removes) and removed at once. Nothing else is touched. Without `.opencomms/` the project
  *  directory is probed, where the first write creates it. */
 export async function unwritableDirs(paths: StorePaths): Promise<Unwritable[]> {
-  const dirs = existsSync(paths.dir) ? [paths.dir, paths.journal, paths.history, paths.archives, paths.pins].filter((d) => existsSync(d)) : [paths.project];
+  const dirs = existsSync(paths.dir)
+    ? [paths.dir, paths.journal, paths.history, paths.archives, paths.pins].filter((d) => existsSync(d))
+    : [paths.project];
   const out: Unwritable[] = [];
   for (const dir of dirs) {
     const probe = join(dir, `.probe.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);

@@ -11,7 +11,14 @@ import { parseToml, serverOf } from '../../adapters/codex/config-toml.ts';
 import { codexHookGroups, codexPaths, isOurServer as isCodexServer } from '../../adapters/codex/install.ts';
 import { HOOK_RUNNER, RUNNER_BUNDLES, MCP_BUNDLE } from '../../adapters/install/bundles.ts';
 import { isObject, parseObject, type JsonObject } from '../../adapters/install/json.ts';
-import { followsSession, MEMBER_ID_PLACEHOLDER, MEMBER_ID_VAR, PINNED_ID_VAR, pinnedIn, relBundle } from '../../adapters/install/member-env.ts';
+import {
+  followsSession,
+  MEMBER_ID_PLACEHOLDER,
+  MEMBER_ID_VAR,
+  PINNED_ID_VAR,
+  pinnedIn,
+  relBundle,
+} from '../../adapters/install/member-env.ts';
 import { bundleState, planConfig, PLUGIN_PATH } from '../../adapters/opencode/install.ts';
 import type { Pin } from '../store/index.ts';
 import { row, shortId, type Row } from './files.ts';
@@ -41,13 +48,31 @@ export function opencodeRows(project: string): Row[] {
   if ('ok' in plan) return [row('FAIL', 'opencode', plan.message)];
   const hasConfig = plan.original !== null;
   if (bundle === 'absent' && !plan.registered) return [row('OK', 'opencode', 'not installed')];
-  if (bundle === 'absent') return [row('FAIL', 'opencode', `${PLUGIN_PATH} is registered in ${plan.path.slice(project.length + 1)} but missing; run \`opencomms install opencode\``)];
+  if (bundle === 'absent')
+    return [
+      row(
+        'FAIL',
+        'opencode',
+        `${PLUGIN_PATH} is registered in ${plan.path.slice(project.length + 1)} but missing; run \`opencomms install opencode\``,
+      ),
+    ];
   const rows: Row[] = [];
-  if (bundle === 'foreign') rows.push(row('WARN', 'opencode', `${PLUGIN_PATH} was not written by OpenComms; \`opencomms install opencode\` replaces it`));
+  if (bundle === 'foreign')
+    rows.push(
+      row(
+        'WARN',
+        'opencode',
+        `${PLUGIN_PATH} was not written by OpenComms; \`opencomms install opencode\` replaces it`,
+      ),
+    );
   rows.push(
     plan.registered
       ? row('OK', 'opencode', `plugin bundle present and registered in ${plan.path.slice(project.length + 1)}`)
-      : row('FAIL', 'opencode', `plugin bundle present but not registered in ${hasConfig ? plan.path.slice(project.length + 1) : 'opencode.json'}; \`opencomms doctor --fix\` re-registers it`),
+      : row(
+          'FAIL',
+          'opencode',
+          `plugin bundle present but not registered in ${hasConfig ? plan.path.slice(project.length + 1) : 'opencode.json'}; \`opencomms doctor --fix\` re-registers it`,
+        ),
   );
   return rows;
 }
@@ -59,7 +84,14 @@ function hookedEvents(cfg: JsonObject | null, events: string[]): string[] {
 }
 
 /** String leaves of a parsed config value. */
-const strings = (v: unknown): string[] => (typeof v === 'string' ? [v] : Array.isArray(v) ? v.flatMap(strings) : isObject(v) ? Object.values(v).flatMap(strings) : []);
+const strings = (v: unknown): string[] =>
+  typeof v === 'string'
+    ? [v]
+    : Array.isArray(v)
+      ? v.flatMap(strings)
+      : isObject(v)
+        ? Object.values(v).flatMap(strings)
+        : [];
 
 /** Absolute paths into a `.opencomms/` folder outside this project, in an entry (an args element,
  *  or a quoted word of a hook command): the entry was written for another checkout (a moved or
@@ -87,7 +119,8 @@ interface HostFacts {
   foreign?: string;
 }
 
-const bundlesPresent = (project: string, names: readonly string[]) => Object.fromEntries(names.map((n) => [relBundle(n), existsSync(join(project, '.opencomms', n))]));
+const bundlesPresent = (project: string, names: readonly string[]) =>
+  Object.fromEntries(names.map((n) => [relBundle(n), existsSync(join(project, '.opencomms', n))]));
 
 function claudeFacts(project: string): HostFacts {
   const p = claudePaths(project);
@@ -105,11 +138,17 @@ function claudeFacts(project: string): HostFacts {
   if (ours) Object.assign(parts, bundlesPresent(project, [MCP_BUNDLE]));
   return {
     host: 'claude-code',
-    bad: [settings.kind === 'bad' && '.claude/settings.json', mcp.kind === 'bad' && '.mcp.json'].filter((f): f is string => !!f),
+    bad: [settings.kind === 'bad' && '.claude/settings.json', mcp.kind === 'bad' && '.mcp.json'].filter(
+      (f): f is string => !!f,
+    ),
     parts,
     installed: hooked.length > 0 || ours,
-    outside: [...outsidePaths(project, ours ? entry : null), ...outsidePaths(project, settings.kind === 'ok' ? settings.value.hooks : null)],
-    foreign: entry !== undefined && !ours ? '.mcp.json holds an "opencomms" server that OpenComms did not write' : undefined,
+    outside: [
+      ...outsidePaths(project, ours ? entry : null),
+      ...outsidePaths(project, settings.kind === 'ok' ? settings.value.hooks : null),
+    ],
+    foreign:
+      entry !== undefined && !ours ? '.mcp.json holds an "opencomms" server that OpenComms did not write' : undefined,
   };
 }
 
@@ -130,22 +169,44 @@ function codexFacts(project: string): HostFacts {
   if (ours) Object.assign(parts, bundlesPresent(project, [MCP_BUNDLE]));
   return {
     host: 'codex',
-    bad: [tomlText !== null && !toml && '.codex/config.toml', hooks.kind === 'bad' && '.codex/hooks.json'].filter((f): f is string => !!f),
+    bad: [tomlText !== null && !toml && '.codex/config.toml', hooks.kind === 'bad' && '.codex/hooks.json'].filter(
+      (f): f is string => !!f,
+    ),
     parts,
     installed: hooked.length > 0 || ours,
-    outside: [...outsidePaths(project, ours ? entry : null), ...outsidePaths(project, hooks.kind === 'ok' ? hooks.value.hooks : null)],
-    foreign: entry !== undefined && !ours ? '.codex/config.toml holds an [mcp_servers.opencomms] that OpenComms did not write' : undefined,
+    outside: [
+      ...outsidePaths(project, ours ? entry : null),
+      ...outsidePaths(project, hooks.kind === 'ok' ? hooks.value.hooks : null),
+    ],
+    foreign:
+      entry !== undefined && !ours
+        ? '.codex/config.toml holds an [mcp_servers.opencomms] that OpenComms did not write'
+        : undefined,
   };
 }
 
 function factRows(f: HostFacts): Row[] {
   const fix = `run \`opencomms install ${f.host}\``;
-  if (f.bad.length) return [row('FAIL', f.host, `${f.bad.join(', ')} is malformed, so ${f.host} cannot read it either; fix it, then ${fix}`)];
-  const rows: Row[] = f.foreign ? [row('WARN', f.host, `${f.foreign}; it is left alone, and OpenComms' own server is not configured`)] : [];
+  if (f.bad.length)
+    return [
+      row('FAIL', f.host, `${f.bad.join(', ')} is malformed, so ${f.host} cannot read it either; fix it, then ${fix}`),
+    ];
+  const rows: Row[] = f.foreign
+    ? [row('WARN', f.host, `${f.foreign}; it is left alone, and OpenComms' own server is not configured`)]
+    : [];
   if (!f.installed) return [...rows, row('OK', f.host, 'not installed')];
-  const missing = Object.entries(f.parts).filter(([, present]) => !present).map(([what]) => what);
+  const missing = Object.entries(f.parts)
+    .filter(([, present]) => !present)
+    .map(([what]) => what);
   if (missing.length) rows.push(row('FAIL', f.host, `incomplete install, missing: ${missing.join('; ')}; ${fix}`));
-  if (f.outside.length) rows.push(row('FAIL', f.host, `the config names paths outside this project (${f.outside.join(', ')}): it was written for another checkout; ${fix} to repair it`));
+  if (f.outside.length)
+    rows.push(
+      row(
+        'FAIL',
+        f.host,
+        `the config names paths outside this project (${f.outside.join(', ')}): it was written for another checkout; ${fix} to repair it`,
+      ),
+    );
   if (!missing.length && !f.outside.length) rows.push(row('OK', f.host, `${Object.keys(f.parts).join(', ')} present`));
   return rows;
 }
@@ -161,14 +222,25 @@ function identities(project: string): Array<{ host: string; where: string; pinne
   const claude = mcp.kind === 'ok' && isObject(mcp.value.mcpServers) ? mcp.value.mcpServers.opencomms : undefined;
   if (isClaudeServer(claude) && isObject(claude)) {
     const v = isObject(claude.env) ? claude.env[MEMBER_ID_VAR] : undefined;
-    out.push({ host: 'claude-code', where: 'claude-code (.mcp.json)', pinned: v === undefined ? undefined : pinnedIn(v), perSession: v === undefined || followsSession(v) });
+    out.push({
+      host: 'claude-code',
+      where: 'claude-code (.mcp.json)',
+      pinned: v === undefined ? undefined : pinnedIn(v),
+      perSession: v === undefined || followsSession(v),
+    });
   }
   const toml = parseToml(readText(codexPaths(project).config) ?? '');
   const codex = toml ? serverOf(toml.value) : undefined;
   if (isCodexServer(codex) && isObject(codex)) {
     const env = isObject(codex.env) ? codex.env : {};
-    const passes = Array.isArray(codex.env_vars) && codex.env_vars.includes(MEMBER_ID_VAR) && env[MEMBER_ID_VAR] === undefined;
-    out.push({ host: 'codex', where: 'codex (.codex/config.toml)', pinned: env[PINNED_ID_VAR] ?? env[MEMBER_ID_VAR], perSession: passes });
+    const passes =
+      Array.isArray(codex.env_vars) && codex.env_vars.includes(MEMBER_ID_VAR) && env[MEMBER_ID_VAR] === undefined;
+    out.push({
+      host: 'codex',
+      where: 'codex (.codex/config.toml)',
+      pinned: env[PINNED_ID_VAR] ?? env[MEMBER_ID_VAR],
+      perSession: passes,
+    });
   }
   return out;
 }
@@ -182,10 +254,33 @@ export function memberIdRows(project: string, pins: Pin[]): Row[] {
     const rows: Row[] = [];
     const count = pins.filter((p) => p.host === host).length;
     if (count > 1 && !perSession)
-      rows.push(row('FAIL', 'member ids', `${where}: ${count} members are pinned for ${host}, but the config always starts the same one; run \`opencomms install ${host}\` so that each session's OPENCOMMS_MEMBER_ID decides`));
-    if (pinned === MEMBER_ID_PLACEHOLDER) rows.push(row('FAIL', 'member ids', `${where}: the pinned member is still the placeholder; run \`opencomms install-member --host ${host}\``));
-    else if (typeof pinned === 'string' && pinned.trim()) rows.push(row('OK', 'member ids', `${where}: ${shortId(pinned)}${perSession ? ", unless the session sets its own" : ''}`));
-    else rows.push(row('WARN', 'member ids', `${where}: no member id pinned; a session without OPENCOMMS_MEMBER_ID is refused every tool call (identity_unpinned)`));
+      rows.push(
+        row(
+          'FAIL',
+          'member ids',
+          `${where}: ${count} members are pinned for ${host}, but the config always starts the same one; run \`opencomms install ${host}\` so that each session's OPENCOMMS_MEMBER_ID decides`,
+        ),
+      );
+    if (pinned === MEMBER_ID_PLACEHOLDER)
+      rows.push(
+        row(
+          'FAIL',
+          'member ids',
+          `${where}: the pinned member is still the placeholder; run \`opencomms install-member --host ${host}\``,
+        ),
+      );
+    else if (typeof pinned === 'string' && pinned.trim())
+      rows.push(
+        row('OK', 'member ids', `${where}: ${shortId(pinned)}${perSession ? ', unless the session sets its own' : ''}`),
+      );
+    else
+      rows.push(
+        row(
+          'WARN',
+          'member ids',
+          `${where}: no member id pinned; a session without OPENCOMMS_MEMBER_ID is refused every tool call (identity_unpinned)`,
+        ),
+      );
     return rows;
   });
 }

@@ -12,7 +12,10 @@ export async function boundStore(project: string): Promise<{ rows: Row[]; load: 
     binding = readBinding(project);
   } catch (e) {
     const r = (e as RefusalError).refusal;
-    return { rows: [row('FAIL', 'store', r.message)], load: { kind: 'refused', reason: String(r.data?.reason), message: r.message } };
+    return {
+      rows: [row('FAIL', 'store', r.message)],
+      load: { kind: 'refused', reason: String(r.data?.reason), message: r.message },
+    };
   }
   if (binding.kind === 'file') return null;
   let store: PgStore | null = null;
@@ -20,10 +23,22 @@ export async function boundStore(project: string): Promise<{ rows: Row[]; load: 
     store = new PgStore({ url: binding.url, key: binding.key });
     const s = await store.status();
     const state = await store.read();
-    return { rows: [row('OK', 'store', `PostgreSQL ${s.server_version} at ${store.location}: head ${s.head}, a cold start replays ${s.cold_start_changes} change(s)`)], load: { kind: 'ok', state, journal: { id: null, entries: 0, bytes: 0 } } };
+    return {
+      rows: [
+        row(
+          'OK',
+          'store',
+          `PostgreSQL ${s.server_version} at ${store.location}: head ${s.head}, a cold start replays ${s.cold_start_changes} change(s)`,
+        ),
+      ],
+      load: { kind: 'ok', state, journal: { id: null, entries: 0, bytes: 0 } },
+    };
   } catch (e) {
     if (!(e instanceof RefusalError)) throw e;
-    return { rows: [row('FAIL', 'store', e.refusal.message)], load: { kind: 'refused', reason: String(e.refusal.data?.reason), message: e.refusal.message } };
+    return {
+      rows: [row('FAIL', 'store', e.refusal.message)],
+      load: { kind: 'refused', reason: String(e.refusal.data?.reason), message: e.refusal.message },
+    };
   } finally {
     await store?.close();
   }

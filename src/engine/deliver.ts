@@ -32,8 +32,9 @@ export function channelHold(ch: Channel, now: number): Hold | null {
 
 /** Hand-overs the message budget still allows. */
 const budgetLeft = (ch: Channel) =>
-  ch.budgets.max_delivered_messages === null ? Infinity : Math.max(0, ch.budgets.max_delivered_messages - ch.delivered_total);
-
+  ch.budgets.max_delivered_messages === null
+    ? Infinity
+    : Math.max(0, ch.budgets.max_delivered_messages - ch.delivered_total);
 
 /** The envelopes queued for a recipient (what a drain or pull can settle or hand over). */
 function queuedEnvelopes(state: State, rid: string): Envelope[] {
@@ -79,7 +80,8 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
     // so a drain's cost follows the stale ones, not the queue's length.
     else {
       const w = staleWindow(at.member, env.spawnHosts);
-      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null) status = stepEnvelope(state.messages[id]!, { type: 'TICK', now, window_ms: w });
+      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null)
+        status = stepEnvelope(state.messages[id]!, { type: 'TICK', now, window_ms: w });
     }
     if (status === 'pending') keep.push(id);
     else changed = true;
@@ -154,7 +156,11 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       line = next === 'delivering' && !inFlight ? 'delivering' : 'held';
       decided.set(ch.id, line);
       if (next === 'cooling')
-        effects.push({ type: 'ScheduleAt', recipient: rid, at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0) });
+        effects.push({
+          type: 'ScheduleAt',
+          recipient: rid,
+          at: Math.max(ch.cooldown_until[rid] ?? 0, ch.retry_at[rid] ?? 0),
+        });
     }
     if (line !== 'delivering' || budgetLeft(ch) < 1) continue;
     // Framed once: the frame is checked, sized and joined into the batch as it is.
@@ -167,7 +173,11 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
     const size = opts.maxBytes === undefined ? 0 : Buffer.byteLength(framed) + (batch.length ? SEPARATOR_BYTES : 0);
     if (opts.maxBytes !== undefined && bytes + size > opts.maxBytes) break;
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
-    if (stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: staleWindow(member, env.spawnHosts) }) !== 'in_flight') continue;
+    if (
+      stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: staleWindow(member, env.spawnHosts) }) !==
+      'in_flight'
+    )
+      continue;
     bytes += size;
     (state.delivered_to[id] ??= []).includes(rid) || state.delivered_to[id]!.push(rid);
     batch.push(e);
@@ -175,7 +185,11 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
     taken.add(id);
   }
   if (taken.size) {
-    setQueue(state, rid, q.filter((id) => !taken.has(id)));
+    setQueue(
+      state,
+      rid,
+      q.filter((id) => !taken.has(id)),
+    );
     changed = true;
   }
   if (batch.length) {
@@ -226,12 +240,25 @@ function settleBatch(state: State, rid: string, ids: string[], held: Held, settl
     settled.push(e);
   });
   const channels = new Set(settled.map((e) => e.channel_id));
-  return { settled, fenced, channels: [...channels].map((id) => channelById(state, id)).filter((c): c is Channel => !!c && c.lifecycle === 'active') };
+  return {
+    settled,
+    fenced,
+    channels: [...channels]
+      .map((id) => channelById(state, id))
+      .filter((c): c is Channel => !!c && c.lifecycle === 'active'),
+  };
 }
 
 /** A settle that met envelopes the caller no longer holds: recorded, so a process that lost its
  *  hold (a partition past its lease, a sweep) is visible, and its effect is not repeated. */
-function recordFenced(state: State, rid: string, fenced: string[], what: 'commit' | 'requeue', held: Held, now: number) {
+function recordFenced(
+  state: State,
+  rid: string,
+  fenced: string[],
+  what: 'commit' | 'requeue',
+  held: Held,
+  now: number,
+) {
   if (!fenced.length) return;
   recordError(state, {
     at: now,
@@ -243,21 +270,43 @@ function recordFenced(state: State, rid: string, fenced: string[], what: 'commit
 
 /** The answer when every id was fenced: a refusal the caller can act on, with the error recorded. */
 const fencedOut = (state: State, fenced: string[]) =>
-  done(state, refuse('hold_lost', `None of the ${fenced.length} envelope(s) is held by this process any more (swept or handed over again): do not retry; the mail is delivered through its current holder or queue.`, { fenced }));
+  done(
+    state,
+    refuse(
+      'hold_lost',
+      `None of the ${fenced.length} envelope(s) is held by this process any more (swept or handed over again): do not retry; the mail is delivered through its current holder or queue.`,
+      { fenced },
+    ),
+  );
 
 /** The host accepted the prompt: the batch is delivered (ids pruned or purged meanwhile are skipped). */
-export function commitDelivery(state: State, rid: string, ids: string[], method: 'push' | 'spawn_push', held: Held, env: Env): Outcome {
-  const { settled, fenced, channels } = settleBatch(state, rid, ids, held, (e) => stepEnvelope(e, { type: 'COMMIT', now: env.now, method }));
+export function commitDelivery(
+  state: State,
+  rid: string,
+  ids: string[],
+  method: 'push' | 'spawn_push',
+  held: Held,
+  env: Env,
+): Outcome {
+  const { settled, fenced, channels } = settleBatch(state, rid, ids, held, (e) =>
+    stepEnvelope(e, { type: 'COMMIT', now: env.now, method }),
+  );
   recordFenced(state, rid, fenced, 'commit', held, env.now);
   if (!settled.length && fenced.length) return fencedOut(state, fenced);
   const effects: Effect[] = [];
   for (const ch of channels) {
     if (!hasInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'COMMIT', now: env.now });
-    if ((state.queues[rid] ?? []).length) effects.push({ type: 'ScheduleAt', recipient: rid, at: ch.cooldown_until[rid] ?? env.now });
+    if ((state.queues[rid] ?? []).length)
+      effects.push({ type: 'ScheduleAt', recipient: rid, at: ch.cooldown_until[rid] ?? env.now });
   }
   const history = enforceRetention(state, env.now, settled);
-  return done(state, ok(`Committed ${settled.length} envelope(s) for ${rid}.`, { delivered: settled.map((e) => e.message_id), fenced }), effects,
-    history.length ? { history } : undefined, settled.length > 0 || fenced.length > 0 || history.length > 0);
+  return done(
+    state,
+    ok(`Committed ${settled.length} envelope(s) for ${rid}.`, { delivered: settled.map((e) => e.message_id), fenced }),
+    effects,
+    history.length ? { history } : undefined,
+    settled.length > 0 || fenced.length > 0 || history.length > 0,
+  );
 }
 
 /** Puts envelopes back at the front of the recipient's queue in their original (timestamp) order. */
@@ -270,10 +319,22 @@ function requeueFront(state: State, rid: string, back: Envelope[], sortAll: bool
 
 /** The prompt threw: FIFO restored, error recorded, one retry after DELIVERY_RETRY_MS; dead
  *  letter once attempts reach MAX_DELIVERY_ATTEMPTS. */
-export function requeueDelivery(state: State, rid: string, ids: string[], error: string, held: Held, env: Env): Outcome {
-  const { settled, fenced, channels } = settleBatch(state, rid, ids, held, (e) => stepEnvelope(e, { type: 'REQUEUE', now: env.now }));
+export function requeueDelivery(
+  state: State,
+  rid: string,
+  ids: string[],
+  error: string,
+  held: Held,
+  env: Env,
+): Outcome {
+  const { settled, fenced, channels } = settleBatch(state, rid, ids, held, (e) =>
+    stepEnvelope(e, { type: 'REQUEUE', now: env.now }),
+  );
   recordFenced(state, rid, fenced, 'requeue', held, env.now);
-  if (!settled.length) return fenced.length ? fencedOut(state, fenced) : answered(state, ok('Nothing in flight to requeue.', { requeued: 0, failed: 0 }));
+  if (!settled.length)
+    return fenced.length
+      ? fencedOut(state, fenced)
+      : answered(state, ok('Nothing in flight to requeue.', { requeued: 0, failed: 0 }));
   const back = settled.filter((e) => e.delivery_status === 'pending');
   const dead = settled.filter((e) => e.delivery_status === 'failed');
   requeueFront(state, rid, back, false);
@@ -291,8 +352,12 @@ export function requeueDelivery(state: State, rid: string, ids: string[], error:
     message: `Delivery to session ${rid} failed (${error}); ${back.length} re-queued${dead.length ? `, ${dead.length} dead-lettered after the maximum attempts` : ''}.`,
   });
   const history = enforceRetention(state, env.now, settled);
-  return done(state, ok(`Re-queued ${back.length}, failed ${dead.length}.`, { requeued: back.length, failed: dead.length }), effects,
-    history.length ? { history } : undefined);
+  return done(
+    state,
+    ok(`Re-queued ${back.length}, failed ${dead.length}.`, { requeued: back.length, failed: dead.length }),
+    effects,
+    history.length ? { history } : undefined,
+  );
 }
 
 /** Releases the sessions owned by processes that are gone: ownerless, they go to the process
@@ -318,7 +383,10 @@ export function sweepInFlight(state: State, alive: (by: string) => boolean, env:
     (e) => e.delivery_status === 'in_flight' && (e.in_flight_by === null || !alive(e.in_flight_by)),
   );
   const released = releaseOwners(state, alive);
-  if (!orphans.length) return released ? done(state, ok(`Released ${released} session(s) of ended processes.`, { requeued: 0, failed: 0, released })) : answered(state, ok('Nothing to sweep.', { requeued: 0, failed: 0, released: 0 }));
+  if (!orphans.length)
+    return released
+      ? done(state, ok(`Released ${released} session(s) of ended processes.`, { requeued: 0, failed: 0, released }))
+      : answered(state, ok('Nothing to sweep.', { requeued: 0, failed: 0, released: 0 }));
   const byRecipient = new Map<string, Envelope[]>();
   for (const e of orphans) {
     stepEnvelope(e, { type: 'SWEEP', now: env.now });
@@ -326,10 +394,16 @@ export function sweepInFlight(state: State, alive: (by: string) => boolean, env:
   }
   const wake: string[] = [];
   for (const [rid, list] of byRecipient) {
-    requeueFront(state, rid, list.filter((e) => e.delivery_status === 'pending'), true);
+    requeueFront(
+      state,
+      rid,
+      list.filter((e) => e.delivery_status === 'pending'),
+      true,
+    );
     for (const cid of new Set(list.map((e) => e.channel_id))) {
       const ch = channelById(state, cid);
-      if (ch?.lifecycle === 'active' && !hasInFlight(state, ch, rid)) stepRecipient(ch, rid, true, { type: 'SWEEP', now: env.now });
+      if (ch?.lifecycle === 'active' && !hasInFlight(state, ch, rid))
+        stepRecipient(ch, rid, true, { type: 'SWEEP', now: env.now });
     }
     if (state.queues[rid]?.length) wake.push(rid);
   }
@@ -341,8 +415,12 @@ export function sweepInFlight(state: State, alive: (by: string) => boolean, env:
     message: `Sweep: ${requeued} in-flight envelope(s) of ended processes re-queued${failed ? `, ${failed} dead-lettered` : ''}.`,
   });
   const history = enforceRetention(state, env.now);
-  return done(state, ok(`Swept ${orphans.length} envelope(s).`, { requeued, failed, released }), wake.length ? [{ type: 'Wake', recipients: wake }] : [],
-    history.length ? { history } : undefined);
+  return done(
+    state,
+    ok(`Swept ${orphans.length} envelope(s).`, { requeued, failed, released }),
+    wake.length ? [{ type: 'Wake', recipients: wake }] : [],
+    history.length ? { history } : undefined,
+  );
 }
 
 export interface PullArgs {
@@ -407,7 +485,12 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     // for the history log without one when it ends terminal: the change tracker records one path,
     // not one per field and per transition appended.
     const e = { ...p, transitions: [...p.transitions] };
-    const status = stepEnvelope(e, { type: 'PULL', now: env.now, method, window_ms: staleWindow(member, env.spawnHosts) });
+    const status = stepEnvelope(e, {
+      type: 'PULL',
+      now: env.now,
+      method,
+      window_ms: staleWindow(member, env.spawnHosts),
+    });
     if (status !== p.delivery_status) stepped.push(e);
     if (status !== 'delivered') continue;
     a.handed++;
@@ -417,7 +500,11 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   for (const { ch, handed } of allowance.values())
     if (handed) stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: handed });
   if (taken.size) {
-    setQueue(state, sid, q.filter((id) => !taken.has(id)));
+    setQueue(
+      state,
+      sid,
+      q.filter((id) => !taken.has(id)),
+    );
     changed = true;
   }
   const left = writeBack(state, stepped);
@@ -431,7 +518,11 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const rest = (raw(state.queues)[sid] ?? []).filter((id) => inScope.has(plain[id]?.channel_id ?? ''));
   const remaining = rest.length;
   const history = [...left, ...enforceRetention(state, env.now, touched)];
-  const got = out.length ? `${out.length} message(s); ${remaining} still pending.` : remaining ? `No message can be handed over now; ${remaining} pending.` : 'No new messages.';
+  const got = out.length
+    ? `${out.length} message(s); ${remaining} still pending.`
+    : remaining
+      ? `No message can be handed over now; ${remaining} pending.`
+      : 'No new messages.';
   return done(
     state,
     ok(`${got}${heldNote(rest, plain, allowance)}`, {
@@ -493,7 +584,8 @@ export function nextDue(state: State, recipients: string[], env: Pick<Env, 'now'
       if (hold) continue;
       const w = staleWindow(at.member, env.spawnHosts);
       if (w !== null) due = Math.min(due, e.timestamp + w + 1);
-      for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]]) if (t !== undefined && t > now) due = Math.min(due, t);
+      for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]])
+        if (t !== undefined && t > now) due = Math.min(due, t);
     }
   }
   return due === Infinity ? null : due;

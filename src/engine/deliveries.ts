@@ -10,7 +10,15 @@ import { recipientLine, type RecipientLine } from './transitions.ts';
 /** What keeps a pending envelope from being handed over now. `awaiting_pull`: the member reads
  *  its mail (pull tool, hook boundary), nobody pushes it; `busy` / `not_owner`: the hold the
  *  host reported at the last drain. */
-export type HoldReason = 'paused' | 'budget' | 'stale_member' | 'ineligible' | 'awaiting_pull' | 'cooldown' | 'busy' | 'not_owner';
+export type HoldReason =
+  | 'paused'
+  | 'budget'
+  | 'stale_member'
+  | 'ineligible'
+  | 'awaiting_pull'
+  | 'cooldown'
+  | 'busy'
+  | 'not_owner';
 
 /** The recipient machine's state as the operator reads it: `blocked:<why>` names the hold. */
 export type RecipientState = Exclude<RecipientLine, 'blocked'> | `blocked:${HoldReason}`;
@@ -131,13 +139,24 @@ export function holdOf(ch: Channel, m: Member, now: number): HoldReason | null {
 }
 
 /** `index`: the state's mail index, built once by a caller that asks for many members. */
-export function agentState(state: Readonly<State>, ch: Channel, m: Member, index: MailIndex = mailIndex(state)): AgentState {
+export function agentState(
+  state: Readonly<State>,
+  ch: Channel,
+  m: Member,
+  index: MailIndex = mailIndex(state),
+): AgentState {
   if (m.stale) return 'Offline';
   const c = index.count(ch.id, m.session_id);
   return c.queued || c.in_flight > 0 ? 'Working' : 'Idle';
 }
 
-export function recipientView(state: Readonly<State>, ch: Channel, m: Member, now: number, index: MailIndex = mailIndex(state)): RecipientView {
+export function recipientView(
+  state: Readonly<State>,
+  ch: Channel,
+  m: Member,
+  now: number,
+  index: MailIndex = mailIndex(state),
+): RecipientView {
   const { pending, in_flight: inFlight } = index.count(ch.id, m.session_id);
   const hold = holdOf(ch, m, now);
   let s: RecipientState;
@@ -189,11 +208,18 @@ const channelState = (ch: Channel): DeliveryView['channel_state'] =>
  * The whole view of one session: live envelopes from state plus `logged`, the newest envelopes
  * that already left state for the history log (the shell reads them), newest first.
  */
-export function deliveryView(state: Readonly<State>, ch: Channel, logged: readonly Envelope[], now: number): DeliveryView {
+export function deliveryView(
+  state: Readonly<State>,
+  ch: Channel,
+  logged: readonly Envelope[],
+  now: number,
+): DeliveryView {
   const index = mailIndex(state);
   const live = index.byChannel.get(ch.id) ?? [];
   const seen = new Set(live.map((e) => e.message_id));
-  const all = [...live, ...logged.filter((e) => e.channel_id === ch.id && !seen.has(e.message_id))].sort((a, b) => b.timestamp - a.timestamp);
+  const all = [...live, ...logged.filter((e) => e.channel_id === ch.id && !seen.has(e.message_id))].sort(
+    (a, b) => b.timestamp - a.timestamp,
+  );
   return {
     name: ch.name,
     channel_state: channelState(ch),

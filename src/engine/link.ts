@@ -1,13 +1,36 @@
 // create and join (FEATURES.md §3.2, §3.3 check order).
 import {
-  DEFAULT_MAX_HOPS, DEFAULT_MAX_MEMBERS, DEFAULT_RATE_LIMIT, MAX_BUDGET_MESSAGES, MAX_BUDGET_RUNTIME_MS,
-  MAX_MAX_HOPS, MAX_MAX_MEMBERS, MAX_RATE_LIMIT, MIN_BUDGET_MESSAGES, MIN_BUDGET_RUNTIME_MS, MIN_MAX_HOPS,
-  MIN_MAX_MEMBERS, MIN_RATE_LIMIT,
+  DEFAULT_MAX_HOPS,
+  DEFAULT_MAX_MEMBERS,
+  DEFAULT_RATE_LIMIT,
+  MAX_BUDGET_MESSAGES,
+  MAX_BUDGET_RUNTIME_MS,
+  MAX_MAX_HOPS,
+  MAX_MAX_MEMBERS,
+  MAX_RATE_LIMIT,
+  MIN_BUDGET_MESSAGES,
+  MIN_BUDGET_RUNTIME_MS,
+  MIN_MAX_HOPS,
+  MIN_MAX_MEMBERS,
+  MIN_RATE_LIMIT,
 } from '../protocol/limits.ts';
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
-import { capabilitiesFor, ChannelSchema, stalePolicyFor, type Channel, type Member, type State } from '../protocol/schema.ts';
 import {
-  findMember, invalidChannelName, invalidRole, isSentinelProject, liveChannel, normaliseChannelName, normaliseRole,
+  capabilitiesFor,
+  ChannelSchema,
+  stalePolicyFor,
+  type Channel,
+  type Member,
+  type State,
+} from '../protocol/schema.ts';
+import {
+  findMember,
+  invalidChannelName,
+  invalidRole,
+  isSentinelProject,
+  liveChannel,
+  normaliseChannelName,
+  normaliseRole,
   tombstoneRefusal,
 } from './lookup.ts';
 import type { Caller, Env, Outcome } from './types.ts';
@@ -24,7 +47,14 @@ export interface CreateArgs {
   budget_messages?: unknown;
 }
 
-export function newMember(caller: Caller, role: string, rolePrompt: string, now: number, by: string | null = null, machine: string | null = null): Member {
+export function newMember(
+  caller: Caller,
+  role: string,
+  rolePrompt: string,
+  now: number,
+  by: string | null = null,
+  machine: string | null = null,
+): Member {
   return {
     session_id: caller.session_id,
     role,
@@ -45,7 +75,9 @@ export function newMember(caller: Caller, role: string, rolePrompt: string, now:
 }
 
 /** A fresh active channel with every default (§2.2). */
-export function newChannel(fields: Pick<Channel, 'id' | 'name' | 'project_id' | 'worktree' | 'created_at'> & Partial<Channel>): Channel {
+export function newChannel(
+  fields: Pick<Channel, 'id' | 'name' | 'project_id' | 'worktree' | 'created_at'> & Partial<Channel>,
+): Channel {
   const ch = ChannelSchema.parse({ ...fields, members: [] }) as Channel;
   ch.delivered_total = 0;
   ch.members = fields.members ?? [];
@@ -53,8 +85,20 @@ export function newChannel(fields: Pick<Channel, 'id' | 'name' | 'project_id' | 
 }
 
 /** A new channel of `actor` (its project and worktree), minted now. */
-export const channelOf = (actor: { project_id: string; worktree: string }, name: string, env: Env, fields: Partial<Channel> = {}): Channel =>
-  newChannel({ id: env.mint('chn'), name, project_id: actor.project_id, worktree: actor.worktree, created_at: env.now, ...fields });
+export const channelOf = (
+  actor: { project_id: string; worktree: string },
+  name: string,
+  env: Env,
+  fields: Partial<Channel> = {},
+): Channel =>
+  newChannel({
+    id: env.mint('chn'),
+    name,
+    project_id: actor.project_id,
+    worktree: actor.worktree,
+    created_at: env.now,
+    ...fields,
+  });
 
 /** A name a new channel cannot take: held by an active channel, or by a saved one (resume it);
  *  a deleted tombstone's name is free (§2.3). */
@@ -74,7 +118,8 @@ export function clampOptions(specs: Clamp[]): Record<string, number | null> | Re
       out[s.field] = s.def;
       continue;
     }
-    const n = typeof s.raw === 'number' ? s.raw : typeof s.raw === 'string' && s.raw.trim() !== '' ? Number(s.raw) : NaN;
+    const n =
+      typeof s.raw === 'number' ? s.raw : typeof s.raw === 'string' && s.raw.trim() !== '' ? Number(s.raw) : NaN;
     if (!Number.isFinite(n))
       return refuse('invalid_argument', `${s.field} must be a number (${s.min}..${s.max}).`, { field: s.field });
     out[s.field] = Math.min(s.max, Math.max(s.min, Math.floor(n)));
@@ -88,22 +133,48 @@ export function create(state: State, caller: Caller, args: CreateArgs, env: Env)
   const name = normaliseChannelName(args.channel);
   if (name === null) return refused(state, invalidChannelName());
   if (contextMissing(caller))
-    return refused(state, refuse('context_missing', 'The adapter supplied no session, project or worktree; report an adapter fault.'));
+    return refused(
+      state,
+      refuse('context_missing', 'The adapter supplied no session, project or worktree; report an adapter fault.'),
+    );
   const prompt = typeof args.role_prompt === 'string' ? args.role_prompt.trim() : '';
   if (!prompt) return refused(state, roleFirstPrompt());
   const role = normaliseRole(args.role);
   if (role === null) return refused(state, invalidRole());
   const opts = clampOptions([
-    { field: 'max_members', raw: args.max_members, def: DEFAULT_MAX_MEMBERS, min: MIN_MAX_MEMBERS, max: MAX_MAX_MEMBERS },
+    {
+      field: 'max_members',
+      raw: args.max_members,
+      def: DEFAULT_MAX_MEMBERS,
+      min: MIN_MAX_MEMBERS,
+      max: MAX_MAX_MEMBERS,
+    },
     { field: 'rate_limit', raw: args.rate_limit, def: DEFAULT_RATE_LIMIT, min: MIN_RATE_LIMIT, max: MAX_RATE_LIMIT },
     { field: 'max_hops', raw: args.max_hops, def: DEFAULT_MAX_HOPS, min: MIN_MAX_HOPS, max: MAX_MAX_HOPS },
-    { field: 'budget_runtime_ms', raw: args.budget_runtime_ms, def: null, min: MIN_BUDGET_RUNTIME_MS, max: MAX_BUDGET_RUNTIME_MS, nullable: true },
-    { field: 'budget_messages', raw: args.budget_messages, def: null, min: MIN_BUDGET_MESSAGES, max: MAX_BUDGET_MESSAGES, nullable: true },
+    {
+      field: 'budget_runtime_ms',
+      raw: args.budget_runtime_ms,
+      def: null,
+      min: MIN_BUDGET_RUNTIME_MS,
+      max: MAX_BUDGET_RUNTIME_MS,
+      nullable: true,
+    },
+    {
+      field: 'budget_messages',
+      raw: args.budget_messages,
+      def: null,
+      min: MIN_BUDGET_MESSAGES,
+      max: MAX_BUDGET_MESSAGES,
+      nullable: true,
+    },
   ]);
   if ('ok' in opts) return refused(state, opts as Refusal);
   const taken = nameTaken(state, name, 'Join it, or choose another name.');
   if (taken) return refused(state, taken);
-  const budgets = { max_runtime_ms: opts.budget_runtime_ms ?? null, max_delivered_messages: opts.budget_messages ?? null };
+  const budgets = {
+    max_runtime_ms: opts.budget_runtime_ms ?? null,
+    max_delivered_messages: opts.budget_messages ?? null,
+  };
   const ch = channelOf(caller, name, env, {
     max_members: opts.max_members!,
     rate_limit: opts.rate_limit!,
@@ -112,16 +183,22 @@ export function create(state: State, caller: Caller, args: CreateArgs, env: Env)
     members: [newMember(caller, role, prompt, env.now, env.by, env.machine ?? null)],
   });
   state.channels[name] = ch;
-  return done(state, ok(`Created channel "${name}" as ${role}. Others join with opencomms_join channel=${name}.`, {
-    channel_id: ch.id,
-    role,
-    session_id: caller.session_id,
-    settings: { max_members: ch.max_members, rate_limit: ch.rate_limit, max_hops: ch.max_hops, budgets },
-  }));
+  return done(
+    state,
+    ok(`Created channel "${name}" as ${role}. Others join with opencomms_join channel=${name}.`, {
+      channel_id: ch.id,
+      role,
+      session_id: caller.session_id,
+      settings: { max_members: ch.max_members, rate_limit: ch.rate_limit, max_hops: ch.max_hops, budgets },
+    }),
+  );
 }
 
 const roleFirstPrompt = () =>
-  refuse('role_prompt_required', 'role_prompt is blank: give standing instructions for your role (what you do in this channel).');
+  refuse(
+    'role_prompt_required',
+    'role_prompt is blank: give standing instructions for your role (what you do in this channel).',
+  );
 
 export interface JoinArgs {
   channel: unknown;
@@ -137,24 +214,59 @@ export function join(state: State, caller: Caller, args: JoinArgs, env: Env, com
   if ('refusal' in found) return refused(state, found.refusal);
   const { ch } = found;
   if (contextMissing(caller))
-    return refused(state, refuse('context_missing', 'The adapter supplied no session, project or worktree; report an adapter fault.'));
+    return refused(
+      state,
+      refuse('context_missing', 'The adapter supplied no session, project or worktree; report an adapter fault.'),
+    );
   const empty = ch.members.length === 0;
-  if (!empty && !isSentinelProject(ch.project_id) && !isSentinelProject(caller.project_id) && ch.project_id !== caller.project_id)
-    return refused(state, refuse('project_mismatch', `Channel "${ch.name}" belongs to another project. Open the right project; never relink across projects.`));
+  if (
+    !empty &&
+    !isSentinelProject(ch.project_id) &&
+    !isSentinelProject(caller.project_id) &&
+    ch.project_id !== caller.project_id
+  )
+    return refused(
+      state,
+      refuse(
+        'project_mismatch',
+        `Channel "${ch.name}" belongs to another project. Open the right project; never relink across projects.`,
+      ),
+    );
   // The worktree is a path on one machine: it binds a joiner on a machine the channel has members
   // on (or members recorded before machines had ids); a checkout of the same project at another
   // path on another machine joins.
-  const sameMachine = env.machine === undefined || ch.members.some((m) => m.machine === null || m.machine === env.machine);
+  const sameMachine =
+    env.machine === undefined || ch.members.some((m) => m.machine === null || m.machine === env.machine);
   if (!empty && ch.worktree !== caller.worktree && sameMachine)
-    return refused(state, refuse('worktree_mismatch', `Channel "${ch.name}" belongs to worktree ${ch.worktree}. Open that worktree; never relink across worktrees.`));
+    return refused(
+      state,
+      refuse(
+        'worktree_mismatch',
+        `Channel "${ch.name}" belongs to worktree ${ch.worktree}. Open that worktree; never relink across worktrees.`,
+      ),
+    );
   const mine = findMember(ch, caller.session_id);
   if (mine)
-    return refused(state, refuse('already_member', `You are already on "${ch.name}" as ${mine.role}. Use that membership.`, { role: mine.role }));
+    return refused(
+      state,
+      refuse('already_member', `You are already on "${ch.name}" as ${mine.role}. Use that membership.`, {
+        role: mine.role,
+      }),
+    );
   if (ch.members.length >= ch.max_members)
-    return refused(state, refuse('channel_full', `Channel "${ch.name}" is full (${ch.max_members} members). Ask someone to disconnect.`));
+    return refused(
+      state,
+      refuse('channel_full', `Channel "${ch.name}" is full (${ch.max_members} members). Ask someone to disconnect.`),
+    );
   const holder = ch.members.find((m) => m.role.toLowerCase() === role.toLowerCase());
   if (holder)
-    return refused(state, refuse('role_taken', `Role "${holder.role}" is taken on "${ch.name}". Pick another role; replacing someone needs them to disconnect first.`));
+    return refused(
+      state,
+      refuse(
+        'role_taken',
+        `Role "${holder.role}" is taken on "${ch.name}". Pick another role; replacing someone needs them to disconnect first.`,
+      ),
+    );
   const prompt = typeof args.role_prompt === 'string' ? args.role_prompt.trim() : '';
   if (!prompt) return refused(state, roleFirstPrompt());
   if (empty) {

@@ -18,10 +18,16 @@ export const normaliseRole = (raw: unknown): string | null => {
 };
 
 export const invalidChannelName = () =>
-  refuse('invalid_channel_name', 'Invalid channel name: use 1-64 lowercase letters, digits, "-" or "_", starting with a letter or digit.');
+  refuse(
+    'invalid_channel_name',
+    'Invalid channel name: use 1-64 lowercase letters, digits, "-" or "_", starting with a letter or digit.',
+  );
 
 export const invalidRole = () =>
-  refuse('invalid_role', 'Invalid role: 1-32 characters, starting with a letter; letters, digits, spaces, "-" and "_" only.');
+  refuse(
+    'invalid_role',
+    'Invalid role: 1-32 characters, starting with a letter; letters, digits, spaces, "-" and "_" only.',
+  );
 
 export const isSentinelProject = (id: string) => (SENTINEL_PROJECT_IDS as readonly string[]).includes(id);
 
@@ -45,7 +51,8 @@ export function onLiveRoster(state: Readonly<State>, sid: string): boolean {
   return false;
 }
 
-export const findMember = (ch: Channel, sid: string): Member | undefined => ch.members.find((m) => m.session_id === sid);
+export const findMember = (ch: Channel, sid: string): Member | undefined =>
+  ch.members.find((m) => m.session_id === sid);
 
 /** Every live membership of `sid`, with its channel. */
 export function memberships(state: Readonly<State>, sid: string): Array<{ ch: Channel; m: Member }> {
@@ -61,21 +68,32 @@ export function memberships(state: Readonly<State>, sid: string): Array<{ ch: Ch
 
 export function tombstoneRefusal(ch: Channel): Refusal {
   return ch.lifecycle === 'saved'
-    ? refuse('lifecycle_refused', `Channel "${ch.name}" was saved and archived. Resume it first (opencomms_resume_session or \`opencomms session resume ${ch.name}\`).`, {
-        lifecycle: 'saved',
-        hint: `opencomms_resume_session channel=${ch.name}`,
-      })
-    : refuse('lifecycle_refused', `Channel "${ch.name}" was deleted and carries no context; pick another name or create it anew.`, {
-        lifecycle: 'deleted',
-        hint: 'the session is gone',
-      });
+    ? refuse(
+        'lifecycle_refused',
+        `Channel "${ch.name}" was saved and archived. Resume it first (opencomms_resume_session or \`opencomms session resume ${ch.name}\`).`,
+        {
+          lifecycle: 'saved',
+          hint: `opencomms_resume_session channel=${ch.name}`,
+        },
+      )
+    : refuse(
+        'lifecycle_refused',
+        `Channel "${ch.name}" was deleted and carries no context; pick another name or create it anew.`,
+        {
+          lifecycle: 'deleted',
+          hint: 'the session is gone',
+        },
+      );
 }
 
-const NOT_FOUND_NEXT = 'Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree.';
-export const channelNotFound = (name: string) => refuse('channel_not_found', `No channel "${name}" in this project. ${NOT_FOUND_NEXT}`);
+const NOT_FOUND_NEXT =
+  'Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree.';
+export const channelNotFound = (name: string) =>
+  refuse('channel_not_found', `No channel "${name}" in this project. ${NOT_FOUND_NEXT}`);
 
 /** A caller's own channel argument as shown back to it: trimmed, lowercased, cut to a name's length. */
-export const shownName = (raw: unknown) => (typeof raw === 'string' ? raw.trim().toLowerCase().slice(0, MAX_CHANNEL_NAME) : '');
+export const shownName = (raw: unknown) =>
+  typeof raw === 'string' ? raw.trim().toLowerCase().slice(0, MAX_CHANNEL_NAME) : '';
 
 /** An existing channel (live or tombstone) by raw name. A name no channel has is
  *  `channel_not_found` whatever its spelling: only create and resume judge a new name's shape. */
@@ -86,7 +104,12 @@ export function lookupChannel(state: Readonly<State>, raw: unknown): { ch: Chann
   // MAX_CHANNEL_NAME characters would name.
   const length = typeof raw === 'string' ? raw.trim().length : 0;
   if (length > MAX_CHANNEL_NAME)
-    return { refusal: refuse('channel_not_found', `No channel has that name: it has ${length} characters, and a channel name has at most ${MAX_CHANNEL_NAME}. Check the name. ${NOT_FOUND_NEXT}`) };
+    return {
+      refusal: refuse(
+        'channel_not_found',
+        `No channel has that name: it has ${length} characters, and a channel name has at most ${MAX_CHANNEL_NAME}. Check the name. ${NOT_FOUND_NEXT}`,
+      ),
+    };
   return { refusal: channelNotFound(shownName(raw)) };
 }
 
@@ -101,7 +124,11 @@ export const notMember = (ch: Channel) =>
   refuse('not_member', `You are not a member of channel "${ch.name}". Join it first, or use a channel you belong to.`);
 
 /** channel_not_found → lifecycle_refused → not_member, the shared prefix of channel-scoped calls. */
-export function memberChannel(state: Readonly<State>, raw: unknown, sid: string): { ch: Channel; me: Member } | { refusal: Refusal } {
+export function memberChannel(
+  state: Readonly<State>,
+  raw: unknown,
+  sid: string,
+): { ch: Channel; me: Member } | { refusal: Refusal } {
   const found = liveChannel(state, raw);
   if ('refusal' in found) return found;
   const me = findMember(found.ch, sid);

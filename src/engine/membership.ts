@@ -16,9 +16,15 @@ export function updateRole(state: State, sid: string, args: { channel: unknown; 
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const prompt = typeof args.role_prompt === 'string' ? args.role_prompt.trim() : '';
   if (!prompt)
-    return refused(state, refuse('role_prompt_required', 'role_prompt is blank: give standing instructions for your role.'));
+    return refused(
+      state,
+      refuse('role_prompt_required', 'role_prompt is blank: give standing instructions for your role.'),
+    );
   scoped.me.role_prompt = prompt;
-  return done(state, ok(`Updated your role prompt on "${scoped.ch.name}".`, { channel_id: scoped.ch.id, role: scoped.me.role }));
+  return done(
+    state,
+    ok(`Updated your role prompt on "${scoped.ch.name}".`, { channel_id: scoped.ch.id, role: scoped.me.role }),
+  );
 }
 
 const pendingFor = (state: State, ch: Channel) =>
@@ -29,14 +35,27 @@ function operatorChannel(state: State, raw: unknown): { ch: Channel } | { refusa
   const name = normaliseChannelName(raw);
   if (name === null) return { refusal: invalidChannelName() };
   const ch = state.channels[name];
-  if (!ch) return { refusal: refuse('channel_not_found', `No channel "${name}" in this project; \`opencomms channels\` lists the live ones.`) };
+  if (!ch)
+    return {
+      refusal: refuse(
+        'channel_not_found',
+        `No channel "${name}" in this project; \`opencomms channels\` lists the live ones.`,
+      ),
+    };
   return ch.lifecycle === 'active' ? { ch } : { refusal: tombstoneRefusal(ch) };
 }
 
 /** Pause or resume a channel: a member's tool on its own channel, or the operator on any live one;
  *  either way through the channel machine. */
-export function setPaused(state: State, who: string | { operator: true }, args: { channel: unknown }, paused: boolean, env: Env): Outcome {
-  const scoped = typeof who === 'string' ? memberChannel(state, args.channel, who) : operatorChannel(state, args.channel);
+export function setPaused(
+  state: State,
+  who: string | { operator: true },
+  args: { channel: unknown },
+  paused: boolean,
+  env: Env,
+): Outcome {
+  const scoped =
+    typeof who === 'string' ? memberChannel(state, args.channel, who) : operatorChannel(state, args.channel);
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const { ch } = scoped;
   const was = ch.paused;
@@ -46,10 +65,19 @@ export function setPaused(state: State, who: string | { operator: true }, args: 
   const wake = !paused && changed ? pendingFor(state, ch).map((m) => m.session_id) : [];
   return done(
     state,
-    ok(paused ? (changed ? `Paused "${ch.name}": delivery is held.` : `"${ch.name}" was already paused.`) : changed ? `Resumed "${ch.name}": held mail is delivered.` : `"${ch.name}" was not paused.`, {
-      paused: ch.paused,
-      changed,
-    }),
+    ok(
+      paused
+        ? changed
+          ? `Paused "${ch.name}": delivery is held.`
+          : `"${ch.name}" was already paused.`
+        : changed
+          ? `Resumed "${ch.name}": held mail is delivered.`
+          : `"${ch.name}" was not paused.`,
+      {
+        paused: ch.paused,
+        changed,
+      },
+    ),
     wake.length ? [{ type: 'Wake', recipients: wake }] : [],
     undefined,
     changed,
@@ -86,10 +114,15 @@ export function disconnect(state: State, sid: string, args: { channel: unknown }
   const history = enforceRetention(state, env.now);
   return done(
     state,
-    ok(removed ? `Disconnected; "${ch.name}" had no members left and was removed.` : `Disconnected from "${ch.name}". No host session was touched.`, {
-      channel_removed: removed,
-      remaining_members: ch.members.length,
-    }),
+    ok(
+      removed
+        ? `Disconnected; "${ch.name}" had no members left and was removed.`
+        : `Disconnected from "${ch.name}". No host session was touched.`,
+      {
+        channel_removed: removed,
+        remaining_members: ch.members.length,
+      },
+    ),
     [],
     history.length ? { history } : undefined,
   );
@@ -118,16 +151,26 @@ export function kick(state: State, caller: string | { operator: true }, args: Ki
     if ('refusal' in scoped) return refused(state, scoped.refusal);
     ({ ch, me } = scoped);
     if (ch.members[0]!.session_id !== sid)
-      return refused(state, refuse('not_coordinator', `Only the coordinator (${ch.members[0]!.role}) may kick. Ask them or the operator.`, { coordinator_role: ch.members[0]!.role }));
+      return refused(
+        state,
+        refuse('not_coordinator', `Only the coordinator (${ch.members[0]!.role}) may kick. Ask them or the operator.`, {
+          coordinator_role: ch.members[0]!.role,
+        }),
+      );
   }
   const byId = typeof args.target_session_id === 'string' ? args.target_session_id.trim() : '';
   const byRole = typeof args.target_role === 'string' ? args.target_role.trim().toLowerCase() : '';
   if (!byId && !byRole) return refused(state, refuse('target_required', 'Give target_session_id or target_role.'));
-  const target = ch.members.find((m) => byId && m.session_id === byId) ?? ch.members.find((m) => byRole && m.role.toLowerCase() === byRole);
+  const target =
+    ch.members.find((m) => byId && m.session_id === byId) ??
+    ch.members.find((m) => byRole && m.role.toLowerCase() === byRole);
   if (me && (byId === sid || target === me))
     return refused(state, refuse('cannot_kick_self', 'You cannot kick yourself; use opencomms_disconnect.'));
   if (!target)
-    return refused(state, refuse('target_not_found', 'No member matches that target.', { members: ch.members.map(memberLabel) }));
+    return refused(
+      state,
+      refuse('target_not_found', 'No member matches that target.', { members: ch.members.map(memberLabel) }),
+    );
   removeMember(state, ch, target, env.now);
   const byLabel = operator ? 'the operator' : memberLabel(me!);
   const notice = `${memberLabel(target)} was removed from channel "${ch.name}" by ${byLabel}.`;
@@ -167,7 +210,13 @@ export function kick(state: State, caller: string | { operator: true }, args: Ki
 }
 
 /** The host reports the session gone (or back): every membership of it follows. */
-export function setStale(state: State, hostSessionOrId: string, stale: boolean, env: Env, keep: (m: Member) => boolean = () => false): Outcome {
+export function setStale(
+  state: State,
+  hostSessionOrId: string,
+  stale: boolean,
+  env: Env,
+  keep: (m: Member) => boolean = () => false,
+): Outcome {
   let changed = false;
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
@@ -180,7 +229,13 @@ export function setStale(state: State, hostSessionOrId: string, stale: boolean, 
       }
     }
   }
-  return done(state, ok(changed ? (stale ? 'Marked stale.' : 'Cleared stale.') : 'No change.', { changed }), [], undefined, changed);
+  return done(
+    state,
+    ok(changed ? (stale ? 'Marked stale.' : 'Cleared stale.') : 'No change.', { changed }),
+    [],
+    undefined,
+    changed,
+  );
 }
 
 /** A host session ended (FEATURES.md §8.2 SessionEnd): its members are marked stale, except a
@@ -194,7 +249,10 @@ export function claim(state: State, session: string, env: Env): Outcome {
   let changed = false;
   for (const ch of Object.values(state.channels))
     for (const m of ch.members)
-      if ((m.session_id === session || m.host_session_id === session) && (m.owner !== env.by || (env.machine !== undefined && m.machine !== env.machine))) {
+      if (
+        (m.session_id === session || m.host_session_id === session) &&
+        (m.owner !== env.by || (env.machine !== undefined && m.machine !== env.machine))
+      ) {
         m.owner = env.by;
         if (env.machine !== undefined) m.machine = env.machine;
         changed = true;
@@ -227,6 +285,18 @@ export function bind(state: State, member: string, host: string, hostSessionId: 
     }
   }
   if (!rows)
-    return refused(state, refuse('not_member', `Member ${member} has no ${host} membership on a live channel. Join a channel from that session first.`));
-  return done(state, ok(changed ? `Bound ${host} session ${hostSessionId} to member ${member}.` : 'Already bound.', { changed, rows }), [], undefined, changed);
+    return refused(
+      state,
+      refuse(
+        'not_member',
+        `Member ${member} has no ${host} membership on a live channel. Join a channel from that session first.`,
+      ),
+    );
+  return done(
+    state,
+    ok(changed ? `Bound ${host} session ${hostSessionId} to member ${member}.` : 'Already bound.', { changed, rows }),
+    [],
+    undefined,
+    changed,
+  );
 }

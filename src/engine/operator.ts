@@ -7,7 +7,14 @@ import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
 import { ok, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
-import { AGENT_STATE_HELP, agentState, deliveryView, mailIndex, type AgentState, type MailIndex } from './deliveries.ts';
+import {
+  AGENT_STATE_HELP,
+  agentState,
+  deliveryView,
+  mailIndex,
+  type AgentState,
+  type MailIndex,
+} from './deliveries.ts';
 import { channelOf, clampOptions, nameTaken } from './link.ts';
 import { memberRow } from './reads.ts';
 import { channelNotFound, invalidChannelName, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
@@ -25,7 +32,14 @@ export function createSession(state: State, actor: OperatorCaller, args: CreateS
   const name = normaliseChannelName(args.channel);
   if (name === null) return refused(state, invalidChannelName());
   const opts = clampOptions([
-    { field: 'max_members', raw: args.max_members, def: DEFAULT_MAX_MEMBERS, min: MIN_MAX_MEMBERS, max: MAX_MAX_MEMBERS, nullable: true },
+    {
+      field: 'max_members',
+      raw: args.max_members,
+      def: DEFAULT_MAX_MEMBERS,
+      min: MIN_MAX_MEMBERS,
+      max: MAX_MAX_MEMBERS,
+      nullable: true,
+    },
   ]);
   if ('ok' in opts) return refused(state, opts as Refusal);
   const taken = nameTaken(state, name, 'Open that session, or choose another name.');
@@ -73,7 +87,10 @@ export type ArchiveCard = ReturnType<typeof archiveSummary>;
  *  operator sees all). `archives` come from the store, newest first. */
 export function sessionList(state: State, archives: readonly ArchiveHead[]): Outcome {
   const index = mailIndex(state);
-  const live = Object.values(state.channels).filter((c) => c.lifecycle === 'active').sort((a, b) => a.name.localeCompare(b.name)).map((c) => liveCard(state, c, index));
+  const live = Object.values(state.channels)
+    .filter((c) => c.lifecycle === 'active')
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((c) => liveCard(state, c, index));
   const archived = archives.map((a) => archiveSummary(a));
   return answered(state, ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived }));
 }
@@ -106,7 +123,12 @@ export function sessionGet(state: State, args: { channel: unknown }, archive: Ar
   const ch = name === null ? undefined : state.channels[name];
   if (ch?.lifecycle === 'active') {
     const compact = archive && archive.channel_id === ch.parent_channel_id ? compactContext(archive) : null;
-    const detail: SessionDetail = { kind: 'live', ...liveCard(state, ch), compact_context: compact, agent_state_help: AGENT_STATE_HELP };
+    const detail: SessionDetail = {
+      kind: 'live',
+      ...liveCard(state, ch),
+      compact_context: compact,
+      agent_state_help: AGENT_STATE_HELP,
+    };
     return answered(state, ok(`Session "${ch.name}": ${ch.members.length}/${ch.max_members} agent(s).`, detail));
   }
   if (!archive) {
@@ -130,12 +152,20 @@ export function sessionGet(state: State, args: { channel: unknown }, archive: Ar
 }
 
 /** The live machine view of one session (§10.3); `logged` = its newest history-log envelopes. */
-export function deliveries(state: State, args: { channel: unknown }, logged: readonly Envelope[], now: number): Outcome {
+export function deliveries(
+  state: State,
+  args: { channel: unknown },
+  logged: readonly Envelope[],
+  now: number,
+): Outcome {
   const name = normaliseChannelName(args.channel);
   if (name === null) return refused(state, invalidChannelName());
   const ch = state.channels[name];
   if (!ch) return refused(state, channelNotFound(name));
   if (ch.lifecycle !== 'active') return refused(state, tombstoneRefusal(ch));
   const view = deliveryView(state, ch, logged, now);
-  return answered(state, ok(`${view.envelopes.length} envelope(s), ${view.recipients.length} recipient(s) on "${ch.name}".`, view));
+  return answered(
+    state,
+    ok(`${view.envelopes.length} envelope(s), ${view.recipients.length} recipient(s) on "${ch.name}".`, view),
+  );
 }

@@ -15,4 +15,5 @@ export const done = <D extends object>(
 ): Outcome => ({ state, result: result as ToolResult, effects, changed, ...(writes ? { writes } : {}) });
 
 /** A read: answers without changing state. */
-export const answered = <D extends object>(state: State, result: ToolResult<D>): Outcome => done(state, result, [], undefined, false);
+export const answered = <D extends object>(state: State, result: ToolResult<D>): Outcome =>
+  done(state, result, [], undefined, false);

@@ -47,7 +47,13 @@ export const memberRow = (m: Member) => ({
 
 /** `forAgent`: the session description a member wrote reaches other agents framed as peer text;
  *  the operator (CLI, console) sees it as written. */
-export function channelSummary(state: State, ch: Channel, now: number, forAgent = false, index: MailIndex = mailIndex(state)) {
+export function channelSummary(
+  state: State,
+  ch: Channel,
+  now: number,
+  forAgent = false,
+  index: MailIndex = mailIndex(state),
+) {
   const envs = index.byChannel.get(ch.id) ?? [];
   const pendingOf = (sid: string) => index.count(ch.id, sid).pending;
   return {
@@ -69,11 +75,20 @@ export function channelSummary(state: State, ch: Channel, now: number, forAgent 
     settings: { rate_limit: ch.rate_limit, max_hops: ch.max_hops },
     budgets: { ...ch.budgets, delivered_total: ch.delivered_total },
     timer: timerStatus(ch, now),
-    receipts: envs.filter((e) => e.delivery_status !== 'delivered' || e.transitions.length > 0).slice(-20).map(receipt),
+    receipts: envs
+      .filter((e) => e.delivery_status !== 'delivered' || e.transitions.length > 0)
+      .slice(-20)
+      .map(receipt),
   };
 }
 
-function report(state: State, channels: Channel[], now: number, errorVisible: (e: State['errors'][number]) => boolean, forAgent: boolean) {
+function report(
+  state: State,
+  channels: Channel[],
+  now: number,
+  errorVisible: (e: State['errors'][number]) => boolean,
+  forAgent: boolean,
+) {
   const index = mailIndex(state);
   const summaries = channels.map((c) => channelSummary(state, c, now, forAgent, index));
   return {
@@ -97,7 +112,13 @@ export function status(state: State, sid: string, args: { channel?: unknown }, n
     mine = mine.filter((c) => c.name === name);
   }
   const ids = new Set(mine.map((c) => c.id));
-  const data = report(state, mine, now, (e) => (e.channel_id !== undefined && ids.has(e.channel_id)) || e.session_id === sid, true);
+  const data = report(
+    state,
+    mine,
+    now,
+    (e) => (e.channel_id !== undefined && ids.has(e.channel_id)) || e.session_id === sid,
+    true,
+  );
   return answered(state, ok(`${data.channels.length} channel(s), ${data.pending_messages} pending.`, data));
 }
 
@@ -119,15 +140,23 @@ export function inbox(state: State, sid: string, args: { channel: unknown; limit
     const { recipient_role: _own, ...view } = messageView(e); // the inbox is the caller's own
     return view;
   });
-  return answered(state, ok(`${pending.length} pending message(s) on "${scoped.ch.name}" (preview only; nothing consumed).`, {
-    pending: pending.length,
-    messages,
-    untrusted_notice: UNTRUSTED_NOTICE,
-  }));
+  return answered(
+    state,
+    ok(`${pending.length} pending message(s) on "${scoped.ch.name}" (preview only; nothing consumed).`, {
+      pending: pending.length,
+      messages,
+      untrusted_notice: UNTRUSTED_NOTICE,
+    }),
+  );
 }
 
 /** `logged` = the channel's history-log envelopes (newest first), read by the shell. */
-export function history(state: State, sid: string, args: { channel: unknown; limit?: unknown }, logged: Envelope[] = []): Outcome {
+export function history(
+  state: State,
+  sid: string,
+  args: { channel: unknown; limit?: unknown },
+  logged: Envelope[] = [],
+): Outcome {
   const scoped = memberChannel(state, args.channel, sid);
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_READ_LIMIT);
@@ -137,5 +166,11 @@ export function history(state: State, sid: string, args: { channel: unknown; lim
     (a, b) => b.timestamp - a.timestamp,
   );
   const messages = all.slice(0, limit).map(messageView);
-  return answered(state, ok(`${messages.length} message(s) on "${scoped.ch.name}", newest first.`, { messages, untrusted_notice: UNTRUSTED_NOTICE }));
+  return answered(
+    state,
+    ok(`${messages.length} message(s) on "${scoped.ch.name}", newest first.`, {
+      messages,
+      untrusted_notice: UNTRUSTED_NOTICE,
+    }),
+  );
 }

@@ -5,4 +5,6 @@ import type { State } from '../protocol/schema.ts';
 import { memberships } from './lookup.ts';
 
 export const roleInstructions = (state: Readonly<State>, sid: string): string[] =>
-  memberships(state, sid).map(({ ch, m }) => `${ROLE_HEADER}\nYou are ${m.role} in the OpenComms channel "${ch.name}".\n${m.role_prompt}`);
+  memberships(state, sid).map(
+    ({ ch, m }) => `${ROLE_HEADER}\nYou are ${m.role} in the OpenComms channel "${ch.name}".\n${m.role_prompt}`,
+  );

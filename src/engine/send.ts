@@ -1,7 +1,10 @@
 // send (FEATURES.md §3.2 check order, §4 rules, §5.3 recipient resolution, §5.11 description).
 import { hash } from 'node:crypto';
 import {
-  MAX_CONTENT_CHARS, MAX_DESCRIPTION_CHARS, MAX_PROCESSED_CORRELATIONS, MESSAGE_TYPES,
+  MAX_CONTENT_CHARS,
+  MAX_DESCRIPTION_CHARS,
+  MAX_PROCESSED_CORRELATIONS,
+  MESSAGE_TYPES,
 } from '../protocol/limits.ts';
 import { MESSAGE_ID_RE } from '../protocol/ids.ts';
 import { applyOps, raw, type Op } from '../protocol/draft.ts';
@@ -31,13 +34,28 @@ const refusalOf = (r: { reason: string; budget?: string }, ch: Channel): Refusal
     case 'channel_paused':
       return refuse('channel_paused', `Channel "${ch.name}" is paused. Resume it with opencomms_resume, or wait.`);
     case 'budget_exhausted':
-      return refuse('budget_exhausted', `The ${r.budget} budget of "${ch.name}" is used up. Pause, ask the operator to raise it, or start a new channel.`, { budget: r.budget });
+      return refuse(
+        'budget_exhausted',
+        `The ${r.budget} budget of "${ch.name}" is used up. Pause, ask the operator to raise it, or start a new channel.`,
+        { budget: r.budget },
+      );
     case 'rate_limited':
-      return refuse('rate_limited', `"${ch.name}" allows ${ch.rate_limit} sends per minute and they are used up. Retry after the window.`, { rate_limit: ch.rate_limit });
+      return refuse(
+        'rate_limited',
+        `"${ch.name}" allows ${ch.rate_limit} sends per minute and they are used up. Retry after the window.`,
+        { rate_limit: ch.rate_limit },
+      );
     case 'duplicate_content':
-      return refuse('duplicate_content', 'You sent this same content within the last 5 minutes. Do not resend; change the content if it is really new.');
+      return refuse(
+        'duplicate_content',
+        'You sent this same content within the last 5 minutes. Do not resend; change the content if it is really new.',
+      );
     case 'hop_limit_exceeded':
-      return refuse('hop_limit_exceeded', `This reply chain would pass ${ch.max_hops} hops. Stop the loop; start a new thread without reply_to only if needed.`, { max_hops: ch.max_hops });
+      return refuse(
+        'hop_limit_exceeded',
+        `This reply chain would pass ${ch.max_hops} hops. Stop the loop; start a new thread without reply_to only if needed.`,
+        { max_hops: ch.max_hops },
+      );
     default:
       return refuse('lifecycle_refused', `Channel "${ch.name}" is not active.`);
   }
@@ -60,34 +78,66 @@ export interface SendPlan {
  *  runtime's hot path has the store apply and journal them as they are, with no change tracker
  *  between (half of a send's engine step in the server went to the tracker's proxies and diff).
  *  `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
-export function planSend(state: Readonly<State>, sid: string, args: SendArgs, env: Env, logged?: Envelope): SendPlan | { refusal: Refusal } {
+export function planSend(
+  state: Readonly<State>,
+  sid: string,
+  args: SendArgs,
+  env: Env,
+  logged?: Envelope,
+): SendPlan | { refusal: Refusal } {
   const scoped = memberChannel(state, args.channel, sid);
   if ('refusal' in scoped) return scoped;
   const { ch, me } = scoped;
   const admit = channelStepOps(ch, { type: 'ADMIT', now: env.now });
   if (admit.refusal) return { refusal: refusalOf(admit.refusal, ch) };
   const content = args.content;
-  if (typeof content !== 'string' || content.trim() === '') return { refusal: refuse('content_empty', 'content is blank: send some text.') };
+  if (typeof content !== 'string' || content.trim() === '')
+    return { refusal: refuse('content_empty', 'content is blank: send some text.') };
   if (content.length > MAX_CONTENT_CHARS)
-    return { refusal: refuse('content_too_large', `content has ${content.length} chars; the limit is ${MAX_CONTENT_CHARS}. Split or shorten it.`, { limit: MAX_CONTENT_CHARS }) };
+    return {
+      refusal: refuse(
+        'content_too_large',
+        `content has ${content.length} chars; the limit is ${MAX_CONTENT_CHARS}. Split or shorten it.`,
+        { limit: MAX_CONTENT_CHARS },
+      ),
+    };
   const type = args.type === undefined || args.type === null ? 'manual' : args.type;
   if (typeof type !== 'string' || !(MESSAGE_TYPES as readonly string[]).includes(type))
-    return { refusal: refuse('invalid_message_type', `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`, { valid_types: [...MESSAGE_TYPES] }) };
+    return {
+      refusal: refuse(
+        'invalid_message_type',
+        `type must be one of ${MESSAGE_TYPES.join(', ')}${type === 'system' ? ' ("system" is reserved for OpenComms notices)' : ''}.`,
+        { valid_types: [...MESSAGE_TYPES] },
+      ),
+    };
   const replyTo = args.reply_to === undefined || args.reply_to === null || args.reply_to === '' ? null : args.reply_to;
   // reply_to is written into the frame header of every recipient, outside the markers: only a
   // message id may go there (an unknown but well-formed id still starts a new chain, SND-5).
   if (replyTo !== null && (typeof replyTo !== 'string' || !MESSAGE_ID_RE.test(replyTo)))
-    return { refusal: refuse('invalid_argument', 'reply_to must be the message_id you are answering (ocm_ followed by 32 hex digits), or omitted.', { field: 'reply_to' }) };
+    return {
+      refusal: refuse(
+        'invalid_argument',
+        'reply_to must be the message_id you are answering (ocm_ followed by 32 hex digits), or omitted.',
+        { field: 'reply_to' },
+      ),
+    };
   const recipients = resolveRecipients(ch, me, args.to, args.broadcast === true);
   if (!Array.isArray(recipients)) return { refusal: recipients };
 
-  const parent = replyTo === null ? undefined : (state.messages[replyTo] ?? (logged?.message_id === replyTo ? logged : undefined));
+  const parent =
+    replyTo === null ? undefined : (state.messages[replyTo] ?? (logged?.message_id === replyTo ? logged : undefined));
   const inChain = parent !== undefined && parent.channel_id === ch.id;
   const hop = inChain ? parent.hop_count + 1 : 0;
   // ADMIT only refuses (test/machines/flat.test.ts), so SEND is stepped from the channel as it is.
   const key = contentKey(sid, content);
   const seen = ch.seen_content;
-  const gate = channelStepOps(ch, { type: 'SEND', now: env.now, hop, content_key: key, seen_at: Object.hasOwn(seen, key) ? seen[key]! : null });
+  const gate = channelStepOps(ch, {
+    type: 'SEND',
+    now: env.now,
+    hop,
+    content_key: key,
+    seen_at: Object.hasOwn(seen, key) ? seen[key]! : null,
+  });
   if (gate.refusal) return { refusal: refusalOf(gate.refusal, ch) };
 
   const at = ['channels', ch.name];
@@ -98,7 +148,11 @@ export function planSend(state: Readonly<State>, sid: string, args: SendArgs, en
     // The newest MAX_PROCESSED_CORRELATIONS / 2 are kept once the list passes its cap.
     const list = ch.processed_correlations;
     const n = list.length + 1;
-    ops.push(n > MAX_PROCESSED_CORRELATIONS ? ['s', [...at, 'processed_correlations'], [...list.slice(n - MAX_PROCESSED_CORRELATIONS / 2), correlation]] : ['a', [...at, 'processed_correlations'], [correlation]]);
+    ops.push(
+      n > MAX_PROCESSED_CORRELATIONS
+        ? ['s', [...at, 'processed_correlations'], [...list.slice(n - MAX_PROCESSED_CORRELATIONS / 2), correlation]]
+        : ['a', [...at, 'processed_correlations'], [correlation]],
+    );
   }
   const ids: string[] = [];
   for (const r of recipients) {
@@ -118,7 +172,11 @@ export function planSend(state: Readonly<State>, sid: string, args: SendArgs, en
       ...acceptedEnvelope(env.now),
     };
     ops.push(['s', ['messages', e.message_id], e]);
-    ops.push(state.queues[r.session_id] ? ['a', ['queues', r.session_id], [e.message_id]] : ['s', ['queues', r.session_id], [e.message_id]]);
+    ops.push(
+      state.queues[r.session_id]
+        ? ['a', ['queues', r.session_id], [e.message_id]]
+        : ['s', ['queues', r.session_id], [e.message_id]],
+    );
     ids.push(e.message_id);
   }
   for (const op of clockOps(ch, env.now, recipients[0]!.session_id)) ops.push(under(at, op));
@@ -141,14 +199,21 @@ export function planSend(state: Readonly<State>, sid: string, args: SendArgs, en
   const names = recipients.map((r) => r.role).join(', ');
   return {
     ops,
-    result: ok(`Queued ${ids.length} envelope${ids.length === 1 ? '' : 's'} for ${names} on "${ch.name}" (hop ${hop}).`, data) as ToolResult,
+    result: ok(
+      `Queued ${ids.length} envelope${ids.length === 1 ? '' : 's'} for ${names} on "${ch.name}" (hop ${hop}).`,
+      data,
+    ) as ToolResult,
     effects: [{ type: 'Wake', recipients: recipients.map((r) => r.session_id) }],
     queued: ids.length,
   };
 }
 
 const under = (at: readonly string[], op: Op): Op =>
-  op[0] === 'd' ? ['d', [...at, ...op[1]]] : op[0] === 's' ? ['s', [...at, ...op[1]], op[2]] : ['a', [...at, ...op[1]], op[2]];
+  op[0] === 'd'
+    ? ['d', [...at, ...op[1]]]
+    : op[0] === 's'
+      ? ['s', [...at, ...op[1]], op[2]]
+      : ['a', [...at, ...op[1]], op[2]];
 
 export function send(state: State, sid: string, args: SendArgs, env: Env, logged?: Envelope): Outcome {
   const plan = planSend(raw(state), sid, args, env, logged);

@@ -5,14 +5,29 @@ import { frameContent, frameWritten, UNTRUSTED_NOTICE } from '../framing.ts';
 import { messageView } from './reads.ts';
 import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import {
-  DEFAULT_ARCHIVE_LIMIT, FINAL_NOTE_CHARS, MAX_ARCHIVE_LIMIT, MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME,
-  MAX_RESUME_LADDER, MAX_SUMMARY_CHARS,
+  DEFAULT_ARCHIVE_LIMIT,
+  FINAL_NOTE_CHARS,
+  MAX_ARCHIVE_LIMIT,
+  MAX_ARCHIVE_MESSAGES,
+  MAX_CHANNEL_NAME,
+  MAX_RESUME_LADDER,
+  MAX_SUMMARY_CHARS,
 } from '../protocol/limits.ts';
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
 import { channelOf } from './link.ts';
-import { channelNotFound, findMember, invalidChannelName, liveChannel, memberChannel, normaliseChannelName, notMember, shownName, tombstoneRefusal } from './lookup.ts';
+import {
+  channelNotFound,
+  findMember,
+  invalidChannelName,
+  liveChannel,
+  memberChannel,
+  normaliseChannelName,
+  notMember,
+  shownName,
+  tombstoneRefusal,
+} from './lookup.ts';
 import { answered, done, refused } from './outcome.ts';
 import { forget } from './retention.ts';
 import { stepChannel, stepEnvelope } from './transitions.ts';
@@ -25,7 +40,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** `count` = every message of the session; `messages` = the newest of them, oldest first. */
 function generatedSummary(ch: Channel, messages: Envelope[], count: number): string {
-  if (!messages.length) return `Channel "${ch.name}" with ${ch.members.map((m) => m.role).join(', ') || 'no members'}; no messages.`;
+  if (!messages.length)
+    return `Channel "${ch.name}" with ${ch.members.map((m) => m.role).join(', ') || 'no members'}; no messages.`;
   const roles = [...new Set(messages.map((m) => m.sender_role))];
   const last = messages.at(-1)!;
   return `${count} message(s) on "${ch.name}" between ${roles.join(', ')}, from ${iso(messages[0]!.timestamp)} to ${iso(last.timestamp)}; last from ${last.sender_role}.`;
@@ -34,7 +50,9 @@ function generatedSummary(ch: Channel, messages: Envelope[], count: number): str
 /** What joiners of a resumed channel (and `mode=summary`) read. The summary and the final note
  *  were written by members of the saved session, so they reach agents framed as peer text. */
 export function compactContext(a: ArchiveHead): string {
-  const written = [`Summary: ${a.summary}`, a.final_state_note ? `Final state: ${a.final_state_note}` : ''].filter(Boolean).join('\n');
+  const written = [`Summary: ${a.summary}`, a.final_state_note ? `Final state: ${a.final_state_note}` : '']
+    .filter(Boolean)
+    .join('\n');
   return [
     `OpenComms resumed session "${a.name}" (saved ${iso(a.saved_at)}).`,
     `Roles: ${a.members.map((m) => m.role).join(', ') || '(none)'}.`,
@@ -47,7 +65,9 @@ export function compactContext(a: ArchiveHead): string {
 function channelMessages(state: State, ch: Channel, logged: Envelope[]): Envelope[] {
   const hot = Object.values(state.messages).filter((e) => e.channel_id === ch.id);
   const seen = new Set(hot.map((e) => e.message_id));
-  return [...hot, ...logged.filter((e) => e.channel_id === ch.id && !seen.has(e.message_id))].sort((a, b) => a.timestamp - b.timestamp);
+  return [...hot, ...logged.filter((e) => e.channel_id === ch.id && !seen.has(e.message_id))].sort(
+    (a, b) => a.timestamp - b.timestamp,
+  );
 }
 
 /** Removes every envelope of the channel from live state; pending mail is rejected first when
@@ -85,10 +105,18 @@ export function save(
   const { ch } = found;
   const given = typeof args.summary === 'string' ? args.summary.trim() : '';
   if (given.length > MAX_SUMMARY_CHARS)
-    return refused(state, refuse('summary_too_large', `The summary has ${given.length} chars; the limit is ${MAX_SUMMARY_CHARS}. Shorten it.`));
+    return refused(
+      state,
+      refuse(
+        'summary_too_large',
+        `The summary has ${given.length} chars; the limit is ${MAX_SUMMARY_CHARS}. Shorten it.`,
+      ),
+    );
   const all = channelMessages(state, ch, logged);
   const messages = all.slice(-MAX_ARCHIVE_MESSAGES);
-  const hotOnly = Object.values(state.messages).filter((e) => e.channel_id === ch.id && !loggedIds.has(e.message_id)).length;
+  const hotOnly = Object.values(state.messages).filter(
+    (e) => e.channel_id === ch.id && !loggedIds.has(e.message_id),
+  ).length;
   const messageCount = loggedIds.size + hotOnly;
   const me = isOperator(actor) ? null : findMember(ch, actor.sid)!;
   const summary = given || generatedSummary(ch, all, messageCount);
@@ -125,8 +153,12 @@ export function save(
 
 const inRoster = (a: ArchiveHead, sid: string) => a.members.some((m) => m.session_id === sid);
 const notArchivedMember = () =>
-  refuse('not_archived_member', 'You are not in the archived roster. Ask someone from it, or the operator (`opencomms session resume`).');
-export const archiveNotFound = () => refuse('archive_not_found', 'No saved session matches. List archives with opencomms_archive.');
+  refuse(
+    'not_archived_member',
+    'You are not in the archived roster. Ask someone from it, or the operator (`opencomms session resume`).',
+  );
+export const archiveNotFound = () =>
+  refuse('archive_not_found', 'No saved session matches. List archives with opencomms_archive.');
 
 /** A free name for a resumed channel: `new_name`, or the ladder base, base-r2 … base-r9. */
 function resumeName(state: State, archive: Archive, raw: unknown): string | Refusal {
@@ -145,7 +177,13 @@ function resumeName(state: State, archive: Archive, raw: unknown): string | Refu
   return refuse('resume_ladder_exhausted', `"${archive.name}" and its -r2 … -r9 names are all taken. Pass new_name.`);
 }
 
-export function resume(state: State, actor: Actor, args: { channel: unknown; new_name?: unknown }, archive: Archive | null, env: Env): Outcome {
+export function resume(
+  state: State,
+  actor: Actor,
+  args: { channel: unknown; new_name?: unknown },
+  archive: Archive | null,
+  env: Env,
+): Outcome {
   if (!archive) return refused(state, archiveNotFound());
   if (!isOperator(actor) && !inRoster(archive, actor.sid)) return refused(state, notArchivedMember());
   const name = resumeName(state, archive, args.new_name);
@@ -153,16 +191,22 @@ export function resume(state: State, actor: Actor, args: { channel: unknown; new
   const ch = channelOf(actor, name, env, {
     parent_channel_id: archive.channel_id,
     description: archive.description,
-    budgets: { max_runtime_ms: archive.budgets.max_runtime_ms ?? null, max_delivered_messages: archive.budgets.max_delivered_messages ?? null },
+    budgets: {
+      max_runtime_ms: archive.budgets.max_runtime_ms ?? null,
+      max_delivered_messages: archive.budgets.max_delivered_messages ?? null,
+    },
   });
   state.channels[name] = ch;
-  return done(state, ok(`Resumed "${archive.name}" as new channel "${name}". Members join it with opencomms_join channel=${name}.`, {
-    channel_id: ch.id,
-    name,
-    parent_channel_id: archive.channel_id,
-    members: [],
-    archive_name: archive.name,
-  }));
+  return done(
+    state,
+    ok(`Resumed "${archive.name}" as new channel "${name}". Members join it with opencomms_join channel=${name}.`, {
+      channel_id: ch.id,
+      name,
+      parent_channel_id: archive.channel_id,
+      members: [],
+      archive_name: archive.name,
+    }),
+  );
 }
 
 export function deleteSession(
@@ -173,18 +217,22 @@ export function deleteSession(
   env: Env,
 ): Outcome {
   if (args.confirm !== true)
-    return refused(state, refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with confirm=true.'));
+    return refused(
+      state,
+      refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with confirm=true.'),
+    );
   const name = normaliseChannelName(args.channel);
   const ch = name === null ? undefined : state.channels[name];
   if (!ch && !archive) return refused(state, channelNotFound(shownName(args.channel)));
   if (ch?.lifecycle === 'deleted') return refused(state, tombstoneRefusal(ch));
   if (ch?.lifecycle === 'active') {
-    if (!isOperator(actor) && !findMember(ch, actor.sid))
-      return refused(state, notMember(ch));
+    if (!isOperator(actor) && !findMember(ch, actor.sid)) return refused(state, notMember(ch));
     purge(state, ch, env.now, true);
     stepChannel(ch, { type: 'DELETE', now: env.now });
     // Its envelopes already moved to the channel's history log go too: a deleted session carries no context.
-    return done(state, ok(`Deleted "${ch.name}"; its mail was discarded.`, { name: ch.name, deleted: 'live' }), [], { deleteHistory: [ch.id] });
+    return done(state, ok(`Deleted "${ch.name}"; its mail was discarded.`, { name: ch.name, deleted: 'live' }), [], {
+      deleteHistory: [ch.id],
+    });
   }
   if (!archive) return refused(state, archiveNotFound());
   if (!isOperator(actor) && !inRoster(archive, actor.sid)) return refused(state, notArchivedMember());
@@ -222,17 +270,33 @@ export function archiveRead(
   const visible = (a: ArchiveHead) => isOperator(actor) || inRoster(a, actor.sid);
   if (mode === 'list') {
     const list = archives.filter(visible).map((a) => archiveSummary(a, !isOperator(actor)));
-    return answered(state, ok(`${list.length} saved session(s).`, { archives: list, untrusted_notice: UNTRUSTED_NOTICE }));
+    return answered(
+      state,
+      ok(`${list.length} saved session(s).`, { archives: list, untrusted_notice: UNTRUSTED_NOTICE }),
+    );
   }
   if (mode !== 'summary' && mode !== 'messages')
     return refused(state, refuse('invalid_argument', 'mode must be list, summary or messages.', { field: 'mode' }));
   if (typeof args.channel !== 'string' || !args.channel.trim())
-    return refused(state, refuse('invalid_argument', `mode=${mode} needs channel (a saved name or archive id).`, { field: 'channel' }));
+    return refused(
+      state,
+      refuse('invalid_argument', `mode=${mode} needs channel (a saved name or archive id).`, { field: 'channel' }),
+    );
   const a = named;
   if (!a) return refused(state, archiveNotFound());
   if (!visible(a)) return refused(state, notArchivedMember());
-  if (mode === 'summary') return answered(state, ok(`Archive of "${a.name}".`, { compact_context: compactContext(a), archive_id: a.channel_id }));
+  if (mode === 'summary')
+    return answered(
+      state,
+      ok(`Archive of "${a.name}".`, { compact_context: compactContext(a), archive_id: a.channel_id }),
+    );
   const limit = readLimit(args.limit, DEFAULT_ARCHIVE_LIMIT, MAX_ARCHIVE_LIMIT);
   const messages = [...a.messages].reverse().slice(0, limit).map(messageView);
-  return answered(state, ok(`${messages.length} archived message(s) of "${a.name}", newest first.`, { messages, untrusted_notice: UNTRUSTED_NOTICE }));
+  return answered(
+    state,
+    ok(`${messages.length} archived message(s) of "${a.name}", newest first.`, {
+      messages,
+      untrusted_notice: UNTRUSTED_NOTICE,
+    }),
+  );
 }

@@ -13,7 +13,9 @@ export type SpawnPreview =
   | { kind: 'none' };
 
 const promptOf = (state: State, rid: string, env: Env, maxBytes?: number) =>
-  drain(structuredClone(state), rid, env, maxBytes === undefined ? {} : { maxBytes }).effects.find((e) => e.type === 'Prompt');
+  drain(structuredClone(state), rid, env, maxBytes === undefined ? {} : { maxBytes }).effects.find(
+    (e) => e.type === 'Prompt',
+  );
 
 export function spawnPreview(state: Readonly<State>, rid: string, env: Env, maxBytes: number): SpawnPreview {
   const within = promptOf(state as State, rid, env, maxBytes);

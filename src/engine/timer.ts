@@ -22,7 +22,13 @@ function elapsedAt(t: Timer, now: number): Record<string, number> {
  *  plain channel. Whole, not field by field: a follower replays one operation, not three. */
 export function clockOps(ch: Channel, now: number, start: string | null = null): Op[] {
   const t = raw(ch).timer;
-  return [['s', ['timer'], { ...t, elapsed_ms: elapsedAt(t, now), active_member_id: start, segment_started_at: start === null ? null : now }]];
+  return [
+    [
+      's',
+      ['timer'],
+      { ...t, elapsed_ms: elapsedAt(t, now), active_member_id: start, segment_started_at: start === null ? null : now },
+    ],
+  ];
 }
 
 /** Adds the running segment to its owner and stops the clock. */
@@ -71,8 +77,7 @@ export function timer(state: State, sid: string, args: TimerArgs, env: Env): Out
   const { ch, me } = scoped;
   const action = typeof args.action === 'string' ? args.action.trim().toLowerCase() : '';
   const t = ch.timer;
-  const answer = (msg: string, changed = true) =>
-    (changed ? done : answered)(state, ok(msg, timerStatus(ch, env.now)));
+  const answer = (msg: string, changed = true) => (changed ? done : answered)(state, ok(msg, timerStatus(ch, env.now)));
   switch (action) {
     case 'status':
       return answer('Timer status.', false);
@@ -95,25 +100,45 @@ export function timer(state: State, sid: string, args: TimerArgs, env: Env): Out
       ch.timer.elapsed_ms = {};
       return answer('Clock reset to zero (the limit is kept).');
     case 'set_limit': {
-      const limit = typeof args.limit_ms === 'number' ? args.limit_ms : typeof args.limit_ms === 'string' ? Number(args.limit_ms) : NaN;
+      const limit =
+        typeof args.limit_ms === 'number'
+          ? args.limit_ms
+          : typeof args.limit_ms === 'string'
+            ? Number(args.limit_ms)
+            : NaN;
       if (!Number.isFinite(limit) || limit <= 0)
         return refused(state, refuse('invalid_limit', 'limit_ms must be a positive finite number of milliseconds.'));
       let target: string | null = null;
       if (typeof args.to === 'string' && args.to.trim()) {
         const key = args.to.trim();
-        const m = ch.members.find((x) => x.session_id === key) ?? ch.members.find((x) => x.role.toLowerCase() === key.toLowerCase());
-        if (!m) return refused(state, refuse('target_not_found', `No member matches "${key}".`, { members: ch.members.map((x) => `${x.role} (${x.session_id})`) }));
+        const m =
+          ch.members.find((x) => x.session_id === key) ??
+          ch.members.find((x) => x.role.toLowerCase() === key.toLowerCase());
+        if (!m)
+          return refused(
+            state,
+            refuse('target_not_found', `No member matches "${key}".`, {
+              members: ch.members.map((x) => `${x.role} (${x.session_id})`),
+            }),
+          );
         target = m.session_id;
       }
       t.limit_ms = limit;
       t.limit_member_id = target;
-      return answer(target ? `Limit of ${limit} ms set for ${findMember(ch, target)!.role}.` : `Total limit of ${limit} ms set.`);
+      return answer(
+        target ? `Limit of ${limit} ms set for ${findMember(ch, target)!.role}.` : `Total limit of ${limit} ms set.`,
+      );
     }
     case 'clear_limit':
       t.limit_ms = null;
       t.limit_member_id = null;
       return answer('Limit cleared.');
     default:
-      return refused(state, refuse('invalid_timer_action', `Unknown timer action. Use one of: ${TIMER_ACTIONS.join(', ')}.`, { valid_actions: [...TIMER_ACTIONS] }));
+      return refused(
+        state,
+        refuse('invalid_timer_action', `Unknown timer action. Use one of: ${TIMER_ACTIONS.join(', ')}.`, {
+          valid_actions: [...TIMER_ACTIONS],
+        }),
+      );
   }
 }

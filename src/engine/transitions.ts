@@ -2,9 +2,21 @@
 // machine record, steps the machine, and writes the record back (the channel's step also as ops,
 // `channelStepOps`, which a planned send hands to the store instead of writing).
 import {
-  channelPersistence, channelRecordOf, envelopePersistence, memberPersistence, recipientPersistence, step,
-  type ChannelEvent, type ChannelRecord, type ChannelRefusal, type EnvelopeEvent, type EnvelopeRecord,
-  type EnvelopeStatus, type Hold, type MemberEvent, type RecipientEvent,
+  channelPersistence,
+  channelRecordOf,
+  envelopePersistence,
+  memberPersistence,
+  recipientPersistence,
+  step,
+  type ChannelEvent,
+  type ChannelRecord,
+  type ChannelRefusal,
+  type EnvelopeEvent,
+  type EnvelopeRecord,
+  type EnvelopeStatus,
+  type Hold,
+  type MemberEvent,
+  type RecipientEvent,
 } from '../../machines/index.ts';
 import { initialTransition } from 'xstate';
 import { envelopeMachine } from '../../machines/index.ts';
@@ -69,14 +81,16 @@ export function channelStepOps(c: Channel, event: ChannelEvent): { ops: Op[]; re
     // was a slow dictionary object.)
     const before: ChannelRecord = plain;
     const next = r.record;
-    for (const k of Object.keys(next) as Array<keyof ChannelRecord>) if (k !== 'budgets' && before[k] !== next[k]) ops.push(['s', [k], next[k]]);
+    for (const k of Object.keys(next) as Array<keyof ChannelRecord>)
+      if (k !== 'budgets' && before[k] !== next[k]) ops.push(['s', [k], next[k]]);
     for (const k of ['max_runtime_ms', 'max_delivered_messages'] as const)
       if (next.budgets[k] !== before.budgets[k]) ops.push(['s', ['budgets', k], next.budgets[k]]);
   }
   let refusal: ChannelRefusal | null = null;
   for (const a of r.actions) {
     if (a.type === 'refuse') refusal = a.params as ChannelRefusal;
-    else if (a.type === 'rememberContent' && event.type === 'SEND') ops.push(...rememberContent(plain, event.content_key, event.now));
+    else if (a.type === 'rememberContent' && event.type === 'SEND')
+      ops.push(...rememberContent(plain, event.content_key, event.now));
   }
   return { ops, refusal };
 }
@@ -136,12 +150,19 @@ const recipientRecord = (draft: Channel, rid: string, inFlight: boolean) => {
 };
 
 /** Steps one recipient's delivery line on one channel; `changed` = a stored field changed. */
-export function stepRecipient(c: Channel, rid: string, inFlight: boolean, event: RecipientEvent): { line: RecipientLine; changed: boolean } {
+export function stepRecipient(
+  c: Channel,
+  rid: string,
+  inFlight: boolean,
+  event: RecipientEvent,
+): { line: RecipientLine; changed: boolean } {
   const before = recipientRecord(c, rid, inFlight);
   const r = step(recipientPersistence, before, event);
   const changed =
     r.changed &&
-    (r.record.cooldown_until !== before.cooldown_until || r.record.retry_at !== before.retry_at || r.record.held_by !== before.held_by);
+    (r.record.cooldown_until !== before.cooldown_until ||
+      r.record.retry_at !== before.retry_at ||
+      r.record.held_by !== before.held_by);
   if (changed) {
     setOrDelete(c.cooldown_until, rid, r.record.cooldown_until);
     setOrDelete(c.retry_at, rid, r.record.retry_at);

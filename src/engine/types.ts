@@ -46,7 +46,12 @@ export interface Held {
 export type Effect =
   /** Hand a drained batch to the recipient's host; answer with commitDelivery / requeueDelivery. */
   | {
-      type: 'Prompt'; recipient: string; channel_ids: string[]; message_ids: string[]; text: string; mode: string;
+      type: 'Prompt';
+      recipient: string;
+      channel_ids: string[];
+      message_ids: string[];
+      text: string;
+      mode: string;
       /** Per message id, the attempt of this hand-over: the token its commit or requeue names. */
       attempts: number[];
       /** Some envelope was handed over before (a crash or a failed prompt): check the host first. */

@@ -14,7 +14,10 @@ export const ArchiveSchema = z.looseObject({
   summary: z.string().max(MAX_SUMMARY_CHARS),
   members: z.array(MemberSchema),
   budgets: z
-    .looseObject({ max_runtime_ms: z.number().nullable().default(null), max_delivered_messages: z.number().nullable().default(null) })
+    .looseObject({
+      max_runtime_ms: z.number().nullable().default(null),
+      max_delivered_messages: z.number().nullable().default(null),
+    })
     .default({ max_runtime_ms: null, max_delivered_messages: null }),
   created_at: z.number(),
   saved_at: z.number(),
@@ -26,7 +29,6 @@ export const ArchiveSchema = z.looseObject({
 });
 export type Archive = z.infer<typeof ArchiveSchema>;
 export type ArchiveInput = z.input<typeof ArchiveSchema>;
-
 
 /** An archive without its messages: what lists, lookups by name and session cards read. */
 export const ArchiveHeadSchema = ArchiveSchema.omit({ messages: true });

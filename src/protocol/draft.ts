@@ -100,7 +100,11 @@ export function track<T extends object>(state: T): Draft<T> {
   const wrap = (target: object, path: Path): object => {
     let p = proxies.get(target);
     if (!p) {
-      paths.set(target, { path, prefix: path.length >= MAX_DEPTH ? path.slice(0, MAX_DEPTH).join('\u0000') : path.map((k) => `${k}\u0000`).join('') });
+      paths.set(target, {
+        path,
+        prefix:
+          path.length >= MAX_DEPTH ? path.slice(0, MAX_DEPTH).join('\u0000') : path.map((k) => `${k}\u0000`).join(''),
+      });
       p = new Proxy(target, handler);
       proxies.set(target, p);
     }
@@ -132,8 +136,15 @@ export function track<T extends object>(state: T): Draft<T> {
     const whole = base.length < MAX_DEPTH;
     const id = whole ? prefix + key : prefix;
     const w = written.get(id);
-    if (!w) written.set(id, { path: whole ? [...base, key] : base.slice(0, MAX_DEPTH), old: whole ? old : undefined, hadOld: whole && had, seq: seq++ });
-    else if (!whole) w.hadOld = false; // written inside too: no diff against the old value
+    if (!w)
+      written.set(id, {
+        path: whole ? [...base, key] : base.slice(0, MAX_DEPTH),
+        old: whole ? old : undefined,
+        hadOld: whole && had,
+        seq: seq++,
+      });
+    else if (!whole)
+      w.hadOld = false; // written inside too: no diff against the old value
     // A key that was there, deleted and set again now comes last among its object's keys: the
     // replay must move it too (a duplicate window sweeps its keys in that order).
     else if (w.hadOld && !had && next !== undefined) w.readded = true;
@@ -196,8 +207,20 @@ export function track<T extends object>(state: T): Draft<T> {
     ops() {
       live = false;
       // Every write is now a path: object fields (cut to MAX_DEPTH) and whole arrays.
-      const byPath = new Map<string, { path: Path; kind: 'set' | 'append'; seq: number; from?: number; old?: unknown; hadOld?: boolean; readded?: boolean }>();
-      for (const [id, w] of written) byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, old: w.old, hadOld: w.hadOld, readded: w.readded });
+      const byPath = new Map<
+        string,
+        {
+          path: Path;
+          kind: 'set' | 'append';
+          seq: number;
+          from?: number;
+          old?: unknown;
+          hadOld?: boolean;
+          readded?: boolean;
+        }
+      >();
+      for (const [id, w] of written)
+        byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, old: w.old, hadOld: w.hadOld, readded: w.readded });
       for (const a of arrays.values()) {
         // An array inside a field below MAX_DEPTH is covered by that field's value.
         const path = a.path.length > MAX_DEPTH ? a.path.slice(0, MAX_DEPTH) : a.path;
@@ -210,7 +233,10 @@ export function track<T extends object>(state: T): Draft<T> {
           continue;
         }
         const first = Math.min(a.seq, had?.seq ?? a.seq);
-        byPath.set(id, whole || had ? { path, kind: 'set', seq: first } : { path, kind: 'append', seq: first, from: a.length });
+        byPath.set(
+          id,
+          whole || had ? { path, kind: 'set', seq: first } : { path, kind: 'append', seq: first, from: a.length },
+        );
       }
       // A path under another written path is covered by that path's value; an append covers
       // nothing, so an array with writes inside its old elements is set whole.
@@ -239,7 +265,13 @@ export function track<T extends object>(state: T): Draft<T> {
           const items = (now.value as unknown[]).slice(w.from);
           if (items.length) ops.push(['a', w.path, items]);
         } else if (w.readded) ops.push(['d', w.path], ['s', w.path, now.value]);
-        else if (w.hadOld && isPlainObject(w.old) && isPlainObject(now.value) && w.old !== now.value && !hasDescendant(id)) {
+        else if (
+          w.hadOld &&
+          isPlainObject(w.old) &&
+          isPlainObject(now.value) &&
+          w.old !== now.value &&
+          !hasDescendant(id)
+        ) {
           // A replaced map (a machine assigns a fresh object) nothing else wrote into: its
           // changed keys only.
           const before = w.old;

@@ -3,8 +3,14 @@
 // backfilled with its default on load (§2.8). Objects are loose so additive fields survive.
 import * as z from 'zod';
 import {
-  DEFAULT_MAX_HOPS, DEFAULT_MAX_MEMBERS, DEFAULT_RATE_LIMIT, DELIVERY_COOLDOWN_MS, MAX_MAX_MEMBERS,
-  MIN_MAX_MEMBERS, SCHEMA_VERSION, STALE_EVENT_MS,
+  DEFAULT_MAX_HOPS,
+  DEFAULT_MAX_MEMBERS,
+  DEFAULT_RATE_LIMIT,
+  DELIVERY_COOLDOWN_MS,
+  MAX_MAX_MEMBERS,
+  MIN_MAX_MEMBERS,
+  SCHEMA_VERSION,
+  STALE_EVENT_MS,
 } from './limits.ts';
 import { ROLE_RE } from './ids.ts';
 
@@ -71,7 +77,11 @@ export const EnvelopeSchema = z.looseObject({
 export type Envelope = z.infer<typeof EnvelopeSchema>;
 
 const CapabilitiesSchema = z.object({
-  push: z.boolean(), pull: z.boolean(), resume: z.boolean(), queue_while_busy: z.boolean(), interrupt: z.boolean(),
+  push: z.boolean(),
+  pull: z.boolean(),
+  resume: z.boolean(),
+  queue_while_busy: z.boolean(),
+  interrupt: z.boolean(),
 });
 
 export const MemberSchema = z

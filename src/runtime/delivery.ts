@@ -136,7 +136,9 @@ export class Deliveries {
     if (!d) return false;
     if (d.owns) return d.owns(rid, state);
     if (!this.hosted.has(rid)) return false;
-    return memberships(state, rid).every(({ m }) => m.owner === null || m.owner === this.rt.tag || !this.rt.alive(m.owner));
+    return memberships(state, rid).every(
+      ({ m }) => m.owner === null || m.owner === this.rt.tag || !this.rt.alive(m.owner),
+    );
   }
 
   /**
@@ -145,7 +147,12 @@ export class Deliveries {
    * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
    * ownerless (its process is gone) → this process hosts it until its own process claims it back.
    */
-  async reconcile(o: { hosts: ReadonlySet<string>; worktree: string; label: string; lookup(hostSessionId: string): Promise<'alive' | 'gone' | { error: string }> }) {
+  async reconcile(o: {
+    hosts: ReadonlySet<string>;
+    worktree: string;
+    label: string;
+    lookup(hostSessionId: string): Promise<'alive' | 'gone' | { error: string }>;
+  }) {
     // A copy: the walk awaits the host between rows, and the live state changes in place.
     const state = await this.rt.read();
     for (const ch of Object.values(state.channels)) {
@@ -154,10 +161,15 @@ export class Deliveries {
         if (!o.hosts.has(m.host) || !this.here(m)) continue;
         const id = m.host_session_id ?? m.session_id;
         const r = await o.lookup(id);
-        const entry = (message: string) => ({ op: 'record_error' as const, entry: { at: this.rt.now(), message, channel_id: ch.id, session_id: m.session_id } });
+        const entry = (message: string) => ({
+          op: 'record_error' as const,
+          entry: { at: this.rt.now(), message, channel_id: ch.id, session_id: m.session_id },
+        });
         if (r === 'gone') {
           await this.rt.run({ op: 'mark_stale', session: m.session_id });
-          await this.rt.run(entry(`${o.label} session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.`));
+          await this.rt.run(
+            entry(`${o.label} session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.`),
+          );
         } else if (r !== 'alive') await this.rt.run(entry(`Could not look up ${o.label} session ${id}: ${r.error}`));
         else if (!m.owner || !this.rt.alive(m.owner)) await this.host(m.session_id);
       }
@@ -186,13 +198,15 @@ export class Deliveries {
   private fallback(rid: string) {
     const t = setTimeout(() => {
       this.fallbacks.delete(t);
-      this.rt.track((async () => {
-        const state = await this.rt.peek();
-        if (!(state.queues[rid] ?? []).length) return;
-        if (memberships(state, rid).some(({ m }) => m.owner && this.rt.alive(m.owner))) return;
-        if ((await this.driver!.hold?.(rid)) === 'busy') return;
-        await this.deliver(rid, 'cross');
-      })());
+      this.rt.track(
+        (async () => {
+          const state = await this.rt.peek();
+          if (!(state.queues[rid] ?? []).length) return;
+          if (memberships(state, rid).some(({ m }) => m.owner && this.rt.alive(m.owner))) return;
+          if ((await this.driver!.hold?.(rid)) === 'busy') return;
+          await this.deliver(rid, 'cross');
+        })(),
+      );
     }, CROSS_SERVER_FALLBACK_MS);
     t.unref?.();
     this.fallbacks.add(t);
@@ -226,7 +240,8 @@ export class Deliveries {
       do {
         this.redrain.delete(rid);
         const via = route === 'spawn' ? this.spawner! : this.driver!;
-        const opts: DrainOptions | null = route === 'spawn' ? await this.spawner!.bounds(rid) : { hold: (await via.hold?.(rid)) ?? null };
+        const opts: DrainOptions | null =
+          route === 'spawn' ? await this.spawner!.bounds(rid) : { hold: (await via.hold?.(rid)) ?? null };
         if (!opts) break;
         const res = await this.rt.step({ op: 'drain', rid, opts });
         if (res) this.run(res.effects);
@@ -243,14 +258,26 @@ export class Deliveries {
       await via.deliver(fx.recipient, fx.text, fx.message_ids, fx.redelivery);
     } catch (e) {
       const held = { by: this.rt.tag, attempts: fx.attempts };
-      const out = await this.rt.step({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error: String((e as Error).message ?? e), held });
+      const out = await this.rt.step({
+        op: 'requeue',
+        rid: fx.recipient,
+        message_ids: fx.message_ids,
+        error: String((e as Error).message ?? e),
+        held,
+      });
       if (out) this.run(out.effects);
       // §5.5: a failed cross-server hand-over gets ONE retry with the same allowance.
       if (route === 'cross') this.routes.set(fx.recipient, 'cross-retry');
       return;
     }
     if (via.confirmsLater) return;
-    const out = await this.rt.step({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: via.method, held: { by: this.rt.tag, attempts: fx.attempts } });
+    const out = await this.rt.step({
+      op: 'commit',
+      rid: fx.recipient,
+      message_ids: fx.message_ids,
+      method: via.method,
+      held: { by: this.rt.tag, attempts: fx.attempts },
+    });
     if (out) this.run(out.effects);
   }
 
@@ -290,11 +317,14 @@ export class Deliveries {
     if (this.closed || !this.active || at >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = at;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.timerAt = Infinity;
-      void this.scan();
-    }, Math.max(0, at - this.rt.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.timerAt = Infinity;
+        void this.scan();
+      },
+      Math.max(0, at - this.rt.now()),
+    );
     this.timer.unref?.();
   }
 }

@@ -6,7 +6,12 @@ import { channelNamed, onLiveRoster } from '../engine/lookup.ts';
 import type { Refusal } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
 
-export function rosterGate(state: Readonly<State>, sid: string, channelArg: unknown, refusal: () => Refusal): Refusal | null {
+export function rosterGate(
+  state: Readonly<State>,
+  sid: string,
+  channelArg: unknown,
+  refusal: () => Refusal,
+): Refusal | null {
   if (onLiveRoster(state, sid)) return null;
   const ch = channelNamed(state, channelArg);
   if (ch !== undefined && ch.lifecycle !== 'active') return null;

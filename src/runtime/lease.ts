@@ -17,7 +17,9 @@ export function leaseMs(env: NodeJS.ProcessEnv = process.env): number {
 /** Tags of other machines that the state says hold something: in-flight mail or a session. */
 export function remoteHolders(state: Readonly<State>, machine: string): Set<string> {
   const out = new Set<string>();
-  for (const e of Object.values(state.messages)) if (e.delivery_status === 'in_flight' && e.in_flight_by && !onThisMachine(e.in_flight_by, machine)) out.add(e.in_flight_by);
+  for (const e of Object.values(state.messages))
+    if (e.delivery_status === 'in_flight' && e.in_flight_by && !onThisMachine(e.in_flight_by, machine))
+      out.add(e.in_flight_by);
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
     for (const m of ch.members) if (m.owner && !onThisMachine(m.owner, machine)) out.add(m.owner);
@@ -39,7 +41,13 @@ export class LeaseKeeper {
   private closed = false;
   readonly ms: number;
 
-  constructor(private readonly store: LeaseStore, readonly tag: string, readonly machine: string, private readonly host: LeaseHost, ms = leaseMs()) {
+  constructor(
+    private readonly store: LeaseStore,
+    readonly tag: string,
+    readonly machine: string,
+    private readonly host: LeaseHost,
+    ms = leaseMs(),
+  ) {
     this.ms = ms;
   }
 

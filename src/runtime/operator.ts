@@ -7,7 +7,10 @@ import { normaliseWorktree } from './worktree.ts';
 export const CLI_PROJECT_ID = 'cli-local-project';
 export const GUI_PROJECT_ID = 'gui-local-project';
 
-export const operatorActor = (project: string, projectId: typeof CLI_PROJECT_ID | typeof GUI_PROJECT_ID): OperatorCaller => ({
+export const operatorActor = (
+  project: string,
+  projectId: typeof CLI_PROJECT_ID | typeof GUI_PROJECT_ID,
+): OperatorCaller => ({
   operator: true,
   project_id: projectId,
   worktree: normaliseWorktree(project),

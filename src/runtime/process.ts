@@ -5,7 +5,8 @@
 import { hostname } from 'node:os';
 import { isMachineId, MACHINE_ID } from './machine.ts';
 
-export const processTag = (pid: number = process.pid, machine: string = MACHINE_ID) => `${pid}@${hostname()}/${machine}`;
+export const processTag = (pid: number = process.pid, machine: string = MACHINE_ID) =>
+  `${pid}@${hostname()}/${machine}`;
 
 export const PROCESS_TAG = processTag();
 

@@ -11,7 +11,13 @@ import type { State } from '../protocol/schema.ts';
 import { openStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
-import { DELIVERY_VIEW_LOGGED, FOLLOW_IDLE_MAX_MS, FOLLOW_IDLE_MS, FOLLOW_QUIET_MS, HISTORY_READ_MAX } from './limits.ts';
+import {
+  DELIVERY_VIEW_LOGGED,
+  FOLLOW_IDLE_MAX_MS,
+  FOLLOW_IDLE_MS,
+  FOLLOW_QUIET_MS,
+  HISTORY_READ_MAX,
+} from './limits.ts';
 import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
 import { unwritableStore } from './faults.ts';
 import { PROCESS_TAG, parseTag, processAlive } from './process.ts';
@@ -51,7 +57,17 @@ export interface RuntimeOptions {
 const START_SWEEP_ATTEMPTS = 3;
 
 /** Operations that never change state. */
-const READ_ONLY = new Set<Command['op']>(['status', 'operator_status', 'inbox', 'history', 'archive', 'read_state', 'session_list', 'session_get', 'deliveries']);
+const READ_ONLY = new Set<Command['op']>([
+  'status',
+  'operator_status',
+  'inbox',
+  'history',
+  'archive',
+  'read_state',
+  'session_list',
+  'session_get',
+  'deliveries',
+]);
 
 /** What a locked engine step hands back to the shell. */
 type Answer = Pick<Outcome, 'result' | 'effects'>;
@@ -75,7 +91,10 @@ export class Runtime {
   /** Settles when every effect started so far has finished (tests, graceful shutdown). */
   private inflight = new Set<Promise<unknown>>();
 
-  constructor(readonly store: Store, private readonly opts: RuntimeOptions = {}) {
+  constructor(
+    readonly store: Store,
+    private readonly opts: RuntimeOptions = {},
+  ) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? ((line) => process.stderr.write(`[opencomms] ${line}\n`));
     this.tag = opts.tag ?? PROCESS_TAG;
@@ -96,7 +115,13 @@ export class Runtime {
   }
 
   env(): Env {
-    return { now: this.now(), by: this.tag, machine: this.machine, mint, spawnHosts: this.opts.spawn?.hosts ?? this.opts.spawnHosts };
+    return {
+      now: this.now(),
+      by: this.tag,
+      machine: this.machine,
+      mint,
+      spawnHosts: this.opts.spawn?.hosts ?? this.opts.spawnHosts,
+    };
   }
 
   /** Whether a process is alive: by PID on this machine; on another, by the last lease snapshot
@@ -127,7 +152,11 @@ export class Runtime {
     // The sweep must happen before this process delivers anything: a busy lock is waited out.
     for (let attempt = 1; ; attempt++) {
       const r = await this.run({ op: 'sweep', alive: this.alive() });
-      if (r.ok || (r.data as { reason?: string } | undefined)?.reason !== 'state_busy' || attempt >= START_SWEEP_ATTEMPTS) {
+      if (
+        r.ok ||
+        (r.data as { reason?: string } | undefined)?.reason !== 'state_busy' ||
+        attempt >= START_SWEEP_ATTEMPTS
+      ) {
         if (!r.ok) this.log(`start-up sweep failed: ${r.message}`);
         break;
       }
@@ -193,7 +222,9 @@ export class Runtime {
       void this.store
         .follow()
         .catch(() => {})
-        .then(() => this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince));
+        .then(() =>
+          this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince),
+        );
     }, ms);
     this.idle.unref?.();
   }
@@ -238,7 +269,10 @@ export class Runtime {
       case 'save_session': {
         const ch = channelNamed(await look(), cmd.args.channel);
         if (!ch) return cmd;
-        const [logged, loggedIds] = await Promise.all([this.store.history(ch.id, MAX_ARCHIVE_MESSAGES), this.store.historyIds(ch.id)]);
+        const [logged, loggedIds] = await Promise.all([
+          this.store.history(ch.id, MAX_ARCHIVE_MESSAGES),
+          this.store.historyIds(ch.id),
+        ]);
         return { ...cmd, logged, loggedIds };
       }
       case 'resume_session':
@@ -251,7 +285,8 @@ export class Runtime {
       case 'session_get': {
         // A live session shows the compact context of the archive it was resumed from.
         const ch = channelNamed(await look(), cmd.args.channel);
-        if (ch?.lifecycle === 'active') return { ...cmd, archive: ch.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null };
+        if (ch?.lifecycle === 'active')
+          return { ...cmd, archive: ch.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null };
         return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
       }
       case 'deliveries': {
@@ -286,7 +321,9 @@ export class Runtime {
   }
 
   private track<T>(p: Promise<T>): void {
-    const t = p.catch((e) => this.log(`effect failed: ${(e as Error).stack ?? e}`)).finally(() => this.inflight.delete(t));
+    const t = p
+      .catch((e) => this.log(`effect failed: ${(e as Error).stack ?? e}`))
+      .finally(() => this.inflight.delete(t));
     this.inflight.add(t);
   }
 
@@ -317,7 +354,12 @@ export class Runtime {
       if (refusal) return { changed: false, result: { result: refusal, effects: [] } };
       const env = this.env();
       const planned = plan(state, cmd, env);
-      if (planned) return { changed: planned.ops.length > 0, ops: planned.ops, result: { result: planned.result, effects: planned.effects } };
+      if (planned)
+        return {
+          changed: planned.ops.length > 0,
+          ops: planned.ops,
+          result: { result: planned.result, effects: planned.effects },
+        };
       const o = apply(draft, cmd, env);
       const w = o.writes;
       return {
@@ -344,4 +386,5 @@ export class Runtime {
 }
 
 /** The edge's way to a runtime: the store the project is bound to (the files by default). */
-export const openRuntime = (projectDir: string, opts?: RuntimeOptions): Runtime => new Runtime(openStore(projectDir), opts);
+export const openRuntime = (projectDir: string, opts?: RuntimeOptions): Runtime =>
+  new Runtime(openStore(projectDir), opts);

@@ -28,11 +28,21 @@ export type Exec = (file: string, args: string[], opts: { cwd: string; member: s
 /** The spawned run's environment: ours, with OPENCOMMS_MEMBER_ID naming the recipient. The installed
  *  configs let a session's own OPENCOMMS_MEMBER_ID decide its member, so the spawning server's id
  *  must never reach the run it starts for another member. */
-export const spawnEnv = (member: string, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => ({ ...env, OPENCOMMS_MEMBER_ID: member });
+export const spawnEnv = (member: string, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => ({
+  ...env,
+  OPENCOMMS_MEMBER_ID: member,
+});
 
 const realExec: Exec = (file, args, opts) =>
   new Promise((resolve, reject) => {
-    const o = { cwd: opts.cwd, env: spawnEnv(opts.member), shell: false, windowsHide: true, timeout: SPAWN_TIMEOUT_MS, maxBuffer: SPAWN_MAX_OUTPUT_BYTES };
+    const o = {
+      cwd: opts.cwd,
+      env: spawnEnv(opts.member),
+      shell: false,
+      windowsHide: true,
+      timeout: SPAWN_TIMEOUT_MS,
+      maxBuffer: SPAWN_MAX_OUTPUT_BYTES,
+    };
     const child = execFile(file, args, o, (err) => {
       if (!err) return resolve(0);
       const e = err as NodeJS.ErrnoException & { code?: unknown; signal?: string | null };
@@ -109,11 +119,19 @@ export class Spawner implements SpawnDriver {
     const raw = (this.o.env ?? process.env)[c.binEnv];
     const parsed = raw?.trim() ? parseTemplate(raw) : { file: c.bin, prepend: [] };
     if ('error' in parsed) {
-      await this.reportOnce(`template:${c.binEnv}`, rid, `${c.binEnv} ${parsed.error}; spawn delivery to ${rid} is off until it is fixed.`);
+      await this.reportOnce(
+        `template:${c.binEnv}`,
+        rid,
+        `${c.binEnv} ${parsed.error}; spawn delivery to ${rid} is off until it is fixed.`,
+      );
       return null;
     }
     if ((this.o.platform ?? process.platform) === 'win32' && /\.(cmd|bat)$/i.test(parsed.file)) {
-      await this.reportOnce(`shim:${parsed.file}`, rid, `${c.binEnv} names a .cmd/.bat shim, which Node cannot start without a shell; point it at the real executable.`);
+      await this.reportOnce(
+        `shim:${parsed.file}`,
+        rid,
+        `${c.binEnv} names a .cmd/.bat shim, which Node cannot start without a shell; point it at the real executable.`,
+      );
       return null;
     }
     return parsed;
@@ -135,7 +153,11 @@ export class Spawner implements SpawnDriver {
     const maxBytes = this.argBudget(cmd, this.o.contracts[row.host]!.args(row.host_session_id!, ''));
     const preview = spawnPreview(state, rid, this.runtime.env(), maxBytes);
     if (preview.kind === 'too_large') {
-      await this.reportOnce(`size:${preview.message_id}`, rid, `Message ${preview.message_id} for ${rid} is larger than one command-line argument can carry (${maxBytes} bytes framed); it was not spawned and waits for opencomms_pull.`);
+      await this.reportOnce(
+        `size:${preview.message_id}`,
+        rid,
+        `Message ${preview.message_id} for ${rid} is larger than one command-line argument can carry (${maxBytes} bytes framed); it was not spawned and waits for opencomms_pull.`,
+      );
       return null;
     }
     return { maxBytes };
@@ -165,6 +187,9 @@ export class Spawner implements SpawnDriver {
       const hint = errno === 'EINVAL' ? ` (point ${this.o.contracts[row.host]!.binEnv} at the real executable)` : '';
       throw new Error(`spawn delivery (${row.host}) could not start ${cmd.file}: ${errno}${hint}`);
     }
-    if (code !== 0) throw new Error(`spawn delivery (${row.host}) failed: ${code === null ? 'killed by a signal' : `exit code ${code}`}`);
+    if (code !== 0)
+      throw new Error(
+        `spawn delivery (${row.host}) failed: ${code === null ? 'killed by a signal' : `exit code ${code}`}`,
+      );
   }
 }

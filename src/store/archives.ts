@@ -8,7 +8,13 @@ import { readFileSync, statSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isArchiveId } from '../protocol/ids.ts';
-import { ArchiveHeadSchema, ArchiveSchema, type Archive, type ArchiveHead, type ArchiveInput } from '../protocol/archive.ts';
+import {
+  ArchiveHeadSchema,
+  ArchiveSchema,
+  type Archive,
+  type ArchiveHead,
+  type ArchiveInput,
+} from '../protocol/archive.ts';
 export { ArchiveSchema, type Archive, type ArchiveHead, type ArchiveInput };
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
 import { FILE_KEY_FIELDS } from './file-key.ts';
@@ -28,8 +34,13 @@ const archiveFile = (paths: Pick<StorePaths, 'archives'>, id: string) => join(pa
 /** Writes an archive; returns what takes it back (the state write that follows failed: the
  *  channel is still live, and a failed operation leaves no trace), which puts back the file it
  *  replaced, if any. */
-export async function writeArchive(paths: Pick<StorePaths, 'archives'>, archive: ArchiveInput, durable = false): Promise<() => void> {
-  if (!isArchiveId(archive.channel_id)) throw new Error(`archive: invalid channel id ${JSON.stringify(archive.channel_id)}`);
+export async function writeArchive(
+  paths: Pick<StorePaths, 'archives'>,
+  archive: ArchiveInput,
+  durable = false,
+): Promise<() => void> {
+  if (!isArchiveId(archive.channel_id))
+    throw new Error(`archive: invalid channel id ${JSON.stringify(archive.channel_id)}`);
   const parsed = ArchiveSchema.parse(archive); // never write a file the reader would skip
   const file = archiveFile(paths, parsed.channel_id);
   makeDir(paths.archives, durable);
@@ -76,7 +87,8 @@ async function load(paths: Pick<StorePaths, 'archives'>, id: string): Promise<Re
     const i = r.error.issues[0];
     return { ok: false, cause: `${i?.path.join('.') || '(root)'}: ${i?.message ?? 'invalid'}` };
   }
-  if (r.data.channel_id !== id) return { ok: false, cause: `channel_id ${r.data.channel_id} does not match the file name` };
+  if (r.data.channel_id !== id)
+    return { ok: false, cause: `channel_id ${r.data.channel_id} does not match the file name` };
   return { ok: true, archive: r.data };
 }
 
@@ -149,7 +161,11 @@ async function parseIndex(file: string): Promise<Index> {
 
 /** One file's index entry: the cached one when the file is the version it describes, else read
  *  now (and cached only if the file did not change while it was read). */
-async function entryFor(paths: Pick<StorePaths, 'archives'>, file: string, cached: IndexEntry | undefined): Promise<{ entry: IndexEntry; fresh: boolean }> {
+async function entryFor(
+  paths: Pick<StorePaths, 'archives'>,
+  file: string,
+  cached: IndexEntry | undefined,
+): Promise<{ entry: IndexEntry; fresh: boolean }> {
   const path = join(paths.archives, file);
   let key: string;
   try {
@@ -170,7 +186,9 @@ const headOf = (a: Archive): ArchiveHead => {
 };
 
 /** Every archive file's head or why it is invalid, and the index entries that describe them now. */
-async function scanArchives(paths: Pick<StorePaths, 'archives'>): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[]; index: Index }> {
+async function scanArchives(
+  paths: Pick<StorePaths, 'archives'>,
+): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[]; index: Index }> {
   let names: string[];
   try {
     names = await readdir(paths.archives);
@@ -200,7 +218,9 @@ async function scanArchives(paths: Pick<StorePaths, 'archives'>): Promise<{ arch
 }
 
 /** Heads newest first; invalid files are skipped and returned separately for doctor. */
-export async function listArchives(paths: Pick<StorePaths, 'archives'>): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }> {
+export async function listArchives(
+  paths: Pick<StorePaths, 'archives'>,
+): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }> {
   const { archives, invalid } = await scanArchives(paths);
   return { archives, invalid };
 }
@@ -217,7 +237,9 @@ function remember(paths: Pick<StorePaths, 'archives'>, index: Index) {
 async function writeIndex(paths: Pick<StorePaths, 'archives'>): Promise<void> {
   try {
     const { index } = await scanArchives(paths);
-    await writeAtomic(join(paths.archives, INDEX_FILE), JSON.stringify(Object.fromEntries(index)), { tmpPrefix: '.index' });
+    await writeAtomic(join(paths.archives, INDEX_FILE), JSON.stringify(Object.fromEntries(index)), {
+      tmpPrefix: '.index',
+    });
   } catch {
     // the next listing parses what the index lacks
   }

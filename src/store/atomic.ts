@@ -7,7 +7,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
 import { storeFs, syncDir, writeAll } from './fs.ts';
 
-
 export interface WriteAtomicOptions {
   /** `.state`, `.arch`, `.pin`: the temp file is `<prefix>.<pid>.<8 hex>.tmp` next to the target. */
   tmpPrefix: string;
@@ -47,7 +46,11 @@ export const tempName = (prefix: string) => `${prefix}.${process.pid}.${randomBy
 
 /** One attempt, synchronously (no await, so nothing else of this process runs in between);
  *  throws when the rename fails, after removing the temp file. */
-export function writeAtomicSync(file: string, text: string | Buffer | Iterable<string>, opts: WriteAtomicOptions): void {
+export function writeAtomicSync(
+  file: string,
+  text: string | Buffer | Iterable<string>,
+  opts: WriteAtomicOptions,
+): void {
   const tmp = join(dirname(file), tempName(opts.tmpPrefix));
   try {
     const fd = storeFs.openSync(tmp, 'wx');

@@ -23,7 +23,12 @@ export function readBinding(projectDir: string): Binding {
     text = readFileSync(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'file' };
-    throw new RefusalError(refuse('config_malformed', `.opencomms/store.json cannot be read (${(e as NodeJS.ErrnoException).code}): fix its permissions.`));
+    throw new RefusalError(
+      refuse(
+        'config_malformed',
+        `.opencomms/store.json cannot be read (${(e as NodeJS.ErrnoException).code}): fix its permissions.`,
+      ),
+    );
   }
   let b: { kind?: unknown; url?: unknown; key?: unknown };
   try {
@@ -31,14 +36,25 @@ export function readBinding(projectDir: string): Binding {
   } catch {
     b = {};
   }
-  if (b.kind === 'postgres' && typeof b.url === 'string' && typeof b.key === 'string' && !urlHasPassword(b.url)) return { kind: 'postgres', url: b.url, key: b.key };
-  throw new RefusalError(refuse('config_malformed', '.opencomms/store.json is not a store binding: run `opencomms store init <url> --key <project-key>` again, or delete it to use the files.'));
+  if (b.kind === 'postgres' && typeof b.url === 'string' && typeof b.key === 'string' && !urlHasPassword(b.url))
+    return { kind: 'postgres', url: b.url, key: b.key };
+  throw new RefusalError(
+    refuse(
+      'config_malformed',
+      '.opencomms/store.json is not a store binding: run `opencomms store init <url> --key <project-key>` again, or delete it to use the files.',
+    ),
+  );
 }
 
 /** Records a PostgreSQL binding after checking it could be used (URL, key, authentication rule). */
 export async function writeBinding(projectDir: string, url: string, key: string): Promise<Binding> {
   if (urlHasPassword(url))
-    throw new RefusalError(refuse('invalid_argument', `The URL for ${describeUrl(url)} contains a password, which would be written into .opencomms/: remove it and put the password in PGPASSWORD, ~/.pgpass or a 0600 file named by PGPASSFILE.`));
+    throw new RefusalError(
+      refuse(
+        'invalid_argument',
+        `The URL for ${describeUrl(url)} contains a password, which would be written into .opencomms/: remove it and put the password in PGPASSWORD, ~/.pgpass or a 0600 file named by PGPASSFILE.`,
+      ),
+    );
   schemaOf(key);
   clientConfig(url);
   const paths = resolvePaths(projectDir);

@@ -6,12 +6,30 @@
 // (a full disk writes what fits, then fails), and bytes that did not all reach the file are an
 // error, never a success.
 import {
-  closeSync, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readSync, renameSync, unlinkSync, writeSync,
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
 
 export const storeFs = {
-  openSync, closeSync, writeSync, fsyncSync, ftruncateSync, renameSync, unlinkSync, mkdirSync, readSync, fstatSync,
+  openSync,
+  closeSync,
+  writeSync,
+  fsyncSync,
+  ftruncateSync,
+  renameSync,
+  unlinkSync,
+  mkdirSync,
+  readSync,
+  fstatSync,
 };
 export type StoreFs = typeof storeFs;
 
@@ -79,7 +97,11 @@ export function writeAll(fd: number, bytes: Uint8Array): void {
  *  writing was taken back (or never named by anything a reader follows), so the operation left
  *  no trace. `code` is the file system's (ENOSPC, EROFS, EIO, ...). */
 export class StoreWriteError extends Error {
-  constructor(readonly code: string, readonly what: string, cause: unknown) {
+  constructor(
+    readonly code: string,
+    readonly what: string,
+    cause: unknown,
+  ) {
     super(`the store could not write ${what} (${code}); nothing was changed`, { cause });
   }
 }

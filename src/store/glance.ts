@@ -19,7 +19,9 @@ export function glance(projectDir: string): Glance {
     text = readFileSync(paths.state, 'utf8');
   } catch (e) {
     // Absent with a journal beside it is a lost snapshot (load.ts refuses it): not "no mail".
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' && !hasJournal(paths.journal) ? { kind: 'absent' } : { kind: 'unknown' };
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' && !hasJournal(paths.journal)
+      ? { kind: 'absent' }
+      : { kind: 'unknown' };
   }
   try {
     const state: unknown = JSON.parse(text);

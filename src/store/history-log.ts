@@ -41,7 +41,11 @@ const openLogs = new Map<string, OpenLog>();
  *  process may run between it and the state write that follows. Returns what takes the lines back
  *  (the state write failed: the envelopes are still live, and a failed operation leaves no
  *  trace); a failed append takes back its own. */
-export function appendHistory(paths: Pick<StorePaths, 'history'>, envelopes: readonly Envelope[], durable = false): () => void {
+export function appendHistory(
+  paths: Pick<StorePaths, 'history'>,
+  envelopes: readonly Envelope[],
+  durable = false,
+): () => void {
   // A pull of 100 from one channel is 100 envelopes for one file: grouped by channel id, each
   // file's name is built and checked once.
   const byChannel = new Map<string, string[]>();
@@ -101,7 +105,11 @@ function takeBack(file: string, size: number) {
 
 /** The log's open descriptor and its size now; opened (its directory made when missing) if this
  *  process has none for it, or the one it has was deleted. */
-function openForAppend(paths: Pick<StorePaths, 'history'>, file: string, durable: boolean): { log: OpenLog; size: number } {
+function openForAppend(
+  paths: Pick<StorePaths, 'history'>,
+  file: string,
+  durable: boolean,
+): { log: OpenLog; size: number } {
   const kept = openLogs.get(file);
   if (kept) {
     const st = storeFs.fstatSync(kept.fd);
@@ -140,7 +148,11 @@ export function closeHistoryLogs(paths: Pick<StorePaths, 'history'>): void {
 
 /** Visits the log's envelopes newest first until `visit` returns false. The file is read
  *  backwards in chunks, so the cost follows how far the visit goes, not the log's length. */
-async function scanBackwards(paths: Pick<StorePaths, 'history'>, channelId: string, visit: (e: Envelope) => boolean): Promise<void> {
+async function scanBackwards(
+  paths: Pick<StorePaths, 'history'>,
+  channelId: string,
+  visit: (e: Envelope) => boolean,
+): Promise<void> {
   const file = logFile(paths, channelId);
   let fh: FileHandle;
   try {

@@ -19,7 +19,12 @@ export type { Snapshot } from './load.ts';
 export { convertV1, isPlaceholder, migrateV1, migrationPending, V1_ROLE_PROMPT } from './migrate.ts';
 export { appendHistory, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
 export {
-  ArchiveSchema, deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive,
+  ArchiveSchema,
+  deleteArchive,
+  findArchiveByName,
+  listArchives,
+  readArchive,
+  writeArchive,
 } from './archives.ts';
 export type { Archive, ArchiveInput, InvalidFile } from './archives.ts';
 export { PinSchema, listPins, readPin, writePin } from './pins.ts';

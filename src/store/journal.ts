@@ -62,7 +62,9 @@ function newTag(): string {
 
 /** The last TAIL_BYTES bytes of `before` followed by `bytes`. */
 const tailAfter = (before: Buffer, bytes: Buffer): Buffer =>
-  bytes.length >= TAIL_BYTES ? Buffer.from(bytes.subarray(bytes.length - TAIL_BYTES)) : Buffer.concat([before, bytes]).subarray(-TAIL_BYTES);
+  bytes.length >= TAIL_BYTES
+    ? Buffer.from(bytes.subarray(bytes.length - TAIL_BYTES))
+    : Buffer.concat([before, bytes]).subarray(-TAIL_BYTES);
 
 /** What a writer puts after a torn tail: `#` makes it invalid JSON whatever it holds. */
 const TORN_END = '#\n';
@@ -87,7 +89,8 @@ export const sealLine = (seal: Seal) => ({
  *  then loads the snapshot whole, as it would without seals). */
 export function sealOf(entry: Entry): Seal | null {
   const s = entry.sealed as Record<string, unknown> | undefined;
-  if (typeof s !== 'object' || s === null || typeof s.journal !== 'string' || !JOURNAL_ID_RE.test(s.journal)) return null;
+  if (typeof s !== 'object' || s === null || typeof s.journal !== 'string' || !JOURNAL_ID_RE.test(s.journal))
+    return null;
   const key = {} as FileKey;
   for (const k of FILE_KEY_FIELDS) {
     const v = s[k];
@@ -116,7 +119,8 @@ export function readJournal(file: string, offset: number, next: number, tail: Bu
   }
   try {
     const size = fstatSync(fd).size;
-    if (size < offset) return { kind: 'cut', cause: `the journal is ${size} bytes, shorter than the ${offset} this process had read` };
+    if (size < offset)
+      return { kind: 'cut', cause: `the journal is ${size} bytes, shorter than the ${offset} this process had read` };
     const from = offset - tail.length;
     const buf = Buffer.allocUnsafe(size - from);
     let got = 0;
@@ -134,7 +138,9 @@ export function readJournal(file: string, offset: number, next: number, tail: Bu
     const done = (kind: 'ok' | 'corrupt', cause = '') => {
       const end = at - from;
       const last = Buffer.from(buf.subarray(Math.max(0, end - TAIL_BYTES), end));
-      return kind === 'ok' ? { kind, entries, offset: at, size, tail: last } : { kind, entries, offset: at, tail: last, cause };
+      return kind === 'ok'
+        ? { kind, entries, offset: at, size, tail: last }
+        : { kind, entries, offset: at, tail: last, cause };
     };
     for (;;) {
       const end = buf.indexOf(NL, start);
@@ -155,7 +161,8 @@ export function readJournal(file: string, offset: number, next: number, tail: Bu
         at += consumed;
         continue;
       }
-      if (entry.n !== expect || !Array.isArray(entry.ops)) return done('corrupt', `entry ${expect} is out of sequence (${JSON.stringify(entry.n)})`);
+      if (entry.n !== expect || !Array.isArray(entry.ops))
+        return done('corrupt', `entry ${expect} is out of sequence (${JSON.stringify(entry.n)})`);
       entries.push(entry);
       expect++;
       at += consumed;
@@ -204,13 +211,22 @@ export class JournalWriter {
     const buf = Buffer.allocUnsafe(tail.length + 1);
     const got = storeFs.readSync(fd, buf, 0, buf.length, offset - tail.length);
     if (got < tail.length || !buf.subarray(0, tail.length).equals(tail))
-      throw new JournalCut(got < tail.length ? `the journal is shorter than the ${offset} bytes this process had read` : `the bytes before offset ${offset} are not those this process had read`);
+      throw new JournalCut(
+        got < tail.length
+          ? `the journal is shorter than the ${offset} bytes this process had read`
+          : `the bytes before offset ${offset} are not those this process had read`,
+      );
     return got === tail.length ? offset : storeFs.fstatSync(fd).size;
   }
 
   /** Appends one entry whole, or not at all (what a failed write left is cut off again); returns
    *  the journal's size after it and the tail there. */
-  append(paths: Pick<StorePaths, 'journal'>, id: string, entry: Entry, opts: AppendOptions): { offset: number; tail: Buffer } {
+  append(
+    paths: Pick<StorePaths, 'journal'>,
+    id: string,
+    entry: Entry,
+    opts: AppendOptions,
+  ): { offset: number; tail: Buffer } {
     const fd = this.open(paths, id, opts.durable);
     const size = opts.size ?? storeFs.fstatSync(fd).size;
     const json = JSON.stringify(entry);

@@ -59,7 +59,11 @@ export async function loadLocked(paths: StorePaths, opts: SaveOptions = {}): Pro
   return out;
 }
 
-const exists = (p: string) => access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 /** state.json is absent, yet a journal holds lines: a snapshot existed and is lost (a journal is
  *  only ever written after the snapshot it continues). What to say, or null when nothing says a
@@ -72,7 +76,10 @@ export function lostSnapshot(paths: StorePaths): string | null {
   } catch {
     return null;
   }
-  const held = names.filter((n) => /^[0-9a-f]{16}\.jsonl$/.test(n) && (statSync(join(paths.journal, n), { throwIfNoEntry: false })?.size ?? 0) > 0);
+  const held = names.filter(
+    (n) =>
+      /^[0-9a-f]{16}\.jsonl$/.test(n) && (statSync(join(paths.journal, n), { throwIfNoEntry: false })?.size ?? 0) > 0,
+  );
   if (!held.length) return null;
   return `.opencomms/state.json is missing, but the journal that continued it is there (${held.map((n) => `journal/${n}`).join(', ')}): put state.json back from a backup; or, to start the project empty, move the journal/ folder aside`;
 }

@@ -12,11 +12,20 @@
 // lock goes away (a file-system watch on the lock itself while they wait, with a short timer as
 // the fallback) instead of polling at random intervals.
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, openSync, readdirSync, rmdirSync, statSync, unlinkSync, utimesSync, watch, type FSWatcher } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import {
-  LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS,
-} from '../protocol/limits.ts';
+  closeSync,
+  linkSync,
+  openSync,
+  readdirSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  watch,
+  type FSWatcher,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS } from '../protocol/limits.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
 import type { StorePaths } from './paths.ts';
 
@@ -29,7 +38,10 @@ export interface HeldLock {
 
 export const stateBusy = () =>
   new RefusalError(
-    refuse('state_busy', `State lock not acquired within ${LOCK_TIMEOUT_MS} ms; another process is writing. Retry shortly.`),
+    refuse(
+      'state_busy',
+      `State lock not acquired within ${LOCK_TIMEOUT_MS} ms; another process is writing. Retry shortly.`,
+    ),
   );
 
 /** In-process FIFO per lock path: callers of one process queue here instead of racing each
@@ -311,7 +323,9 @@ function breakIfStale(lock: string): boolean {
     // A directory is the lock of an OpenComms before the journal: the same rules apply.
     if (again.isDirectory()) rmdirSync(lock);
     else unlinkSync(lock);
-    process.stderr.write(`[opencomms] broke a stale state lock (not refreshed for ${Math.round(Date.now() - st.mtimeMs)} ms)\n`);
+    process.stderr.write(
+      `[opencomms] broke a stale state lock (not refreshed for ${Math.round(Date.now() - st.mtimeMs)} ms)\n`,
+    );
   } catch {
     // gone already, or someone else broke it first
   }

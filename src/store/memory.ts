@@ -78,13 +78,16 @@ export class MemoryStore implements Store {
       if (!out.changed) return result;
       let ops = tracked.ops();
       if (out.ops) {
-        if (ops.length) throw new Error('a mutation both wrote through its draft and planned operations; nothing was written');
+        if (ops.length)
+          throw new Error('a mutation both wrote through its draft and planned operations; nothing was written');
         applyOps(draft, out.ops);
         ops = [...out.ops];
       }
       const checked = checkOps(draft, ops, true);
-      if (checked.problem) throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
-      for (const e of out.history ?? []) this.logs.set(e.channel_id, [...(this.logs.get(e.channel_id) ?? []), structuredClone(detach(e))]);
+      if (checked.problem)
+        throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
+      for (const e of out.history ?? [])
+        this.logs.set(e.channel_id, [...(this.logs.get(e.channel_id) ?? []), structuredClone(detach(e))]);
       if (out.archive) this.saved.set(out.archive.channel_id, structuredClone(detach(out.archive)));
       p.state = draft;
       p.revisions++;
@@ -98,7 +101,10 @@ export class MemoryStore implements Store {
     return run;
   }
 
-  async watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void = () => {}): Promise<Watch> {
+  async watch(
+    onChange: (change: WatchChange) => Promise<void>,
+    log: (line: string) => void = () => {},
+  ): Promise<Watch> {
     const w = new Watcher(onChange, log);
     this.project.watchers.add(w);
     this.mine.add(w);
@@ -128,7 +134,10 @@ export class MemoryStore implements Store {
 
   async findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null> {
     const log = this.logs.get(channelId) ?? [];
-    const hit = log.slice(-maxScan).reverse().find((e) => e.message_id === messageId);
+    const hit = log
+      .slice(-maxScan)
+      .reverse()
+      .find((e) => e.message_id === messageId);
     return hit ? structuredClone(hit) : null;
   }
 

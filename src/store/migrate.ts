@@ -95,7 +95,11 @@ export async function migrateV1(
   const text = serialize(next);
   const pin = await saveState(paths, text, opts);
   const marker = { migrated_at: now, from: LEGACY_DIR, schema: 1 };
-  await writeAtomic(paths.marker, `${JSON.stringify(marker, null, 2)}\n`, { tmpPrefix: '.marker', guard: opts.guard, durable: true });
+  await writeAtomic(paths.marker, `${JSON.stringify(marker, null, 2)}\n`, {
+    tmpPrefix: '.marker',
+    guard: opts.guard,
+    durable: true,
+  });
   markerSeen.add(paths.marker);
   return { state: next, text, pin };
 }
@@ -138,7 +142,8 @@ export function convertV1(text: string, project: string): Conversion {
     return { ok: false, cause: 'not valid JSON' };
   }
   if (!isObj(raw)) return { ok: false, cause: 'root is not an object' };
-  if (raw.schema_version !== 1) return { ok: false, cause: `schema_version is ${JSON.stringify(raw.schema_version)}, not 1` };
+  if (raw.schema_version !== 1)
+    return { ok: false, cause: `schema_version is ${JSON.stringify(raw.schema_version)}, not 1` };
   const channels = raw.channels ?? {};
   if (!isObj(channels)) return { ok: false, cause: 'channels is not an object' };
   const rebuilt: Record<string, unknown> = {};
@@ -148,12 +153,23 @@ export function convertV1(text: string, project: string): Conversion {
     for (const [i, m] of ch.members.entries()) {
       const bad = v1MemberProblem(m);
       if (bad) return { ok: false, cause: `channels.${key}.members.${i}: ${bad}` };
-      const { session_id, role, role_prompt, joined_at } = m as { session_id: string; role: string; role_prompt?: string; joined_at: number };
+      const { session_id, role, role_prompt, joined_at } = m as {
+        session_id: string;
+        role: string;
+        role_prompt?: string;
+        joined_at: number;
+      };
       members.push({
-        session_id, role, joined_at,
+        session_id,
+        role,
+        joined_at,
         role_prompt: role_prompt?.trim() ? role_prompt : V1_ROLE_PROMPT, // v2 prompts are non-blank
-        stale: false, stale_at: null,
-        host: LEGACY_HOST, surface: 'cli', delivery_mode: 'push', host_session_id: session_id,
+        stale: false,
+        stale_at: null,
+        host: LEGACY_HOST,
+        surface: 'cli',
+        delivery_mode: 'push',
+        host_session_id: session_id,
       });
     }
     rebuilt[key] = {

@@ -20,14 +20,21 @@ type PinPaths = Pick<StorePaths, 'pins' | 'legacyPin'>;
 
 const pinFile = (paths: PinPaths, id: string) => join(paths.pins, `${id}.json`);
 
-export async function writePin(paths: PinPaths, pin: { member_id: string; host: string }, now = Date.now()): Promise<Pin> {
+export async function writePin(
+  paths: PinPaths,
+  pin: { member_id: string; host: string },
+  now = Date.now(),
+): Promise<Pin> {
   if (!isMemberId(pin.member_id))
     throw new RefusalError(refuse('invalid_member_id', `Member id must match ${MEMBER_ID_RE}; nothing was written.`));
   if (!HOST_LABEL_RE.test(pin.host))
     throw new RefusalError(refuse('invalid_argument', `Host label must match ${HOST_LABEL_RE}; nothing was written.`));
   const saved: Pin = { member_id: pin.member_id, host: pin.host, saved_at: now };
   await mkdir(paths.pins, { recursive: true });
-  await writeAtomic(pinFile(paths, saved.member_id), `${JSON.stringify(saved, null, 2)}\n`, { tmpPrefix: '.pin', durable: true });
+  await writeAtomic(pinFile(paths, saved.member_id), `${JSON.stringify(saved, null, 2)}\n`, {
+    tmpPrefix: '.pin',
+    durable: true,
+  });
   return saved;
 }
 
@@ -74,7 +81,8 @@ export async function listPins(paths: PinPaths): Promise<PinListing> {
     }
     const r = await parsePinFile(join(paths.pins, file));
     if (!r.ok) invalid.push({ file, cause: r.cause });
-    else if (r.pin.member_id !== id) invalid.push({ file, cause: `member_id ${r.pin.member_id} does not match the file name` });
+    else if (r.pin.member_id !== id)
+      invalid.push({ file, cause: `member_id ${r.pin.member_id} does not match the file name` });
     else pins.push(r.pin);
   }
   if (pins.length > 0) return { pins, invalid, legacy: false };

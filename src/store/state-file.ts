@@ -41,7 +41,9 @@ export type FileRead =
 
 const unreadable = (code: string, detail: string) =>
   new RefusalError(
-    refuse('state_unreadable', `.opencomms/state.json cannot be read (${code}: ${detail}); nothing was changed.`, { code }),
+    refuse('state_unreadable', `.opencomms/state.json cannot be read (${code}: ${detail}); nothing was changed.`, {
+      code,
+    }),
   );
 
 const MIB = 1024 * 1024;
@@ -81,7 +83,13 @@ export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<F
     const out = classify(text.toString('utf8'));
     if (!out.ok) return { kind: 'corrupt', cause: out.cause, text };
     keep = true;
-    return { kind: 'ok', state: out.state, journalId: out.journalId, journalCreated: out.journalCreated, pin: { fd, key: keyOf(st) } };
+    return {
+      kind: 'ok',
+      state: out.state,
+      journalId: out.journalId,
+      journalCreated: out.journalCreated,
+      pin: { fd, key: keyOf(st) },
+    };
   } finally {
     if (!keep) await pClose(fd).catch(() => {});
   }
@@ -89,7 +97,9 @@ export async function readStateFile(paths: Pick<StorePaths, 'state'>): Promise<F
 
 /** Text → state, or the cause of corruption. An integer schema_version other than ours is not
  *  corruption: it is a newer (or older) OpenComms' file and must never be touched. */
-export function classify(text: string): { ok: true; state: State; journalId: string | null; journalCreated: boolean } | { ok: false; cause: string } {
+export function classify(
+  text: string,
+): { ok: true; state: State; journalId: string | null; journalCreated: boolean } | { ok: false; cause: string } {
   storeStats.parses++;
   let raw: unknown;
   try {
@@ -97,7 +107,8 @@ export function classify(text: string): { ok: true; state: State; journalId: str
   } catch (e) {
     return { ok: false, cause: `not valid JSON (${(e as Error).message})` };
   }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { ok: false, cause: 'root is not an object' };
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return { ok: false, cause: 'root is not an object' };
   const v = (raw as { schema_version?: unknown }).schema_version;
   if (!Number.isInteger(v)) return { ok: false, cause: 'schema_version missing or not an integer' };
   if (v !== SCHEMA_VERSION)
@@ -114,11 +125,14 @@ export function classify(text: string): { ok: true; state: State; journalId: str
   const { journal_id: journal, journal_created: created, ...rest } = raw as Record<string, unknown>;
   const journalId = typeof journal === 'string' && JOURNAL_ID_RE.test(journal) ? journal : null;
   const parsed = parseState(rest);
-  return parsed.ok ? { ok: true, state: parsed.state, journalId, journalCreated: journalId !== null && created === true } : { ok: false, cause: parsed.cause };
+  return parsed.ok
+    ? { ok: true, state: parsed.state, journalId, journalCreated: journalId !== null && created === true }
+    : { ok: false, cause: parsed.cause };
 }
 
 /** Pretty JSON (§2); `journalId` names the journal that continues this snapshot, if any. */
-export const serialize = (state: State, journalId: string | null = null): string => [...serializeChunks(state, journalId)].join('');
+export const serialize = (state: State, journalId: string | null = null): string =>
+  [...serializeChunks(state, journalId)].join('');
 
 /** The text `serialize` returns, in pieces: a map of the state's (`messages`, `queues`, ...)
  *  SERIALIZE_BATCH entries at a time. A compaction writes these as they come: built whole, the
@@ -170,7 +184,11 @@ export interface SaveOptions {
 
 /** Atomic save; returns a pin on what was written. Only call under the lock: the file we open
  *  after the rename is ours only because nobody else may rename in between. */
-export async function saveState(paths: Pick<StorePaths, 'state'>, text: string, opts: SaveOptions = {}): Promise<Pinned> {
+export async function saveState(
+  paths: Pick<StorePaths, 'state'>,
+  text: string,
+  opts: SaveOptions = {},
+): Promise<Pinned> {
   await writeAtomic(paths.state, text, { tmpPrefix: '.state', ...opts });
   return pinFile(paths.state);
 }

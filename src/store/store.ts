@@ -20,8 +20,24 @@ import { emptyState, type State } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
-import { appendHistory, closeHistoryLogs, deleteHistory, findInHistory, historyIds, readHistory } from './history-log.ts';
-import { JournalCut, JournalWriter, journalFile, readJournal, sealLine, sealOf, type Entry, type Seal } from './journal.ts';
+import {
+  appendHistory,
+  closeHistoryLogs,
+  deleteHistory,
+  findInHistory,
+  historyIds,
+  readHistory,
+} from './history-log.ts';
+import {
+  JournalCut,
+  JournalWriter,
+  journalFile,
+  readJournal,
+  sealLine,
+  sealOf,
+  type Entry,
+  type Seal,
+} from './journal.ts';
 import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs } from './fs.ts';
 import { loadLockFree, loadLocked, lostSnapshot, type Snapshot } from './load.ts';
 import { lockHeld, withLock, type HeldLock } from './lock.ts';
@@ -92,7 +108,10 @@ export class FileStore implements Store {
    *  instead of after taking it: with four writers that was three lines of every turn. */
   private readonly lockOptions = { whileBusy: () => void this.catchUpQuietly() };
 
-  constructor(projectDir: string, private readonly options: FileStoreOptions = {}) {
+  constructor(
+    projectDir: string,
+    private readonly options: FileStoreOptions = {},
+  ) {
     this.paths = resolvePaths(projectDir);
     this.durability = options.durability ?? durabilityFromEnv();
   }
@@ -140,72 +159,86 @@ export class FileStore implements Store {
       }
       await ensureDir(this.paths);
     }
-    return withLock(this.paths, async (lock) => {
-      // Moved to another store (store/postgres/move.ts writes the binding under this lock): the
-      // files are retired, and a write here would fork the project.
-      if (existsSync(this.paths.binding))
-        throw new RefusalError(refuse('state_incompatible', 'This project moved to another store (.opencomms/store.json): restart this process to use it; nothing was written.'));
-      const state = await this.locked(lock);
-      const draft = track(state);
-      let out: MutateOutcome<T>;
-      try {
-        out = fn(draft.root);
-      } catch (e) {
-        draft.rollback();
-        throw e;
-      }
-      const result = detach(out.result);
-      if (!out.changed) {
-        draft.rollback();
-        return result;
-      }
-      // The envelopes leaving for the history logs are only stringified, before anything else
-      // touches the state: their plain objects do. A copy (~3 µs each, 100 on a pull of 100) is
-      // needed only where the draft is rolled back and applied again (an archive write) first.
-      const history = out.history ?? [];
-      const writes: Writes = { history: out.archive ? detach(history) : history.map(raw), archive: detach(out.archive) };
-      const { written, undo } = out.ops ? this.applyPlanned(state, draft, out.ops) : { written: draft.ops(), undo: () => draft.rollback() };
-      const checked = checkOps(state, written, true);
-      if (checked.problem) {
-        undo();
-        throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
-      }
-      const { ops } = checked;
-      // What the files written before the state take back should the state write fail: a
-      // failed operation leaves no trace.
-      const takeBack: Array<() => void> = [];
-      try {
-        if (writes.archive) {
-          // The archive is written first (a crash never loses the saved messages), and while
-          // that waits, this process must see the old state: put it back, then apply again.
+    return withLock(
+      this.paths,
+      async (lock) => {
+        // Moved to another store (store/postgres/move.ts writes the binding under this lock): the
+        // files are retired, and a write here would fork the project.
+        if (existsSync(this.paths.binding))
+          throw new RefusalError(
+            refuse(
+              'state_incompatible',
+              'This project moved to another store (.opencomms/store.json): restart this process to use it; nothing was written.',
+            ),
+          );
+        const state = await this.locked(lock);
+        const draft = track(state);
+        let out: MutateOutcome<T>;
+        try {
+          out = fn(draft.root);
+        } catch (e) {
+          draft.rollback();
+          throw e;
+        }
+        const result = detach(out.result);
+        if (!out.changed) {
+          draft.rollback();
+          return result;
+        }
+        // The envelopes leaving for the history logs are only stringified, before anything else
+        // touches the state: their plain objects do. A copy (~3 µs each, 100 on a pull of 100) is
+        // needed only where the draft is rolled back and applied again (an archive write) first.
+        const history = out.history ?? [];
+        const writes: Writes = {
+          history: out.archive ? detach(history) : history.map(raw),
+          archive: detach(out.archive),
+        };
+        const { written, undo } = out.ops
+          ? this.applyPlanned(state, draft, out.ops)
+          : { written: draft.ops(), undo: () => draft.rollback() };
+        const checked = checkOps(state, written, true);
+        if (checked.problem) {
           undo();
-          lock.assertHeld();
-          takeBack.push(await writeArchive(this.paths, writes.archive, this.durable));
-          applyOps(state, ops);
+          throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
         }
-        // Log first: a crash before the state write duplicates a log line (readers keep one per
-        // id) instead of losing the envelopes. The journal write checks the lock itself.
-        if (writes.history.length) {
-          lock.assertHeld();
-          takeBack.push(appendHistory(this.paths, writes.history, this.durable));
+        const { ops } = checked;
+        // What the files written before the state take back should the state write fail: a
+        // failed operation leaves no trace.
+        const takeBack: Array<() => void> = [];
+        try {
+          if (writes.archive) {
+            // The archive is written first (a crash never loses the saved messages), and while
+            // that waits, this process must see the old state: put it back, then apply again.
+            undo();
+            lock.assertHeld();
+            takeBack.push(await writeArchive(this.paths, writes.archive, this.durable));
+            applyOps(state, ops);
+          }
+          // Log first: a crash before the state write duplicates a log line (readers keep one per
+          // id) instead of losing the envelopes. The journal write checks the lock itself.
+          if (writes.history.length) {
+            lock.assertHeld();
+            takeBack.push(appendHistory(this.paths, writes.history, this.durable));
+          }
+          await this.persist(state, ops, lock);
+        } catch (e) {
+          this.drop(); // memory may be ahead of disk now: the next access reloads
+          for (const back of takeBack.reverse()) back();
+          throw writeError(e, 'the state');
         }
-        await this.persist(state, ops, lock);
-      } catch (e) {
-        this.drop(); // memory may be ahead of disk now: the next access reloads
-        for (const back of takeBack.reverse()) back();
-        throw writeError(e, 'the state');
-      }
-      if (VERIFY_WRITES) await this.verify(state);
-      // Deletions follow the write: a crash in between, or a file system that refuses them,
-      // leaves an orphan file, never a live channel whose archive is gone. The operation is done.
-      try {
-        if (out.deleteArchive) await deleteArchive(this.paths, out.deleteArchive);
-        for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
-      } catch {
-        // see above: an orphan file
-      }
-      return result;
-    }, this.lockOptions);
+        if (VERIFY_WRITES) await this.verify(state);
+        // Deletions follow the write: a crash in between, or a file system that refuses them,
+        // leaves an orphan file, never a live channel whose archive is gone. The operation is done.
+        try {
+          if (out.deleteArchive) await deleteArchive(this.paths, out.deleteArchive);
+          for (const id of out.deleteHistory ?? []) await deleteHistory(this.paths, id);
+        } catch {
+          // see above: an orphan file
+        }
+        return result;
+      },
+      this.lockOptions,
+    );
   }
 
   /** A mutation that planned its changes as operations (a send) changed nothing through its
@@ -434,7 +467,16 @@ export class FileStore implements Store {
    *  damaged (the good part is applied; `damage` says why). */
   private adopt(snap: Snapshot): boolean {
     this.drop();
-    const c: Cache = { state: snap.state, pin: snap.pin, journalId: snap.journalId, created: snap.journalCreated, offset: 0, count: 0, tail: NO_TAIL, size: null };
+    const c: Cache = {
+      state: snap.state,
+      pin: snap.pin,
+      journalId: snap.journalId,
+      created: snap.journalCreated,
+      offset: 0,
+      count: 0,
+      tail: NO_TAIL,
+      size: null,
+    };
     this.cache = c;
     if (!c.journalId) return true;
     const file = journalFile(this.paths, c.journalId);
@@ -511,7 +553,11 @@ export class FileStore implements Store {
     const kept = `${damaged}.corrupt.${at}.jsonl`;
     if (damaged) {
       try {
-        writeAtomicSync(join(this.paths.journal, kept), readFileSync(journalFile(this.paths, damaged)), { tmpPrefix: '.journal', durable: this.durable, guard: () => lock.assertHeld() });
+        writeAtomicSync(join(this.paths.journal, kept), readFileSync(journalFile(this.paths, damaged)), {
+          tmpPrefix: '.journal',
+          durable: this.durable,
+          guard: () => lock.assertHeld(),
+        });
       } catch (e) {
         throw writeError(e, `journal/${kept}`);
       }
@@ -553,8 +599,15 @@ export class FileStore implements Store {
    *  retried: nothing else of this process may run while memory is ahead of disk. */
   private async persist(state: State, ops: Op[], lock: HeldLock): Promise<void> {
     const c = this.cache!;
-    if (!c.journalId || c.offset >= (this.options.compactBytes ?? JOURNAL_COMPACT_BYTES)) return this.snapshot(state, lock, ops);
-    const opts = { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset, tail: c.tail, size: c.size };
+    if (!c.journalId || c.offset >= (this.options.compactBytes ?? JOURNAL_COMPACT_BYTES))
+      return this.snapshot(state, lock, ops);
+    const opts = {
+      durable: this.durable,
+      guard: () => lock.assertHeld(),
+      offset: c.offset,
+      tail: c.tail,
+      size: c.size,
+    };
     const end = this.journal.append(this.paths, c.journalId, { n: c.count + 1, ops }, opts);
     Object.assign(c, { offset: end.offset, tail: end.tail, size: null, count: c.count + 1 });
   }
@@ -584,7 +637,10 @@ export class FileStore implements Store {
       if (lock.compromised) throw e;
       this.drop();
       try {
-        await writeAtomic(this.paths.state, serialize(raw(state), id), { ...opts, delays: RENAME_RETRY_DELAYS_MS.slice(1) });
+        await writeAtomic(this.paths.state, serialize(raw(state), id), {
+          ...opts,
+          delays: RENAME_RETRY_DELAYS_MS.slice(1),
+        });
       } catch (again) {
         this.removeJournals([], [id]);
         throw writeError(again, 'state.json');
@@ -615,7 +671,13 @@ export class FileStore implements Store {
   private seal(c: Cache, ops: Op[], seal: Seal, lock: HeldLock): boolean {
     try {
       const entry = { n: c.count + 1, ops, sealed: sealLine(seal) };
-      this.journal.append(this.paths, c.journalId!, entry, { durable: this.durable, guard: () => lock.assertHeld(), offset: c.offset, tail: c.tail, size: c.size });
+      this.journal.append(this.paths, c.journalId!, entry, {
+        durable: this.durable,
+        guard: () => lock.assertHeld(),
+        offset: c.offset,
+        tail: c.tail,
+        size: c.size,
+      });
       return true;
     } catch {
       return false;
@@ -642,7 +704,12 @@ export class FileStore implements Store {
 /** A failed write as the store reports it: a file-system error (with its code) becomes a
  *  StoreWriteError; refusals and the store's own errors pass as they are. */
 function writeError(e: unknown, what: string): unknown {
-  if (e instanceof StoreWriteError || e instanceof RefusalError || typeof (e as NodeJS.ErrnoException)?.code !== 'string') return e;
+  if (
+    e instanceof StoreWriteError ||
+    e instanceof RefusalError ||
+    typeof (e as NodeJS.ErrnoException)?.code !== 'string'
+  )
+    return e;
   return new StoreWriteError(codeOf(e), what, e);
 }
 
@@ -660,7 +727,8 @@ export async function inspectState(projectDir: string): Promise<Inspection> {
   try {
     r = await readStateFile(paths);
   } catch (e) {
-    if (e instanceof RefusalError) return { kind: 'refused', reason: String(e.refusal.data?.reason), message: e.refusal.message };
+    if (e instanceof RefusalError)
+      return { kind: 'refused', reason: String(e.refusal.data?.reason), message: e.refusal.message };
     throw e;
   }
   if (r.kind === 'absent') {
@@ -692,4 +760,3 @@ const listJournals = (paths: StorePaths): string[] => {
     return [];
   }
 };
-

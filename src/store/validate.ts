@@ -35,7 +35,9 @@ function gainedDefaults(input: unknown, output: unknown): boolean {
 
 /** §2.8 `delivered_total`, as a load computes it for a channel written without one. */
 const handedOver = (state: State, channelId: string) =>
-  Object.values(raw(state.messages)).filter((e) => e.channel_id === channelId && (e.delivery_status === 'delivered' || e.delivery_status === 'in_flight')).length;
+  Object.values(raw(state.messages)).filter(
+    (e) => e.channel_id === channelId && (e.delivery_status === 'delivered' || e.delivery_status === 'in_flight'),
+  ).length;
 
 /** The first rule the written entities break, or null. With `backfill`, a whole entity written
  *  without a defaulted field gets it, in the state and in its operation: other processes replay
@@ -54,10 +56,12 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
       if (s.schema_version !== 2) return fail('schema_version is not 2');
     } else if (collection === 'errors') {
       const items = op[0] === 'a' ? op[2] : (s.errors as unknown[]);
-      if (!Array.isArray(items) || !items.every((e) => ErrorEntrySchema.safeParse(e).success)) return fail('errors: an entry is malformed');
+      if (!Array.isArray(items) || !items.every((e) => ErrorEntrySchema.safeParse(e).success))
+        return fail('errors: an entry is malformed');
     } else if (collection === 'queues' || collection === 'delivered_to') {
       if (key === undefined) return fail(`${collection} cannot be written whole`);
-      if (op[0] === 'a' ? !isIdList(op[2]) : op[0] === 's' && !isIdList((s[collection] as Obj)[key])) return fail(`${collection}.${key}: not a list of ids`);
+      if (op[0] === 'a' ? !isIdList(op[2]) : op[0] === 's' && !isIdList((s[collection] as Obj)[key]))
+        return fail(`${collection}.${key}: not a list of ids`);
     } else if (collection === 'channels' || collection === 'messages') {
       if (key === undefined) return fail(`${collection} cannot be written whole`);
       const all = s[collection] as Record<string, Obj>;
@@ -100,7 +104,13 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
   return { ops: out, problem: null };
 }
 
-function checkEntity(state: State, collection: 'channels' | 'messages', key: string, entity: Obj, backfill: boolean): string | null {
+function checkEntity(
+  state: State,
+  collection: 'channels' | 'messages',
+  key: string,
+  entity: Obj,
+  backfill: boolean,
+): string | null {
   const r = ENTITIES[collection]!.schema.safeParse(entity);
   if (!r.success) return issue(`${collection}.${key}`, r);
   const data = r.data as Obj;
@@ -113,7 +123,13 @@ function checkEntity(state: State, collection: 'channels' | 'messages', key: str
   return null;
 }
 
-type Def = { type: string; innerType?: { _zod: { def: Def } }; valueType?: z.ZodType; element?: z.ZodType; checks?: unknown[] };
+type Def = {
+  type: string;
+  innerType?: { _zod: { def: Def } };
+  valueType?: z.ZodType;
+  element?: z.ZodType;
+  checks?: unknown[];
+};
 const defOf = (t: z.ZodType) => (t as unknown as { _zod: { def: Def } })._zod.def;
 
 /** Unwrapped definitions of the schemas' own fields, by collection, then field: the schemas never
@@ -152,13 +168,15 @@ function checkField(collection: 'channels' | 'messages', key: string, entity: Ob
     const r = schema.safeParse(entity[field]);
     if (!r.success) return issue(`${collection}.${key}.${field}`, r);
   }
-  if (collection === 'channels' && (field === 'name' || field === 'lifecycle' || field === 'members')) return channelRule(key, entity);
+  if (collection === 'channels' && (field === 'name' || field === 'lifecycle' || field === 'members'))
+    return channelRule(key, entity);
   return null;
 }
 
 /** §2.7 rules a channel's schema cannot state: the key is its name; a tombstone has no members. */
 function channelRule(key: string, ch: Obj): string | null {
   if (ch.name !== key) return `channels.${key}: key does not equal name "${String(ch.name)}"`;
-  if (ch.lifecycle !== 'active' && Array.isArray(ch.members) && ch.members.length > 0) return `channels.${key}: a ${String(ch.lifecycle)} channel has members`;
+  if (ch.lifecycle !== 'active' && Array.isArray(ch.members) && ch.members.length > 0)
+    return `channels.${key}: a ${String(ch.lifecycle)} channel has members`;
   return null;
 }

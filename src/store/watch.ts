@@ -14,7 +14,11 @@ import type { Watch, WatchChange } from './types.ts';
  *  this process already holds costs two stats. */
 export const RESCAN_INTERVAL_MS = 500;
 
-export async function watchStateFile(paths: StorePaths, onChange: (change: WatchChange) => Promise<void>, log: (l: string) => void): Promise<Watch> {
+export async function watchStateFile(
+  paths: StorePaths,
+  onChange: (change: WatchChange) => Promise<void>,
+  log: (l: string) => void,
+): Promise<Watch> {
   let running: Promise<void> | null = null;
   let again = false;
   let archives = false;

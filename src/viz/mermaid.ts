@@ -7,7 +7,8 @@ const nodeId = (n: AnyStateNode) => n.id.replace(/[^A-Za-z0-9_]/g, '_');
 
 function edgeLabel(t: AnyTransitionDefinition): string {
   const parts = [t.eventType];
-  if (t.guard) parts.push(`[${typeof t.guard === 'string' ? t.guard : ((t.guard as { type?: string }).type ?? 'guard')}]`);
+  if (t.guard)
+    parts.push(`[${typeof t.guard === 'string' ? t.guard : ((t.guard as { type?: string }).type ?? 'guard')}]`);
   const actions = (t.actions ?? []).map((a) => {
     if (typeof a === 'string') return a;
     const { type, params } = a as { type?: string; params?: { reason?: string } };

@@ -97,7 +97,8 @@ export function toSvg(m: MachineJson, opts: { standalone?: boolean } = {}): stri
   const pos = new Map<string, { x: number; y: number }>();
   cols.forEach((col, ci) => {
     const colH = col.length * BOX_H + (col.length - 1) * ROW_GAP;
-    for (const [ri, n] of col.entries()) pos.set(n, { x: MARGIN + ci * (BOX_W + COL_GAP), y: MARGIN_TOP + (body - colH) / 2 + ri * (BOX_H + ROW_GAP) });
+    for (const [ri, n] of col.entries())
+      pos.set(n, { x: MARGIN + ci * (BOX_W + COL_GAP), y: MARGIN_TOP + (body - colH) / 2 + ri * (BOX_H + ROW_GAP) });
   });
   const width = MARGIN * 2 + cols.length * BOX_W + (cols.length - 1) * COL_GAP;
   const pairs = new Set(edges.map((e) => `${e.from}>${e.to}`));
@@ -123,8 +124,18 @@ export function toSvg(m: MachineJson, opts: { standalone?: boolean } = {}): stri
       const twin = pairs.has(`${e.to}>${e.from}`);
       const slide = (d: number) => Math.sign(d) * Math.min(Math.abs(d) / 4, BOX_H * 0.3);
       const apart = twin ? (b.x >= a.x ? 6 : -6) : 0;
-      const [sx, sy] = b.x > a.x ? [a.x + BOX_W, a.y + BOX_H / 2 + slide(b.y - a.y) + apart] : b.x < a.x ? [a.x, a.y + BOX_H / 2 + slide(b.y - a.y) + apart] : [a.x + BOX_W / 2 + 20, b.y > a.y ? a.y + BOX_H : a.y];
-      const [tx, ty] = b.x > a.x ? [b.x, b.y + BOX_H / 2 + slide(a.y - b.y) + apart] : b.x < a.x ? [b.x + BOX_W, b.y + BOX_H / 2 + slide(a.y - b.y) + apart] : [b.x + BOX_W / 2 + 20, b.y > a.y ? b.y : b.y + BOX_H];
+      const [sx, sy] =
+        b.x > a.x
+          ? [a.x + BOX_W, a.y + BOX_H / 2 + slide(b.y - a.y) + apart]
+          : b.x < a.x
+            ? [a.x, a.y + BOX_H / 2 + slide(b.y - a.y) + apart]
+            : [a.x + BOX_W / 2 + 20, b.y > a.y ? a.y + BOX_H : a.y];
+      const [tx, ty] =
+        b.x > a.x
+          ? [b.x, b.y + BOX_H / 2 + slide(a.y - b.y) + apart]
+          : b.x < a.x
+            ? [b.x + BOX_W, b.y + BOX_H / 2 + slide(a.y - b.y) + apart]
+            : [b.x + BOX_W / 2 + 20, b.y > a.y ? b.y : b.y + BOX_H];
       // The normal flips with the direction, so one sign bends two edges between the same pair
       // to opposite sides; an edge within a column bends out of it, clear of the boxes between.
       const bend = b.x === a.x ? -(40 + Math.abs(b.y - a.y) / 4) : twin ? 24 : 0;
@@ -154,7 +165,9 @@ export function toSvg(m: MachineJson, opts: { standalone?: boolean } = {}): stri
     );
   }
   const init = m.initial?.target?.[0] ? pos.get(keyOf(m.initial.target[0])) : undefined;
-  const start = init ? `<circle class="initial" cx="${init.x - 16}" cy="${init.y + BOX_H / 2}" r="6"/><path class="initial-edge" d="M ${init.x - 10} ${init.y + BOX_H / 2} L ${init.x} ${init.y + BOX_H / 2}"/>` : '';
+  const start = init
+    ? `<circle class="initial" cx="${init.x - 16}" cy="${init.y + BOX_H / 2}" r="6"/><path class="initial-edge" d="M ${init.x - 10} ${init.y + BOX_H / 2} L ${init.x} ${init.y + BOX_H / 2}"/>`
+    : '';
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" class="machine" data-machine="${esc(m.id)}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${esc(m.id)} state machine">` +
     (standalone ? `<style>${STYLE}</style><rect class="bg" width="${width}" height="${height}"/>` : '') +

@@ -67,7 +67,11 @@ function recipientStates(state: Readonly<State>, now: number) {
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
     for (const m of ch.members)
-      out.set(`${ch.id}:${m.session_id}`, { channel: ch.name, role: m.role, state: m.stale ? 'stale' : recipientView(state, ch, m, now, index).state });
+      out.set(`${ch.id}:${m.session_id}`, {
+        channel: ch.name,
+        role: m.role,
+        state: m.stale ? 'stale' : recipientView(state, ch, m, now, index).state,
+      });
   }
   return out;
 }
@@ -78,7 +82,14 @@ function recipientStates(state: Readonly<State>, now: number) {
  * names the channels whose log tail was read this time: a reported terminal envelope of such a
  * channel that is no longer in its tail is forgotten, so `seen` stays bounded.
  */
-export function diff(seen: Seen, state: Readonly<State>, logged: readonly Envelope[], read: ReadonlySet<string>, now: number, silent = false): { lines: WatchLine[]; seen: Seen } {
+export function diff(
+  seen: Seen,
+  state: Readonly<State>,
+  logged: readonly Envelope[],
+  read: ReadonlySet<string>,
+  now: number,
+  silent = false,
+): { lines: WatchLine[]; seen: Seen } {
   const lines: WatchLine[] = [];
   const names = new Map(seen.names);
   for (const ch of Object.values(state.channels)) names.set(ch.id, ch.name);
@@ -99,13 +110,24 @@ export function diff(seen: Seen, state: Readonly<State>, logged: readonly Envelo
       if (HAND_OVERS.has(event)) attempt++;
       if (silent || i < from) return;
       lines.push({
-        kind: 'envelope', at, channel: names.get(e.channel_id) ?? e.channel_id, message_id: e.message_id,
-        sender_role: e.sender_role, recipient_role: e.recipient_role, event, from: i > 0 ? e.transitions[i - 1]![1] : null, to, attempt,
+        kind: 'envelope',
+        at,
+        channel: names.get(e.channel_id) ?? e.channel_id,
+        message_id: e.message_id,
+        sender_role: e.sender_role,
+        recipient_role: e.recipient_role,
+        event,
+        from: i > 0 ? e.transitions[i - 1]![1] : null,
+        to,
+        attempt,
       });
     });
     receipts.set(e.message_id, {
-      n: Math.max(from, e.transitions.length), channel_id: e.channel_id, status: e.delivery_status,
-      sender_role: e.sender_role, recipient_role: e.recipient_role,
+      n: Math.max(from, e.transitions.length),
+      channel_id: e.channel_id,
+      status: e.delivery_status,
+      sender_role: e.sender_role,
+      recipient_role: e.recipient_role,
     });
   }
   for (const [id, r] of seen.receipts) {
@@ -121,8 +143,16 @@ export function diff(seen: Seen, state: Readonly<State>, logged: readonly Envelo
     const saved = Object.values(state.channels).some((c) => c.id === r.channel_id && c.lifecycle === 'saved');
     if (!silent)
       lines.push({
-        kind: 'envelope', at: now, channel: names.get(r.channel_id) ?? r.channel_id, message_id: id, sender_role: r.sender_role,
-        recipient_role: r.recipient_role, event: 'PURGE', from: r.status, to: saved ? 'archived' : 'discarded', attempt: 0,
+        kind: 'envelope',
+        at: now,
+        channel: names.get(r.channel_id) ?? r.channel_id,
+        message_id: id,
+        sender_role: r.sender_role,
+        recipient_role: r.recipient_role,
+        event: 'PURGE',
+        from: r.status,
+        to: saved ? 'archived' : 'discarded',
+        attempt: 0,
       });
   }
 
@@ -131,11 +161,27 @@ export function diff(seen: Seen, state: Readonly<State>, logged: readonly Envelo
     for (const [key, r] of recipients) {
       const before = seen.recipients.get(key);
       if (before?.state !== r.state)
-        lines.push({ kind: 'recipient', at: now, channel: r.channel, session_id: key.slice(key.indexOf(':') + 1), role: r.role, from: before?.state ?? null, to: r.state });
+        lines.push({
+          kind: 'recipient',
+          at: now,
+          channel: r.channel,
+          session_id: key.slice(key.indexOf(':') + 1),
+          role: r.role,
+          from: before?.state ?? null,
+          to: r.state,
+        });
     }
     for (const [key, r] of seen.recipients)
       if (!recipients.has(key))
-        lines.push({ kind: 'recipient', at: now, channel: r.channel, session_id: key.slice(key.indexOf(':') + 1), role: r.role, from: r.state, to: 'removed' });
+        lines.push({
+          kind: 'recipient',
+          at: now,
+          channel: r.channel,
+          session_id: key.slice(key.indexOf(':') + 1),
+          role: r.role,
+          from: r.state,
+          to: 'removed',
+        });
   }
   lines.sort((a, b) => a.at - b.at);
   return { lines, seen: { receipts, recipients, names } };
@@ -148,7 +194,10 @@ const ID_SHOWN = 12;
 /** One line of the terminal view, like `kubectl get -w`. */
 export function renderLine(l: WatchLine): string {
   if (l.kind === 'envelope') {
-    const move = l.from === null ? `${l.event} → ${l.to}` : `${l.from} → ${l.to} (${l.event}${HAND_OVERS.has(l.event) ? `, attempt ${l.attempt}` : ''})`;
+    const move =
+      l.from === null
+        ? `${l.event} → ${l.to}`
+        : `${l.from} → ${l.to} (${l.event}${HAND_OVERS.has(l.event) ? `, attempt ${l.attempt}` : ''})`;
     return `${clock(l.at)}  ${l.channel}  envelope   ${l.message_id.slice(0, ID_SHOWN)}…  ${l.sender_role} → ${l.recipient_role}  ${move}`;
   }
   return `${clock(l.at)}  ${l.channel}  recipient  ${l.role} (${l.session_id.slice(0, ID_SHOWN)})  ${l.from ?? 'joined'} → ${l.to}`;

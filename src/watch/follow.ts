@@ -61,7 +61,11 @@ async function logged(store: Store, changed: ReadonlySet<string>, gone: Map<stri
 /** Channels whose record changed (a send, a hand-over, a join, …): their log tail is read. */
 function changedChannels(prev: Readonly<State>, next: Readonly<State>): Set<string> {
   const before = new Map(Object.values(prev.channels).map((c) => [c.id, JSON.stringify(c)]));
-  return new Set(activeChannels(next).filter((c) => before.get(c.id) !== JSON.stringify(c)).map((c) => c.id));
+  return new Set(
+    activeChannels(next)
+      .filter((c) => before.get(c.id) !== JSON.stringify(c))
+      .map((c) => c.id),
+  );
 }
 
 export async function follow(store: Store, opts: FollowOptions): Promise<Watch> {

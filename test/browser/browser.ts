@@ -8,7 +8,14 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.OPENCOMMS_CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 export interface Browser {
   context: BrowserContext;
@@ -33,19 +40,28 @@ async function start(): Promise<{ context: BrowserContext; profile: string }> {
     const profile = await mkdtemp(join(tmpdir(), 'oc-chromium-'));
     try {
       const context = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 800 }, timeout: LAUNCH_TIMEOUT_MS,
+        executablePath: CHROMIUM,
+        headless: true,
+        args: FLAGS,
+        viewport: { width: 1280, height: 800 },
+        timeout: LAUNCH_TIMEOUT_MS,
       });
       return { context, profile };
     } catch (e) {
       await rm(profile, { recursive: true, force: true });
       if (attempt >= LAUNCH_ATTEMPTS) throw e;
-      process.stderr.write(`[browser] launch attempt ${attempt} failed, trying again: ${(e as Error).message.split('\n')[0]}\n`);
+      process.stderr.write(
+        `[browser] launch attempt ${attempt} failed, trying again: ${(e as Error).message.split('\n')[0]}\n`,
+      );
     }
   }
 }
 
 export async function launch(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install it with \`apt-get install -y chromium\` (see docs/operator.md, "How it is tested").`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `${CHROMIUM} is missing: install it with \`apt-get install -y chromium\` (see docs/operator.md, "How it is tested").`,
+    );
   const { context, profile } = await start();
   const requests: string[] = [];
   const errors: string[] = [];

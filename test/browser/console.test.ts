@@ -71,12 +71,16 @@ describe('CON-1 create a session', () => {
     await card('review').waitFor();
     await expect(card('review').innerText()).resolves.toMatch(/review\s+active\s+0\/3 agents\s+No description yet/);
     await page.locator('.detail-head h2', { hasText: 'review' }).waitFor();
-    await expect(page.locator('#join-code').innerText()).resolves.toBe('/OpenComms Join Channel=review As=<role> [role instructions]');
+    await expect(page.locator('#join-code').innerText()).resolves.toBe(
+      '/OpenComms Join Channel=review As=<role> [role instructions]',
+    );
     // Keyboard: Tab to the Codex tab, Enter.
     await page.locator('.tab[data-host="codex"]').focus();
     await page.keyboard.press('Enter');
     await page.locator('#join-code', { hasText: 'spawn_push=true' }).waitFor();
-    await expect(page.locator('#join-code').innerText()).resolves.toBe('opencomms_join(channel="review", role="<role>", role_prompt="...", spawn_push=true)');
+    await expect(page.locator('#join-code').innerText()).resolves.toBe(
+      'opencomms_join(channel="review", role="<role>", role_prompt="...", spawn_push=true)',
+    );
 
     // Another process (the CLI) creates a session: the page learns of it by SSE.
     await promisify(execFile)(process.execPath, [BIN, 'session', 'create', 'from-cli', '--project', dir]);
@@ -97,7 +101,14 @@ describe('CON-7 an agent process sends; the machine view follows live', () => {
     await ok(b.call('opencomms_join', { channel: 'team', role: 'Reviewer', role_prompt: 'Review.' }));
     await page.locator('table.agents td', { hasText: 'Reviewer' }).waitFor();
 
-    const sent = await ok(a.call('opencomms_send', { channel: 'team', content: 'Please review the parser.', to: 'Reviewer', session_description: 'Parser review' }));
+    const sent = await ok(
+      a.call('opencomms_send', {
+        channel: 'team',
+        content: 'Please review the parser.',
+        to: 'Reviewer',
+        session_description: 'Parser review',
+      }),
+    );
     const id = sent.data.message_ids[0] as string;
     const mine = page.locator(`tr[data-envelope="${id}"]`);
     await mine.and(row('pending')).waitFor({ timeout: 3000 });
@@ -117,7 +128,15 @@ describe('CON-7 an agent process sends; the machine view follows live', () => {
 
     // A push member whose owner process hangs in the prompt: its envelope stays in_flight.
     const rt = openRuntime(dir);
-    const pusher: Caller = { session_id: 'sess_push', host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: 'sess_push', project_id: 'local-project', worktree: dir };
+    const pusher: Caller = {
+      session_id: 'sess_push',
+      host: 'opencode',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: 'sess_push',
+      project_id: 'local-project',
+      worktree: dir,
+    };
     await ok(rt.run({ op: 'join', caller: pusher, args: { channel: 'team', role: 'Pusher', role_prompt: 'p' } }));
     await rt.close();
     const owners: Proc[] = [];
@@ -144,17 +163,29 @@ describe('CON-7 an agent process sends; the machine view follows live', () => {
     await next.waitFor((l) => l === 'ready');
     await next.waitFor((l) => l.includes(pid));
     await pushed.and(row('delivered')).waitFor({ timeout: 10_000 });
-    await expect(page.locator('ol.trail').innerText()).resolves.toMatch(/DRAIN → in_flight[\s\S]*SWEEP → pending[\s\S]*DRAIN → in_flight[\s\S]*COMMIT → delivered/);
+    await expect(page.locator('ol.trail').innerText()).resolves.toMatch(
+      /DRAIN → in_flight[\s\S]*SWEEP → pending[\s\S]*DRAIN → in_flight[\s\S]*COMMIT → delivered/,
+    );
   });
 });
 
 describe('CON-2 remove a member', () => {
   it('Remove severs that link only; the others are notified; agent states carry their definition', async () => {
     const rt = openRuntime(dir);
-    const agent = (sid: string): Caller => ({ session_id: sid, host: 'codex', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: dir });
+    const agent = (sid: string): Caller => ({
+      session_id: sid,
+      host: 'codex',
+      surface: 'mcp',
+      delivery_mode: 'pull',
+      host_session_id: null,
+      project_id: 'local-project',
+      worktree: dir,
+    });
     await ok(rt.run({ op: 'create', caller: agent(A), args: { channel: 'crew', role: 'Lead', role_prompt: 'l' } }));
     await ok(rt.run({ op: 'join', caller: agent(B), args: { channel: 'crew', role: 'Reviewer', role_prompt: 'r' } }));
-    await ok(rt.run({ op: 'join', caller: agent('sess_gone'), args: { channel: 'crew', role: 'Tester', role_prompt: 't' } }));
+    await ok(
+      rt.run({ op: 'join', caller: agent('sess_gone'), args: { channel: 'crew', role: 'Tester', role_prompt: 't' } }),
+    );
     await ok(rt.run({ op: 'mark_stale', session: 'sess_gone' }));
     await card('crew').click();
     const states = page.locator('table.agents .agent');
@@ -168,7 +199,9 @@ describe('CON-2 remove a member', () => {
     // The toast follows the POST's answer, which can come after the SSE refresh that re-rendered
     // the roster: it is waited for, not read at once.
     await page.locator('#toast', { hasText: 'Removed Reviewer' }).waitFor();
-    await expect(page.locator('#toast').innerText()).resolves.toBe('Removed Reviewer (sess_bbbbbbbbbbbbbbbbbbbbbbbb) from "crew".');
+    await expect(page.locator('#toast').innerText()).resolves.toBe(
+      'Removed Reviewer (sess_bbbbbbbbbbbbbbbbbbbbbbbb) from "crew".',
+    );
     // The remaining members each have the operator's notice waiting: the live one shows as
     // Working, the stale one stays Offline.
     await page.locator('table.agents .agent', { hasText: 'Working' }).waitFor();
@@ -191,7 +224,9 @@ describe('CON-3 save → resume as new → delete', () => {
     await page.getByRole('button', { name: 'Resume delivery' }).click();
     await page.locator('.detail-head .badge', { hasText: 'paused' }).waitFor({ state: 'detached' });
     await page.getByRole('button', { name: 'Save session…' }).click();
-    await expect(page.locator('#save-summary').inputValue()).resolves.toBe('Goal: \nDone: \nOpen questions: \nNext steps: ');
+    await expect(page.locator('#save-summary').inputValue()).resolves.toBe(
+      'Goal: \nDone: \nOpen questions: \nNext steps: ',
+    );
     await page.fill('#save-summary', 'Goal: ship the parser\nDone: review\nOpen questions: none\nNext steps: release');
     await page.screenshot({ path: join(SHOTS, 'save-dialog.png') });
     await page.getByRole('button', { name: 'Save', exact: true }).click();
@@ -208,7 +243,9 @@ describe('CON-3 save → resume as new → delete', () => {
 
     // Delete asks first; Cancel (the default button) keeps the session.
     await page.getByRole('button', { name: 'Delete…' }).click();
-    await expect(page.locator('#delete-text').innerText()).resolves.toContain('"sprint-2" and its pending mail are deleted for good');
+    await expect(page.locator('#delete-text').innerText()).resolves.toContain(
+      '"sprint-2" and its pending mail are deleted for good',
+    );
     await page.keyboard.press('Escape');
     await expect(card('sprint-2').count()).resolves.toBe(1);
     await page.getByRole('button', { name: 'Delete…' }).click();
@@ -226,7 +263,21 @@ describe('CON-3 save → resume as new → delete', () => {
 describe('layout', () => {
   it('is readable at 1280×800 and on a narrow window (no sideways scrolling of the page)', async () => {
     const rt = openRuntime(dir);
-    await ok(rt.run({ op: 'create', caller: { session_id: A, host: 'claude-code', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: dir }, args: { channel: 'wide-and-narrow', role: 'Lead', role_prompt: 'l' } }));
+    await ok(
+      rt.run({
+        op: 'create',
+        caller: {
+          session_id: A,
+          host: 'claude-code',
+          surface: 'mcp',
+          delivery_mode: 'pull',
+          host_session_id: null,
+          project_id: 'local-project',
+          worktree: dir,
+        },
+        args: { channel: 'wide-and-narrow', role: 'Lead', role_prompt: 'l' },
+      }),
+    );
     await rt.close();
     await card('wide-and-narrow').click();
     await page.locator('[data-machine="envelope"] svg').waitFor();

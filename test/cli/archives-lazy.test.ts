@@ -43,10 +43,12 @@ describe('lazy archives', () => {
     expect(got.data).toMatchObject({ kind: 'archived', name: 'old-3', summary: 'Session 3.' });
 
     // A save parses only the archive it adds (to index it); the listing after it none.
-    expect(await parses(async () => {
-          await must('session', 'create', 'new');
-          return must('session', 'save', 'new');
-        })).toBe(1);
+    expect(
+      await parses(async () => {
+        await must('session', 'create', 'new');
+        return must('session', 'save', 'new');
+      }),
+    ).toBe(1);
     expect(await parses(() => must('session', 'list'))).toBe(0);
 
     // A file changed by hand is read again, and an invalid one is reported (doctor) and skipped.
@@ -58,7 +60,9 @@ describe('lazy archives', () => {
     expect(await parses(() => must('session', 'list'))).toBe(0); // remembered in this process
     expect(await readFile(join(archives, '.index.json'), 'utf8')).toBe(index); // a read writes nothing
     expect((await must('session', 'list', '--json')).json().data.archived).toHaveLength(5);
-    expect((await cli('doctor', '--project', dir)).out).toContain(`[WARN] archives: archives/${victim} is skipped: not valid JSON`);
+    expect((await cli('doctor', '--project', dir)).out).toContain(
+      `[WARN] archives: archives/${victim} is skipped: not valid JSON`,
+    );
   });
 
   it('a damaged index is rebuilt from the archives, never trusted', async () => {
@@ -67,7 +71,10 @@ describe('lazy archives', () => {
     await must('session', 'list');
     const index = join(resolvePaths(dir).archives, '.index.json');
     await writeFile(index, JSON.stringify({ 'chn_forged.json': { key: '1:2:3:4:5', head: { name: 'forged' } } }));
-    const list = (await must('session', 'list', '--json')).json().data.archived as Array<{ name: string; description: string | null }>;
+    const list = (await must('session', 'list', '--json')).json().data.archived as Array<{
+      name: string;
+      description: string | null;
+    }>;
     expect(list.map((a) => a.name)).toEqual(['kept']);
     await writeFile(index, 'not json');
     expect((await must('session', 'get', 'kept', '--json')).json().data.summary).toBe('The real one.');

@@ -55,7 +55,9 @@ describe('opencomms serve / gui', () => {
   it('refuses a non-loopback bind and a port out of range (exit 1) before listening', async () => {
     const bind = await cli('serve', '--bind', '0.0.0.0', '--project', dir);
     expect(bind).toMatchObject({ code: 1, out: '' });
-    expect(bind.err).toContain('refusing to listen on "0.0.0.0": the console binds loopback only (127.0.0.1, localhost, ::1)');
+    expect(bind.err).toContain(
+      'refusing to listen on "0.0.0.0": the console binds loopback only (127.0.0.1, localhost, ::1)',
+    );
     for (const port of ['0', '65536', 'http']) {
       const r = await cli('gui', '--no-open', '--port', port, '--project', dir);
       expect(r.code).toBe(1);

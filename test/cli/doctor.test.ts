@@ -15,7 +15,8 @@ beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-doctor-'))))
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
 type Row = { level: string; check: string; detail: string };
-const rows = async (...extra: string[]) => (await cli('doctor', '--json', '--project', dir, ...extra)).json().data.rows as Row[];
+const rows = async (...extra: string[]) =>
+  (await cli('doctor', '--json', '--project', dir, ...extra)).json().data.rows as Row[];
 const rowOf = (list: Row[], check: string) => list.filter((r) => r.check === check);
 
 /** Every file under the project with its bytes, to prove what --fix did not touch. */
@@ -37,7 +38,20 @@ describe('doctor on an empty and a live project', () => {
     const r = await cli('doctor', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out).toContain('[OK] state: no state.json yet; the first change creates it\n');
-    for (const check of ['corrupt backups', 'migration', 'lock', 'temp files', 'in-flight mail', 'opencode', 'claude-code', 'codex', 'member ids', 'pin files', 'archives', 'node'])
+    for (const check of [
+      'corrupt backups',
+      'migration',
+      'lock',
+      'temp files',
+      'in-flight mail',
+      'opencode',
+      'claude-code',
+      'codex',
+      'member ids',
+      'pin files',
+      'archives',
+      'node',
+    ])
       expect(r.out).toMatch(new RegExp(`^\\[OK\\] ${check}: `, 'm'));
     expect(r.out).toMatch(/0 failure\(s\), 0 warning\(s\)\.\n$/);
     expect(await readdir(dir)).toEqual([]);
@@ -68,15 +82,21 @@ describe('doctor on a broken project', () => {
     await incompatibleState(dir);
     await writeFile(join(dir, '.opencomms', 'state.corrupt.1700000000000.json'), 'x');
     const list = await rows();
-    expect(rowOf(list, 'state')).toMatchObject([{ level: 'FAIL', detail: expect.stringContaining('schema_version 3') }]);
-    expect(rowOf(list, 'corrupt backups')).toMatchObject([{ level: 'WARN', detail: expect.stringContaining('state.corrupt.1700000000000.json') }]);
+    expect(rowOf(list, 'state')).toMatchObject([
+      { level: 'FAIL', detail: expect.stringContaining('schema_version 3') },
+    ]);
+    expect(rowOf(list, 'corrupt backups')).toMatchObject([
+      { level: 'WARN', detail: expect.stringContaining('state.corrupt.1700000000000.json') },
+    ]);
     expect((await cli('doctor', '--project', dir)).code).toBe(1);
   });
 
   it('a stale lock is a WARN that --fix removes; a fresh lock is left alone', async () => {
     await liveProject(dir);
     await staleLock(dir);
-    expect(rowOf(await rows(), 'lock')).toMatchObject([{ level: 'WARN', detail: expect.stringContaining('stale lock') }]);
+    expect(rowOf(await rows(), 'lock')).toMatchObject([
+      { level: 'WARN', detail: expect.stringContaining('stale lock') },
+    ]);
     const fixed = await cli('doctor', '--fix', '--project', dir);
     expect(fixed.out).toContain('fixed: removed the stale lock .opencomms/.state.lock');
     expect(fixed.out).toContain('[OK] lock: free');
@@ -89,10 +109,18 @@ describe('doctor on a broken project', () => {
     await placeholderInstall(dir);
     const r = await cli('doctor', '--project', dir);
     expect(r.code).toBe(1);
-    expect(r.out).toContain('[FAIL] member ids: claude-code (.mcp.json): the pinned member is still the placeholder; run `opencomms install-member --host claude-code`');
-    expect(r.out).toContain('[FAIL] member ids: codex (.codex/config.toml): the pinned member is still the placeholder; run `opencomms install-member --host codex`');
-    expect(r.out).toMatch(/\[OK\] claude-code: hooks in \.claude\/settings\.json \(4 events\), mcpServers\.opencomms in \.mcp\.json, .* present/);
-    expect(r.out).toMatch(/\[OK\] codex: \[mcp_servers\.opencomms\] in \.codex\/config\.toml, hooks in \.codex\/hooks\.json \(3 events\), .* present/);
+    expect(r.out).toContain(
+      '[FAIL] member ids: claude-code (.mcp.json): the pinned member is still the placeholder; run `opencomms install-member --host claude-code`',
+    );
+    expect(r.out).toContain(
+      '[FAIL] member ids: codex (.codex/config.toml): the pinned member is still the placeholder; run `opencomms install-member --host codex`',
+    );
+    expect(r.out).toMatch(
+      /\[OK\] claude-code: hooks in \.claude\/settings\.json \(4 events\), mcpServers\.opencomms in \.mcp\.json, .* present/,
+    );
+    expect(r.out).toMatch(
+      /\[OK\] codex: \[mcp_servers\.opencomms\] in \.codex\/config\.toml, hooks in \.codex\/hooks\.json \(3 events\), .* present/,
+    );
     expect(r.out).toContain('[OK] opencode: not installed');
     const before = await snapshot(dir);
     const fix = await cli('doctor', '--fix', '--project', dir);
@@ -113,8 +141,12 @@ describe('doctor on a broken project', () => {
     const r = await cli('doctor', '--project', dir);
     expect(r.out).toContain('[OK] member ids: claude-code (.mcp.json): sess_bbbbbbb...');
     expect(r.out).not.toContain(IDS.reviewer);
-    expect(r.out).toContain('[FAIL] claude-code: incomplete install, missing: hooks in .claude/settings.json (4 events); .opencomms/opencomms-mcp.mjs; run `opencomms install claude-code`');
-    expect(r.out).toContain('[FAIL] codex: incomplete install, missing: .opencomms/opencomms-mcp.mjs; run `opencomms install codex`');
+    expect(r.out).toContain(
+      '[FAIL] claude-code: incomplete install, missing: hooks in .claude/settings.json (4 events); .opencomms/opencomms-mcp.mjs; run `opencomms install claude-code`',
+    );
+    expect(r.out).toContain(
+      '[FAIL] codex: incomplete install, missing: .opencomms/opencomms-mcp.mjs; run `opencomms install codex`',
+    );
     await writeFile(join(dir, '.mcp.json'), '{ broken');
     expect((await cli('doctor', '--project', dir)).out).toContain('[FAIL] claude-code: .mcp.json is malformed');
   });
@@ -122,13 +154,27 @@ describe('doctor on a broken project', () => {
   it('pin files whose name is not their id FAIL; valid pins are listed shortened', async () => {
     const pins = resolvePaths(dir).pins;
     await mkdir(pins, { recursive: true });
-    await writeFile(join(pins, `${IDS.lead}.json`), JSON.stringify({ member_id: IDS.lead, host: 'claude-code', saved_at: 1 }));
-    await writeFile(join(pins, 'sess_copy.json'), JSON.stringify({ member_id: IDS.reviewer, host: 'claude-code', saved_at: 1 }));
+    await writeFile(
+      join(pins, `${IDS.lead}.json`),
+      JSON.stringify({ member_id: IDS.lead, host: 'claude-code', saved_at: 1 }),
+    );
+    await writeFile(
+      join(pins, 'sess_copy.json'),
+      JSON.stringify({ member_id: IDS.reviewer, host: 'claude-code', saved_at: 1 }),
+    );
     await writeFile(join(pins, 'bad name.json'), '{}');
     const list = rowOf(await rows(), 'pin files');
     expect(list).toEqual([
-      { level: 'FAIL', check: 'pin files', detail: 'pins/bad name.json: file name is not a member id; it is ignored (the file name must equal member_id)' },
-      { level: 'FAIL', check: 'pin files', detail: `pins/sess_copy.json: member_id ${IDS.reviewer} does not match the file name; it is ignored (the file name must equal member_id)` },
+      {
+        level: 'FAIL',
+        check: 'pin files',
+        detail: 'pins/bad name.json: file name is not a member id; it is ignored (the file name must equal member_id)',
+      },
+      {
+        level: 'FAIL',
+        check: 'pin files',
+        detail: `pins/sess_copy.json: member_id ${IDS.reviewer} does not match the file name; it is ignored (the file name must equal member_id)`,
+      },
       { level: 'OK', check: 'pin files', detail: 'sess_aaaaaaa... (claude-code)' },
     ]);
   });
@@ -141,20 +187,38 @@ describe('doctor on a broken project', () => {
     await writeFile(join(p.dir, `.state.${process.pid}.12345678.tmp`), 'mine, in progress');
     // A push member whose batch is in flight for a process that is gone.
     const rt = openRuntime(dir);
-    const c = { session_id: 'sess_push', host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: 'sess_push', project_id: 'x', worktree: dir };
+    const c = {
+      session_id: 'sess_push',
+      host: 'opencode',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: 'sess_push',
+      project_id: 'x',
+      worktree: dir,
+    };
     await rt.run({ op: 'join', caller: c, args: { channel: 'empty', role: 'Pusher', role_prompt: 'p' } });
-    await rt.run({ op: 'join', caller: { ...c, session_id: 'sess_push2', host_session_id: 'sess_push2' }, args: { channel: 'empty', role: 'Other', role_prompt: 'p' } });
+    await rt.run({
+      op: 'join',
+      caller: { ...c, session_id: 'sess_push2', host_session_id: 'sess_push2' },
+      args: { channel: 'empty', role: 'Other', role_prompt: 'p' },
+    });
     await rt.run({ op: 'send', sid: 'sess_push2', args: { channel: 'empty', content: 'hi' } });
     await rt.store.mutate((s) => {
-      for (const e of Object.values(s.messages)) if (e.recipient_session_id === 'sess_push') Object.assign(e, { delivery_status: 'in_flight', in_flight_by: `${deadPid}@${hostname()}`, attempts: 1 });
+      for (const e of Object.values(s.messages))
+        if (e.recipient_session_id === 'sess_push')
+          Object.assign(e, { delivery_status: 'in_flight', in_flight_by: `${deadPid}@${hostname()}`, attempts: 1 });
       s.queues.sess_push = [];
       return { changed: true, result: null };
     });
     await rt.close();
     const before = await rows();
-    expect(rowOf(before, 'temp files')).toMatchObject([{ level: 'WARN', detail: expect.stringContaining(`.state.${deadPid}.0badc0de.tmp`) }]);
+    expect(rowOf(before, 'temp files')).toMatchObject([
+      { level: 'WARN', detail: expect.stringContaining(`.state.${deadPid}.0badc0de.tmp`) },
+    ]);
     expect(rowOf(before, 'temp files')[0]!.detail).not.toContain(String(process.pid));
-    expect(rowOf(before, 'in-flight mail')).toMatchObject([{ level: 'WARN', detail: '1 envelope(s) in flight for ended processes; --fix re-queues them' }]);
+    expect(rowOf(before, 'in-flight mail')).toMatchObject([
+      { level: 'WARN', detail: '1 envelope(s) in flight for ended processes; --fix re-queues them' },
+    ]);
     const fix = await cli('doctor', '--fix', '--project', dir);
     expect(fix.out).toContain(`fixed: removed .state.${deadPid}.0badc0de.tmp (left by ended process ${deadPid})`);
     expect(fix.out).toContain('fixed: swept in-flight mail of ended processes: 1 re-queued, 0 dead-lettered');
@@ -168,7 +232,9 @@ describe('doctor on a broken project', () => {
     await writeFile(join(dir, 'opencode.jsonc'), '{\n  // keep me\n  "model": "x"\n}\n');
     const r = await cli('doctor', '--project', dir);
     expect(r.code).toBe(1);
-    expect(r.out).toContain('[FAIL] opencode: plugin bundle present but not registered in opencode.jsonc; `opencomms doctor --fix` re-registers it');
+    expect(r.out).toContain(
+      '[FAIL] opencode: plugin bundle present but not registered in opencode.jsonc; `opencomms doctor --fix` re-registers it',
+    );
     const fix = await cli('doctor', '--fix', '--project', dir);
     expect(fix.code).toBe(0);
     expect(fix.out).toContain('fixed: Registered .opencode/plugins/opencomms.js in opencode.jsonc.');

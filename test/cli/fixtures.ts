@@ -33,10 +33,20 @@ export async function cli(...argv: string[]): Promise<CliRun> {
 }
 
 /** Member ids long enough that a full one in doctor's output is noticed (§9, INS-7). */
-export const IDS = { lead: 'sess_aaaaaaaaaaaaaaaaaaaaaaaa', reviewer: 'sess_bbbbbbbbbbbbbbbbbbbbbbbb', spawner: 'sess_cccccccccccccccccccccccc' } as const;
+export const IDS = {
+  lead: 'sess_aaaaaaaaaaaaaaaaaaaaaaaa',
+  reviewer: 'sess_bbbbbbbbbbbbbbbbbbbbbbbb',
+  spawner: 'sess_cccccccccccccccccccccccc',
+} as const;
 
 const caller = (dir: string, session_id: string, delivery_mode: string): Caller => ({
-  session_id, host: 'claude-code', surface: 'mcp', delivery_mode, host_session_id: null, project_id: 'local-project', worktree: dir,
+  session_id,
+  host: 'claude-code',
+  surface: 'mcp',
+  delivery_mode,
+  host_session_id: null,
+  project_id: 'local-project',
+  worktree: dir,
 });
 
 /** A project in use: channel "team" (a pull Lead, a pull Reviewer with pending mail, an unbound
@@ -48,10 +58,39 @@ export async function liveProject(dir: string) {
     if (!r.ok) throw new Error(r.message);
   };
   try {
-    await must(rt.run({ op: 'create', caller: caller(dir, IDS.lead, 'pull'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead it.' } }));
-    await must(rt.run({ op: 'join', caller: caller(dir, IDS.reviewer, 'pull'), args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review it.' } }));
-    await must(rt.run({ op: 'join', caller: caller(dir, IDS.spawner, 'spawn_push'), args: { channel: 'team', role: 'Spawner', role_prompt: 'Spawn.' } }));
-    await must(rt.run({ op: 'send', sid: IDS.lead, args: { channel: 'team', content: 'please review', to: 'Reviewer', session_description: 'Reviewing the parser' } }));
+    await must(
+      rt.run({
+        op: 'create',
+        caller: caller(dir, IDS.lead, 'pull'),
+        args: { channel: 'team', role: 'Lead', role_prompt: 'Lead it.' },
+      }),
+    );
+    await must(
+      rt.run({
+        op: 'join',
+        caller: caller(dir, IDS.reviewer, 'pull'),
+        args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review it.' },
+      }),
+    );
+    await must(
+      rt.run({
+        op: 'join',
+        caller: caller(dir, IDS.spawner, 'spawn_push'),
+        args: { channel: 'team', role: 'Spawner', role_prompt: 'Spawn.' },
+      }),
+    );
+    await must(
+      rt.run({
+        op: 'send',
+        sid: IDS.lead,
+        args: {
+          channel: 'team',
+          content: 'please review',
+          to: 'Reviewer',
+          session_description: 'Reviewing the parser',
+        },
+      }),
+    );
     const op = { operator: true as const, project_id: 'cli-local-project', worktree: dir };
     await must(rt.run({ op: 'create_session', actor: op, args: { channel: 'empty', max_members: 4 } }));
     await must(rt.run({ op: 'create_session', actor: op, args: { channel: 'old' } }));
@@ -90,25 +129,56 @@ export async function placeholderInstall(dir: string) {
   await mkdir(join(dir, '.codex'), { recursive: true });
   await writeFile(join(dir, '.opencomms', 'claude-code-hooks.mjs'), '// hook runner\n');
   await writeFile(join(dir, '.opencomms', 'claude-code-hooks-full.mjs'), '// hook runner, full path\n');
-  const codexHook = { hooks: [{ type: 'command', command: 'node .opencomms/claude-code-hooks.mjs auto . --host codex', timeout: 15 }] };
-  await writeFile(join(dir, '.codex', 'hooks.json'), JSON.stringify({ hooks: { SessionStart: [codexHook], UserPromptSubmit: [codexHook], Stop: [codexHook] } }));
+  const codexHook = {
+    hooks: [{ type: 'command', command: 'node .opencomms/claude-code-hooks.mjs auto . --host codex', timeout: 15 }],
+  };
+  await writeFile(
+    join(dir, '.codex', 'hooks.json'),
+    JSON.stringify({ hooks: { SessionStart: [codexHook], UserPromptSubmit: [codexHook], Stop: [codexHook] } }),
+  );
   await writeFile(abs, '// mcp bundle\n');
-  const hook = { hooks: [{ type: 'command', command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"', timeout: 15 }] };
-  await writeFile(join(dir, '.claude', 'settings.json'), JSON.stringify({ hooks: { SessionStart: [hook], UserPromptSubmit: [hook], Stop: [hook], SessionEnd: [hook] } }, null, 2));
-  await writeFile(join(dir, '.mcp.json'), JSON.stringify({
-    mcpServers: { opencomms: { type: 'stdio', command: 'node', args: [abs, dir, '--host', 'claude-code'], env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: 'Reviewer' } } },
-  }, null, 2));
-  await writeFile(join(dir, '.codex', 'config.toml'), [
-    'model = "o4"',
-    '',
-    '[mcp_servers.opencomms]',
-    'command = "node"',
-    `args = ["${abs}", "${dir}", "--host", "codex"]`,
-    'cwd = "."',
-    '',
-    '[mcp_servers.opencomms.env]',
-    `OPENCOMMS_MEMBER_ID = "${MEMBER_ID_PLACEHOLDER}"`,
-    'OPENCOMMS_MEMBER_ROLE = "Builder"',
-    '',
-  ].join('\n'));
+  const hook = {
+    hooks: [{ type: 'command', command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"', timeout: 15 }],
+  };
+  await writeFile(
+    join(dir, '.claude', 'settings.json'),
+    JSON.stringify(
+      { hooks: { SessionStart: [hook], UserPromptSubmit: [hook], Stop: [hook], SessionEnd: [hook] } },
+      null,
+      2,
+    ),
+  );
+  await writeFile(
+    join(dir, '.mcp.json'),
+    JSON.stringify(
+      {
+        mcpServers: {
+          opencomms: {
+            type: 'stdio',
+            command: 'node',
+            args: [abs, dir, '--host', 'claude-code'],
+            env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: 'Reviewer' },
+          },
+        },
+      },
+      null,
+      2,
+    ),
+  );
+  await writeFile(
+    join(dir, '.codex', 'config.toml'),
+    [
+      'model = "o4"',
+      '',
+      '[mcp_servers.opencomms]',
+      'command = "node"',
+      `args = ["${abs}", "${dir}", "--host", "codex"]`,
+      'cwd = "."',
+      '',
+      '[mcp_servers.opencomms.env]',
+      `OPENCOMMS_MEMBER_ID = "${MEMBER_ID_PLACEHOLDER}"`,
+      'OPENCOMMS_MEMBER_ROLE = "Builder"',
+      '',
+    ].join('\n'),
+  );
 }

@@ -36,10 +36,16 @@ describe('INS-5 install-member', () => {
 
   it('invalid_member_id and pin_conflict are refused with nothing written', async () => {
     for (const bad of ['../x', '-a', 'a b', 'x'.repeat(65)])
-      expect(await installMember(p.dir, { id: bad })).toMatchObject({ code: 1, result: { data: { reason: 'invalid_member_id' } } });
+      expect(await installMember(p.dir, { id: bad })).toMatchObject({
+        code: 1,
+        result: { data: { reason: 'invalid_member_id' } },
+      });
     expect(existsSync(p.at('.opencomms'))).toBe(false);
     await installMember(p.dir, { id: 'sess_shared', host: 'codex' });
-    expect(await installMember(p.dir, { id: 'sess_shared' })).toMatchObject({ code: 1, result: { data: { reason: 'pin_conflict' } } });
+    expect(await installMember(p.dir, { id: 'sess_shared' })).toMatchObject({
+      code: 1,
+      result: { data: { reason: 'pin_conflict' } },
+    });
     expect((await pinOf('sess_shared')).host).toBe('codex');
   });
 
@@ -48,7 +54,9 @@ describe('INS-5 install-member', () => {
     await install('codex', p.dir, quiet);
     const a = await installMember(p.dir, { id: 'sess_claude' });
     expect(a.result.message).toContain('.mcp.json now names it');
-    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('${OPENCOMMS_MEMBER_ID:-sess_claude}');
+    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe(
+      '${OPENCOMMS_MEMBER_ID:-sess_claude}',
+    );
     const b = await installMember(p.dir, { host: 'codex', id: 'sess_codex' });
     expect(b.code).toBe(0);
     const toml = await p.read('.codex/config.toml');
@@ -59,7 +67,9 @@ describe('INS-5 install-member', () => {
   it('an install after install-member pins the MCP entry to that member at once', async () => {
     await installMember(p.dir, { id: 'sess_early' });
     await install('claude-code', p.dir, quiet);
-    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('${OPENCOMMS_MEMBER_ID:-sess_early}');
+    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe(
+      '${OPENCOMMS_MEMBER_ID:-sess_early}',
+    );
   });
 });
 
@@ -70,7 +80,10 @@ describe('hosts that are not installed here', () => {
     expect(d.result.message).toContain('"opencomms"');
     expect(d.result.message).toContain('--host');
     expect(await p.snapshot()).toEqual({});
-    expect(await install('chatgpt', p.dir, quiet)).toMatchObject({ code: 1, result: { data: { reason: 'host_not_installable' } } });
+    expect(await install('chatgpt', p.dir, quiet)).toMatchObject({
+      code: 1,
+      result: { data: { reason: 'host_not_installable' } },
+    });
     const u = await install('gemini-cli', p.dir, quiet);
     expect(u.code).toBe(1);
     expect(u.result.message).toContain('opencode, claude-code, codex, claude-desktop');
@@ -103,14 +116,36 @@ describe('hosts that are not installed here', () => {
 });
 
 describe('bind (a Codex thread by hand)', () => {
-  it('binds the one pinned codex member\'s rows to the thread id; refuses without a session or a pin', async () => {
-    expect(await bindSession(p.dir, { session: 'thread-1' })).toMatchObject({ code: 1, result: { data: { reason: 'identity_unpinned' } } });
+  it("binds the one pinned codex member's rows to the thread id; refuses without a session or a pin", async () => {
+    expect(await bindSession(p.dir, { session: 'thread-1' })).toMatchObject({
+      code: 1,
+      result: { data: { reason: 'identity_unpinned' } },
+    });
     await installMember(p.dir, { host: 'codex', id: 'sess_cx' });
     const rt = openRuntime(p.dir);
-    const caller = (sid: string, host: string) => ({ session_id: sid, host, surface: 'mcp', delivery_mode: 'spawn_push', host_session_id: null, project_id: 'local-project', worktree: p.dir });
-    await rt.run({ op: 'create', caller: caller('sess_a', 'claude-code'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' } });
-    expect(await bindSession(p.dir, { session: 'thread-1' })).toMatchObject({ code: 1, result: { data: { reason: 'not_member' } } });
-    await rt.run({ op: 'join', caller: caller('sess_cx', 'codex'), args: { channel: 'team', role: 'Coder', role_prompt: 'Code.' } });
+    const caller = (sid: string, host: string) => ({
+      session_id: sid,
+      host,
+      surface: 'mcp',
+      delivery_mode: 'spawn_push',
+      host_session_id: null,
+      project_id: 'local-project',
+      worktree: p.dir,
+    });
+    await rt.run({
+      op: 'create',
+      caller: caller('sess_a', 'claude-code'),
+      args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' },
+    });
+    expect(await bindSession(p.dir, { session: 'thread-1' })).toMatchObject({
+      code: 1,
+      result: { data: { reason: 'not_member' } },
+    });
+    await rt.run({
+      op: 'join',
+      caller: caller('sess_cx', 'codex'),
+      args: { channel: 'team', role: 'Coder', role_prompt: 'Code.' },
+    });
     expect(await bindSession(p.dir, {})).toMatchObject({ code: 1, result: { data: { reason: 'invalid_argument' } } });
     expect((await bindSession(p.dir, { session: '01a23057-8acd-7aa1-acda-388ccbfc5bbf' })).code).toBe(0);
     const row = (await rt.read()).channels.team!.members.find((m) => m.session_id === 'sess_cx')!;

@@ -54,12 +54,18 @@ describe('a moved or copied project runs its own files', () => {
   it('a reinstall repairs entries of ours written for another checkout, keeps their member ids and says what it repaired', async () => {
     await p.write('.mcp.json', oldMcp('sess_old_claude'));
     await p.write('.codex/config.toml', oldToml('sess_old_codex'));
-    for (const host of ['claude-code', 'codex']) expect((await hostRow(p.dir, host)).some((r) => r.level === 'FAIL' && r.detail.includes('outside this project'))).toBe(true);
+    for (const host of ['claude-code', 'codex'])
+      expect(
+        (await hostRow(p.dir, host)).some((r) => r.level === 'FAIL' && r.detail.includes('outside this project')),
+      ).toBe(true);
     const a = await install('claude-code', p.dir, quiet);
     expect(a.result.message).toContain('Repaired: .mcp.json mcpServers.opencomms.args');
     const server = JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms;
     expect(server.args).toEqual([...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'claude-code']);
-    expect(server.env).toEqual({ OPENCOMMS_MEMBER_ID: '${OPENCOMMS_MEMBER_ID:-sess_old_claude}', OPENCOMMS_MEMBER_ROLE: 'Reviewer' });
+    expect(server.env).toEqual({
+      OPENCOMMS_MEMBER_ID: '${OPENCOMMS_MEMBER_ID:-sess_old_claude}',
+      OPENCOMMS_MEMBER_ROLE: 'Reviewer',
+    });
     const b = await install('codex', p.dir, quiet);
     expect(b.result.message).toContain('Repaired: .codex/config.toml [mcp_servers.opencomms]');
     const toml = await p.read('.codex/config.toml');
@@ -85,8 +91,18 @@ describe('uninstall removes only what an install added', () => {
 
   it('pre-existing {} and {"mcpServers": {}} files, an empty hooks.json, config.toml without a final newline and a CRLF config.toml come back byte for byte', async () => {
     for (const files of [
-      { '.mcp.json': '{}', '.claude/settings.json': '{}\n', '.codex/hooks.json': '{}', '.codex/config.toml': 'model = "o4"' },
-      { '.mcp.json': '{"mcpServers": {}}', '.claude/settings.json': '{"hooks": {"Stop": []}}', '.codex/hooks.json': '{}\n', '.codex/config.toml': 'model = "o4"\r\n[profiles.x]\r\nmodel = "y"\r\n' },
+      {
+        '.mcp.json': '{}',
+        '.claude/settings.json': '{}\n',
+        '.codex/hooks.json': '{}',
+        '.codex/config.toml': 'model = "o4"',
+      },
+      {
+        '.mcp.json': '{"mcpServers": {}}',
+        '.claude/settings.json': '{"hooks": {"Stop": []}}',
+        '.codex/hooks.json': '{}\n',
+        '.codex/config.toml': 'model = "o4"\r\n[profiles.x]\r\nmodel = "y"\r\n',
+      },
     ]) {
       await rm(p.dir, { recursive: true, force: true });
       for (const [f, t] of Object.entries(files)) await p.write(f, t);
@@ -105,16 +121,23 @@ describe('uninstall removes only what an install added', () => {
     await install('codex', p.dir, quiet);
     await p.write('.codex/config.toml', '[mcp_servers\n');
     const before = await p.snapshot();
-    expect(await uninstall('claude-code', p.dir)).toMatchObject({ code: 1, result: { data: { reason: 'config_malformed' } } });
+    expect(await uninstall('claude-code', p.dir)).toMatchObject({
+      code: 1,
+      result: { data: { reason: 'config_malformed' } },
+    });
     expect(await p.snapshot()).toEqual(before);
   });
 });
 
-describe('the user\'s file stays the user\'s', () => {
+describe("the user's file stays the user's", () => {
   it('symlinked configs stay symlinks: install edits the targets, uninstall restores them byte for byte', async () => {
     const dot = join(p.dir, 'dotfiles');
     await mkdir(dot);
-    const originals: Record<string, string> = { '.mcp.json': '{\n  "mcpServers": {}\n}\n', '.claude/settings.json': '{\n  "model": "sonnet"\n}\n', '.codex/config.toml': 'model = "o4"\n' };
+    const originals: Record<string, string> = {
+      '.mcp.json': '{\n  "mcpServers": {}\n}\n',
+      '.claude/settings.json': '{\n  "model": "sonnet"\n}\n',
+      '.codex/config.toml': 'model = "o4"\n',
+    };
     for (const [f, t] of Object.entries(originals)) {
       const target = join(dot, f.replace(/\//g, '_'));
       await writeFile(target, t);
@@ -137,7 +160,11 @@ describe('the user\'s file stays the user\'s', () => {
   });
 
   it('a 0600 config stays 0600 through install and uninstall', async () => {
-    const files = { '.mcp.json': '{\n  "mcpServers": { "x": { "command": "x", "env": { "API_KEY": "k" } } }\n}\n', '.claude/settings.json': '{}\n', '.codex/config.toml': 'model = "o4"\n' };
+    const files = {
+      '.mcp.json': '{\n  "mcpServers": { "x": { "command": "x", "env": { "API_KEY": "k" } } }\n}\n',
+      '.claude/settings.json': '{}\n',
+      '.codex/config.toml': 'model = "o4"\n',
+    };
     for (const [f, t] of Object.entries(files)) {
       await p.write(f, t);
       await (await import('node:fs/promises')).chmod(p.at(f), 0o600);
@@ -161,7 +188,9 @@ describe('the user\'s file stays the user\'s', () => {
     const stop = JSON.parse(await p.read('.claude/settings.json')).hooks.Stop;
     expect(stop).toHaveLength(1);
     expect(stop[0].hooks.map((h: { command: string }) => h.command)).toEqual([
-      './mine.sh', 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"', 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait',
+      './mine.sh',
+      'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"',
+      'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait',
     ]);
     expect(stop[0].hooks[1].timeout).toBe(15);
   });
@@ -181,20 +210,25 @@ describe('the user\'s file stays the user\'s', () => {
       await p.write('opencode.json', config);
       expect((await installOpenCode(p.dir)).ok).toBe(true);
       const installed = await p.read('opencode.json');
-      if (config.includes('// ours')) expect(installed).toBe('{\n  "plugin": [\n    // ours\n    "a",\n    ".opencode/plugins/opencomms.js",\n  ]\n}\n');
+      if (config.includes('// ours'))
+        expect(installed).toBe(
+          '{\n  "plugin": [\n    // ours\n    "a",\n    ".opencode/plugins/opencomms.js",\n  ]\n}\n',
+        );
       expect((await uninstallOpenCode(p.dir)).ok).toBe(true);
       expect(await p.read('opencode.json')).toBe(config);
     }
   });
 });
 
-describe('doctor checks each host\'s whole install', () => {
+describe("doctor checks each host's whole install", () => {
   it('a Codex-only install does not fail Claude Code; Codex hooks and the runner are checked', async () => {
     await install('codex', p.dir, quiet);
     await installMember(p.dir, { host: 'codex', id: 'sess_codex_only' });
     const r = await doctor(p.dir);
     expect(r.ok, JSON.stringify(r.data!.rows.filter((x) => x.level !== 'OK'))).toBe(true);
-    expect(await hostRow(p.dir, 'claude-code')).toEqual([{ level: 'OK', check: 'claude-code', detail: 'not installed' }]);
+    expect(await hostRow(p.dir, 'claude-code')).toEqual([
+      { level: 'OK', check: 'claude-code', detail: 'not installed' },
+    ]);
     await rm(p.at('.codex/hooks.json'));
     await rm(p.at('.opencomms/claude-code-hooks.mjs'));
     const codex = await hostRow(p.dir, 'codex');
@@ -203,22 +237,29 @@ describe('doctor checks each host\'s whole install', () => {
   });
 
   it('several pinned members of one host FAIL when the config can only ever start one of them', async () => {
-    await p.write('.mcp.json', `${JSON.stringify({ mcpServers: { opencomms: { type: 'stdio', command: 'node', args: ['.opencomms/opencomms-mcp.mjs', '.'], env: { OPENCOMMS_MEMBER_ID: 'sess_one' } } } })}\n`);
+    await p.write(
+      '.mcp.json',
+      `${JSON.stringify({ mcpServers: { opencomms: { type: 'stdio', command: 'node', args: ['.opencomms/opencomms-mcp.mjs', '.'], env: { OPENCOMMS_MEMBER_ID: 'sess_one' } } } })}\n`,
+    );
     await installMember(p.dir, { id: 'sess_one' });
     await installMember(p.dir, { id: 'sess_two' });
     const fail = (await rowsOf(p.dir)).filter((r) => r.check === 'member ids' && r.level === 'FAIL');
-    expect(fail.map((r) => r.detail).join()).toContain('2 members are pinned for claude-code, but the config always starts the same one');
+    expect(fail.map((r) => r.detail).join()).toContain(
+      '2 members are pinned for claude-code, but the config always starts the same one',
+    );
     await install('claude-code', p.dir, quiet);
     expect((await rowsOf(p.dir)).filter((r) => r.check === 'member ids' && r.level === 'FAIL')).toEqual([]);
   });
 
-  it('install-member prints a recipe that starts the member: the session\'s own OPENCOMMS_MEMBER_ID', async () => {
+  it("install-member prints a recipe that starts the member: the session's own OPENCOMMS_MEMBER_ID", async () => {
     await install('claude-code', p.dir, quiet);
     const first = await installMember(p.dir, { id: 'rev-1' });
     expect(first.result.message).toContain('.mcp.json now names it');
     const second = await installMember(p.dir, { id: 'rev-2' });
     expect(second.result.message).toContain('`OPENCOMMS_MEMBER_ID=rev-2 claude`');
-    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe('${OPENCOMMS_MEMBER_ID:-rev-1}');
+    expect(JSON.parse(await p.read('.mcp.json')).mcpServers.opencomms.env.OPENCOMMS_MEMBER_ID).toBe(
+      '${OPENCOMMS_MEMBER_ID:-rev-1}',
+    );
   });
 });
 
@@ -232,7 +273,12 @@ describe('projects the hosts cannot use are refused, and doctor still reports', 
     const json = await cli('doctor', '--json', '--project', p.dir);
     expect(JSON.parse(json.out).data.rows.length).toBeGreaterThan(3);
     const before = await p.snapshot();
-    for (const run of [() => install('claude-code', p.dir, quiet), () => install('codex', p.dir, quiet), () => install('opencode', p.dir, quiet), () => installMember(p.dir)])
+    for (const run of [
+      () => install('claude-code', p.dir, quiet),
+      () => install('codex', p.dir, quiet),
+      () => install('opencode', p.dir, quiet),
+      () => installMember(p.dir),
+    ])
       expect(await run()).toMatchObject({ code: 1, result: { data: { reason: 'state_unreadable' } } });
     expect(await p.snapshot()).toEqual(before);
   });
@@ -259,7 +305,9 @@ describe('projects the hosts cannot use are refused, and doctor still reports', 
     process.chdir(p.at('src/deep'));
     try {
       const r = await cli('doctor');
-      expect(r.err).toContain(`opencomms: project ${p.at('src')} (the nearest directory with .opencomms above ${p.at('src/deep')})`);
+      expect(r.err).toContain(
+        `opencomms: project ${p.at('src')} (the nearest directory with .opencomms above ${p.at('src/deep')})`,
+      );
     } finally {
       process.chdir(cwd);
     }
@@ -323,7 +371,10 @@ describe('one command per project', () => {
       expect((await installAll(clone, none)).code).toBe(0);
       for (const f of CONFIGS) expect(readFileSync(join(clone, f), 'utf8'), f).toBe(configs[f]);
       // The clone pins the members the committed configs name, so its hooks and servers agree.
-      const named = [/OPENCOMMS_MEMBER_ID:-(sess_[0-9a-f]+)/.exec(configs['.mcp.json']!)![1], /OPENCOMMS_PINNED_MEMBER_ID = "(sess_[0-9a-f]+)"/.exec(configs['.codex/config.toml']!)![1]];
+      const named = [
+        /OPENCOMMS_MEMBER_ID:-(sess_[0-9a-f]+)/.exec(configs['.mcp.json']!)![1],
+        /OPENCOMMS_PINNED_MEMBER_ID = "(sess_[0-9a-f]+)"/.exec(configs['.codex/config.toml']!)![1],
+      ];
       expect((await readdir(join(clone, '.opencomms', 'pins'))).sort()).toEqual(named.map((id) => `${id}.json`).sort());
       await rm(p.dir, { recursive: true }); // nothing of the original checkout can answer
       const hook = JSON.parse(configs['.codex/hooks.json']!).hooks.SessionStart[0].hooks[0].command as string;

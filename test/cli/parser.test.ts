@@ -22,7 +22,22 @@ describe('help', () => {
     for (const argv of [[], ['help'], ['--help']]) {
       const r = await cli(...argv);
       expect(r.code).toBe(0);
-      for (const name of ['status', 'channels', 'members', 'session', 'join-command|join', 'watch', 'gui', 'serve', 'doctor', 'install', 'mcp', 'demo', 'version', 'help'])
+      for (const name of [
+        'status',
+        'channels',
+        'members',
+        'session',
+        'join-command|join',
+        'watch',
+        'gui',
+        'serve',
+        'doctor',
+        'install',
+        'mcp',
+        'demo',
+        'version',
+        'help',
+      ])
         expect(r.out).toContain(name);
       expect(r.out).toContain('--project <dir>');
     }
@@ -31,7 +46,8 @@ describe('help', () => {
   it('`help <command>` shows that command, its subcommands and options', async () => {
     const r = await cli('help', 'session');
     expect(r.code).toBe(0);
-    for (const sub of ['list', 'get', 'create', 'save', 'delete', 'resume']) expect(r.out).toMatch(new RegExp(`\\n\\s+${sub} `));
+    for (const sub of ['list', 'get', 'create', 'save', 'delete', 'resume'])
+      expect(r.out).toMatch(new RegExp(`\\n\\s+${sub} `));
     expect((await cli('session', 'create', '--help')).out).toContain('--max-members <n>');
   });
 
@@ -78,13 +94,19 @@ describe('version', () => {
   it('prints the version and the schema, or one JSON document', async () => {
     const t = await cli('version');
     expect(t).toMatchObject({ code: 0, out: `opencomms ${VERSION} (state schema v2)\n`, err: '' });
-    expect((await cli('version', '--json')).json()).toEqual({ ok: true, message: `opencomms ${VERSION} (state schema v2)`, data: { version: VERSION, schema: 2 } });
+    expect((await cli('version', '--json')).json()).toEqual({
+      ok: true,
+      message: `opencomms ${VERSION} (state schema v2)`,
+      data: { version: VERSION, schema: 2 },
+    });
   });
 });
 
 describe('the real binary', () => {
   it('exits 1 on an unknown command with the hint on stderr, 0 with one JSON document on a read', async () => {
-    const bad = await run(process.execPath, [bin, 'nope', '--project', dir]).catch((e: { code: number; stderr: string; stdout: string }) => e);
+    const bad = await run(process.execPath, [bin, 'nope', '--project', dir]).catch(
+      (e: { code: number; stderr: string; stdout: string }) => e,
+    );
     expect(bad).toMatchObject({ code: 1, stdout: '' });
     expect((bad as { stderr: string }).stderr).toMatch(/unknown command 'nope'[\s\S]*opencomms help/);
     const ok = await run(process.execPath, [bin, 'status', '--project', dir, '--json']);

@@ -15,9 +15,15 @@ describe('status', () => {
   it('empty project: header and zero counts, writes nothing', async () => {
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
-    expect(r.out).toBe(`OpenComms ${VERSION} - project ${dir}\nState schema: v2 at .opencomms/state.json\n0 channel(s), 0 message(s), 0 pending\n`);
+    expect(r.out).toBe(
+      `OpenComms ${VERSION} - project ${dir}\nState schema: v2 at .opencomms/state.json\n0 channel(s), 0 message(s), 0 pending\n`,
+    );
     expect(await readdir(dir)).toEqual([]);
-    expect((await cli('status', '--json', '--project', dir)).json()).toEqual({ ok: true, message: '0 channel(s), 0 pending.', data: { channels: [], total_messages: 0, pending_messages: 0, errors: [] } });
+    expect((await cli('status', '--json', '--project', dir)).json()).toEqual({
+      ok: true,
+      message: '0 channel(s), 0 pending.',
+      data: { channels: [], total_messages: 0, pending_messages: 0, errors: [] },
+    });
   });
 
   it('live project: channels with members, modes and stale marks', async () => {
@@ -25,7 +31,9 @@ describe('status', () => {
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out).toContain('2 channel(s), 1 message(s), 1 pending');
-    expect(r.out).toContain('team\n  Lead (claude-code, delivery: pull)\n  Reviewer (claude-code, delivery: pull)\n  Spawner (claude-code, delivery: spawn_push)\nempty\n');
+    expect(r.out).toContain(
+      'team\n  Lead (claude-code, delivery: pull)\n  Reviewer (claude-code, delivery: pull)\n  Spawner (claude-code, delivery: spawn_push)\nempty\n',
+    );
     const j = (await cli('status', '--project', dir, '--json')).json();
     expect(j.data.channels.map((c: { name: string }) => c.name).sort()).toEqual(['empty', 'team']);
   });
@@ -35,13 +43,18 @@ describe('status', () => {
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/\nerror: state\.json was corrupt \(not valid JSON/);
-    expect((await cli('status', '--json', '--project', dir)).json().data.errors[0].message).toMatch(/preserved as state\.corrupt\.\d+\.json/);
+    expect((await cli('status', '--json', '--project', dir)).json().data.errors[0].message).toMatch(
+      /preserved as state\.corrupt\.\d+\.json/,
+    );
     await rm(join(dir, '.opencomms'), { recursive: true });
     await incompatibleState(dir);
     const bad = await cli('status', '--project', dir);
     expect(bad.code).toBe(1);
     expect(bad.err).toContain('schema_version 3');
-    expect((await cli('status', '--json', '--project', dir)).json()).toMatchObject({ ok: false, data: { reason: 'state_incompatible' } });
+    expect((await cli('status', '--json', '--project', dir)).json()).toMatchObject({
+      ok: false,
+      data: { reason: 'state_incompatible' },
+    });
   });
 
   it('a stale lock does not block a read', async () => {
@@ -54,7 +67,10 @@ describe('status', () => {
 describe('channels', () => {
   it('empty: a one-line notice; live: one line per live channel; broken: exit 1', async () => {
     const empty = await cli('channels', '--project', dir);
-    expect(empty).toMatchObject({ code: 0, out: 'No live channels in this project. Create one with `opencomms session create <name>`.\n' });
+    expect(empty).toMatchObject({
+      code: 0,
+      out: 'No live channels in this project. Create one with `opencomms session create <name>`.\n',
+    });
     await liveProject(dir);
     const live = await cli('channels', '--project', dir);
     expect(live).toMatchObject({ code: 0, out: 'empty (0 members)\nteam (3 members)\n' });
@@ -93,7 +109,11 @@ describe('members', () => {
     expect(saved.code).toBe(1);
     expect(saved.json()).toMatchObject({ ok: false, data: { reason: 'lifecycle_refused' } });
     const j = (await cli('members', 'team', '--json', '--project', dir)).json();
-    expect(j.data.agents.map((a: { role: string; state: string }) => `${a.role}:${a.state}`)).toEqual(['Lead:Idle', 'Reviewer:Working', 'Spawner:Idle']);
+    expect(j.data.agents.map((a: { role: string; state: string }) => `${a.role}:${a.state}`)).toEqual([
+      'Lead:Idle',
+      'Reviewer:Working',
+      'Spawner:Idle',
+    ]);
   });
 
   it('marks stale members and refuses on an empty project', async () => {
@@ -103,6 +123,8 @@ describe('members', () => {
     const rt = openRuntime(dir);
     await rt.run({ op: 'mark_stale', session: 'sess_bbbbbbbbbbbbbbbbbbbbbbbb' });
     await rt.close();
-    expect((await cli('members', 'team', '--project', dir)).out).toContain('Reviewer: host=claude-code surface=mcp delivery=pull [STALE]');
+    expect((await cli('members', 'team', '--project', dir)).out).toContain(
+      'Reviewer: host=claude-code surface=mcp delivery=pull [STALE]',
+    );
   });
 });

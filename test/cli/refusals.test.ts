@@ -33,7 +33,10 @@ const STACK = /\n\s+at .+:\d+/;
 
 describe('usage errors under --json', () => {
   it('an unknown option and a missing argument print one refusal document (exit 1)', async () => {
-    for (const argv of [['status', '--json', '--bogus'], ['members', '--json']]) {
+    for (const argv of [
+      ['status', '--json', '--bogus'],
+      ['members', '--json'],
+    ]) {
       const r = await cli(...argv, '--project', dir);
       expect(r.code).toBe(1);
       const doc = r.json();
@@ -50,7 +53,9 @@ describe('--project', () => {
     expect(r.code).toBe(1);
     expect(r.json()).toMatchObject({ ok: false, data: { reason: 'project_not_found' } });
     expect(r.json().message).toContain(missing);
-    expect((await cli('status', '--project', missing)).err).toContain(`The project directory ${missing} does not exist`);
+    expect((await cli('status', '--project', missing)).err).toContain(
+      `The project directory ${missing} does not exist`,
+    );
     expect(existsSync(missing)).toBe(false);
   });
 
@@ -59,7 +64,9 @@ describe('--project', () => {
     await writeFile(file, 'x');
     const create = await bin('session', 'create', 'alpha', '--project', file);
     expect(create.code).toBe(1);
-    expect(create.err).toBe(`opencomms: ${file} is a file, not a directory. Pass the project's directory with --project <dir>.\n`);
+    expect(create.err).toBe(
+      `opencomms: ${file} is a file, not a directory. Pass the project's directory with --project <dir>.\n`,
+    );
     const doc = await bin('doctor', '--json', '--project', file);
     expect(doc.code).toBe(1);
     const report = JSON.parse(doc.out);
@@ -124,7 +131,9 @@ describe('plain values', () => {
     expect((await cli('session', 'create', name, '--project', dir)).code).toBe(0);
     const r = await cli('session', 'save', `${name}b`, '--project', dir, '--json');
     expect(r.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
-    expect(r.json().message).toContain(`it has ${MAX_CHANNEL_NAME + 1} characters, and a channel name has at most ${MAX_CHANNEL_NAME}`);
+    expect(r.json().message).toContain(
+      `it has ${MAX_CHANNEL_NAME + 1} characters, and a channel name has at most ${MAX_CHANNEL_NAME}`,
+    );
     expect(r.json().message).not.toContain(name);
     expect((await cli('session', 'get', name, '--project', dir)).code).toBe(0); // still live: nothing was saved
   });

@@ -16,7 +16,10 @@ const day = new Date().toISOString().slice(0, 10);
 
 describe('session list and get', () => {
   it('empty: a notice; live: live and archived lines; get shows a roster or an archive', async () => {
-    expect(await cli('session', 'list', '--project', dir)).toMatchObject({ code: 0, out: 'No sessions yet. Create one with `opencomms session create <name>`.\n' });
+    expect(await cli('session', 'list', '--project', dir)).toMatchObject({
+      code: 0,
+      out: 'No sessions yet. Create one with `opencomms session create <name>`.\n',
+    });
     await liveProject(dir);
     const list = await cli('session', 'list', '--project', dir);
     expect(list.code).toBe(0);
@@ -35,7 +38,9 @@ describe('session list and get', () => {
     );
     const old = await cli('session', 'get', 'old', '--project', dir);
     expect(old.code).toBe(0);
-    expect(old.out).toMatch(/^old \[saved \d{4}-\d\d-\d\d\] 0 messages — No description yet\narchive: chn_[0-9a-f]{32}\nroles: \(none\)\nsummary: An old session\.\nresume it with: opencomms session resume old\n$/);
+    expect(old.out).toMatch(
+      /^old \[saved \d{4}-\d\d-\d\d\] 0 messages — No description yet\narchive: chn_[0-9a-f]{32}\nroles: \(none\)\nsummary: An old session\.\nresume it with: opencomms session resume old\n$/,
+    );
     const missing = await cli('session', 'get', 'nope', '--project', dir, '--json');
     expect(missing.code).toBe(1);
     expect(missing.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
@@ -43,7 +48,15 @@ describe('session list and get', () => {
 
   it('broken: an incompatible state refuses every session command and join-command with exit 1', async () => {
     await incompatibleState(dir);
-    for (const argv of [['session', 'list'], ['session', 'get', 'x'], ['session', 'create', 'x'], ['session', 'save', 'x'], ['session', 'delete', 'x', '--confirm'], ['session', 'resume', 'x'], ['join-command', 'x']]) {
+    for (const argv of [
+      ['session', 'list'],
+      ['session', 'get', 'x'],
+      ['session', 'create', 'x'],
+      ['session', 'save', 'x'],
+      ['session', 'delete', 'x', '--confirm'],
+      ['session', 'resume', 'x'],
+      ['join-command', 'x'],
+    ]) {
       const r = await cli(...argv, '--project', dir);
       expect(r.code, argv.join(' ')).toBe(1);
       expect(r.err).toContain('schema_version 3');
@@ -61,7 +74,10 @@ describe('CON-1 session create and join-command', () => {
     const ch = (await rt.read()).channels.review!;
     await rt.close();
     expect(ch).toMatchObject({ members: [], lifecycle: 'active', project_id: 'cli-local-project', max_members: 3 });
-    expect((await cli('session', 'create', 'review', '--project', dir, '--json')).json()).toMatchObject({ ok: false, data: { reason: 'channel_exists' } });
+    expect((await cli('session', 'create', 'review', '--project', dir, '--json')).json()).toMatchObject({
+      ok: false,
+      data: { reason: 'channel_exists' },
+    });
     expect((await cli('session', 'create', 'Bad Name', '--project', dir)).code).toBe(1);
     expect((await cli('session', 'create', 'x', '--max-members', 'lots', '--project', dir)).code).toBe(1);
   });
@@ -74,14 +90,36 @@ describe('CON-1 session create and join-command', () => {
   it('prints a join command per host, one source with the console (§10.4)', async () => {
     await cli('session', 'create', 'review', '--project', dir);
     const oc = await cli('join-command', 'review', '--project', dir);
-    expect(oc).toMatchObject({ code: 0, out: 'Run in the OpenCode session (type it):\n    /OpenComms Join Channel=review As=<role> [role instructions]\n' });
+    expect(oc).toMatchObject({
+      code: 0,
+      out: 'Run in the OpenCode session (type it):\n    /OpenComms Join Channel=review As=<role> [role instructions]\n',
+    });
     // The OpenCode line parses as a join of that channel by the slash grammar.
-    expect(toToolCall(parseSlash(oc.out.split('\n')[1]!.trim().replace(/^\/OpenComms /, '')))).toMatchObject({ tool: 'opencomms_join', args: { channel: 'review', role: '<role>' } });
+    expect(
+      toToolCall(
+        parseSlash(
+          oc.out
+            .split('\n')[1]!
+            .trim()
+            .replace(/^\/OpenComms /, ''),
+        ),
+      ),
+    ).toMatchObject({ tool: 'opencomms_join', args: { channel: 'review', role: '<role>' } });
     const cc = await cli('join', 'review', '--host', 'claude-code', '--role', 'Reviewer', '--project', dir);
-    expect(cc.out).toBe('Run in the Claude Code session (ask the agent):\n    opencomms_join(channel="review", role="Reviewer", role_prompt="...", spawn_push=true)\n');
+    expect(cc.out).toBe(
+      'Run in the Claude Code session (ask the agent):\n    opencomms_join(channel="review", role="Reviewer", role_prompt="...", spawn_push=true)\n',
+    );
     const desk = (await cli('join-command', 'review', '--host', 'claude-desktop', '--json', '--project', dir)).json();
-    expect(desk).toMatchObject({ ok: true, data: { session: 'review', host: 'claude-desktop', command: 'opencomms_join(channel="review", role="<role>", role_prompt="...")' } });
-    for (const host of JOIN_HOSTS) expect((await cli('join-command', 'review', '--host', host, '--project', dir)).code).toBe(0);
+    expect(desk).toMatchObject({
+      ok: true,
+      data: {
+        session: 'review',
+        host: 'claude-desktop',
+        command: 'opencomms_join(channel="review", role="<role>", role_prompt="...")',
+      },
+    });
+    for (const host of JOIN_HOSTS)
+      expect((await cli('join-command', 'review', '--host', host, '--project', dir)).code).toBe(0);
   });
 
   it('refuses an unknown host, a missing session (empty project too) and a saved one', async () => {
@@ -89,9 +127,17 @@ describe('CON-1 session create and join-command', () => {
     await liveProject(dir);
     const host = await cli('join-command', 'team', '--host', 'gemini', '--project', dir);
     expect(host.code).toBe(1);
-    expect(host.err).toContain('Unknown host "gemini". Use one of: opencode, claude-code, codex, claude-desktop, chatgpt.');
-    expect((await cli('join-command', 'nope', '--project', dir, '--json')).json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
-    expect((await cli('join-command', 'old', '--project', dir, '--json')).json()).toMatchObject({ ok: false, data: { reason: 'lifecycle_refused' } });
+    expect(host.err).toContain(
+      'Unknown host "gemini". Use one of: opencode, claude-code, codex, claude-desktop, chatgpt.',
+    );
+    expect((await cli('join-command', 'nope', '--project', dir, '--json')).json()).toMatchObject({
+      ok: false,
+      data: { reason: 'channel_not_found' },
+    });
+    expect((await cli('join-command', 'old', '--project', dir, '--json')).json()).toMatchObject({
+      ok: false,
+      data: { reason: 'lifecycle_refused' },
+    });
   });
 });
 
@@ -99,11 +145,19 @@ describe('CON-3 save → resume as new → delete', () => {
   it('saves with a summary, resumes under a new name, deletes with --confirm only', async () => {
     await liveProject(dir);
     const save = await cli('session', 'save', 'team', '--summary', 'Parser reviewed.', '--project', dir);
-    expect(save).toMatchObject({ code: 0, out: 'Saved "team": 1 message(s) archived.\nResume it with: opencomms session resume team\n' });
-    expect((await cli('session', 'save', 'team', '--project', dir, '--json')).json()).toMatchObject({ ok: false, data: { reason: 'lifecycle_refused' } });
+    expect(save).toMatchObject({
+      code: 0,
+      out: 'Saved "team": 1 message(s) archived.\nResume it with: opencomms session resume team\n',
+    });
+    expect((await cli('session', 'save', 'team', '--project', dir, '--json')).json()).toMatchObject({
+      ok: false,
+      data: { reason: 'lifecycle_refused' },
+    });
 
     const resume = await cli('session', 'resume', 'team', '--project', dir);
-    expect(resume.out).toBe('Resumed "team" as new session "team".\nJoin commands: opencomms join-command team --host <host>\n');
+    expect(resume.out).toBe(
+      'Resumed "team" as new session "team".\nJoin commands: opencomms join-command team --host <host>\n',
+    );
     const again = await cli('session', 'resume', 'team', '--as', 'team-b', '--project', dir, '--json');
     expect(again.json()).toMatchObject({ ok: true, data: { name: 'team-b', members: [] } });
     const get = (await cli('session', 'get', 'team-b', '--json', '--project', dir)).json();
@@ -112,9 +166,13 @@ describe('CON-3 save → resume as new → delete', () => {
     const noConfirm = await cli('session', 'delete', 'team-b', '--project', dir);
     expect(noConfirm).toMatchObject({ code: 1, out: '' });
     expect(noConfirm.err).toContain('--confirm');
-    expect((await cli('session', 'delete', 'team-b', '--confirm', '--project', dir)).out).toBe('Deleted "team-b"; its mail was discarded.\n');
+    expect((await cli('session', 'delete', 'team-b', '--confirm', '--project', dir)).out).toBe(
+      'Deleted "team-b"; its mail was discarded.\n',
+    );
     // A saved session's name resolves to its archive.
-    expect((await cli('session', 'delete', 'old', '--confirm', '--project', dir)).out).toBe('Deleted the archive of "old".\n');
+    expect((await cli('session', 'delete', 'old', '--confirm', '--project', dir)).out).toBe(
+      'Deleted the archive of "old".\n',
+    );
     // One archive file left (the heads index, `.index.json`, is a cache beside them).
     expect((await readdir(join(dir, '.opencomms', 'archives'))).filter((n) => n.startsWith('chn_'))).toHaveLength(1);
     expect((await cli('session', 'delete', 'nothing', '--confirm', '--project', dir)).code).toBe(1);

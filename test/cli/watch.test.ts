@@ -27,7 +27,13 @@ afterEach(async () => {
 });
 
 const member = (session_id: string, delivery_mode: string): Caller => ({
-  session_id, host: 'test', surface: 'cli', delivery_mode, host_session_id: session_id, project_id: 'local-project', worktree: dir,
+  session_id,
+  host: 'test',
+  surface: 'cli',
+  delivery_mode,
+  host_session_id: session_id,
+  project_id: 'local-project',
+  worktree: dir,
 });
 const must = async (p: Promise<{ ok: boolean; message: string; data?: any }>) => {
   const r = await p;
@@ -54,9 +60,27 @@ const envelopeLine = (id: string, to: string) => (l: string) => {
 
 describe('opencomms watch', () => {
   it('prints each transition of another process as it happens, through to terminal states', async () => {
-    await must(rt.run({ op: 'create', caller: member('sess_lead', 'pull'), args: { channel: 'team', role: 'Lead', role_prompt: 'lead' } }));
-    await must(rt.run({ op: 'join', caller: member('sess_push', 'push'), args: { channel: 'team', role: 'Pusher', role_prompt: 'p' } }));
-    await must(rt.run({ op: 'join', caller: member('sess_pull', 'pull'), args: { channel: 'team', role: 'Reader', role_prompt: 'r' } }));
+    await must(
+      rt.run({
+        op: 'create',
+        caller: member('sess_lead', 'pull'),
+        args: { channel: 'team', role: 'Lead', role_prompt: 'lead' },
+      }),
+    );
+    await must(
+      rt.run({
+        op: 'join',
+        caller: member('sess_push', 'push'),
+        args: { channel: 'team', role: 'Pusher', role_prompt: 'p' },
+      }),
+    );
+    await must(
+      rt.run({
+        op: 'join',
+        caller: member('sess_pull', 'pull'),
+        args: { channel: 'team', role: 'Reader', role_prompt: 'r' },
+      }),
+    );
     const w = await watch('--json');
     const text = await watch();
 
@@ -64,11 +88,17 @@ describe('opencomms watch', () => {
     const owner = start(['--import', 'tsx', worker, 'owner', dir, 'sess_push']);
     procs.push(owner);
     await owner.waitFor((l) => l === 'ready');
-    const sent = await must(rt.run({ op: 'send', sid: 'sess_lead', args: { channel: 'team', content: 'build it', to: 'Pusher' } }));
+    const sent = await must(
+      rt.run({ op: 'send', sid: 'sess_lead', args: { channel: 'team', content: 'build it', to: 'Pusher' } }),
+    );
     const id = sent.data.message_ids[0] as string;
     await w.waitFor(envelopeLine(id, 'delivered'));
     const trail = w.lines.map(json).filter((l) => l.kind === 'envelope' && l.message_id === id);
-    expect(trail.map((l) => (l.kind === 'envelope' ? `${l.event}:${l.from}→${l.to}` : ''))).toEqual(['SEND:null→pending', 'DRAIN:pending→in_flight', 'COMMIT:in_flight→delivered']);
+    expect(trail.map((l) => (l.kind === 'envelope' ? `${l.event}:${l.from}→${l.to}` : ''))).toEqual([
+      'SEND:null→pending',
+      'DRAIN:pending→in_flight',
+      'COMMIT:in_flight→delivered',
+    ]);
     expect(trail.map((l) => l.at)).toEqual([...trail.map((l) => l.at)].sort((a, b) => a - b));
     // Its recipient line cools down after the hand-over (a state held for the 1 s cooldown; the
     // few ms of `delivering` may fall between two looks) and is ready again after it.
@@ -82,7 +112,9 @@ describe('opencomms watch', () => {
     });
 
     // A pull member: pending (waits for its read) → delivered by PULL, in another process's call.
-    const read = await must(rt.run({ op: 'send', sid: 'sess_lead', args: { channel: 'team', content: 'read it', to: 'Reader' } }));
+    const read = await must(
+      rt.run({ op: 'send', sid: 'sess_lead', args: { channel: 'team', content: 'read it', to: 'Reader' } }),
+    );
     const rid = read.data.message_ids[0] as string;
     await w.waitFor(envelopeLine(rid, 'pending'));
     await w.waitFor((l) => {
@@ -91,7 +123,14 @@ describe('opencomms watch', () => {
     });
     await must(rt.run({ op: 'pull', sid: 'sess_pull', args: {} }));
     const pulled = json(await w.waitFor(envelopeLine(rid, 'delivered')));
-    expect(pulled).toMatchObject({ event: 'PULL', from: 'pending', attempt: 1, channel: 'team', sender_role: 'Lead', recipient_role: 'Reader' });
+    expect(pulled).toMatchObject({
+      event: 'PULL',
+      from: 'pending',
+      attempt: 1,
+      channel: 'team',
+      sender_role: 'Lead',
+      recipient_role: 'Reader',
+    });
 
     // The same moves in the text view.
     await text.waitFor((l) => l.includes(`${rid.slice(0, 12)}…  Lead → Reader  pending → delivered (PULL, attempt 1)`));
@@ -104,14 +143,33 @@ describe('opencomms watch', () => {
     // Started before anything exists (no .opencomms/ yet): it sees the channels appear.
     const w = await watch('--channel', 'BETA', '--json');
     for (const ch of ['alpha', 'beta']) {
-      await must(rt.run({ op: 'create', caller: member(`sess_${ch}1`, 'pull'), args: { channel: ch, role: 'A', role_prompt: 'a' } }));
-      await must(rt.run({ op: 'join', caller: member(`sess_${ch}2`, 'pull'), args: { channel: ch, role: 'B', role_prompt: 'b' } }));
+      await must(
+        rt.run({
+          op: 'create',
+          caller: member(`sess_${ch}1`, 'pull'),
+          args: { channel: ch, role: 'A', role_prompt: 'a' },
+        }),
+      );
+      await must(
+        rt.run({
+          op: 'join',
+          caller: member(`sess_${ch}2`, 'pull'),
+          args: { channel: ch, role: 'B', role_prompt: 'b' },
+        }),
+      );
     }
     await must(rt.run({ op: 'send', sid: 'sess_alpha1', args: { channel: 'alpha', content: 'alpha mail' } }));
     const b = await must(rt.run({ op: 'send', sid: 'sess_beta1', args: { channel: 'beta', content: 'beta mail' } }));
     const id = b.data.message_ids[0] as string;
     await w.waitFor(envelopeLine(id, 'pending'));
-    await must(rt.run({ op: 'delete_session', actor: { operator: true, project_id: 'cli-local-project', worktree: dir }, args: { channel: 'beta', confirm: true }, archive: null }));
+    await must(
+      rt.run({
+        op: 'delete_session',
+        actor: { operator: true, project_id: 'cli-local-project', worktree: dir },
+        args: { channel: 'beta', confirm: true },
+        archive: null,
+      }),
+    );
     await w.waitFor(envelopeLine(id, 'discarded'));
     expect(w.lines.map(json).every((l) => l.channel === 'beta')).toBe(true);
   });

@@ -18,7 +18,9 @@ describe('GET /api/events', () => {
     const b = await startMcp(c.dir, { pin: 'sess_bbbbbbbbbbbbbbbbbbbbbbbb' });
     try {
       expect((await a.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'lead' })).ok).toBe(true);
-      expect((await b.call('opencomms_join', { channel: 'team', role: 'Reviewer', role_prompt: 'review' })).ok).toBe(true);
+      expect((await b.call('opencomms_join', { channel: 'team', role: 'Reviewer', role_prompt: 'review' })).ok).toBe(
+        true,
+      );
       const events = await sse(c.server.port);
       expect(events.res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
       await events.waitFor((e) => e.event === 'hello');
@@ -27,12 +29,17 @@ describe('GET /api/events', () => {
       const sent = await a.call('opencomms_send', { channel: 'team', content: 'review this' });
       const sentAt = Date.now();
       expect(sent.ok).toBe(true);
-      const refresh = await events.waitFor((e, i = events.events.indexOf(e)) => i >= before && e.event === 'refresh', REFRESH_WITHIN_MS);
+      const refresh = await events.waitFor(
+        (e, i = events.events.indexOf(e)) => i >= before && e.event === 'refresh',
+        REFRESH_WITHIN_MS,
+      );
       expect(refresh.data).toEqual({ at: expect.any(Number) });
       expect(refresh.at - sentAt).toBeLessThan(REFRESH_WITHIN_MS);
       // The page's next read shows the envelope.
       const view = await c.req('GET', '/api/sessions/team/deliveries');
-      expect(view.json.data.envelopes).toMatchObject([{ sender_role: 'Lead', recipient_role: 'Reviewer', delivery_status: 'pending' }]);
+      expect(view.json.data.envelopes).toMatchObject([
+        { sender_role: 'Lead', recipient_role: 'Reviewer', delivery_status: 'pending' },
+      ]);
       events.close();
     } finally {
       await a.close();
@@ -40,7 +47,7 @@ describe('GET /api/events', () => {
     }
   });
 
-  it('announces the console\'s own actions with their reason', async () => {
+  it("announces the console's own actions with their reason", async () => {
     const events = await sse(c.server.port);
     await events.waitFor((e) => e.event === 'hello');
     await c.req('POST', '/api/sessions', { body: { name: 'x' } });

@@ -18,7 +18,11 @@ export interface Response {
 export interface Ctx {
   dir: string;
   server: ConsoleServer;
-  req(method: string, path: string, opts?: { body?: unknown; raw?: string; headers?: Record<string, string> }): Promise<Response>;
+  req(
+    method: string,
+    path: string,
+    opts?: { body?: unknown; raw?: string; headers?: Record<string, string> },
+  ): Promise<Response>;
 }
 
 /** A console per test on a free port (closed and removed after it). */
@@ -36,11 +40,26 @@ export function useConsole(): Ctx {
   return ctx;
 }
 
-export function send(port: number, method: string, path: string, opts: { body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Response> {
+export function send(
+  port: number,
+  method: string,
+  path: string,
+  opts: { body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<Response> {
   const payload = opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body));
   return new Promise((resolve, reject) => {
     const r = request(
-      { host: '127.0.0.1', port, method, path, headers: { host: `127.0.0.1:${port}`, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers } },
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: {
+          host: `127.0.0.1:${port}`,
+          ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...opts.headers,
+        },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');

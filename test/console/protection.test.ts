@@ -23,14 +23,23 @@ describe('CON-4 Host check (DNS rebinding)', () => {
   it('answers loopback names on any port; any other Host is a 403, recorded', async () => {
     for (const host of ['127.0.0.1', 'localhost:4919', `127.0.0.1:${c.server.port}`, '[::1]:80', 'LOCALHOST'])
       expect((await c.req('GET', '/api/sessions', { headers: { host } })).status, host).toBe(200);
-    for (const host of ['evil.example', 'evil.example:4919', '127.0.0.1.evil.example', 'localhost.evil.example', '10.0.0.5', '[::2]:4919']) {
+    for (const host of [
+      'evil.example',
+      'evil.example:4919',
+      '127.0.0.1.evil.example',
+      'localhost.evil.example',
+      '10.0.0.5',
+      '[::2]:4919',
+    ]) {
       const r = await c.req('GET', '/api/sessions', { headers: { host } });
       expect(r.status, host).toBe(403);
       expect(r.json).toMatchObject({ ok: false, message: expect.stringContaining('Forbidden: Host header') });
     }
     const logged = (await errors()).filter((e) => e.reason === 'console_forbidden');
     expect(logged).toHaveLength(6);
-    expect(logged[0]!.message).toBe('Console refused GET /api/sessions: Host header "evil.example" is not 127.0.0.1, localhost or [::1].');
+    expect(logged[0]!.message).toBe(
+      'Console refused GET /api/sessions: Host header "evil.example" is not 127.0.0.1, localhost or [::1].',
+    );
   });
 });
 
@@ -47,10 +56,14 @@ describe('CON-4 cross-site writes (CSRF)', () => {
       const r = await c.req('POST', '/api/sessions', { body: { name: 'x' }, headers });
       expect(r.status, JSON.stringify(headers)).toBe(403);
     }
-    expect((await c.req('DELETE', '/api/sessions/x', { headers: { origin: 'https://evil.example' } })).status).toBe(403);
+    expect((await c.req('DELETE', '/api/sessions/x', { headers: { origin: 'https://evil.example' } })).status).toBe(
+      403,
+    );
     expect((await c.req('GET', '/api/sessions')).json.data.live).toEqual([]);
     expect((await errors()).filter((e) => e.reason === 'console_forbidden')).toHaveLength(refused.length + 1);
-    expect((await errors()).some((e) => e.message.includes('cross-site POST from origin "https://evil.example"'))).toBe(true);
+    expect((await errors()).some((e) => e.message.includes('cross-site POST from origin "https://evil.example"'))).toBe(
+      true,
+    );
 
     const allowed: Record<string, string>[] = [
       { origin: `http://127.0.0.1:${c.server.port}` },
@@ -60,14 +73,19 @@ describe('CON-4 cross-site writes (CSRF)', () => {
       {},
     ];
     for (const [i, headers] of allowed.entries())
-      expect((await c.req('POST', '/api/sessions', { body: { name: `ok${i}` }, headers })).status, JSON.stringify(headers)).toBe(200);
+      expect(
+        (await c.req('POST', '/api/sessions', { body: { name: `ok${i}` }, headers })).status,
+        JSON.stringify(headers),
+      ).toBe(200);
     // Reads carry no write risk: another site's GET is answered (the browser keeps the answer from it).
     expect((await c.req('GET', '/api/sessions', { headers: { origin: 'https://evil.example' } })).status).toBe(200);
   });
 
   it('the checks as a pure function', () => {
     expect(isLoopbackHost(undefined)).toBe(false);
-    expect(forbidden({ method: 'PATCH', host: 'localhost', origin: 'https://evil.example' })).toMatch(/cross-site PATCH/);
+    expect(forbidden({ method: 'PATCH', host: 'localhost', origin: 'https://evil.example' })).toMatch(
+      /cross-site PATCH/,
+    );
     expect(forbidden({ method: 'PUT', host: 'localhost', referer: 'http://[::1]:9/x' })).toBeNull();
     expect(forbidden({ method: 'GET', host: 'localhost', origin: 'https://evil.example' })).toBeNull();
   });
@@ -79,7 +97,9 @@ describe('bodies, unknown routes, faults', () => {
     expect(big.status).toBe(413);
     expect(big.json.message).toBe('Request body over 1000000 characters.');
     // Counted in characters, not bytes: 1,000,000 three-byte characters still fit.
-    const atCap = await c.req('POST', '/api/sessions', { raw: JSON.stringify({ name: 'cap', pad: '€'.repeat(MAX_BODY_CHARS - 30) }) });
+    const atCap = await c.req('POST', '/api/sessions', {
+      raw: JSON.stringify({ name: 'cap', pad: '€'.repeat(MAX_BODY_CHARS - 30) }),
+    });
     expect(atCap.status).toBe(200);
     const bad = await c.req('POST', '/api/sessions', { raw: '{not json' });
     expect(bad).toMatchObject({ status: 400, json: { ok: false, data: { reason: 'invalid_argument' } } });
@@ -88,7 +108,10 @@ describe('bodies, unknown routes, faults', () => {
 
   it('an unknown route is a 404 naming method and path', async () => {
     const r = await c.req('GET', '/api/nope');
-    expect(r).toMatchObject({ status: 404, json: { ok: false, message: 'No route for GET /api/nope.', data: { method: 'GET', path: '/api/nope' } } });
+    expect(r).toMatchObject({
+      status: 404,
+      json: { ok: false, message: 'No route for GET /api/nope.', data: { method: 'GET', path: '/api/nope' } },
+    });
     const wrong = await c.req('PUT', '/api/sessions');
     expect(wrong.status).toBe(404);
     expect(wrong.json.message).toBe('No route for PUT /api/sessions. That path exists for another method.');
@@ -115,7 +138,12 @@ describe('a broken project', () => {
   it('answers every read with the state refusal (400, data.reason), never a 500', async () => {
     await mkdir(join(c.dir, '.opencomms'), { recursive: true });
     await writeFile(join(c.dir, '.opencomms', 'state.json'), JSON.stringify({ schema_version: 3 }));
-    for (const path of ['/api/sessions', '/api/sessions/x/members', '/api/sessions/x/deliveries', '/api/sessions/x/join-command']) {
+    for (const path of [
+      '/api/sessions',
+      '/api/sessions/x/members',
+      '/api/sessions/x/deliveries',
+      '/api/sessions/x/join-command',
+    ]) {
       const r = await c.req('GET', path);
       expect(r.status, path).toBe(400);
       expect(r.json.data.reason).toBe('state_incompatible');
@@ -127,6 +155,8 @@ describe('a broken project', () => {
 describe('binding', () => {
   it('listens on loopback only; a busy port is an error', async () => {
     expect(c.server.url).toBe(`http://127.0.0.1:${c.server.port}/`);
-    await expect(startConsole({ project: c.dir, port: c.server.port, log: () => {} })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    await expect(startConsole({ project: c.dir, port: c.server.port, log: () => {} })).rejects.toMatchObject({
+      code: 'EADDRINUSE',
+    });
   });
 });

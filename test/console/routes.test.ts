@@ -12,10 +12,30 @@ const c = useConsole();
 /** Two pull members and a third on "team", created by agents through the runtime. */
 async function seed() {
   const rt = openRuntime(c.dir);
-  const caller = (sid: string): Caller => ({ session_id: sid, host: 'codex', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: c.dir });
-  await rt.run({ op: 'create', caller: caller('sess_lead'), args: { channel: 'team', role: 'Lead', role_prompt: 'lead' } });
-  await rt.run({ op: 'join', caller: caller('sess_rev'), args: { channel: 'team', role: 'Reviewer', role_prompt: 'review' } });
-  await rt.run({ op: 'join', caller: caller('sess_test'), args: { channel: 'team', role: 'Tester', role_prompt: 'test' } });
+  const caller = (sid: string): Caller => ({
+    session_id: sid,
+    host: 'codex',
+    surface: 'mcp',
+    delivery_mode: 'pull',
+    host_session_id: null,
+    project_id: 'local-project',
+    worktree: c.dir,
+  });
+  await rt.run({
+    op: 'create',
+    caller: caller('sess_lead'),
+    args: { channel: 'team', role: 'Lead', role_prompt: 'lead' },
+  });
+  await rt.run({
+    op: 'join',
+    caller: caller('sess_rev'),
+    args: { channel: 'team', role: 'Reviewer', role_prompt: 'review' },
+  });
+  await rt.run({
+    op: 'join',
+    caller: caller('sess_test'),
+    args: { channel: 'team', role: 'Tester', role_prompt: 'test' },
+  });
   await rt.run({ op: 'send', sid: 'sess_lead', args: { channel: 'team', content: 'please review', to: 'Reviewer' } });
   return rt;
 }
@@ -31,36 +51,58 @@ describe('the page and its files', () => {
     expect((await c.req('GET', '/app.js')).headers['content-type']).toBe('text/javascript; charset=utf-8');
     expect((await c.req('GET', '/style.css')).status).toBe(200);
     // Nothing on the page names another host: no CDN, no external request.
-    for (const path of ['/', '/app.js', '/style.css']) expect((await c.req('GET', path)).text).not.toMatch(/https?:\/\/(?!127\.0\.0\.1|localhost)/);
+    for (const path of ['/', '/app.js', '/style.css'])
+      expect((await c.req('GET', path)).text).not.toMatch(/https?:\/\/(?!127\.0\.0\.1|localhost)/);
   });
 
   it('GET /api/machines serves each machine diagram with one node per state', async () => {
     const r = await c.req('GET', '/api/machines');
     expect(r.status).toBe(200);
     expect(Object.keys(r.json.data).sort()).toEqual(['channel', 'envelope', 'member', 'recipient']);
-    for (const s of ['pending', 'in_flight', 'delivered', 'failed', 'rejected', 'stale']) expect(r.json.data.envelope).toContain(`data-state="${s}"`);
-    for (const s of ['ready', 'cooling', 'blocked', 'delivering']) expect(r.json.data.recipient).toContain(`data-state="${s}"`);
+    for (const s of ['pending', 'in_flight', 'delivered', 'failed', 'rejected', 'stale'])
+      expect(r.json.data.envelope).toContain(`data-state="${s}"`);
+    for (const s of ['ready', 'cooling', 'blocked', 'delivering'])
+      expect(r.json.data.recipient).toContain(`data-state="${s}"`);
     expect(r.json.data.envelope).not.toContain('<style>');
   });
 });
 
 describe('CON-1 sessions', () => {
   it('GET /api/sessions lists live cards and archives; POST creates an empty session', async () => {
-    expect((await c.req('GET', '/api/sessions')).json).toEqual({ ok: true, message: '0 live session(s), 0 saved.', data: { live: [], archived: [] } });
+    expect((await c.req('GET', '/api/sessions')).json).toEqual({
+      ok: true,
+      message: '0 live session(s), 0 saved.',
+      data: { live: [], archived: [] },
+    });
     const made = await c.req('POST', '/api/sessions', { body: { name: 'Review', max_members: 3 } });
     expect(made.status).toBe(200);
     expect(made.json.data).toMatchObject({ name: 'review', max_members: 3 });
     const rt = openRuntime(c.dir);
-    expect((await rt.read()).channels.review).toMatchObject({ project_id: 'gui-local-project', members: [], lifecycle: 'active' });
+    expect((await rt.read()).channels.review).toMatchObject({
+      project_id: 'gui-local-project',
+      members: [],
+      lifecycle: 'active',
+    });
     await rt.close();
     const list = (await c.req('GET', '/api/sessions')).json.data;
     expect(list.live).toEqual([
-      { name: 'review', channel_id: expect.stringMatching(/^chn_/), lifecycle: 'active', parent_channel_id: null, description: null, max_members: 3, paused: false, agents: [] },
+      {
+        name: 'review',
+        channel_id: expect.stringMatching(/^chn_/),
+        lifecycle: 'active',
+        parent_channel_id: null,
+        description: null,
+        max_members: 3,
+        paused: false,
+        agents: [],
+      },
     ]);
     const dup = await c.req('POST', '/api/sessions', { body: { name: 'review' } });
     expect(dup.status).toBe(400);
     expect(dup.json).toMatchObject({ ok: false, data: { reason: 'channel_exists' } });
-    expect((await c.req('POST', '/api/sessions', { body: { name: 'Not ok!' } })).json.data.reason).toBe('invalid_channel_name');
+    expect((await c.req('POST', '/api/sessions', { body: { name: 'Not ok!' } })).json.data.reason).toBe(
+      'invalid_channel_name',
+    );
     expect((await c.req('POST', '/api/sessions', { body: {} })).json.data.reason).toBe('invalid_channel_name');
   });
 
@@ -71,7 +113,9 @@ describe('CON-1 sessions', () => {
       expect(r.status).toBe(200);
       expect(r.json.data).toMatchObject({ session: 'review', host });
     }
-    expect((await c.req('GET', '/api/sessions/review/join-command')).json.data.command).toBe('/OpenComms Join Channel=review As=<role> [role instructions]');
+    expect((await c.req('GET', '/api/sessions/review/join-command')).json.data.command).toBe(
+      '/OpenComms Join Channel=review As=<role> [role instructions]',
+    );
     expect((await c.req('GET', '/api/sessions/review/join-command?host=codex&role=Builder')).json.data.command).toBe(
       'opencomms_join(channel="review", role="Builder", role_prompt="...", spawn_push=true)',
     );
@@ -86,21 +130,32 @@ describe('CON-2 members', () => {
     const rt = await seed();
     const members = (await c.req('GET', '/api/sessions/team/members')).json.data;
     expect(members).toMatchObject({ kind: 'live', name: 'team', compact_context: null });
-    expect(members.agents.map((a: { role: string; state: string }) => `${a.role}:${a.state}`)).toEqual(['Lead:Idle', 'Reviewer:Working', 'Tester:Idle']);
+    expect(members.agents.map((a: { role: string; state: string }) => `${a.role}:${a.state}`)).toEqual([
+      'Lead:Idle',
+      'Reviewer:Working',
+      'Tester:Idle',
+    ]);
     await rt.run({ op: 'mark_stale', session: 'sess_test' });
     expect((await c.req('GET', '/api/sessions/team/members')).json.data.agents[2].state).toBe('Offline');
 
     const missing = await c.req('POST', '/api/sessions/team/members/remove', { body: { target_role: 'Nobody' } });
     expect(missing).toMatchObject({ status: 400, json: { data: { reason: 'target_not_found' } } });
-    expect((await c.req('POST', '/api/sessions/team/members/remove', { body: {} })).json.data.reason).toBe('target_required');
-    const removed = await c.req('POST', '/api/sessions/team/members/remove', { body: { target_session_id: 'sess_rev' } });
+    expect((await c.req('POST', '/api/sessions/team/members/remove', { body: {} })).json.data.reason).toBe(
+      'target_required',
+    );
+    const removed = await c.req('POST', '/api/sessions/team/members/remove', {
+      body: { target_session_id: 'sess_rev' },
+    });
     expect(removed.status).toBe(200);
     expect(removed.json.data).toMatchObject({ kicked_session_id: 'sess_rev', kicked_role: 'Reviewer' });
     const state = await rt.read();
     expect(state.channels.team!.members.map((m) => m.role)).toEqual(['Lead', 'Tester']);
     // Each remaining member got one system notice from the operator; the removed member's mail was rejected.
     const notices = Object.values(state.messages).filter((e) => e.message_type === 'system');
-    expect(notices.map((e) => [e.recipient_role, e.sender_role])).toEqual([['Lead', 'Operator'], ['Tester', 'Operator']]);
+    expect(notices.map((e) => [e.recipient_role, e.sender_role])).toEqual([
+      ['Lead', 'Operator'],
+      ['Tester', 'Operator'],
+    ]);
     expect(notices[0]!.content).toBe('Reviewer (sess_rev) was removed from channel "team" by the operator.');
     expect(Object.values(state.messages).filter((e) => e.recipient_session_id === 'sess_rev')).toEqual([]);
     await rt.close();
@@ -111,13 +166,21 @@ describe('pause and resume delivery', () => {
   it('POST …/pause holds a live session (sends refused), DELETE …/pause releases it; refusals are 400 with the reason', async () => {
     const rt = await seed();
     const paused = await c.req('POST', '/api/sessions/team/pause');
-    expect(paused).toMatchObject({ status: 200, json: { ok: true, message: 'Paused "team": delivery is held.', data: { paused: true, changed: true } } });
+    expect(paused).toMatchObject({
+      status: 200,
+      json: { ok: true, message: 'Paused "team": delivery is held.', data: { paused: true, changed: true } },
+    });
     expect((await c.req('GET', '/api/sessions/team/members')).json.data.paused).toBe(true);
-    expect(await rt.run({ op: 'send', sid: 'sess_test', args: { channel: 'team', content: 'held?', to: 'Lead' } })).toMatchObject({ ok: false, data: { reason: 'channel_paused' } });
+    expect(
+      await rt.run({ op: 'send', sid: 'sess_test', args: { channel: 'team', content: 'held?', to: 'Lead' } }),
+    ).toMatchObject({ ok: false, data: { reason: 'channel_paused' } });
     const resumed = await c.req('DELETE', '/api/sessions/team/pause');
     expect(resumed).toMatchObject({ status: 200, json: { data: { paused: false, changed: true } } });
     expect((await rt.read()).channels.team!.paused).toBe(false);
-    expect(await c.req('POST', '/api/sessions/nope/pause')).toMatchObject({ status: 400, json: { ok: false, data: { reason: 'channel_not_found' } } });
+    expect(await c.req('POST', '/api/sessions/nope/pause')).toMatchObject({
+      status: 400,
+      json: { ok: false, data: { reason: 'channel_not_found' } },
+    });
     await rt.close();
   });
 });
@@ -131,7 +194,12 @@ describe('CON-3 save → resume as new → delete', () => {
     expect(saved.json.data).toMatchObject({ message_count: 1, summary: 'Goal: ship. State: reviewed.' });
     expect((await c.req('POST', '/api/sessions/team/save', { body: {} })).json.data.reason).toBe('lifecycle_refused');
     const archived = (await c.req('GET', '/api/sessions/team/members')).json.data;
-    expect(archived).toMatchObject({ kind: 'archived', name: 'team', summary: 'Goal: ship. State: reviewed.', message_count: 1 });
+    expect(archived).toMatchObject({
+      kind: 'archived',
+      name: 'team',
+      summary: 'Goal: ship. State: reviewed.',
+      message_count: 1,
+    });
     expect(archived.agents.map((a: { state: string }) => a.state)).toEqual(['Offline', 'Offline', 'Offline']);
     const list = (await c.req('GET', '/api/sessions')).json.data;
     expect(list.live).toEqual([]);
@@ -143,10 +211,15 @@ describe('CON-3 save → resume as new → delete', () => {
     const live = (await c.req('GET', '/api/sessions/team-2/members')).json.data;
     expect(live).toMatchObject({ kind: 'live', agents: [], parent_channel_id: archived.archive_id });
     expect(live.compact_context).toContain('Goal: ship. State: reviewed.');
-    expect((await c.req('POST', '/api/sessions/team/resume', { body: { new_name: 'team-2' } })).json.data.reason).toBe('channel_exists');
+    expect((await c.req('POST', '/api/sessions/team/resume', { body: { new_name: 'team-2' } })).json.data.reason).toBe(
+      'channel_exists',
+    );
 
     expect((await c.req('DELETE', '/api/sessions/team-2')).json).toMatchObject({ ok: true, data: { deleted: 'live' } });
-    expect((await c.req('DELETE', '/api/sessions/team')).json).toMatchObject({ ok: true, data: { deleted: 'archive' } });
+    expect((await c.req('DELETE', '/api/sessions/team')).json).toMatchObject({
+      ok: true,
+      data: { deleted: 'archive' },
+    });
     expect((await c.req('GET', '/api/sessions')).json.data).toEqual({ live: [], archived: [] });
     expect((await c.req('DELETE', '/api/sessions/team')).status).toBe(400);
   });
@@ -160,12 +233,22 @@ describe('the live machine view', () => {
     await rt.close();
     const v = (await c.req('GET', '/api/sessions/team/deliveries')).json.data;
     expect(v).toMatchObject({ name: 'team', channel_state: 'active' });
-    expect(v.envelopes.map((e: { recipient_role: string; delivery_status: string; held_by: string | null }) => [e.recipient_role, e.delivery_status, e.held_by])).toEqual([
+    expect(
+      v.envelopes.map((e: { recipient_role: string; delivery_status: string; held_by: string | null }) => [
+        e.recipient_role,
+        e.delivery_status,
+        e.held_by,
+      ]),
+    ).toEqual([
       ['Tester', 'pending', 'awaiting_pull'],
       ['Reviewer', 'delivered', null],
     ]);
     expect(v.envelopes[1].transitions.map((t: { event: string }) => t.event)).toEqual(['SEND', 'PULL']);
-    expect(v.recipients.map((r: { role: string; state: string }) => `${r.role}:${r.state}`)).toEqual(['Lead:ready', 'Reviewer:ready', 'Tester:blocked:awaiting_pull']);
+    expect(v.recipients.map((r: { role: string; state: string }) => `${r.role}:${r.state}`)).toEqual([
+      'Lead:ready',
+      'Reviewer:ready',
+      'Tester:blocked:awaiting_pull',
+    ]);
     expect((await c.req('GET', '/api/sessions/nope/deliveries')).json.data.reason).toBe('channel_not_found');
   });
 });

@@ -38,7 +38,9 @@ describe('doctor and damage', () => {
     expect(code).toBe(1);
     const damage = rowOf(rows, 'damage')!;
     expect(damage.level).toBe('FAIL');
-    expect(damage.detail).toMatch(/^1 recorded in state\.errors; newest: .* state_corrupt: .*state\.corrupt\.\d+\.json/);
+    expect(damage.detail).toMatch(
+      /^1 recorded in state\.errors; newest: .* state_corrupt: .*state\.corrupt\.\d+\.json/,
+    );
   });
 
   it('a healthy project: writable, no damage, and the probe leaves no file', async () => {

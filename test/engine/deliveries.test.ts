@@ -8,7 +8,14 @@ import { idsOf, mustPrompt, Sim } from './fixtures.ts';
 
 function team(modeB: 'push' | 'pull' | 'spawn_push' = 'push') {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer', modeB]], { rate_limit: 100 });
+  sim.channel(
+    'team',
+    [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer', modeB],
+    ],
+    { rate_limit: 100 },
+  );
   return sim;
 }
 const view = (sim: Sim) => deliveryView(sim.state, sim.ch('team'), sim.logged(sim.ch('team').id), sim.now);
@@ -21,8 +28,16 @@ describe('envelope view', () => {
     const [id] = idsOf(sim.send('sess_a', 'team', 'hello'));
     sim.advance(250);
     expect(envelope(sim, id!)).toMatchObject({
-      sender_role: 'Lead', recipient_role: 'Reviewer', message_type: 'manual', delivery_status: 'pending',
-      attempts: 0, max_attempts: 5, age_ms: 250, window_ms: 300_000, held_by: null, delivery_method: null,
+      sender_role: 'Lead',
+      recipient_role: 'Reviewer',
+      message_type: 'manual',
+      delivery_status: 'pending',
+      attempts: 0,
+      max_attempts: 5,
+      age_ms: 250,
+      window_ms: 300_000,
+      held_by: null,
+      delivery_method: null,
     });
     const p = mustPrompt(sim.drain('sess_b'));
     expect(envelope(sim, id!)).toMatchObject({ delivery_status: 'in_flight', attempts: 1, held_by: null });
@@ -32,13 +47,20 @@ describe('envelope view', () => {
     expect(sim.hot(id!)).toBeUndefined();
     const done = envelope(sim, id!);
     expect(done).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', delivered_at: sim.now });
-    expect(done.transitions.map((t) => `${t.event}→${t.to}`)).toEqual(['SEND→pending', 'DRAIN→in_flight', 'COMMIT→delivered']);
+    expect(done.transitions.map((t) => `${t.event}→${t.to}`)).toEqual([
+      'SEND→pending',
+      'DRAIN→in_flight',
+      'COMMIT→delivered',
+    ]);
     expect(done.transitions.map((t) => t.at)).toEqual([sim.now - 255, sim.now - 5, sim.now]);
   });
 
   it('lists newest first and never shows another channel', () => {
     const sim = team();
-    sim.channel('other', [['sess_x', 'X'], ['sess_y', 'Y']]);
+    sim.channel('other', [
+      ['sess_x', 'X'],
+      ['sess_y', 'Y'],
+    ]);
     const [first] = idsOf(sim.send('sess_a', 'team', 'one'));
     sim.advance(1);
     const [second] = idsOf(sim.send('sess_a', 'team', 'two'));
@@ -62,11 +84,21 @@ describe('holds', () => {
 
     sim.ok({ op: 'mark_stale', session: 'sess_b' });
     expect(envelope(sim, id!).held_by).toBe('stale_member');
-    expect(recipient(sim, 'sess_b')).toMatchObject({ state: 'blocked:stale_member', member_state: 'stale', agent_state: 'Offline' });
+    expect(recipient(sim, 'sess_b')).toMatchObject({
+      state: 'blocked:stale_member',
+      member_state: 'stale',
+      agent_state: 'Offline',
+    });
     sim.ok({ op: 'clear_stale', session: 'sess_b' });
 
     const p = mustPrompt(sim.drain('sess_b'));
-    expect(recipient(sim, 'sess_b')).toMatchObject({ state: 'delivering', machine_state: 'delivering', in_flight: 1, pending: 0, agent_state: 'Working' });
+    expect(recipient(sim, 'sess_b')).toMatchObject({
+      state: 'delivering',
+      machine_state: 'delivering',
+      in_flight: 1,
+      pending: 0,
+      agent_state: 'Working',
+    });
     sim.commit(p);
     const [next] = idsOf(sim.send('sess_a', 'team', 'y'));
     expect(envelope(sim, next!).held_by).toBe('cooldown');
@@ -78,7 +110,14 @@ describe('holds', () => {
 
   it('a message budget used up holds the mail as budget', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { budget_messages: 1 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { budget_messages: 1 },
+    );
     sim.send('sess_a', 'team', 'first');
     const [held] = idsOf(sim.send('sess_a', 'team', 'second'));
     expect(mustPrompt(sim.drain('sess_b')).message_ids).toHaveLength(1);
@@ -104,7 +143,13 @@ describe('holds', () => {
   it('an idle member with nothing addressed to it is Idle and ready', () => {
     const sim = team();
     expect(agentState(sim.state, sim.ch('team'), sim.member('team', 'sess_b'))).toBe('Idle');
-    expect(recipient(sim, 'sess_b')).toMatchObject({ state: 'ready', member_state: 'linked', pending: 0, in_flight: 0, cooldown_until: null });
+    expect(recipient(sim, 'sess_b')).toMatchObject({
+      state: 'ready',
+      member_state: 'linked',
+      pending: 0,
+      in_flight: 0,
+      cooldown_until: null,
+    });
   });
 });
 

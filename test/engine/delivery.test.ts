@@ -9,7 +9,14 @@ import { checkTrail, dataOf, idsOf, mustPrompt, promptOf, Sim } from './fixtures
 
 function pair(modeB: 'push' | 'pull' | 'spawn_push' = 'push', args: Record<string, unknown> = {}) {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer', modeB]], args);
+  sim.channel(
+    'team',
+    [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer', modeB],
+    ],
+    args,
+  );
   return sim;
 }
 
@@ -23,12 +30,24 @@ describe('DLV-1 drain and commit', () => {
     const d = sim.drain('sess_b');
     expect(d.changed).toBe(true);
     const p = mustPrompt(d);
-    expect(p).toMatchObject({ type: 'Prompt', recipient: 'sess_b', channel_ids: [sim.ch('team').id], message_ids: ids, mode: 'push' });
+    expect(p).toMatchObject({
+      type: 'Prompt',
+      recipient: 'sess_b',
+      channel_ids: [sim.ch('team').id],
+      message_ids: ids,
+      mode: 'push',
+    });
     expect(p.text.split(BATCH_SEPARATOR)).toHaveLength(3);
     expect(p.text.indexOf('m0')).toBeLessThan(p.text.indexOf('m1'));
     expect(p.text.indexOf('m1')).toBeLessThan(p.text.indexOf('m2'));
     for (const id of ids)
-      expect(sim.msg(id)).toMatchObject({ delivery_status: 'in_flight', attempts: 1, in_flight_by: 'p1@host', in_flight_at: sim.now, delivered_at: null });
+      expect(sim.msg(id)).toMatchObject({
+        delivery_status: 'in_flight',
+        attempts: 1,
+        in_flight_by: 'p1@host',
+        in_flight_at: sim.now,
+        delivered_at: null,
+      });
     expect(sim.queue('sess_b')).toEqual([]);
     expect(ids.map((id) => sim.state.delivered_to[id])).toEqual([['sess_b'], ['sess_b'], ['sess_b']]);
     expect(sim.ch('team').delivered_total).toBe(3);
@@ -43,7 +62,13 @@ describe('DLV-1 drain and commit', () => {
     expect(c.changed).toBe(true);
     expect(dataOf(c).delivered).toEqual(ids);
     for (const id of ids) {
-      expect(sim.msg(id)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', delivered_at: sim.now, in_flight_by: null, in_flight_at: null });
+      expect(sim.msg(id)).toMatchObject({
+        delivery_status: 'delivered',
+        delivery_method: 'push',
+        delivered_at: sim.now,
+        in_flight_by: null,
+        in_flight_at: null,
+      });
       checkTrail(sim.msg(id));
       expect(sim.msg(id).transitions.map((t) => t[0])).toEqual(['SEND', 'DRAIN', 'COMMIT']);
     }
@@ -90,7 +115,10 @@ describe('DLV-2 pause', () => {
     const pa = sim.ok({ op: 'pause', sid: 'sess_a', args: { channel: 'team' } });
     expect(dataOf(pa)).toEqual({ paused: true, changed: true });
     expect(sim.ch('team').paused_at).toBe(sim.now);
-    expect(dataOf(sim.ok({ op: 'pause', sid: 'sess_b', args: { channel: 'team' } }))).toEqual({ paused: true, changed: false });
+    expect(dataOf(sim.ok({ op: 'pause', sid: 'sess_b', args: { channel: 'team' } }))).toEqual({
+      paused: true,
+      changed: false,
+    });
     const held = sim.drain('sess_b');
     expect(promptOf(held)).toBeUndefined();
     expect(sim.ch('team').holds.sess_b).toBe('paused');
@@ -113,7 +141,9 @@ describe('DLV-2 pause', () => {
     const o = sim.ok({ op: 'pull', sid: 'sess_b', args: {} });
     expect(dataOf(o)).toMatchObject({ messages: [], remaining: 1 });
     // Not an empty inbox: the answer names the pause and how many wait behind it.
-    expect(o.result.message).toBe('No message can be handed over now; 1 pending. 1 wait on "team", which is paused; they are handed over when it is resumed.');
+    expect(o.result.message).toBe(
+      'No message can be handed over now; 1 pending. 1 wait on "team", which is paused; they are handed over when it is resumed.',
+    );
   });
 });
 
@@ -152,7 +182,12 @@ describe('DLV-3 stale windows', () => {
     sim.advance(10 * 300_000);
     const o = sim.ok({ op: 'pull', sid: 'sess_b', args: { channel: 'team' } });
     expect(dataOf(o).message_ids).toEqual([id]);
-    expect(sim.msg(id!)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'pull', delivered_at: sim.now, attempts: 1 });
+    expect(sim.msg(id!)).toMatchObject({
+      delivery_status: 'delivered',
+      delivery_method: 'pull',
+      delivered_at: sim.now,
+      attempts: 1,
+    });
     expect(sim.ch('team').delivered_total).toBe(1);
     expect(sim.queue('sess_b')).toEqual([]);
     expect(dataOf(sim.ok({ op: 'pull', sid: 'sess_b', args: { channel: 'team' } })).message_ids).toEqual([]);
@@ -202,9 +237,20 @@ describe('DLV-5 failed prompt', () => {
     expect(r.result.ok).toBe(true);
     expect(dataOf(r)).toEqual({ requeued: 3, failed: 0 });
     expect(sim.queue('sess_b')).toEqual([...batch, ...later]);
-    for (const id of batch) expect(sim.msg(id)).toMatchObject({ delivery_status: 'pending', attempts: 1, in_flight_by: null, in_flight_at: null });
+    for (const id of batch)
+      expect(sim.msg(id)).toMatchObject({
+        delivery_status: 'pending',
+        attempts: 1,
+        in_flight_by: null,
+        in_flight_at: null,
+      });
     const err = sim.state.errors.at(-1)!;
-    expect(err).toMatchObject({ reason: 'delivery_failed', session_id: 'sess_b', channel_id: sim.ch('team').id, at: sim.now });
+    expect(err).toMatchObject({
+      reason: 'delivery_failed',
+      session_id: 'sess_b',
+      channel_id: sim.ch('team').id,
+      at: sim.now,
+    });
     expect(err.message).toContain('ECONNRESET');
     expect(err.message).toContain('3 re-queued');
     expect(r.effects).toEqual([{ type: 'ScheduleAt', recipient: 'sess_b', at: sim.now + 2000 }]);
@@ -247,7 +293,9 @@ describe('DLV-7 sweep', () => {
     const ids = sendN(sim, 2);
     sim.drain('sess_b');
     const seen: string[] = [];
-    const s = sim.run({ op: 'sweep', alive: (by) => {
+    const s = sim.run({
+      op: 'sweep',
+      alive: (by) => {
         seen.push(by);
         return by === 'p1@host';
       },
@@ -292,7 +340,11 @@ describe('DLV-7 sweep', () => {
 describe('DLV-8 pending recipients', () => {
   it('names only recipients with pending mail', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester', 'pull']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+      ['sess_c', 'Tester', 'pull'],
+    ]);
     expect(pendingRecipients(sim.state)).toEqual([]);
     sim.send('sess_a', 'team', 'x', { to: 'sess_b' });
     sim.send('sess_a', 'team', 'y', { to: 'sess_c' });
@@ -348,7 +400,10 @@ describe('DLV-10 budgets', () => {
     const p = mustPrompt(sim.drain('sess_b'));
     expect(p.message_ids).toEqual(ids.slice(0, 3));
     expect(sim.ch('team').delivered_total).toBe(3);
-    const refused = sim.refuse({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'more' } }, 'budget_exhausted');
+    const refused = sim.refuse(
+      { op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'more' } },
+      'budget_exhausted',
+    );
     expect(dataOf(refused).budget).toBe('messages');
     sim.requeue(p);
     sim.advance(2000);
@@ -417,7 +472,7 @@ describe('DLV-11 cleanup is persisted even when nothing is prompted', () => {
   });
 });
 
-describe('SPN-3 an ineligible spawn_push member\'s mail waits and never ages out (§1.1)', () => {
+describe("SPN-3 an ineligible spawn_push member's mail waits and never ages out (§1.1)", () => {
   const aged = (setup: (sim: Sim) => void) => {
     const sim = pair('spawn_push');
     setup(sim);
@@ -428,20 +483,31 @@ describe('SPN-3 an ineligible spawn_push member\'s mail waits and never ages out
     expect(dataOf(sim.ok({ op: 'pull', sid: 'sess_b', args: {} })).message_ids).toEqual([id]);
   };
 
-  it('unbound (no host session id)', () => aged((sim) => { sim.spawnHosts = ['host-mcp']; }));
-  it('a host with no argv contract', () => aged((sim) => { sim.member('team', 'sess_b').host_session_id = 'thread-b'; }));
-  it('capabilities without resume', () => aged((sim) => {
-    sim.spawnHosts = ['host-mcp'];
-    const m = sim.member('team', 'sess_b');
-    m.host_session_id = 'thread-b';
-    m.endpoint_capabilities.resume = false;
-  }));
+  it('unbound (no host session id)', () =>
+    aged((sim) => {
+      sim.spawnHosts = ['host-mcp'];
+    }));
+  it('a host with no argv contract', () =>
+    aged((sim) => {
+      sim.member('team', 'sess_b').host_session_id = 'thread-b';
+    }));
+  it('capabilities without resume', () =>
+    aged((sim) => {
+      sim.spawnHosts = ['host-mcp'];
+      const m = sim.member('team', 'sess_b');
+      m.host_session_id = 'thread-b';
+      m.endpoint_capabilities.resume = false;
+    }));
 });
 
 describe('DLV-11 dead entries', () => {
   it('rejected envelopes of a recipient no longer on the channel; dead queue entries', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+      ['sess_c', 'Tester'],
+    ]);
     const [id] = idsOf(sim.send('sess_a', 'team', 'x', { to: 'sess_b' }));
     const p = mustPrompt(sim.drain('sess_b'));
     sim.ok({ op: 'kick', caller: 'sess_a', args: { channel: 'team', target_session_id: 'sess_b' } });
@@ -483,12 +549,17 @@ describe('holds the shell knows (DLV-12 engine half, stale members)', () => {
     expect(mustPrompt(sim.drain('sess_b')).message_ids).toEqual(ids);
   });
 
-  it('a host session\'s end marks a push member stale, not a spawn_push one (each spawned run ends its session)', () => {
-    for (const [mode, stale] of [['push', true], ['spawn_push', false]] as const) {
+  it("a host session's end marks a push member stale, not a spawn_push one (each spawned run ends its session)", () => {
+    for (const [mode, stale] of [
+      ['push', true],
+      ['spawn_push', false],
+    ] as const) {
       const sim = pair(mode);
       sim.ok({ op: 'session_end', session: 'sess_b' });
       expect(sim.member('team', 'sess_b').stale, mode).toBe(stale);
-      expect(sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'next' } }).result.ok, mode).toBe(!stale);
+      expect(sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'next' } }).result.ok, mode).toBe(
+        !stale,
+      );
     }
   });
 });
@@ -496,15 +567,23 @@ describe('holds the shell knows (DLV-12 engine half, stale members)', () => {
 describe('pull (§5.6; engine half of MCP-4)', () => {
   it('drains and commits in one mutation; `channel` leaves other channels’ mail queued; new mail comes at once', () => {
     const sim = new Sim();
-    sim.channel('one', [['sess_a', 'Lead'], ['sess_p', 'Reader', 'pull']]);
-    sim.channel('two', [['sess_a', 'Lead'], ['sess_p', 'Reader', 'pull']]);
+    sim.channel('one', [
+      ['sess_a', 'Lead'],
+      ['sess_p', 'Reader', 'pull'],
+    ]);
+    sim.channel('two', [
+      ['sess_a', 'Lead'],
+      ['sess_p', 'Reader', 'pull'],
+    ]);
     const x = idsOf(sim.send('sess_a', 'one', 'x'))[0]!;
     const y = idsOf(sim.send('sess_a', 'two', 'y'))[0]!;
     const z = idsOf(sim.send('sess_a', 'one', 'z'))[0]!;
     const o = sim.ok({ op: 'pull', sid: 'sess_p', args: { channel: 'one', limit: 1 } });
     expect(o.changed).toBe(true);
     expect(dataOf(o)).toMatchObject({ message_ids: [x], remaining: 1 });
-    expect(dataOf<{ messages: { channel: string; message_id: string; framed: string }[] }>(o).messages[0]).toMatchObject({ channel: 'one', message_id: x });
+    expect(
+      dataOf<{ messages: { channel: string; message_id: string; framed: string }[] }>(o).messages[0],
+    ).toMatchObject({ channel: 'one', message_id: x });
     expect(sim.msg(x)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'pull', attempts: 1 });
     expect(sim.queue('sess_p')).toEqual([y, z]);
     const all = sim.ok({ op: 'pull', sid: 'sess_p', args: {} });
@@ -539,13 +618,20 @@ describe('pull (§5.6; engine half of MCP-4)', () => {
 
   it('refusals in order: channel_not_found, lifecycle_refused, not_member, pull_not_allowed', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_u', 'Mute']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_u', 'Mute'],
+    ]);
     sim.refuse({ op: 'pull', sid: 'sess_u', args: { channel: 'ghost' } }, 'channel_not_found');
     sim.refuse({ op: 'pull', sid: 'sess_z', args: { channel: 'team' } }, 'not_member');
     sim.member('team', 'sess_u').endpoint_capabilities.pull = false;
     sim.refuse({ op: 'pull', sid: 'sess_u', args: { channel: 'team' } }, 'pull_not_allowed');
     sim.refuse({ op: 'pull', sid: 'sess_u', args: {} }, 'pull_not_allowed');
-    sim.ok({ op: 'save_session', actor: { operator: true, project_id: 'x', worktree: '/x' }, args: { channel: 'team' } });
+    sim.ok({
+      op: 'save_session',
+      actor: { operator: true, project_id: 'x', worktree: '/x' },
+      args: { channel: 'team' },
+    });
     sim.refuse({ op: 'pull', sid: 'sess_u', args: { channel: 'team' } }, 'lifecycle_refused');
   });
 
@@ -556,4 +642,3 @@ describe('pull (§5.6; engine half of MCP-4)', () => {
     expect(dataOf(o)).toMatchObject({ messages: [], remaining: 0 });
   });
 });
-

@@ -7,7 +7,10 @@ import { dataOf, idsOf, mustPrompt, Sim } from './fixtures.ts';
 
 function pair() {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+  sim.channel('team', [
+    ['sess_a', 'Lead'],
+    ['sess_b', 'Reviewer'],
+  ]);
   return sim;
 }
 
@@ -77,7 +80,10 @@ describe('fencing of commits and requeues', () => {
     const sim = pair();
     const ids = idsOf(sim.send('sess_a', 'team', 'one'));
     const p = mustPrompt(sim.drain('sess_b'));
-    expect(sim.commit(p, 'push', { by: 'p9@elsewhere', attempts: p.attempts }).result).toMatchObject({ ok: false, data: { reason: 'hold_lost' } });
+    expect(sim.commit(p, 'push', { by: 'p9@elsewhere', attempts: p.attempts }).result).toMatchObject({
+      ok: false,
+      data: { reason: 'hold_lost' },
+    });
     expect(sim.msg(ids[0]!).delivery_status).toBe('in_flight');
   });
 

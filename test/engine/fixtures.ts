@@ -3,7 +3,16 @@
 // scenario uses.
 import { expect } from 'vitest';
 import { envelopeMachine } from '../../machines/index.ts';
-import { apply, compactContext, type Caller, type Command, type Effect, type Env, type Held, type Outcome } from '../../src/engine/index.ts';
+import {
+  apply,
+  compactContext,
+  type Caller,
+  type Command,
+  type Effect,
+  type Env,
+  type Held,
+  type Outcome,
+} from '../../src/engine/index.ts';
 import type { Actor } from '../../src/engine/index.ts';
 import type { DrainOptions } from '../../src/engine/deliver.ts';
 import { ArchiveSchema, type Archive } from '../../src/protocol/archive.ts';
@@ -141,11 +150,19 @@ export class Sim {
   // ---- agent operations --------------------------------------------------------------------
 
   create(sid: string, channel: string, role: string, args: Record<string, unknown> = {}, mode: Mode = 'push') {
-    return this.ok({ op: 'create', caller: caller(sid, mode), args: { channel, role, role_prompt: `Act as ${role}.`, ...args } });
+    return this.ok({
+      op: 'create',
+      caller: caller(sid, mode),
+      args: { channel, role, role_prompt: `Act as ${role}.`, ...args },
+    });
   }
 
   join(sid: string, channel: string, role: string, mode: Mode = 'push', extra: Partial<Caller> = {}) {
-    return this.ok({ op: 'join', caller: caller(sid, mode, extra), args: { channel, role, role_prompt: `Act as ${role}.` } });
+    return this.ok({
+      op: 'join',
+      caller: caller(sid, mode, extra),
+      args: { channel, role, role_prompt: `Act as ${role}.` },
+    });
   }
 
   /** A channel with the given members, the first one creating it. */
@@ -211,7 +228,9 @@ export class Sim {
   /** Envelopes of a channel for a recipient, in creation order. */
   envelopesFor(rid: string, channel?: string): Envelope[] {
     const cid = channel ? this.ch(channel).id : undefined;
-    return Object.values(this.state.messages).filter((e) => e.recipient_session_id === rid && (!cid || e.channel_id === cid));
+    return Object.values(this.state.messages).filter(
+      (e) => e.recipient_session_id === rid && (!cid || e.channel_id === cid),
+    );
   }
 
   queue(rid: string) {
@@ -246,7 +265,8 @@ export const ENVELOPE_TABLE: Record<string, Record<string, string[]>> = (() => {
 export function trailError(e: Envelope): string | null {
   const trail = e.transitions;
   if (!trail.length) return `${e.message_id}: empty trail`;
-  if (trail[0]![0] !== 'SEND' || trail[0]![1] !== 'pending') return `${e.message_id}: trail does not start with SEND → pending`;
+  if (trail[0]![0] !== 'SEND' || trail[0]![1] !== 'pending')
+    return `${e.message_id}: trail does not start with SEND → pending`;
   let prev = 'pending';
   let prevAt = trail[0]![2];
   for (const [event, to, at] of trail.slice(1)) {
@@ -257,7 +277,8 @@ export function trailError(e: Envelope): string | null {
     prev = to;
     prevAt = at;
   }
-  if (prev !== e.delivery_status) return `${e.message_id}: trail ends in ${prev}, delivery_status is ${e.delivery_status}`;
+  if (prev !== e.delivery_status)
+    return `${e.message_id}: trail ends in ${prev}, delivery_status is ${e.delivery_status}`;
   return null;
 }
 

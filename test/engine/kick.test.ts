@@ -2,22 +2,35 @@
 import { describe, expect, it } from 'vitest';
 import { checkTrail, dataOf, idsOf, mustPrompt, Sim } from './fixtures.ts';
 
-const kickCmd = (by: string, args: Record<string, unknown>) => ({ op: 'kick', caller: by, args: { channel: 'team', ...args } }) as const;
+const kickCmd = (by: string, args: Record<string, unknown>) =>
+  ({ op: 'kick', caller: by, args: { channel: 'team', ...args } }) as const;
 
 function four() {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Coordinator'], ['sess_c', 'Tester'], ['sess_d', 'Writer', 'pull']]);
+  sim.channel('team', [
+    ['sess_a', 'Lead'],
+    ['sess_b', 'Coordinator'],
+    ['sess_c', 'Tester'],
+    ['sess_d', 'Writer', 'pull'],
+  ]);
   return sim;
 }
 
 describe('KCK-1 the coordinator kicks', () => {
   it('each remaining member gets one system notice; the target’s pending mail there → rejected', () => {
     const sim = four();
-    sim.channel('side', [['sess_c', 'Tester'], ['sess_a', 'Lead']]);
+    sim.channel('side', [
+      ['sess_c', 'Tester'],
+      ['sess_a', 'Lead'],
+    ]);
     const onTeam = idsOf(sim.send('sess_a', 'team', 'for tester', { to: 'sess_c' }));
     const onSide = idsOf(sim.send('sess_a', 'side', 'side mail'));
     const o = sim.ok(kickCmd('sess_a', { target_role: 'tester' }));
-    expect(dataOf(o)).toEqual({ kicked_session_id: 'sess_c', kicked_role: 'Tester', remaining_session_ids: ['sess_a', 'sess_b', 'sess_d'] });
+    expect(dataOf(o)).toEqual({
+      kicked_session_id: 'sess_c',
+      kicked_role: 'Tester',
+      remaining_session_ids: ['sess_a', 'sess_b', 'sess_d'],
+    });
     expect(sim.ch('team').members.map((m) => m.session_id)).toEqual(['sess_a', 'sess_b', 'sess_d']);
     expect(sim.msg(onTeam[0]!).delivery_status).toBe('rejected');
     checkTrail(sim.msg(onTeam[0]!));
@@ -28,7 +41,13 @@ describe('KCK-1 the coordinator kicks', () => {
     const notices = Object.values(sim.state.messages).filter((e) => e.message_type === 'system');
     expect(notices.map((e) => e.recipient_session_id).sort()).toEqual(['sess_a', 'sess_b', 'sess_d']);
     for (const n of notices) {
-      expect(n).toMatchObject({ sender_session_id: 'sess_a', sender_role: 'Lead', channel_id: sim.ch('team').id, delivery_status: 'pending', hop_count: 0 });
+      expect(n).toMatchObject({
+        sender_session_id: 'sess_a',
+        sender_role: 'Lead',
+        channel_id: sim.ch('team').id,
+        delivery_status: 'pending',
+        hop_count: 0,
+      });
       expect(n.content).toBe('Tester (sess_c) was removed from channel "team" by Lead (sess_a).');
       expect(sim.queue(n.recipient_session_id)).toContain(n.message_id);
     }
@@ -41,7 +60,16 @@ describe('KCK-1 the coordinator kicks', () => {
 
   it('system notices skip the rate, dedup and hop rules', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester'], ['sess_d', 'Writer']], { rate_limit: 1 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+        ['sess_c', 'Tester'],
+        ['sess_d', 'Writer'],
+      ],
+      { rate_limit: 1 },
+    );
     sim.send('sess_a', 'team', 'uses the quota', { broadcast: true });
     sim.ok(kickCmd('sess_a', { target_session_id: 'sess_b' }));
     sim.ok(kickCmd('sess_a', { target_session_id: 'sess_c' }));
@@ -52,7 +80,11 @@ describe('KCK-1 the coordinator kicks', () => {
   it('operator removal needs no coordinator and signs as Operator; a stale target can be removed', () => {
     const sim = four();
     sim.ok({ op: 'mark_stale', session: 'sess_a' });
-    const o = sim.ok({ op: 'kick', caller: { operator: true }, args: { channel: 'team', target_session_id: 'sess_a' } });
+    const o = sim.ok({
+      op: 'kick',
+      caller: { operator: true },
+      args: { channel: 'team', target_session_id: 'sess_a' },
+    });
     expect(dataOf(o).kicked_session_id).toBe('sess_a');
     const n = Object.values(sim.state.messages).find((e) => e.message_type === 'system')!;
     expect(n).toMatchObject({ sender_session_id: 'operator', sender_role: 'Operator' });
@@ -103,12 +135,22 @@ describe('KCK-3 authority follows members[0]', () => {
 describe('KCK-4 timer and survival', () => {
   it('removal folds the target’s running segment; a channel left with one member survives', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     sim.ok({ op: 'timer', sid: 'sess_b', args: { channel: 'team', action: 'start' } });
     sim.advance(7000);
     sim.ok(kickCmd('sess_a', { target_session_id: 'sess_b' }));
-    expect(sim.ch('team').timer).toMatchObject({ active_member_id: null, segment_started_at: null, elapsed_ms: { sess_b: 7000 } });
-    expect(sim.ch('team')).toMatchObject({ lifecycle: 'active', members: [expect.objectContaining({ session_id: 'sess_a' })] });
+    expect(sim.ch('team').timer).toMatchObject({
+      active_member_id: null,
+      segment_started_at: null,
+      elapsed_ms: { sess_b: 7000 },
+    });
+    expect(sim.ch('team')).toMatchObject({
+      lifecycle: 'active',
+      members: [expect.objectContaining({ session_id: 'sess_a' })],
+    });
   });
 
   it('a removal that is not the running clock leaves it running', () => {
@@ -123,8 +165,14 @@ describe('KCK-4 timer and survival', () => {
 describe('KCK-5 disconnect', () => {
   it('leaving one of two channels keeps the other channel’s queued mail', () => {
     const sim = new Sim();
-    sim.channel('one', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
-    sim.channel('two', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('one', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
+    sim.channel('two', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const m1 = idsOf(sim.send('sess_a', 'one', 'on one'))[0]!;
     const m2 = idsOf(sim.send('sess_a', 'two', 'on two'))[0]!;
     sim.advance(1);
@@ -152,11 +200,18 @@ describe('KCK-5 disconnect', () => {
 describe('update_role', () => {
   it('changes only the caller’s own prompt (trimmed); a blank prompt is refused', () => {
     const sim = four();
-    const o = sim.ok({ op: 'update_role', sid: 'sess_b', args: { channel: 'team', role_prompt: '  Coordinate releases. ' } });
+    const o = sim.ok({
+      op: 'update_role',
+      sid: 'sess_b',
+      args: { channel: 'team', role_prompt: '  Coordinate releases. ' },
+    });
     expect(dataOf(o)).toEqual({ channel_id: sim.ch('team').id, role: 'Coordinator' });
     expect(sim.member('team', 'sess_b').role_prompt).toBe('Coordinate releases.');
     expect(sim.member('team', 'sess_a').role_prompt).toBe('Act as Lead.');
-    sim.refuse({ op: 'update_role', sid: 'sess_b', args: { channel: 'team', role_prompt: '   ' } }, 'role_prompt_required');
+    sim.refuse(
+      { op: 'update_role', sid: 'sess_b', args: { channel: 'team', role_prompt: '   ' } },
+      'role_prompt_required',
+    );
     sim.refuse({ op: 'update_role', sid: 'sess_z', args: { channel: 'team', role_prompt: 'x' } }, 'not_member');
   });
 });

@@ -8,7 +8,11 @@ import { caller, dataOf, idsOf, memberActor, mustPrompt, operatorActor, PROJECT,
 
 function busy() {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester', 'pull']]);
+  sim.channel('team', [
+    ['sess_a', 'Lead'],
+    ['sess_b', 'Reviewer'],
+    ['sess_c', 'Tester', 'pull'],
+  ]);
   return sim;
 }
 
@@ -23,7 +27,14 @@ const onlyArchive = (sim: Sim): Archive => {
 describe('LCY-1 new sessions', () => {
   it('are active, with no description and no parent', () => {
     const sim = busy();
-    expect(sim.ch('team')).toMatchObject({ lifecycle: 'active', lifecycle_at: null, description: null, parent_channel_id: null, paused: false, paused_at: null });
+    expect(sim.ch('team')).toMatchObject({
+      lifecycle: 'active',
+      lifecycle_at: null,
+      description: null,
+      parent_channel_id: null,
+      paused: false,
+      paused_at: null,
+    });
   });
 });
 
@@ -38,7 +49,14 @@ describe('LCY-2 save', () => {
     sim.advance(10);
     const last = 'z'.repeat(500);
     sim.send('sess_b', 'team', last, { to: 'sess_c' });
-    const logged = [{ ...structuredClone(sim.msg(inFlight[0]!)), message_id: `ocm_${'b'.repeat(32)}`, timestamp: sim.now - 1_000_000, delivery_status: 'delivered' as const }];
+    const logged = [
+      {
+        ...structuredClone(sim.msg(inFlight[0]!)),
+        message_id: `ocm_${'b'.repeat(32)}`,
+        timestamp: sim.now - 1_000_000,
+        delivery_status: 'delivered' as const,
+      },
+    ];
     sim.advance(10);
     const team = sim.ch('team');
     const id = team.id;
@@ -93,7 +111,10 @@ describe('LCY-2 save', () => {
     expect(a).toMatchObject({ saved_by: null, saved_by_role: null, summary: 'y'.repeat(2000) });
 
     const quiet = new Sim();
-    quiet.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    quiet.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     quiet.ok(saveCmd('sess_a'));
     expect(onlyArchive(quiet).summary).toMatch(/Lead, Reviewer/);
     expect(onlyArchive(quiet).final_state_note).toBe('');
@@ -135,7 +156,12 @@ describe('LCY-3 after a save', () => {
 
   it('a deleted tombstone answers lifecycle_refused with the “gone” hint', () => {
     const sim = busy();
-    sim.ok({ op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'team', confirm: true }, archive: null });
+    sim.ok({
+      op: 'delete_session',
+      actor: memberActor('sess_a'),
+      args: { channel: 'team', confirm: true },
+      archive: null,
+    });
     const o = sim.refuse({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x' } }, 'lifecycle_refused');
     expect(dataOf(o).lifecycle).toBe('deleted');
     expect(String(dataOf(o).hint)).toMatch(/gone/);
@@ -145,13 +171,26 @@ describe('LCY-3 after a save', () => {
 describe('LCY-4 resume', () => {
   it('creates a new, empty, linked session; its joiners get only compact_context', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { budget_runtime_ms: 120_000, budget_messages: 50 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { budget_runtime_ms: 120_000, budget_messages: 50 },
+    );
     sim.send('sess_a', 'team', 'context', { session_description: 'Old work' });
     sim.ok(saveCmd('sess_a'));
     const a = onlyArchive(sim);
     sim.advance(1_000_000);
     const o = sim.ok({ op: 'resume_session', actor: memberActor('sess_b'), args: { channel: 'team' }, archive: a });
-    expect(dataOf(o)).toEqual({ channel_id: expect.stringMatching(/^chn_/), name: 'team', parent_channel_id: a.channel_id, members: [], archive_name: 'team' });
+    expect(dataOf(o)).toEqual({
+      channel_id: expect.stringMatching(/^chn_/),
+      name: 'team',
+      parent_channel_id: a.channel_id,
+      members: [],
+      archive_name: 'team',
+    });
     const ch = sim.ch('team');
     expect(ch.id).not.toBe(a.channel_id);
     expect(ch).toMatchObject({
@@ -171,7 +210,12 @@ describe('LCY-4 resume', () => {
     // No envelope of the old channel came back.
     expect(sim.state.messages).toEqual({});
     const cc = compactContext(a);
-    const j = sim.ok({ op: 'join', caller: caller('sess_a'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, compact_context: cc });
+    const j = sim.ok({
+      op: 'join',
+      caller: caller('sess_a'),
+      args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' },
+      compact_context: cc,
+    });
     expect(dataOf(j)).toMatchObject({ parent_channel_id: a.channel_id, compact_context: cc });
     expect(cc).toContain('Summary:');
     expect(cc).toContain('Messages archived: 1');
@@ -185,12 +229,34 @@ describe('LCY-4 resume', () => {
     sim.ok(saveCmd('sess_a'));
     const a = onlyArchive(sim);
     sim.create('sess_x', 'taken', 'Lead');
-    sim.refuse({ op: 'resume_session', actor: memberActor('sess_a'), args: { channel: 'nope' }, archive: null }, 'archive_not_found');
-    const nm = sim.refuse({ op: 'resume_session', actor: memberActor('sess_x'), args: { channel: 'team' }, archive: a }, 'not_archived_member');
+    sim.refuse(
+      { op: 'resume_session', actor: memberActor('sess_a'), args: { channel: 'nope' }, archive: null },
+      'archive_not_found',
+    );
+    const nm = sim.refuse(
+      { op: 'resume_session', actor: memberActor('sess_x'), args: { channel: 'team' }, archive: a },
+      'not_archived_member',
+    );
     expect(nm.result.message).toMatch(/operator/);
-    sim.refuse({ op: 'resume_session', actor: memberActor('sess_a'), args: { channel: 'team', new_name: 'taken' }, archive: a }, 'channel_exists');
-    sim.refuse({ op: 'resume_session', actor: memberActor('sess_a'), args: { channel: 'team', new_name: 'Bad Name' }, archive: a }, 'invalid_channel_name');
-    sim.ok({ op: 'resume_session', actor: memberActor('sess_a'), args: { channel: 'team', new_name: ' Fresh-Start ' }, archive: a });
+    sim.refuse(
+      { op: 'resume_session', actor: memberActor('sess_a'), args: { channel: 'team', new_name: 'taken' }, archive: a },
+      'channel_exists',
+    );
+    sim.refuse(
+      {
+        op: 'resume_session',
+        actor: memberActor('sess_a'),
+        args: { channel: 'team', new_name: 'Bad Name' },
+        archive: a,
+      },
+      'invalid_channel_name',
+    );
+    sim.ok({
+      op: 'resume_session',
+      actor: memberActor('sess_a'),
+      args: { channel: 'team', new_name: ' Fresh-Start ' },
+      archive: a,
+    });
     expect(sim.ch('fresh-start').parent_channel_id).toBe(a.channel_id);
     // The tombstone is untouched by a resume under another name.
     expect(sim.ch('team').lifecycle).toBe('saved');
@@ -206,19 +272,49 @@ describe('LCY-5 resume ladder', () => {
     sim.ok(saveCmd('sess_a'));
     const a = onlyArchive(sim);
     const names: string[] = [];
-    for (let i = 0; i < 9; i++) names.push(String(dataOf(sim.ok({ op: 'resume_session', actor: memberActor('sess_b'), args: { channel: 'team' }, archive: a })).name));
-    expect(names).toEqual(['team', 'team-r2', 'team-r3', 'team-r4', 'team-r5', 'team-r6', 'team-r7', 'team-r8', 'team-r9']);
-    const o = sim.refuse({ op: 'resume_session', actor: memberActor('sess_b'), args: { channel: 'team' }, archive: a }, 'resume_ladder_exhausted');
+    for (let i = 0; i < 9; i++)
+      names.push(
+        String(
+          dataOf(sim.ok({ op: 'resume_session', actor: memberActor('sess_b'), args: { channel: 'team' }, archive: a }))
+            .name,
+        ),
+      );
+    expect(names).toEqual([
+      'team',
+      'team-r2',
+      'team-r3',
+      'team-r4',
+      'team-r5',
+      'team-r6',
+      'team-r7',
+      'team-r8',
+      'team-r9',
+    ]);
+    const o = sim.refuse(
+      { op: 'resume_session', actor: memberActor('sess_b'), args: { channel: 'team' }, archive: a },
+      'resume_ladder_exhausted',
+    );
     expect(o.result.message).toMatch(/new_name/);
     // A deleted rung is free again.
-    sim.ok({ op: 'delete_session', actor: operatorActor(), args: { channel: 'team-r5', confirm: true }, archive: null });
-    expect(dataOf(sim.ok({ op: 'resume_session', actor: memberActor('sess_b'), args: { channel: 'team' }, archive: a })).name).toBe('team-r5');
+    sim.ok({
+      op: 'delete_session',
+      actor: operatorActor(),
+      args: { channel: 'team-r5', confirm: true },
+      archive: null,
+    });
+    expect(
+      dataOf(sim.ok({ op: 'resume_session', actor: memberActor('sess_b'), args: { channel: 'team' }, archive: a }))
+        .name,
+    ).toBe('team-r5');
   });
 
   it('cuts a long base so a suffixed name stays ≤64', () => {
     const long = 'l'.repeat(64);
     const sim = new Sim();
-    sim.channel(long, [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel(long, [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     sim.ok({ op: 'save_session', actor: memberActor('sess_a'), args: { channel: long } });
     const a = onlyArchive(sim);
     sim.ok({ op: 'resume_session', actor: memberActor('sess_a'), args: { channel: long }, archive: a });
@@ -232,32 +328,63 @@ describe('LCY-6 delete', () => {
     const sim = busy();
     const sent = idsOf(sim.send('sess_a', 'team', 'x', { to: 'sess_b' }));
     for (const confirm of [undefined, false, 'true', 1])
-      sim.refuse({ op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'team', confirm }, archive: null }, 'confirm_required');
-    sim.refuse({ op: 'delete_session', actor: memberActor('sess_z'), args: { channel: 'team', confirm: true }, archive: null }, 'not_member');
-    sim.refuse({ op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'ghost', confirm: true }, archive: null }, 'channel_not_found');
+      sim.refuse(
+        { op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'team', confirm }, archive: null },
+        'confirm_required',
+      );
+    sim.refuse(
+      { op: 'delete_session', actor: memberActor('sess_z'), args: { channel: 'team', confirm: true }, archive: null },
+      'not_member',
+    );
+    sim.refuse(
+      { op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'ghost', confirm: true }, archive: null },
+      'channel_not_found',
+    );
     const id = sim.ch('team').id;
-    const o = sim.ok({ op: 'delete_session', actor: memberActor('sess_c'), args: { channel: 'team', confirm: true }, archive: null });
+    const o = sim.ok({
+      op: 'delete_session',
+      actor: memberActor('sess_c'),
+      args: { channel: 'team', confirm: true },
+      archive: null,
+    });
     expect(dataOf(o)).toEqual({ name: 'team', deleted: 'live' });
     expect(sim.ch('team')).toMatchObject({ id, lifecycle: 'deleted', members: [] });
     expect(sim.state.messages[sent[0]!]).toBeUndefined();
     expect(sim.state.queues).toEqual({});
     // The channel's logged history goes too: a deleted session carries no context.
     expect(o.writes?.deleteHistory).toEqual([id]);
-    sim.refuse({ op: 'delete_session', actor: memberActor('sess_c'), args: { channel: 'team', confirm: true }, archive: null }, 'lifecycle_refused');
+    sim.refuse(
+      { op: 'delete_session', actor: memberActor('sess_c'), args: { channel: 'team', confirm: true }, archive: null },
+      'lifecycle_refused',
+    );
   });
 
   it('a saved session: the archive file is removed and the tombstone becomes deleted', () => {
     const sim = busy();
     sim.ok(saveCmd('sess_a'));
     const a = onlyArchive(sim);
-    sim.refuse({ op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'team', confirm: true }, archive: null }, 'archive_not_found');
-    sim.refuse({ op: 'delete_session', actor: memberActor('sess_z'), args: { channel: 'team', confirm: true }, archive: a }, 'not_archived_member');
-    const o = sim.ok({ op: 'delete_session', actor: memberActor('sess_b'), args: { channel: 'team', confirm: true }, archive: a });
+    sim.refuse(
+      { op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'team', confirm: true }, archive: null },
+      'archive_not_found',
+    );
+    sim.refuse(
+      { op: 'delete_session', actor: memberActor('sess_z'), args: { channel: 'team', confirm: true }, archive: a },
+      'not_archived_member',
+    );
+    const o = sim.ok({
+      op: 'delete_session',
+      actor: memberActor('sess_b'),
+      args: { channel: 'team', confirm: true },
+      archive: a,
+    });
     expect(dataOf(o)).toEqual({ name: 'team', deleted: 'archive' });
     expect(o.writes).toMatchObject({ deleteArchive: a.channel_id, deleteHistory: [a.channel_id] });
     expect(sim.archives.size).toBe(0);
     expect(sim.ch('team').lifecycle).toBe('deleted');
-    sim.refuse({ op: 'delete_session', actor: operatorActor(), args: { channel: 'team', confirm: true }, archive: a }, 'lifecycle_refused');
+    sim.refuse(
+      { op: 'delete_session', actor: operatorActor(), args: { channel: 'team', confirm: true }, archive: a },
+      'lifecycle_refused',
+    );
     // create may reuse the name now.
     sim.create('sess_q', 'team', 'Lead');
   });
@@ -266,10 +393,18 @@ describe('LCY-6 delete', () => {
     const sim = busy();
     sim.ok(saveCmd('sess_a'));
     const a = onlyArchive(sim);
-    sim.ok({ op: 'delete_session', actor: operatorActor(), args: { channel: a.channel_id, confirm: true }, archive: a });
+    sim.ok({
+      op: 'delete_session',
+      actor: operatorActor(),
+      args: { channel: a.channel_id, confirm: true },
+      archive: a,
+    });
     expect(sim.ch('team').lifecycle).toBe('deleted');
     const live = new Sim();
-    live.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    live.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     live.ok({ op: 'delete_session', actor: operatorActor(), args: { channel: 'team', confirm: true }, archive: null });
     expect(live.ch('team').lifecycle).toBe('deleted');
   });
@@ -278,14 +413,19 @@ describe('LCY-6 delete', () => {
 describe('LCY-7 session_description', () => {
   it('is set once (collapsed, cut to 140); a bad description never breaks a send', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     for (const bad of [42, '   ', { x: 1 }, null]) {
       const o = sim.send('sess_a', 'team', `with ${JSON.stringify(bad)}`, { session_description: bad });
       expect(dataOf(o).session_description).toBeUndefined();
     }
     expect(sim.ch('team').description).toBeNull();
-    const first = sim.send('sess_a', 'team', 'real', { session_description: `  Port   the\nparser ${'p'.repeat(200)}` });
-    const want = (`Port the parser ${'p'.repeat(200)}`).slice(0, 140);
+    const first = sim.send('sess_a', 'team', 'real', {
+      session_description: `  Port   the\nparser ${'p'.repeat(200)}`,
+    });
+    const want = `Port the parser ${'p'.repeat(200)}`.slice(0, 140);
     expect(dataOf(first).session_description).toBe(want);
     expect(sim.ch('team').description).toBe(want);
     const second = sim.send('sess_b', 'team', 'later', { session_description: 'Something else' });
@@ -293,8 +433,14 @@ describe('LCY-7 session_description', () => {
     expect(sim.ch('team').description).toBe(want);
     // A refused send records nothing.
     const fresh = new Sim();
-    fresh.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
-    fresh.refuse({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: ' ', session_description: 'x' } }, 'content_empty');
+    fresh.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
+    fresh.refuse(
+      { op: 'send', sid: 'sess_a', args: { channel: 'team', content: ' ', session_description: 'x' } },
+      'content_empty',
+    );
     expect(fresh.ch('team').description).toBeNull();
     expect(mustPrompt(sim.drain('sess_b')).message_ids.length).toBeGreaterThan(0);
   });

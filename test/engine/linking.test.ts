@@ -4,9 +4,17 @@ import { describe, expect, it } from 'vitest';
 import { caller, dataOf, mustPrompt, operatorActor, PROJECT, Sim, WORKTREE } from './fixtures.ts';
 
 const createCmd = (sid: string, args: Record<string, unknown>, extra = {}) =>
-  ({ op: 'create', caller: caller(sid, 'push', extra), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead the work.', ...args } }) as const;
+  ({
+    op: 'create',
+    caller: caller(sid, 'push', extra),
+    args: { channel: 'team', role: 'Lead', role_prompt: 'Lead the work.', ...args },
+  }) as const;
 const joinCmd = (sid: string, args: Record<string, unknown>, extra = {}) =>
-  ({ op: 'join', caller: caller(sid, 'push', extra), args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review.', ...args } }) as const;
+  ({
+    op: 'join',
+    caller: caller(sid, 'push', extra),
+    args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review.', ...args },
+  }) as const;
 
 describe('LNK-1 create registers exactly the caller', () => {
   it('adds one channel whose only member is the caller, as members[0]', () => {
@@ -15,10 +23,23 @@ describe('LNK-1 create registers exactly the caller', () => {
     expect(Object.keys(sim.state.channels)).toEqual(['team']);
     const ch = sim.ch('team');
     expect(ch.members).toHaveLength(1);
-    expect(ch.members[0]).toMatchObject({ session_id: 'sess_a', role: 'Lead', role_prompt: 'Lead the work.', stale: false, joined_at: sim.now });
+    expect(ch.members[0]).toMatchObject({
+      session_id: 'sess_a',
+      role: 'Lead',
+      role_prompt: 'Lead the work.',
+      stale: false,
+      joined_at: sim.now,
+    });
     expect(ch.members[0]!.endpoint_capabilities).toMatchObject({ push: true, pull: true });
     expect(ch.members[0]!.stale_policy).toEqual({ mode: 'window', window_ms: 300000 });
-    expect(ch).toMatchObject({ project_id: PROJECT, worktree: WORKTREE, created_at: sim.now, lifecycle: 'active', paused: false, delivered_total: 0 });
+    expect(ch).toMatchObject({
+      project_id: PROJECT,
+      worktree: WORKTREE,
+      created_at: sim.now,
+      lifecycle: 'active',
+      paused: false,
+      delivered_total: 0,
+    });
     expect(ch.id).toMatch(/^chn_[0-9a-f]{32}$/);
     expect(sim.state.messages).toEqual({});
     expect(sim.state.queues).toEqual({});
@@ -27,7 +48,12 @@ describe('LNK-1 create registers exactly the caller', () => {
       channel_id: ch.id,
       role: 'Lead',
       session_id: 'sess_a',
-      settings: { max_members: 8, rate_limit: 20, max_hops: 4, budgets: { max_runtime_ms: null, max_delivered_messages: null } },
+      settings: {
+        max_members: 8,
+        rate_limit: 20,
+        max_hops: 4,
+        budgets: { max_runtime_ms: null, max_delivered_messages: null },
+      },
     });
   });
 });
@@ -43,7 +69,11 @@ describe('LNK-2 create on a taken name', () => {
   it('a saved name → lifecycle_refused with the resume hint', () => {
     const sim = new Sim();
     sim.create('sess_a', 'team', 'Lead');
-    sim.ok({ op: 'save_session', actor: { sid: 'sess_a', project_id: PROJECT, worktree: WORKTREE }, args: { channel: 'team' } });
+    sim.ok({
+      op: 'save_session',
+      actor: { sid: 'sess_a', project_id: PROJECT, worktree: WORKTREE },
+      args: { channel: 'team' },
+    });
     const o = sim.refuse(createCmd('sess_b', {}), 'lifecycle_refused');
     expect(dataOf(o)).toMatchObject({ lifecycle: 'saved' });
     expect(String(dataOf(o).hint)).toMatch(/resume/);
@@ -87,7 +117,16 @@ describe('LNK-4 slug rules and max_members', () => {
   });
 
   it('max_members is floored and clamped to 2..32; non-numbers are invalid_argument', () => {
-    const cases: [unknown, number][] = [[undefined, 8], [1, 2], [0, 2], [-5, 2], [9.9, 9], [100, 32], [32, 32], ['12', 12]];
+    const cases: [unknown, number][] = [
+      [undefined, 8],
+      [1, 2],
+      [0, 2],
+      [-5, 2],
+      [9.9, 9],
+      [100, 32],
+      [32, 32],
+      ['12', 12],
+    ];
     for (const [raw, want] of cases) {
       const sim = new Sim();
       const o = sim.ok(createCmd('sess_a', raw === undefined ? {} : { max_members: raw }));
@@ -110,7 +149,9 @@ describe('LNK-4 slug rules and max_members', () => {
       budgets: { max_runtime_ms: 60000, max_delivered_messages: 1 },
     });
     const ch = sim.ch('team');
-    expect([ch.rate_limit, ch.max_hops, ch.budgets.max_runtime_ms, ch.budgets.max_delivered_messages]).toEqual([1000, 1, 60000, 1]);
+    expect([ch.rate_limit, ch.max_hops, ch.budgets.max_runtime_ms, ch.budgets.max_delivered_messages]).toEqual([
+      1000, 1, 60000, 1,
+    ]);
     const sim2 = new Sim();
     sim2.ok(createCmd('sess_a', { budget_runtime_ms: 1e12, budget_messages: 1e9 }));
     expect(sim2.ch('team').budgets).toEqual({ max_runtime_ms: 2592000000, max_delivered_messages: 1000000 });
@@ -135,8 +176,16 @@ describe('LNK-5 joining', () => {
     const sim = new Sim();
     sim.create('sess_a', 'team', 'Lead');
     const o = sim.ok(joinCmd('sess_b', {}));
-    expect(dataOf(o)).toMatchObject({ channel_id: sim.ch('team').id, role: 'Reviewer', session_id: 'sess_b', parent_channel_id: null });
-    expect(sim.ch('team').members.map((m) => [m.session_id, m.role])).toEqual([['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    expect(dataOf(o)).toMatchObject({
+      channel_id: sim.ch('team').id,
+      role: 'Reviewer',
+      session_id: 'sess_b',
+      parent_channel_id: null,
+    });
+    expect(sim.ch('team').members.map((m) => [m.session_id, m.role])).toEqual([
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
   });
 
   it('the same session cannot join twice, under the same or another role (already_member)', () => {
@@ -152,7 +201,11 @@ describe('LNK-5 joining', () => {
   it('a spawn_push member without host_session_id is warned', () => {
     const sim = new Sim();
     sim.create('sess_a', 'team', 'Lead');
-    const o = sim.ok({ op: 'join', caller: caller('sess_b', 'spawn_push'), args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' } });
+    const o = sim.ok({
+      op: 'join',
+      caller: caller('sess_b', 'spawn_push'),
+      args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' },
+    });
     expect(dataOf(o).warnings).toEqual(['spawn_push_unbound']);
   });
 });
@@ -193,7 +246,11 @@ describe('LNK-8 role before channel', () => {
 describe('LNK-9 open-vocabulary roles', () => {
   it('"Data Wrangler" works end to end: join, be addressed by role, receive a framed message', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Data Wrangler'], ['sess_c', 'QA']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Data Wrangler'],
+      ['sess_c', 'QA'],
+    ]);
     const sent = sim.send('sess_a', 'team', 'Please clean the CSV.', { to: 'data wrangler' });
     expect(dataOf(sent).recipients).toEqual([
       { session_id: 'sess_b', role: 'Data Wrangler', delivery_mode: 'push', deliverability: 'ready' },
@@ -233,12 +290,21 @@ describe('LNK-11 project and worktree', () => {
     // (normaliseWorktree, test/runtime/worktree.test.ts; end to end in test/adapters/mcp/tools.test.ts).
     const sim = new Sim();
     sim.create('sess_a', 'team', 'Lead');
-    for (const other of ['/work/projects/beta', `${WORKTREE}/`, '/work/projects/x/../alpha', WORKTREE.toUpperCase(), 'work/projects/alpha']) {
+    for (const other of [
+      '/work/projects/beta',
+      `${WORKTREE}/`,
+      '/work/projects/x/../alpha',
+      WORKTREE.toUpperCase(),
+      'work/projects/alpha',
+    ]) {
       const o = sim.refuse(joinCmd('sess_b', {}, { worktree: other }), 'worktree_mismatch');
       expect(o.result.message).toContain(WORKTREE);
     }
     sim.ok(joinCmd('sess_b', {}, { worktree: WORKTREE }));
-    expect(sim.ch('team')).toMatchObject({ worktree: WORKTREE, members: [{ session_id: 'sess_a' }, { session_id: 'sess_b' }] });
+    expect(sim.ch('team')).toMatchObject({
+      worktree: WORKTREE,
+      members: [{ session_id: 'sess_a' }, { session_id: 'sess_b' }],
+    });
   });
 
   it('an empty (resumed) channel adopts the first joiner’s worktree and real project id', () => {
@@ -246,7 +312,12 @@ describe('LNK-11 project and worktree', () => {
     sim.create('sess_a', 'team', 'Lead');
     sim.ok({ op: 'save_session', actor: operatorActor(), args: { channel: 'team' } });
     const archive = [...sim.archives.values()][0]!;
-    sim.ok({ op: 'resume_session', actor: { operator: true, project_id: 'cli-local-project', worktree: '/somewhere' }, args: { channel: 'team' }, archive });
+    sim.ok({
+      op: 'resume_session',
+      actor: { operator: true, project_id: 'cli-local-project', worktree: '/somewhere' },
+      args: { channel: 'team' },
+      archive,
+    });
     expect(sim.ch('team')).toMatchObject({ project_id: 'cli-local-project', worktree: '/somewhere', members: [] });
     sim.ok(joinCmd('sess_a', { role: 'Lead' }, { worktree: '/work/projects/alpha' }));
     expect(sim.ch('team')).toMatchObject({ project_id: PROJECT, worktree: '/work/projects/alpha' });
@@ -261,7 +332,10 @@ describe('check order (§3.3)', () => {
     sim.refuse(createCmd('', { channel: 'BAD NAME', role: '1', role_prompt: '' }), 'invalid_channel_name');
     sim.refuse(createCmd('', { role: '1', role_prompt: '' }), 'context_missing');
     sim.refuse(createCmd('sess_a', { role: '1', role_prompt: '' }, { project_id: '' }), 'context_missing');
-    sim.refuse(createCmd('sess_a', { role: '1', role_prompt: '', max_members: 'x' }, { worktree: '' }), 'context_missing');
+    sim.refuse(
+      createCmd('sess_a', { role: '1', role_prompt: '', max_members: 'x' }, { worktree: '' }),
+      'context_missing',
+    );
     sim.refuse(createCmd('sess_a', { role: '1', role_prompt: '  ', max_members: 'x' }), 'role_prompt_required');
     sim.refuse(createCmd('sess_a', { role: '1', max_members: 'x' }), 'invalid_role');
     sim.refuse(createCmd('sess_a', { max_members: 'x' }), 'invalid_argument');
@@ -280,7 +354,10 @@ describe('check order (§3.3)', () => {
     // name's shape, and a joiner must STOP rather than create (issue 8, item 3).
     sim.refuse(joinCmd('sess_c', { ...all, channel: 'BAD NAME' }), 'channel_not_found');
     sim.refuse(joinCmd('sess_c', { ...all, channel: 'missing' }), 'channel_not_found');
-    sim.refuse(joinCmd('sess_c', { ...all, channel: 'saved-one' }, { project_id: 'x', worktree: '/x' }), 'lifecycle_refused');
+    sim.refuse(
+      joinCmd('sess_c', { ...all, channel: 'saved-one' }, { project_id: 'x', worktree: '/x' }),
+      'lifecycle_refused',
+    );
     sim.refuse(joinCmd('sess_a', { ...all }, { project_id: 'other', worktree: '/x' }), 'project_mismatch');
     sim.refuse(joinCmd('sess_a', { ...all }, { worktree: '/x' }), 'worktree_mismatch');
     sim.refuse(joinCmd('sess_a', { ...all, role: 'Reviewer' }), 'already_member');

@@ -13,11 +13,19 @@ describe('members on several machines', () => {
     sim.machine = A;
     sim.create('sess_a', 'team', 'Lead');
     sim.machine = B;
-    const far = sim.run({ op: 'join', caller: caller('sess_b', 'push', { worktree: '/home/b/checkout' }), args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review.' } });
+    const far = sim.run({
+      op: 'join',
+      caller: caller('sess_b', 'push', { worktree: '/home/b/checkout' }),
+      args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review.' },
+    });
     expect(far.result.ok).toBe(true);
     expect(sim.ch('team').members.map((m) => m.machine)).toEqual([A, B]);
     sim.machine = A;
-    const near = sim.run({ op: 'join', caller: caller('sess_c', 'push', { worktree: '/elsewhere' }), args: { channel: 'team', role: 'Tester', role_prompt: 'Test.' } });
+    const near = sim.run({
+      op: 'join',
+      caller: caller('sess_c', 'push', { worktree: '/elsewhere' }),
+      args: { channel: 'team', role: 'Tester', role_prompt: 'Test.' },
+    });
     expect(near.result).toMatchObject({ ok: false, data: { reason: 'worktree_mismatch' } });
   });
 
@@ -25,7 +33,11 @@ describe('members on several machines', () => {
     const sim = new Sim();
     sim.create('sess_a', 'team', 'Lead');
     sim.machine = B;
-    const r = sim.run({ op: 'join', caller: caller('sess_b', 'push', { worktree: '/home/b/checkout' }), args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review.' } });
+    const r = sim.run({
+      op: 'join',
+      caller: caller('sess_b', 'push', { worktree: '/home/b/checkout' }),
+      args: { channel: 'team', role: 'Reviewer', role_prompt: 'Review.' },
+    });
     expect(r.result).toMatchObject({ ok: false, data: { reason: 'worktree_mismatch' } });
   });
 

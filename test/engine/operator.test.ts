@@ -5,7 +5,8 @@ import type { OperatorCaller } from '../../src/engine/index.ts';
 import { caller, dataOf, PROJECT, Sim, WORKTREE } from './fixtures.ts';
 
 const gui: OperatorCaller = { operator: true, project_id: 'gui-local-project', worktree: WORKTREE };
-const createCmd = (args: { channel: unknown; max_members?: unknown }, actor: OperatorCaller = gui) => ({ op: 'create_session', actor, args }) as const;
+const createCmd = (args: { channel: unknown; max_members?: unknown }, actor: OperatorCaller = gui) =>
+  ({ op: 'create_session', actor, args }) as const;
 
 describe('CON-1 operator create', () => {
   it('makes an empty active session with the operator sentinel project and the project worktree', () => {
@@ -14,8 +15,15 @@ describe('CON-1 operator create', () => {
     const ch = sim.ch('review-2');
     expect(dataOf(o)).toEqual({ channel_id: ch.id, name: 'review-2', max_members: 5 });
     expect(ch).toMatchObject({
-      members: [], lifecycle: 'active', paused: false, project_id: 'gui-local-project', worktree: WORKTREE,
-      parent_channel_id: null, description: null, delivered_total: 0, created_at: sim.now,
+      members: [],
+      lifecycle: 'active',
+      paused: false,
+      project_id: 'gui-local-project',
+      worktree: WORKTREE,
+      parent_channel_id: null,
+      description: null,
+      delivered_total: 0,
+      created_at: sim.now,
     });
   });
 
@@ -55,10 +63,21 @@ describe('CON-6 a console-created session adopts its first joiner', () => {
     const sim = new Sim();
     sim.ok(createCmd({ channel: 'team' }, { operator: true, project_id: 'gui-local-project', worktree: '/elsewhere' }));
     // The first joiner (MCP sentinel project id) adopts the worktree; the sentinel project stays.
-    sim.ok({ op: 'join', caller: caller('sess_a', 'pull', { project_id: 'local-project' }), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' } });
+    sim.ok({
+      op: 'join',
+      caller: caller('sess_a', 'pull', { project_id: 'local-project' }),
+      args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' },
+    });
     expect(sim.ch('team')).toMatchObject({ worktree: WORKTREE, project_id: 'gui-local-project' });
     // A later joiner from another worktree is refused: strict from now on.
-    sim.refuse({ op: 'join', caller: caller('sess_b', 'pull', { worktree: '/other' }), args: { channel: 'team', role: 'Dev', role_prompt: 'Dev.' } }, 'worktree_mismatch');
+    sim.refuse(
+      {
+        op: 'join',
+        caller: caller('sess_b', 'pull', { worktree: '/other' }),
+        args: { channel: 'team', role: 'Dev', role_prompt: 'Dev.' },
+      },
+      'worktree_mismatch',
+    );
     // A real project id is adopted by the first non-sentinel joiner of an empty session.
     sim.ok(createCmd({ channel: 'real' }));
     sim.ok({ op: 'join', caller: caller('sess_c'), args: { channel: 'real', role: 'Lead', role_prompt: 'Lead.' } });
@@ -69,7 +88,10 @@ describe('CON-6 a console-created session adopts its first joiner', () => {
 describe('operator reads', () => {
   function world() {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer', 'pull']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer', 'pull'],
+    ]);
     sim.ok(createCmd({ channel: 'empty', max_members: 3 }));
     sim.send('sess_a', 'team', 'for the reviewer');
     return sim;
@@ -85,10 +107,33 @@ describe('operator reads', () => {
     expect(sim.state).toEqual(before);
     const d = dataOf<{ live: Array<Record<string, unknown>>; archived: Array<Record<string, unknown>> }>(o);
     expect(d.live.map((c) => c.name)).toEqual(['empty', 'team']);
-    expect(d.live[0]).toMatchObject({ lifecycle: 'active', max_members: 3, paused: false, description: null, parent_channel_id: null, agents: [] });
+    expect(d.live[0]).toMatchObject({
+      lifecycle: 'active',
+      max_members: 3,
+      paused: false,
+      description: null,
+      parent_channel_id: null,
+      agents: [],
+    });
     expect(d.live[1]!.agents).toEqual([
-      { session_id: 'sess_a', role: 'Lead', host: 'host-push', surface: 'cli', delivery_mode: 'push', stale: false, state: 'Idle' },
-      { session_id: 'sess_b', role: 'Reviewer', host: 'host-mcp', surface: 'mcp', delivery_mode: 'pull', stale: false, state: 'Working' },
+      {
+        session_id: 'sess_a',
+        role: 'Lead',
+        host: 'host-push',
+        surface: 'cli',
+        delivery_mode: 'push',
+        stale: false,
+        state: 'Idle',
+      },
+      {
+        session_id: 'sess_b',
+        role: 'Reviewer',
+        host: 'host-mcp',
+        surface: 'mcp',
+        delivery_mode: 'pull',
+        stale: false,
+        state: 'Working',
+      },
     ]);
     expect(d.archived).toMatchObject([{ name: 'old', message_count: 0, roles: [] }]);
   });
@@ -96,12 +141,24 @@ describe('operator reads', () => {
   it('session_get: a live roster (with the compact context of a resumed session) or the archive view', () => {
     const sim = world();
     expect(dataOf(sim.ok({ op: 'session_get', args: { channel: 'TEAM' } }))).toMatchObject({
-      kind: 'live', name: 'team', compact_context: null, agents: [{ role: 'Lead', state: 'Idle' }, { role: 'Reviewer', state: 'Working' }],
+      kind: 'live',
+      name: 'team',
+      compact_context: null,
+      agents: [
+        { role: 'Lead', state: 'Idle' },
+        { role: 'Reviewer', state: 'Working' },
+      ],
     });
     sim.ok({ op: 'save_session', actor: gui, args: { channel: 'team', summary: 'Reviewed X.' } });
     const archive = [...sim.archives.values()][0]!;
     const saved = dataOf(sim.ok({ op: 'session_get', args: { channel: 'team' }, archive }));
-    expect(saved).toMatchObject({ kind: 'archived', name: 'team', archive_id: archive.channel_id, summary: 'Reviewed X.', message_count: 1 });
+    expect(saved).toMatchObject({
+      kind: 'archived',
+      name: 'team',
+      archive_id: archive.channel_id,
+      summary: 'Reviewed X.',
+      message_count: 1,
+    });
     expect((saved.agents as Array<{ state: string }>).map((a) => a.state)).toEqual(['Offline', 'Offline']);
     // Without its archive a saved name is a tombstone; a missing one is not found.
     sim.refuse({ op: 'session_get', args: { channel: 'team' }, archive: null }, 'lifecycle_refused');
@@ -119,7 +176,9 @@ describe('operator reads', () => {
     const sim = world();
     const view = dataOf(sim.ok({ op: 'deliveries', args: { channel: 'team' } }));
     expect(view).toMatchObject({ name: 'team', channel_state: 'active', now: sim.now });
-    expect(view.envelopes).toMatchObject([{ recipient_role: 'Reviewer', delivery_status: 'pending', held_by: 'awaiting_pull' }]);
+    expect(view.envelopes).toMatchObject([
+      { recipient_role: 'Reviewer', delivery_status: 'pending', held_by: 'awaiting_pull' },
+    ]);
     sim.refuse({ op: 'deliveries', args: { channel: 'nope' } }, 'channel_not_found');
     sim.ok({ op: 'save_session', actor: gui, args: { channel: 'team' } });
     sim.refuse({ op: 'deliveries', args: { channel: 'team' } }, 'lifecycle_refused');

@@ -19,15 +19,50 @@ const setupArb = fc.record({
 });
 
 const opArb = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('send' as const), ch: fc.nat(), from: fc.nat(), to: fc.option(fc.nat(), { nil: null }), broadcast: fc.boolean(), reply: fc.option(fc.nat(), { nil: null }) }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('drain' as const), rid: fc.nat(), proc: fc.nat(), max: fc.option(fc.integer({ min: 1, max: 20 }), { nil: null }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('send' as const),
+      ch: fc.nat(),
+      from: fc.nat(),
+      to: fc.option(fc.nat(), { nil: null }),
+      broadcast: fc.boolean(),
+      reply: fc.option(fc.nat(), { nil: null }),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('drain' as const),
+      rid: fc.nat(),
+      proc: fc.nat(),
+      max: fc.option(fc.integer({ min: 1, max: 20 }), { nil: null }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('commit' as const), p: fc.nat() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('requeue' as const), p: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('sweep' as const), crash: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('late' as const), p: fc.nat(), commit: fc.boolean() }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.constantFrom(1, 400, 1000, 2000, 5000, 60_001, 300_001) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('pull' as const), rid: fc.nat(), scoped: fc.option(fc.nat(), { nil: null }), limit: fc.option(fc.integer({ min: 1, max: 5 }), { nil: null }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('pause' as const), ch: fc.nat(), by: fc.nat(), on: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('tick' as const),
+      ms: fc.constantFrom(1, 400, 1000, 2000, 5000, 60_001, 300_001),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('pull' as const),
+      rid: fc.nat(),
+      scoped: fc.option(fc.nat(), { nil: null }),
+      limit: fc.option(fc.integer({ min: 1, max: 5 }), { nil: null }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('pause' as const), ch: fc.nat(), by: fc.nat(), on: fc.boolean() }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('stale' as const), who: fc.nat(), on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('kick' as const), ch: fc.nat(), who: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('rejoin' as const), ch: fc.nat(), who: fc.nat() }) },
@@ -62,12 +97,20 @@ class World {
     this.budget = setup.budget;
     this.members = setup.modes.map((mode, i) => ({ sid: `sess_${i}`, mode }));
     const opts = { rate_limit: 1000, ...(setup.budget === null ? {} : { budget_messages: setup.budget }) };
-    this.sim.channel('c0', this.members.map((m, i) => [m.sid, `Role ${i}`, m.mode]), opts);
+    this.sim.channel(
+      'c0',
+      this.members.map((m, i) => [m.sid, `Role ${i}`, m.mode]),
+      opts,
+    );
     this.channels = ['c0'];
     if (setup.second) {
       // The same sessions in a second channel, in another order and another role each.
       const rev = [...this.members].reverse();
-      this.sim.channel('c1', rev.map((m, i) => [m.sid, `Other ${i}`, m.mode]), opts);
+      this.sim.channel(
+        'c1',
+        rev.map((m, i) => [m.sid, `Other ${i}`, m.mode]),
+        opts,
+      );
       this.channels.push('c1');
     }
   }
@@ -96,9 +139,16 @@ class World {
         o = sim.run({
           op: 'send',
           sid: from.session_id,
-          args: { channel: ch, content: `c${this.order.size}-${op.from}`, ...(op.broadcast ? { broadcast: true } : to ? { to } : {}), ...(reply ? { reply_to: reply } : {}) },
+          args: {
+            channel: ch,
+            content: `c${this.order.size}-${op.from}`,
+            ...(op.broadcast ? { broadcast: true } : to ? { to } : {}),
+            ...(reply ? { reply_to: reply } : {}),
+          },
         });
-        if (o.result.ok) for (const id of (o.result.data as { message_ids: string[] }).message_ids) this.order.set(id, this.order.size);
+        if (o.result.ok)
+          for (const id of (o.result.data as { message_ids: string[] }).message_ids)
+            this.order.set(id, this.order.size);
         break;
       }
       case 'drain': {
@@ -127,18 +177,24 @@ class World {
         if (!this.late.length) return 'skip';
         const { prompt, by } = this.late.splice(op.p % this.late.length, 1)[0]!;
         const held = { by, attempts: prompt.attempts };
-        const statuses = JSON.stringify(Object.values(sim.state.messages).map((e) => [e.message_id, e.delivery_status, e.attempts, e.in_flight_by]));
+        const statuses = JSON.stringify(
+          Object.values(sim.state.messages).map((e) => [e.message_id, e.delivery_status, e.attempts, e.in_flight_by]),
+        );
         const o2 = op.commit ? sim.commit(prompt, 'push', held) : sim.requeue(prompt, undefined, held);
         // Fencing: the late answer settles nothing; it is refused (hold_lost) and recorded
         // whenever one of its envelopes is still there to be fenced.
-        const after = JSON.stringify(Object.values(sim.state.messages).map((e) => [e.message_id, e.delivery_status, e.attempts, e.in_flight_by]));
-        if (after !== statuses) throw new Error(`a late ${op.commit ? 'commit' : 'requeue'} of ${by} changed envelopes`);
+        const after = JSON.stringify(
+          Object.values(sim.state.messages).map((e) => [e.message_id, e.delivery_status, e.attempts, e.in_flight_by]),
+        );
+        if (after !== statuses)
+          throw new Error(`a late ${op.commit ? 'commit' : 'requeue'} of ${by} changed envelopes`);
         const fenced = (o2.result.data as { fenced?: string[] } | undefined)?.fenced ?? [];
         if (fenced.length) {
           this.fenced++;
           if (sim.state.errors.at(-1)?.reason !== 'hold_lost') throw new Error('a fenced answer was not recorded');
         }
-        if (!o2.result.ok && (o2.result.data as { reason?: string }).reason !== 'hold_lost') throw new Error(`late answer refused with ${JSON.stringify(o2.result)}`);
+        if (!o2.result.ok && (o2.result.data as { reason?: string }).reason !== 'hold_lost')
+          throw new Error(`late answer refused with ${JSON.stringify(o2.result)}`);
         return 'late';
       }
       case 'sweep': {
@@ -159,7 +215,11 @@ class World {
         const m = pick(pullers, op.rid);
         if (!m) return 'skip';
         const channel = op.scoped === null ? undefined : pick(this.channels, op.scoped);
-        o = sim.run({ op: 'pull', sid: m.sid, args: { ...(channel ? { channel } : {}), ...(op.limit ? { limit: op.limit } : {}) } });
+        o = sim.run({
+          op: 'pull',
+          sid: m.sid,
+          args: { ...(channel ? { channel } : {}), ...(op.limit ? { limit: op.limit } : {}) },
+        });
         if (o.result.ok) deliveredInOrder = (o.result.data as { message_ids: string[] }).message_ids;
         break;
       }
@@ -180,7 +240,11 @@ class World {
         const [coordinator, ...rest] = sim.ch(ch).members;
         const target = pick(rest, op.who);
         if (!coordinator || !target) return 'skip';
-        o = sim.run({ op: 'kick', caller: coordinator.session_id, args: { channel: ch, target_session_id: target.session_id } });
+        o = sim.run({
+          op: 'kick',
+          caller: coordinator.session_id,
+          args: { channel: ch, target_session_id: target.session_id },
+        });
         for (const id of Object.keys(sim.state.messages)) if (!this.order.has(id)) this.order.set(id, this.order.size);
         break;
       }
@@ -189,17 +253,23 @@ class World {
         const away = this.members.filter((m) => !sim.ch(ch).members.some((x) => x.session_id === m.sid));
         const m = pick(away, op.who);
         if (!m) return 'skip';
-        o = sim.run({ op: 'join', caller: caller(m.sid, m.mode), args: { channel: ch, role: `Back ${this.order.size}`, role_prompt: 'Back.' } });
+        o = sim.run({
+          op: 'join',
+          caller: caller(m.sid, m.mode),
+          args: { channel: ch, role: `Back ${this.order.size}`, role_prompt: 'Back.' },
+        });
         break;
       }
     }
     if (!o) return 'skip';
     // Contract of the store: no change reported ⇒ nothing changed; a refusal changes nothing.
     if (!o.changed || !o.result.ok) {
-      if (JSON.stringify(sim.state) !== before) throw new Error(`${op.kind} reported no change (ok=${o.result.ok}) but changed the state`);
+      if (JSON.stringify(sim.state) !== before)
+        throw new Error(`${op.kind} reported no change (ok=${o.result.ok}) but changed the state`);
       if (o.writes) throw new Error(`${op.kind} reported no change but returned writes`);
     }
-    if (!o.result.ok && !(o.result.data as { reason?: string })?.reason) throw new Error(`${op.kind} refused without a reason`);
+    if (!o.result.ok && !(o.result.data as { reason?: string })?.reason)
+      throw new Error(`${op.kind} refused without a reason`);
     for (const e of o.writes?.history ?? []) {
       if (this.logged.has(e.message_id)) throw new Error(`${e.message_id} emitted to the history log twice`);
       this.logged.set(e.message_id, e);
@@ -247,8 +317,11 @@ class World {
       if (e.attempts > MAX_DELIVERY_ATTEMPTS) fail(`${e.message_id} has ${e.attempts} attempts`);
       const inFlight = e.delivery_status === 'in_flight';
       if (inFlight !== (e.in_flight_at !== null) || inFlight !== (e.in_flight_by !== null))
-        fail(`${e.message_id} in ${e.delivery_status} with in_flight_by=${e.in_flight_by} in_flight_at=${e.in_flight_at}`);
-      if (e.delivery_status === 'delivered' && (e.delivered_at === null || e.delivery_method === null)) fail(`${e.message_id} delivered without time/method`);
+        fail(
+          `${e.message_id} in ${e.delivery_status} with in_flight_by=${e.in_flight_by} in_flight_at=${e.in_flight_at}`,
+        );
+      if (e.delivery_status === 'delivered' && (e.delivered_at === null || e.delivery_method === null))
+        fail(`${e.message_id} delivered without time/method`);
       if (inFlight) {
         // The in-flight guard: one batch per recipient per channel.
         const k = `${e.channel_id}|${e.recipient_session_id}`;
@@ -264,20 +337,25 @@ class World {
     for (const e of all) {
       // Terminal statuses never change.
       const was = this.terminal.get(e.message_id);
-      if (was !== undefined && was !== e.delivery_status) fail(`${e.message_id} left terminal ${was} for ${e.delivery_status}`);
+      if (was !== undefined && was !== e.delivery_status)
+        fail(`${e.message_id} left terminal ${was} for ${e.delivery_status}`);
       if (TERMINAL_STATUSES.includes(e.delivery_status)) this.terminal.set(e.message_id, e.delivery_status);
       const err = trailError(e);
       if (err) fail(err);
       // Every hand-over was a DRAIN → in_flight or a PULL → delivered, and `attempts` counts them.
-      const handOvers = e.transitions.filter(([ev, to]) => (ev === 'DRAIN' && to === 'in_flight') || (ev === 'PULL' && to === 'delivered')).length;
+      const handOvers = e.transitions.filter(
+        ([ev, to]) => (ev === 'DRAIN' && to === 'in_flight') || (ev === 'PULL' && to === 'delivered'),
+      ).length;
       if (handOvers !== e.attempts) fail(`${e.message_id}: ${handOvers} hand-overs but attempts=${e.attempts}`);
     }
     // Budgets, and delivered_total = every hand-over of the channel (retries included).
     for (const name of this.channels) {
       const ch = state.channels[name]!;
-      if (this.budget !== null && ch.delivered_total > this.budget) fail(`${name}: delivered_total ${ch.delivered_total} > budget ${this.budget}`);
+      if (this.budget !== null && ch.delivered_total > this.budget)
+        fail(`${name}: delivered_total ${ch.delivered_total} > budget ${this.budget}`);
       const handed = all.filter((e) => e.channel_id === ch.id).reduce((n, e) => n + e.attempts, 0);
-      if (handed !== ch.delivered_total) fail(`${name}: delivered_total ${ch.delivered_total} but ${handed} hand-overs`);
+      if (handed !== ch.delivered_total)
+        fail(`${name}: delivered_total ${ch.delivered_total} but ${handed} hand-overs`);
     }
     // FIFO per (channel, sender, recipient): nothing handed over while an older envelope of the
     // pair still waits, and deliveries happen in send order.
@@ -286,13 +364,18 @@ class World {
     for (const [pair, list] of byPair) {
       list.sort((a, b) => this.order.get(a.message_id)! - this.order.get(b.message_id)!);
       let oldestPending = Infinity;
-      for (const e of list) if (e.delivery_status === 'pending') oldestPending = Math.min(oldestPending, this.order.get(e.message_id)!);
       for (const e of list)
-        if ((e.delivery_status === 'in_flight' || e.delivery_status === 'delivered') && this.order.get(e.message_id)! > oldestPending)
+        if (e.delivery_status === 'pending') oldestPending = Math.min(oldestPending, this.order.get(e.message_id)!);
+      for (const e of list)
+        if (
+          (e.delivery_status === 'in_flight' || e.delivery_status === 'delivered') &&
+          this.order.get(e.message_id)! > oldestPending
+        )
           fail(`FIFO: ${e.message_id} (${e.delivery_status}) overtook an older pending envelope on ${pair}`);
     }
     for (const [pair, seq] of this.deliveredSeq)
-      for (let i = 1; i < seq.length; i++) if (seq[i]! <= seq[i - 1]!) fail(`FIFO: deliveries out of send order on ${pair}: ${seq.join(',')}`);
+      for (let i = 1; i < seq.length; i++)
+        if (seq[i]! <= seq[i - 1]!) fail(`FIFO: deliveries out of send order on ${pair}: ${seq.join(',')}`);
   }
 }
 
@@ -318,7 +401,20 @@ describe('engine invariants under random interleavings', () => {
       { numRuns: 300 },
     );
     // The generator reaches every operation.
-    for (const k of ['send', 'drain', 'commit', 'requeue', 'sweep', 'late', 'tick', 'pull', 'pause', 'stale', 'kick', 'rejoin'])
+    for (const k of [
+      'send',
+      'drain',
+      'commit',
+      'requeue',
+      'sweep',
+      'late',
+      'tick',
+      'pull',
+      'pause',
+      'stale',
+      'kick',
+      'rejoin',
+    ])
       expect(kinds.get(k) ?? 0, k).toBeGreaterThan(0);
     // Late answers of swept batches were met, and fenced.
     expect(fenced).toBeGreaterThan(0);
@@ -335,7 +431,15 @@ describe('engine invariants under random interleavings', () => {
           fc.oneof(
             { weight: 4, arbitrary: opArb },
             { weight: 3, arbitrary: fc.record({ kind: fc.constant('requeue' as const), p: fc.nat() }) },
-            { weight: 3, arbitrary: fc.record({ kind: fc.constant('drain' as const), rid: fc.nat(), proc: fc.nat(), max: fc.constant(null) }) },
+            {
+              weight: 3,
+              arbitrary: fc.record({
+                kind: fc.constant('drain' as const),
+                rid: fc.nat(),
+                proc: fc.nat(),
+                max: fc.constant(null),
+              }),
+            },
             { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.constant(2000) }) },
           ),
           { minLength: 100, maxLength: 250, size: 'max' },

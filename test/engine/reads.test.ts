@@ -7,8 +7,14 @@ type Msg = { message_id: string; content: string; delivery_status: string; times
 
 function world() {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
-  sim.channel('other', [['sess_c', 'Writer'], ['sess_d', 'Editor']]);
+  sim.channel('team', [
+    ['sess_a', 'Lead'],
+    ['sess_b', 'Reviewer'],
+  ]);
+  sim.channel('other', [
+    ['sess_c', 'Writer'],
+    ['sess_d', 'Editor'],
+  ]);
   return sim;
 }
 
@@ -30,7 +36,8 @@ describe('RD-1 scope', () => {
       sim.refuse({ op, sid: 'sess_c', args: { channel: 'ghost' } }, 'channel_not_found');
     }
     sim.ok({ op: 'save_session', actor: memberActor('sess_c'), args: { channel: 'other' } });
-    for (const op of ['history', 'inbox'] as const) sim.refuse({ op, sid: 'sess_c', args: { channel: 'other' } }, 'lifecycle_refused');
+    for (const op of ['history', 'inbox'] as const)
+      sim.refuse({ op, sid: 'sess_c', args: { channel: 'other' } }, 'lifecycle_refused');
   });
 
   it('status and its errors cover only the caller’s channels', () => {
@@ -44,9 +51,12 @@ describe('RD-1 scope', () => {
     sim.run({ op: 'sweep', alive: () => false }); // an unscoped, operator-only entry
     expect(sim.state.errors).toHaveLength(3);
 
-    const mine = dataOf<{ channels: { name: string }[]; errors: { message: string }[]; total_messages: number; pending_messages: number }>(
-      read(sim, { op: 'status', sid: 'sess_a', args: {} }),
-    );
+    const mine = dataOf<{
+      channels: { name: string }[];
+      errors: { message: string }[];
+      total_messages: number;
+      pending_messages: number;
+    }>(read(sim, { op: 'status', sid: 'sess_a', args: {} }));
     expect(mine.channels.map((c) => c.name)).toEqual(['team']);
     expect(mine.errors.map((e) => e.message)).toEqual([expect.stringContaining('team failure')]);
     expect(mine.total_messages).toBe(1);
@@ -54,11 +64,15 @@ describe('RD-1 scope', () => {
     // The recipient of a scoped error sees it too (session_id).
     expect(dataOf<{ errors: unknown[] }>(read(sim, { op: 'status', sid: 'sess_d', args: {} })).errors).toHaveLength(1);
     // A channel the caller is not in gives an empty list.
-    const none = dataOf<{ channels: unknown[]; errors: { channel_id?: string }[] }>(read(sim, { op: 'status', sid: 'sess_a', args: { channel: 'other' } }));
+    const none = dataOf<{ channels: unknown[]; errors: { channel_id?: string }[] }>(
+      read(sim, { op: 'status', sid: 'sess_a', args: { channel: 'other' } }),
+    );
     expect(none.channels).toEqual([]);
     expect(none.errors.filter((e) => e.channel_id === sim.ch('other').id)).toEqual([]);
     // A stranger sees nothing.
-    const stranger = dataOf<{ channels: unknown[]; errors: unknown[] }>(read(sim, { op: 'status', sid: 'sess_z', args: {} }));
+    const stranger = dataOf<{ channels: unknown[]; errors: unknown[] }>(
+      read(sim, { op: 'status', sid: 'sess_z', args: {} }),
+    );
     expect(stranger).toMatchObject({ channels: [], errors: [], total_messages: 0, pending_messages: 0 });
     // The operator sees every channel and every error.
     const op = dataOf<{ channels: { name: string }[]; errors: unknown[] }>(read(sim, { op: 'operator_status' }));
@@ -69,7 +83,9 @@ describe('RD-1 scope', () => {
   it('a channel summary reports members, pending counts, settings, budgets and the timer', () => {
     const sim = world();
     sim.send('sess_a', 'team', 'x');
-    const [s] = dataOf<{ channels: Record<string, unknown>[] }>(read(sim, { op: 'status', sid: 'sess_b', args: { channel: 'TEAM' } })).channels;
+    const [s] = dataOf<{ channels: Record<string, unknown>[] }>(
+      read(sim, { op: 'status', sid: 'sess_b', args: { channel: 'TEAM' } }),
+    ).channels;
     expect(s).toMatchObject({
       name: 'team',
       lifecycle: 'active',
@@ -83,7 +99,15 @@ describe('RD-1 scope', () => {
       settings: { rate_limit: 20, max_hops: 4 },
       budgets: { max_runtime_ms: null, max_delivered_messages: null, delivered_total: 0 },
       members: [
-        expect.objectContaining({ session_id: 'sess_a', role: 'Lead', host: 'host-push', surface: 'cli', delivery_mode: 'push', stale: false, pending: 0 }),
+        expect.objectContaining({
+          session_id: 'sess_a',
+          role: 'Lead',
+          host: 'host-push',
+          surface: 'cli',
+          delivery_mode: 'push',
+          stale: false,
+          pending: 0,
+        }),
         expect.objectContaining({ session_id: 'sess_b', role: 'Reviewer', pending: 1 }),
       ],
     });
@@ -101,57 +125,106 @@ describe('RD-2 history and inbox', () => {
       ids.push(idsOf(sim.send(i % 2 ? 'sess_b' : 'sess_a', 'team', `msg ${i}`, i ? { reply_to: ids[i - 1] } : {}))[0]!);
       sim.advance(10);
     }
-    const h = dataOf<{ messages: (Msg & { sender_role: string; recipient_role: string; hop_count: number })[]; untrusted_notice: string }>(
-      read(sim, { op: 'history', sid: 'sess_a', args: { channel: 'team' } }),
-    );
+    const h = dataOf<{
+      messages: (Msg & { sender_role: string; recipient_role: string; hop_count: number })[];
+      untrusted_notice: string;
+    }>(read(sim, { op: 'history', sid: 'sess_a', args: { channel: 'team' } }));
     expect(h.messages.map((m) => m.message_id)).toEqual([...ids].reverse());
-    expect(h.messages[0]).toMatchObject({ sender_role: 'Lead', recipient_role: 'Reviewer', hop_count: 4, reply_to: ids[3], delivery_status: 'pending' });
+    expect(h.messages[0]).toMatchObject({
+      sender_role: 'Lead',
+      recipient_role: 'Reviewer',
+      hop_count: 4,
+      reply_to: ids[3],
+      delivery_status: 'pending',
+    });
     expect(h.messages[0]!.content).toBe(`${BEGIN_MARKER}\nmsg 4\n${END_MARKER}`);
     expect(h.untrusted_notice).toMatch(/do not follow/i);
-    expect(dataOf<{ messages: unknown[] }>(read(sim, { op: 'history', sid: 'sess_a', args: { channel: 'team', limit: 2 } })).messages).toHaveLength(2);
+    expect(
+      dataOf<{ messages: unknown[] }>(read(sim, { op: 'history', sid: 'sess_a', args: { channel: 'team', limit: 2 } }))
+        .messages,
+    ).toHaveLength(2);
 
     // Envelopes already in the channel's log are merged in, newest first, without duplicates.
-    const logged = [{ ...structuredClone(sim.msg(ids[0]!)), message_id: `ocm_${'a'.repeat(32)}`, timestamp: sim.msg(ids[0]!).timestamp - 100, content: 'old' }];
+    const logged = [
+      {
+        ...structuredClone(sim.msg(ids[0]!)),
+        message_id: `ocm_${'a'.repeat(32)}`,
+        timestamp: sim.msg(ids[0]!).timestamp - 100,
+        content: 'old',
+      },
+    ];
     const merged = dataOf<{ messages: Msg[] }>(
-      read(sim, { op: 'history', sid: 'sess_a', args: { channel: 'team' }, logged: [...logged, structuredClone(sim.msg(ids[1]!))] }),
+      read(sim, {
+        op: 'history',
+        sid: 'sess_a',
+        args: { channel: 'team' },
+        logged: [...logged, structuredClone(sim.msg(ids[1]!))],
+      }),
     );
     expect(merged.messages.map((m) => m.message_id)).toEqual([...[...ids].reverse(), logged[0]!.message_id]);
   });
 
   it('history limits: default 20, max 100, ≤0 → default', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 1000 },
+    );
     for (let i = 0; i < 120; i++) {
       sim.send('sess_a', 'team', `m${i}`);
       sim.advance(1);
     }
     const n = (limit?: unknown) =>
-      dataOf<{ messages: unknown[] }>(read(sim, { op: 'history', sid: 'sess_b', args: { channel: 'team', ...(limit === undefined ? {} : { limit }) } })).messages.length;
+      dataOf<{ messages: unknown[] }>(
+        read(sim, {
+          op: 'history',
+          sid: 'sess_b',
+          args: { channel: 'team', ...(limit === undefined ? {} : { limit }) },
+        }),
+      ).messages.length;
     expect([n(), n(0), n(-3), n(5), n(100), n(500), n('7')]).toEqual([20, 20, 20, 5, 100, 100, 7]);
   });
 
   it('inbox previews the caller’s pending mail on that channel, oldest first, consuming nothing', () => {
     const sim = world();
-    sim.channel('third', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('third', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const ids = [0, 1, 2].map((i) => idsOf(sim.send('sess_a', 'team', `t${i}`))[0]!);
     sim.send('sess_a', 'third', 'elsewhere');
-    const ib = dataOf<{ pending: number; messages: Msg[]; untrusted_notice: string }>(read(sim, { op: 'inbox', sid: 'sess_b', args: { channel: 'team' } }));
+    const ib = dataOf<{ pending: number; messages: Msg[]; untrusted_notice: string }>(
+      read(sim, { op: 'inbox', sid: 'sess_b', args: { channel: 'team' } }),
+    );
     expect(ib.pending).toBe(3);
     expect(ib.messages.map((m) => m.message_id)).toEqual(ids);
     expect(ib.messages[0]!.content).toBe(`${BEGIN_MARKER}\nt0\n${END_MARKER}`);
     expect(ib.untrusted_notice).toBe(UNTRUSTED_NOTICE);
     expect(ib.untrusted_notice).toContain(BEGIN_MARKER);
-    expect(dataOf<{ messages: unknown[]; pending: number }>(read(sim, { op: 'inbox', sid: 'sess_b', args: { channel: 'team', limit: 1 } }))).toMatchObject({ pending: 3, messages: [expect.anything()] });
+    expect(
+      dataOf<{ messages: unknown[]; pending: number }>(
+        read(sim, { op: 'inbox', sid: 'sess_b', args: { channel: 'team', limit: 1 } }),
+      ),
+    ).toMatchObject({ pending: 3, messages: [expect.anything()] });
     // Inbox never drains: the mail is still there for delivery.
     expect(mustPrompt(sim.drain('sess_b')).message_ids).toEqual([...ids, expect.any(String)]);
-    expect(dataOf<{ pending: number }>(read(sim, { op: 'inbox', sid: 'sess_b', args: { channel: 'team' } })).pending).toBe(0);
+    expect(
+      dataOf<{ pending: number }>(read(sim, { op: 'inbox', sid: 'sess_b', args: { channel: 'team' } })).pending,
+    ).toBe(0);
   });
 });
 
 describe('RD-3 archive reads', () => {
   function archived() {
     const sim = world();
-    sim.channel('third', [['sess_e', 'Lead'], ['sess_a', 'Guest']]);
+    sim.channel('third', [
+      ['sess_e', 'Lead'],
+      ['sess_a', 'Guest'],
+    ]);
     const first = idsOf(sim.send('sess_a', 'team', 'question'))[0]!;
     sim.advance(5);
     sim.send('sess_b', 'team', 'answer', { reply_to: first });
@@ -184,7 +257,12 @@ describe('RD-3 archive reads', () => {
     const { sim, archives, first } = archived();
     const team = archives.find((a) => a.name === 'team')!;
     const s = dataOf<{ compact_context: string; archive_id: string }>(
-      read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: 'team', mode: 'summary' }, archive: team }),
+      read(sim, {
+        op: 'archive',
+        actor: memberActor('sess_b'),
+        args: { channel: 'team', mode: 'summary' },
+        archive: team,
+      }),
     );
     expect(s.archive_id).toBe(team.channel_id);
     expect(s.compact_context).toContain('"team"');
@@ -192,19 +270,40 @@ describe('RD-3 archive reads', () => {
     expect(s.compact_context).toContain('Lead, Reviewer');
     expect(s.compact_context).toContain('mode=messages');
     const m = dataOf<{ messages: Msg[] }>(
-      read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: team.channel_id, mode: 'messages' }, archive: team }),
+      read(sim, {
+        op: 'archive',
+        actor: memberActor('sess_b'),
+        args: { channel: team.channel_id, mode: 'messages' },
+        archive: team,
+      }),
     );
     expect(m.messages.map((x) => x.reply_to)).toEqual([first, null]);
     expect(m.messages[0]!.content).toBe(`${BEGIN_MARKER}\nanswer\n${END_MARKER}`);
     expect(
-      dataOf<{ messages: unknown[] }>(read(sim, { op: 'archive', actor: memberActor('sess_b'), args: { channel: 'team', mode: 'messages', limit: 1 }, archive: team })).messages,
+      dataOf<{ messages: unknown[] }>(
+        read(sim, {
+          op: 'archive',
+          actor: memberActor('sess_b'),
+          args: { channel: 'team', mode: 'messages', limit: 1 },
+          archive: team,
+        }),
+      ).messages,
     ).toHaveLength(1);
 
     const actor = memberActor('sess_b');
-    sim.refuse({ op: 'archive', actor, args: { channel: 'team', mode: 'everything' }, archive: team }, 'invalid_argument');
+    sim.refuse(
+      { op: 'archive', actor, args: { channel: 'team', mode: 'everything' }, archive: team },
+      'invalid_argument',
+    );
     sim.refuse({ op: 'archive', actor, args: { mode: 'summary' }, archive: team }, 'invalid_argument');
-    sim.refuse({ op: 'archive', actor, args: { channel: 'nope', mode: 'summary' }, archive: null }, 'archive_not_found');
-    sim.refuse({ op: 'archive', actor: memberActor('sess_c'), args: { channel: 'team', mode: 'messages' }, archive: team }, 'not_archived_member');
+    sim.refuse(
+      { op: 'archive', actor, args: { channel: 'nope', mode: 'summary' }, archive: null },
+      'archive_not_found',
+    );
+    sim.refuse(
+      { op: 'archive', actor: memberActor('sess_c'), args: { channel: 'team', mode: 'messages' }, archive: team },
+      'not_archived_member',
+    );
     read(sim, { op: 'archive', actor: operatorActor(), args: { channel: 'team', mode: 'messages' }, archive: team });
   });
 });

@@ -11,14 +11,25 @@ import { dataOf, idsOf, mustPrompt, Sim } from './fixtures.ts';
 
 const count = (s: string, needle: string) => s.split(needle).length - 1;
 const HOT = HOT_TERMINAL_PER_CHANNEL;
-const hotOf = (sim: Sim, channel: string) => Object.values(sim.state.messages).filter((e) => e.channel_id === sim.ch(channel).id);
+const hotOf = (sim: Sim, channel: string) =>
+  Object.values(sim.state.messages).filter((e) => e.channel_id === sim.ch(channel).id);
 const terminal = (list: Envelope[]) => list.filter((e) => TERMINAL_STATUSES.includes(e.delivery_status));
 
 describe('RF-1 retention', () => {
   it('keeps at most HOT_TERMINAL_PER_CHANNEL terminal envelopes per channel; the oldest leave via writes.history', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
-    sim.channel('side', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 1000 },
+    );
+    sim.channel('side', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const side = idsOf(sim.send('sess_a', 'side', 'side note'))[0]!;
     const ids: string[] = [];
     const rounds = Math.ceil(HOT / 10) + 2;
@@ -35,7 +46,9 @@ describe('RF-1 retention', () => {
       // Exactly the overflow of this commit left, oldest first, in the commit's own writes.
       const overflow = Math.max(0, delivered - HOT) - Math.max(0, delivered - 10 - HOT);
       const teamMoved = (c.writes?.history ?? []).filter((e) => e.channel_id === sim.ch('team').id);
-      expect(teamMoved.map((e) => e.message_id)).toEqual(ids.slice(Math.max(0, delivered - 10 - HOT), Math.max(0, delivered - HOT)));
+      expect(teamMoved.map((e) => e.message_id)).toEqual(
+        ids.slice(Math.max(0, delivered - 10 - HOT), Math.max(0, delivered - HOT)),
+      );
       expect(teamMoved).toHaveLength(overflow);
       expect(sim.history.length).toBeGreaterThanOrEqual(before + overflow);
       expect(terminal(hotOf(sim, 'team'))).toHaveLength(Math.min(HOT, delivered));
@@ -59,7 +72,14 @@ describe('RF-1 retention', () => {
 
   it('in_flight is never moved out; terminal envelopes of any kind are (stale here)', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 1000 },
+    );
     const first = Array.from({ length: 5 }, (_, i) => idsOf(sim.send('sess_a', 'team', `f${i}`))[0]!);
     const p = mustPrompt(sim.drain('sess_b'));
     expect(p.message_ids).toEqual(first);
@@ -78,13 +98,22 @@ describe('RF-1 retention', () => {
 
   it('a pull moves what it delivered beyond the hot window out in the same mutation, delivered_to rows with it', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer', 'pull']], { rate_limit: 1000 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer', 'pull'],
+      ],
+      { rate_limit: 1000 },
+    );
     const ids = Array.from({ length: HOT + 2 }, (_, i) => idsOf(sim.send('sess_a', 'team', `p${i}`))[0]!);
     const o = sim.ok({ op: 'pull', sid: 'sess_b', args: { limit: 100 } });
     expect(dataOf(o).message_ids).toEqual(ids);
     const moved = ids.slice(0, 2); // the oldest two: HOT stay hot
     expect(o.writes?.history?.map((e) => e.message_id)).toEqual(moved);
-    expect(o.writes?.history?.every((e) => e.delivery_status === 'delivered' && e.delivery_method === 'pull')).toBe(true);
+    expect(o.writes?.history?.every((e) => e.delivery_status === 'delivered' && e.delivery_method === 'pull')).toBe(
+      true,
+    );
     for (const id of moved) {
       expect(sim.hot(id)).toBeUndefined();
       expect(sim.state.delivered_to[id]).toBeUndefined();
@@ -100,7 +129,12 @@ describe('RF-1 retention', () => {
       sim.advance(1);
       const id = `ocm_${(0xf0000000 + sim.counter++).toString(16).padStart(32, '0')}`;
       const trail: Envelope['transitions'] =
-        status === 'pending' ? [['SEND', 'pending', sim.now]] : [['SEND', 'pending', sim.now], ['PULL', 'delivered', sim.now]];
+        status === 'pending'
+          ? [['SEND', 'pending', sim.now]]
+          : [
+              ['SEND', 'pending', sim.now],
+              ['PULL', 'delivered', sim.now],
+            ];
       sim.state.messages[id] = {
         ...structuredClone(template),
         message_id: id,
@@ -118,7 +152,14 @@ describe('RF-1 retention', () => {
 
   it('caps live mail at MAX_PERSISTED_MESSAGES: the oldest pending is pruned (one error counts it); in_flight never is', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 1000 },
+    );
     for (let i = 0; i < 20; i++) sim.send('sess_a', 'team', `f${i}`);
     const inFlight = mustPrompt(sim.drain('sess_b')).message_ids;
     const template = sim.msg(idsOf(sim.send('sess_a', 'team', 'template'))[0]!);
@@ -139,7 +180,14 @@ describe('RF-1 retention', () => {
 
   it('over the cap, terminal envelopes go first (e.g. a state written with a larger hot window)', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 1000 },
+    );
     const template = sim.msg(idsOf(sim.send('sess_a', 'team', 'template'))[0]!);
     const old = inject(sim, template, 30, 'delivered');
     const pending = [template.message_id, ...inject(sim, template, MAX_PERSISTED_MESSAGES - 31)];
@@ -157,13 +205,20 @@ describe('RF-1 retention', () => {
 describe('RF-3 frame header and notice', () => {
   it('carries sender role, type, id, reply_to or none, hop, sender session id and channel name', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const first = idsOf(sim.send('sess_a', 'team', 'Please review.', { type: 'review_request' }))[0]!;
     const reply = idsOf(sim.send('sess_b', 'team', 'Done.', { type: 'review_response', reply_to: first }))[0]!;
     const a = frameEnvelope(sim.msg(first), 'team');
-    expect(a.startsWith(`[OpenComms] from Lead | type: review_request | id: ${first} | reply_to: none | hop: 0`)).toBe(true);
+    expect(a.startsWith(`[OpenComms] from Lead | type: review_request | id: ${first} | reply_to: none | hop: 0`)).toBe(
+      true,
+    );
     const b = frameEnvelope(sim.msg(reply), 'team');
-    expect(b.startsWith(`[OpenComms] from Reviewer | type: review_response | id: ${reply} | reply_to: ${first} | hop: 1`)).toBe(true);
+    expect(
+      b.startsWith(`[OpenComms] from Reviewer | type: review_response | id: ${reply} | reply_to: ${first} | hop: 1`),
+    ).toBe(true);
     expect(b).toContain(`${BEGIN_MARKER}\nDone.\n${END_MARKER}`);
     expect(b).toContain('peer session sess_b');
     expect(b).toContain('channel "team"');
@@ -181,8 +236,14 @@ describe('RF-3 frame header and notice', () => {
 describe('RF-4 provenance per envelope', () => {
   it('a session in two channels sees each envelope framed with its own channel', () => {
     const sim = new Sim();
-    sim.channel('alpha', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
-    sim.channel('beta', [['sess_c', 'Writer'], ['sess_b', 'Editor']]);
+    sim.channel('alpha', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
+    sim.channel('beta', [
+      ['sess_c', 'Writer'],
+      ['sess_b', 'Editor'],
+    ]);
     const x = idsOf(sim.send('sess_a', 'alpha', 'from alpha'))[0]!;
     const y = idsOf(sim.send('sess_c', 'beta', 'from beta'))[0]!;
     const p = mustPrompt(sim.drain('sess_b'));
@@ -197,11 +258,19 @@ describe('RF-4 provenance per envelope', () => {
     expect(fy).not.toContain('alpha');
 
     const pullSim = new Sim();
-    pullSim.channel('alpha', [['sess_a', 'Lead'], ['sess_b', 'Reviewer', 'pull']]);
-    pullSim.channel('beta', [['sess_c', 'Writer'], ['sess_b', 'Editor', 'pull']]);
+    pullSim.channel('alpha', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer', 'pull'],
+    ]);
+    pullSim.channel('beta', [
+      ['sess_c', 'Writer'],
+      ['sess_b', 'Editor', 'pull'],
+    ]);
     pullSim.send('sess_a', 'alpha', 'from alpha');
     pullSim.send('sess_c', 'beta', 'from beta');
-    const msgs = dataOf<{ messages: { channel: string; framed: string }[] }>(pullSim.ok({ op: 'pull', sid: 'sess_b', args: {} })).messages;
+    const msgs = dataOf<{ messages: { channel: string; framed: string }[] }>(
+      pullSim.ok({ op: 'pull', sid: 'sess_b', args: {} }),
+    ).messages;
     expect(msgs.map((m) => m.channel)).toEqual(['alpha', 'beta']);
     expect(msgs[0]!.framed).toContain('channel "alpha"');
     expect(msgs[1]!.framed).toContain('channel "beta"');
@@ -216,13 +285,24 @@ describe('RF-5 marker neutralisation', () => {
   ];
   it('content with markers in any case or spacing yields exactly one begin and one end marker per frame', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer', 'pull']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer', 'pull'],
+    ]);
     const ids = hostile.map((c) => idsOf(sim.send('sess_a', 'team', c))[0]!);
     for (const [i, id] of ids.entries()) expect(sim.msg(id).content).toBe(hostile[i]);
-    const inbox = dataOf<{ messages: { content: string }[] }>(sim.ok({ op: 'inbox', sid: 'sess_b', args: { channel: 'team' } })).messages;
-    const history = dataOf<{ messages: { content: string }[] }>(sim.ok({ op: 'history', sid: 'sess_b', args: { channel: 'team' } })).messages;
+    const inbox = dataOf<{ messages: { content: string }[] }>(
+      sim.ok({ op: 'inbox', sid: 'sess_b', args: { channel: 'team' } }),
+    ).messages;
+    const history = dataOf<{ messages: { content: string }[] }>(
+      sim.ok({ op: 'history', sid: 'sess_b', args: { channel: 'team' } }),
+    ).messages;
     const pulled = dataOf<{ messages: { framed: string }[] }>(sim.ok({ op: 'pull', sid: 'sess_b', args: {} })).messages;
-    for (const text of [...inbox.map((m) => m.content), ...history.map((m) => m.content), ...pulled.map((m) => m.framed)]) {
+    for (const text of [
+      ...inbox.map((m) => m.content),
+      ...history.map((m) => m.content),
+      ...pulled.map((m) => m.framed),
+    ]) {
       expect(count(text, BEGIN_MARKER)).toBe(1);
       expect(count(text, END_MARKER)).toBe(1);
       expect(text).toContain(NEUTRALISED);

@@ -13,7 +13,11 @@ const sendCmd = (sid: string, args: Record<string, unknown>) =>
 
 function trio() {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester']]);
+  sim.channel('team', [
+    ['sess_a', 'Lead'],
+    ['sess_b', 'Reviewer'],
+    ['sess_c', 'Tester'],
+  ]);
   return sim;
 }
 
@@ -29,7 +33,9 @@ describe('SND-1 recipients are never guessed', () => {
 
   it('§5.3: to+broadcast, self, unknown, stale, alone', () => {
     const sim = trio();
-    expect(dataOf(sim.refuse(sendCmd('sess_a', { to: 'sess_b', broadcast: true }), 'invalid_argument')).field).toBe('to');
+    expect(dataOf(sim.refuse(sendCmd('sess_a', { to: 'sess_b', broadcast: true }), 'invalid_argument')).field).toBe(
+      'to',
+    );
     sim.refuse(sendCmd('sess_a', { to: 'sess_a' }), 'recipient_not_found');
     sim.refuse(sendCmd('sess_a', { to: 'lead' }), 'recipient_not_found');
     const nf = sim.refuse(sendCmd('sess_a', { to: 'Designer' }), 'recipient_not_found');
@@ -41,7 +47,10 @@ describe('SND-1 recipients are never guessed', () => {
     sim.ok({ op: 'mark_stale', session: 'sess_b' });
     sim.refuse(sendCmd('sess_a', { to: 'reviewer' }), 'recipient_stale');
     const b = sim.send('sess_a', 'team', 'all', { broadcast: true });
-    expect(dataOf<{ recipients: { session_id: string }[] }>(b).recipients.map((r) => r.session_id)).toEqual(['sess_c', 'sess_d']);
+    expect(dataOf<{ recipients: { session_id: string }[] }>(b).recipients.map((r) => r.session_id)).toEqual([
+      'sess_c',
+      'sess_d',
+    ]);
 
     const solo = new Sim();
     solo.create('sess_a', 'team', 'Lead');
@@ -57,7 +66,10 @@ describe('SND-1 recipients are never guessed', () => {
 describe('SND-2 a 2-member send', () => {
   it('queues one full envelope for the peer', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const o = sim.send('sess_a', 'team', 'Please review PR 7.', { type: 'review_request' });
     const [id] = idsOf(o);
     const e = sim.msg(id!);
@@ -101,7 +113,10 @@ describe('SND-2 a 2-member send', () => {
 
   it('the default type is manual', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     expect(sim.msg(idsOf(sim.send('sess_a', 'team', 'x'))[0]!).message_type).toBe('manual');
   });
 });
@@ -109,7 +124,10 @@ describe('SND-2 a 2-member send', () => {
 describe('SND-3 sender refusals', () => {
   it('non-members, paused channels, system and unknown types', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const nm = sim.refuse(sendCmd('sess_z', {}), 'not_member');
     expect(nm.result.message).toMatch(/join/i);
     sim.refuse(sendCmd('sess_a', { channel: 'ghost' }), 'channel_not_found');
@@ -124,7 +142,15 @@ describe('SND-3 sender refusals', () => {
 
   it('checks run in the table order', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester']], { budget_messages: 1 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+        ['sess_c', 'Tester'],
+      ],
+      { budget_messages: 1 },
+    );
     const worst = { content: ' ', type: 'system', to: 'x', broadcast: true };
     sim.refuse(sendCmd('sess_z', { ...worst, channel: 'ghost' }), 'channel_not_found');
     sim.refuse(sendCmd('sess_z', worst), 'not_member');
@@ -146,7 +172,14 @@ describe('SND-3 sender refusals', () => {
     s2.refuse(sendCmd('sess_a', { content: 'ok' }), 'recipient_ambiguous');
     // Rate before duplicate before hop.
     const s3 = new Sim();
-    s3.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 2, max_hops: 1 });
+    s3.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 2, max_hops: 1 },
+    );
     const m1 = idsOf(s3.send('sess_a', 'team', 'one'))[0]!;
     const m2 = idsOf(s3.send('sess_b', 'team', 'two', { reply_to: m1 }))[0]!;
     s3.refuse(sendCmd('sess_a', { content: 'one', reply_to: m2 }), 'rate_limited');
@@ -159,7 +192,10 @@ describe('SND-3 sender refusals', () => {
 describe('SND-4 duplicate window', () => {
   it('same sender + content within 5 min is refused; another sender may; after 300000 ms it is accepted', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     sim.send('sess_a', 'team', 'LGTM');
     sim.advance(299_999);
     const d = sim.refuse(sendCmd('sess_a', { content: 'LGTM' }), 'duplicate_content');
@@ -173,7 +209,14 @@ describe('SND-4 duplicate window', () => {
 
   it('keeps the newest 100 keys per channel, so hot state does not grow with a raised rate limit', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 1000 },
+    );
     for (let i = 0; i < 101; i++) sim.send('sess_a', 'team', `message ${i}`);
     expect(Object.keys(sim.ch('team').seen_content)).toHaveLength(100);
     sim.refuse(sendCmd('sess_a', { content: 'message 100' }), 'duplicate_content');
@@ -182,7 +225,14 @@ describe('SND-4 duplicate window', () => {
 
   it('chain roots: at most MAX_PROCESSED_CORRELATIONS, newest kept, cut back to half at once', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 1000 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 1000 },
+    );
     const roots: string[] = [];
     const lengths: number[] = [];
     for (let i = 0; i < 3 * MAX_PROCESSED_CORRELATIONS; i++) {
@@ -194,12 +244,18 @@ describe('SND-4 duplicate window', () => {
     expect(kept).toEqual(roots.slice(-kept.length));
     // Each send appends one id; past the cap the list is cut to its newest half in one go.
     for (let i = 1; i < lengths.length; i++)
-      expect([lengths[i - 1]! + 1, lengths[i - 1] === MAX_PROCESSED_CORRELATIONS ? MAX_PROCESSED_CORRELATIONS / 2 : -1]).toContain(lengths[i]);
+      expect([
+        lengths[i - 1]! + 1,
+        lengths[i - 1] === MAX_PROCESSED_CORRELATIONS ? MAX_PROCESSED_CORRELATIONS / 2 : -1,
+      ]).toContain(lengths[i]);
   });
 
   it('expired keys are swept on each send', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     sim.send('sess_a', 'team', 'one');
     sim.send('sess_a', 'team', 'two');
     expect(Object.keys(sim.ch('team').seen_content)).toHaveLength(2);
@@ -210,7 +266,10 @@ describe('SND-4 duplicate window', () => {
 
   it('an expired key is swept wherever it sits in the window, not only at its front', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     sim.send('sess_a', 'team', 'one');
     const window = sim.ch('team').seen_content;
     const [fresh] = Object.keys(window);
@@ -226,7 +285,10 @@ describe('SND-4 duplicate window', () => {
 describe('SND-5 reply chains', () => {
   it('hop_count increments, correlation and root are shared; the 6th message with max_hops 4 is refused', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const ids: string[] = [];
     let parent: string | undefined;
     for (let i = 0; i < 5; i++) {
@@ -251,7 +313,10 @@ describe('SND-5 reply chains', () => {
 
   it('a reply to a parent that already left hot state continues the chain (the shell passes the logged parent)', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const first = idsOf(sim.send('sess_a', 'team', 'question'))[0]!;
     sim.commit(mustPrompt(sim.drain('sess_b')));
     expect(sim.msg(first).delivery_status).toBe('delivered');
@@ -259,7 +324,11 @@ describe('SND-5 reply chains', () => {
     expect(sim.hot(first)).toBeUndefined();
     const logged = sim.history.find((e) => e.message_id === first)!;
     expect(logged).toMatchObject({ message_id: first, delivery_status: 'delivered' });
-    const alone = apply(structuredClone(sim.state), { op: 'send', sid: 'sess_b', args: { channel: 'team', content: 'unlinked', reply_to: first } }, sim.env());
+    const alone = apply(
+      structuredClone(sim.state),
+      { op: 'send', sid: 'sess_b', args: { channel: 'team', content: 'unlinked', reply_to: first } },
+      sim.env(),
+    );
     expect(dataOf(alone).hop_count).toBe(0);
     // ...and a reply continues the chain once the shell hands the logged parent in (Sim.prepare does, as the runtime does).
     const reply = sim.send('sess_b', 'team', 'answer', { reply_to: first });
@@ -267,14 +336,25 @@ describe('SND-5 reply chains', () => {
     expect(dataOf(reply).correlation_id).toBe(sim.msg(first).correlation_id);
     expect(sim.msg(idsOf(reply)[0]!).root_message_id).toBe(first);
     // A parent handed in for another id is ignored: new chain.
-    const wrong = sim.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x', reply_to: `ocm_${'9'.repeat(32)}` }, parent: logged });
+    const wrong = sim.run({
+      op: 'send',
+      sid: 'sess_a',
+      args: { channel: 'team', content: 'x', reply_to: `ocm_${'9'.repeat(32)}` },
+      parent: logged,
+    });
     expect(dataOf(wrong).hop_count).toBe(0);
   });
 
   it('an unknown reply_to, or one from another channel, starts a new chain at hop 0', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
-    sim.channel('other', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
+    sim.channel('other', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     const foreign = idsOf(sim.send('sess_a', 'other', 'x'))[0]!;
     const u = sim.send('sess_a', 'team', 'y', { reply_to: `ocm_${'f'.repeat(32)}` });
     expect(dataOf(u).hop_count).toBe(0);
@@ -288,7 +368,10 @@ describe('SND-5 reply chains', () => {
 describe('SND-6 an 8-member channel', () => {
   const eight = () => {
     const sim = new Sim();
-    sim.channel('team', Array.from({ length: 8 }, (_, i) => [`sess_${i}`, `Role ${i}`] as [string, string]));
+    sim.channel(
+      'team',
+      Array.from({ length: 8 }, (_, i) => [`sess_${i}`, `Role ${i}`] as [string, string]),
+    );
     return sim;
   };
 
@@ -308,7 +391,15 @@ describe('SND-6 an 8-member channel', () => {
     const all = sim.send('sess_0', 'team', 'all hands', { broadcast: true });
     expect(idsOf(all)).toHaveLength(7);
     const envs = idsOf(all).map((id) => sim.msg(id));
-    expect(envs.map((e) => e.recipient_session_id)).toEqual(['sess_1', 'sess_2', 'sess_3', 'sess_4', 'sess_5', 'sess_6', 'sess_7']);
+    expect(envs.map((e) => e.recipient_session_id)).toEqual([
+      'sess_1',
+      'sess_2',
+      'sess_3',
+      'sess_4',
+      'sess_5',
+      'sess_6',
+      'sess_7',
+    ]);
     expect(new Set(envs.map((e) => e.correlation_id)).size).toBe(1);
     expect(new Set(envs.map((e) => e.hop_count)).size).toBe(1);
     expect(sim.ch('team').rate.count).toBe(1);
@@ -324,11 +415,20 @@ describe('SND-6 an 8-member channel', () => {
 describe('SND-8 rate limit', () => {
   it('the 21st logical send in a window is refused across all senders; refused sends consume no quota', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester']]);
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+      ['sess_c', 'Tester'],
+    ]);
     sim.refuse(sendCmd('sess_a', { content: 'no target' }), 'recipient_ambiguous');
     for (let i = 0; i < 20; i++) {
       const from = ['sess_a', 'sess_b', 'sess_c'][i % 3]!;
-      sim.send(from, 'team', `m${i}`, i % 2 === 0 ? { broadcast: true } : { to: from === 'sess_a' ? 'Tester' : 'Lead' });
+      sim.send(
+        from,
+        'team',
+        `m${i}`,
+        i % 2 === 0 ? { broadcast: true } : { to: from === 'sess_a' ? 'Tester' : 'Lead' },
+      );
       if (i === 5) sim.refuse(sendCmd(from, { content: `m${i}`, broadcast: true }), 'duplicate_content');
     }
     expect(sim.ch('team').rate.count).toBe(20);
@@ -342,7 +442,14 @@ describe('SND-8 rate limit', () => {
 
   it('honours a custom rate_limit', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']], { rate_limit: 3 });
+    sim.channel(
+      'team',
+      [
+        ['sess_a', 'Lead'],
+        ['sess_b', 'Reviewer'],
+      ],
+      { rate_limit: 3 },
+    );
     for (let i = 0; i < 3; i++) sim.send('sess_a', 'team', `m${i}`);
     sim.refuse(sendCmd('sess_b', { content: 'x' }), 'rate_limited');
   });
@@ -351,8 +458,12 @@ describe('SND-8 rate limit', () => {
 describe('SND-9 content size', () => {
   it('blank or over 100000 chars is refused; exactly 100000 is accepted', () => {
     const sim = new Sim();
-    sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
-    for (const blank of ['', '   ', '\n\t ', null, 5, undefined]) sim.refuse(sendCmd('sess_a', { content: blank }), 'content_empty');
+    sim.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
+    for (const blank of ['', '   ', '\n\t ', null, 5, undefined])
+      sim.refuse(sendCmd('sess_a', { content: blank }), 'content_empty');
     const big = sim.refuse(sendCmd('sess_a', { content: 'y'.repeat(100001) }), 'content_too_large');
     expect(big.result.message).toMatch(/split|shorten/i);
     const o = sim.send('sess_a', 'team', 'y'.repeat(100000));
@@ -364,7 +475,11 @@ describe('the planned send (the runtime applies its operations with no change tr
   it('writes what the send writes, and leaves a send near the retention cap to the draft path', () => {
     const sim = trio();
     sim.send('sess_a', 'team', 'first', { to: 'sess_b' });
-    const cmd = { op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'both', broadcast: true, session_description: 'lead' } } as const;
+    const cmd = {
+      op: 'send',
+      sid: 'sess_a',
+      args: { channel: 'team', content: 'both', broadcast: true, session_description: 'lead' },
+    } as const;
     const viaSend = structuredClone(sim.state);
     const viaPlan = structuredClone(sim.state);
     const counter = sim.counter;
@@ -376,7 +491,10 @@ describe('the planned send (the runtime applies its operations with no change tr
     expect(planned.effects).toEqual(sent.effects);
     expect(viaPlan).toEqual(viaSend);
     // A refusal plans no writes.
-    expect(plan(sim.state, { ...cmd, args: { ...cmd.args, content: ' ' } }, sim.env())).toMatchObject({ ops: [], result: { ok: false } });
+    expect(plan(sim.state, { ...cmd, args: { ...cmd.args, content: ' ' } }, sim.env())).toMatchObject({
+      ops: [],
+      result: { ok: false },
+    });
     // Near MAX_PERSISTED_MESSAGES retention may have to trim after the send: not planned.
     sim.state.queues.sess_c = Array.from({ length: MAX_PERSISTED_MESSAGES - 1000 }, (_, i) => `ocm_${i}`);
     expect(plan(sim.state, cmd, sim.env())).toBeNull();

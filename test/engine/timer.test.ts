@@ -14,12 +14,17 @@ type TimerStatus = {
 
 const timerCmd = (sid: string, action: unknown, extra: Record<string, unknown> = {}) =>
   ({ op: 'timer', sid, args: { channel: 'team', action, ...extra } }) as const;
-const t = (sim: Sim, sid: string, action: unknown, extra: Record<string, unknown> = {}) => sim.ok(timerCmd(sid, action, extra));
+const t = (sim: Sim, sid: string, action: unknown, extra: Record<string, unknown> = {}) =>
+  sim.ok(timerCmd(sid, action, extra));
 const statusOf = (sim: Sim, sid = 'sess_a') => dataOf<TimerStatus>(t(sim, sid, 'status'));
 
 function trio() {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Tester']]);
+  sim.channel('team', [
+    ['sess_a', 'Lead'],
+    ['sess_b', 'Reviewer'],
+    ['sess_c', 'Tester'],
+  ]);
   return sim;
 }
 
@@ -37,7 +42,11 @@ describe('TMR-1 start and stop', () => {
     expect(sim.ch('team').timer).toMatchObject({ active_member_id: 'sess_b', elapsed_ms: { sess_a: 1000 } });
     sim.advance(500);
     const stop = t(sim, 'sess_c', 'stop');
-    expect(dataOf<TimerStatus>(stop)).toMatchObject({ active_member_id: null, elapsed_ms_by_member: { sess_a: 1000, sess_b: 500 }, total_ms: 1500 });
+    expect(dataOf<TimerStatus>(stop)).toMatchObject({
+      active_member_id: null,
+      elapsed_ms_by_member: { sess_a: 1000, sess_b: 500 },
+      total_ms: 1500,
+    });
     sim.advance(500);
     const stopped = t(sim, 'sess_a', 'stop');
     expect(stopped.changed).toBe(false);
@@ -49,10 +58,16 @@ describe('TMR-1 start and stop', () => {
 describe('TMR-2 switch', () => {
   it('moves to the only peer; with 3 members it needs `to`; stale, self and unknown targets are refused', () => {
     const pair = new Sim();
-    pair.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer']]);
+    pair.channel('team', [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+    ]);
     t(pair, 'sess_a', 'start');
     pair.advance(200);
-    expect(dataOf<TimerStatus>(t(pair, 'sess_a', 'switch'))).toMatchObject({ active_member_id: 'sess_b', elapsed_ms_by_member: { sess_a: 200 } });
+    expect(dataOf<TimerStatus>(t(pair, 'sess_a', 'switch'))).toMatchObject({
+      active_member_id: 'sess_b',
+      elapsed_ms_by_member: { sess_a: 200 },
+    });
 
     const sim = trio();
     sim.refuse(timerCmd('sess_a', 'switch'), 'recipient_ambiguous');
@@ -101,9 +116,18 @@ describe('TMR-3 sends switch the clock', () => {
 describe('TMR-4 limits', () => {
   it('set_limit without `to` limits the total, with `to` one member (self allowed)', () => {
     const sim = trio();
-    expect(dataOf<TimerStatus>(t(sim, 'sess_a', 'set_limit', { limit_ms: 5000 }))).toMatchObject({ limit_ms: 5000, limit_member_id: null });
-    expect(dataOf<TimerStatus>(t(sim, 'sess_a', 'set_limit', { limit_ms: 2000, to: 'reviewer' }))).toMatchObject({ limit_ms: 2000, limit_member_id: 'sess_b' });
-    expect(dataOf<TimerStatus>(t(sim, 'sess_a', 'set_limit', { limit_ms: 100.5, to: 'sess_a' }))).toMatchObject({ limit_ms: 100.5, limit_member_id: 'sess_a' });
+    expect(dataOf<TimerStatus>(t(sim, 'sess_a', 'set_limit', { limit_ms: 5000 }))).toMatchObject({
+      limit_ms: 5000,
+      limit_member_id: null,
+    });
+    expect(dataOf<TimerStatus>(t(sim, 'sess_a', 'set_limit', { limit_ms: 2000, to: 'reviewer' }))).toMatchObject({
+      limit_ms: 2000,
+      limit_member_id: 'sess_b',
+    });
+    expect(dataOf<TimerStatus>(t(sim, 'sess_a', 'set_limit', { limit_ms: 100.5, to: 'sess_a' }))).toMatchObject({
+      limit_ms: 100.5,
+      limit_member_id: 'sess_a',
+    });
     t(sim, 'sess_a', 'start');
     sim.advance(100);
     expect(statusOf(sim).limit_reached).toBe(false);
@@ -131,7 +155,13 @@ describe('TMR-5 reset, clear_limit, refusals', () => {
     t(sim, 'sess_a', 'start');
     sim.advance(5000);
     const r = dataOf<TimerStatus>(t(sim, 'sess_b', 'reset'));
-    expect(r).toMatchObject({ active_member_id: null, elapsed_ms_by_member: {}, total_ms: 0, limit_ms: 999, limit_reached: false });
+    expect(r).toMatchObject({
+      active_member_id: null,
+      elapsed_ms_by_member: {},
+      total_ms: 0,
+      limit_ms: 999,
+      limit_reached: false,
+    });
     const c = dataOf<TimerStatus>(t(sim, 'sess_c', 'clear_limit'));
     expect(c).toMatchObject({ limit_ms: null, limit_member_id: null });
   });
@@ -141,7 +171,15 @@ describe('TMR-5 reset, clear_limit, refusals', () => {
     sim.refuse(timerCmd('sess_z', 'start'), 'not_member');
     sim.refuse({ op: 'timer', sid: 'sess_a', args: { channel: 'ghost', action: 'start' } }, 'channel_not_found');
     const bad = sim.refuse(timerCmd('sess_a', 'pause'), 'invalid_timer_action');
-    expect(dataOf(bad).valid_actions).toEqual(['start', 'stop', 'switch', 'reset', 'status', 'set_limit', 'clear_limit']);
+    expect(dataOf(bad).valid_actions).toEqual([
+      'start',
+      'stop',
+      'switch',
+      'reset',
+      'status',
+      'set_limit',
+      'clear_limit',
+    ]);
     sim.refuse(timerCmd('sess_a', undefined), 'invalid_timer_action');
     // Actions are case-insensitive.
     expect(t(sim, 'sess_a', ' START ').changed).toBe(true);
@@ -154,12 +192,18 @@ describe('TMR-6 the running segment', () => {
     t(sim, 'sess_a', 'set_limit', { limit_ms: 60_000 });
     t(sim, 'sess_b', 'start');
     sim.advance(59_999);
-    expect(statusOf(sim)).toMatchObject({ active_member_id: 'sess_b', elapsed_ms_by_member: { sess_b: 59_999 }, limit_reached: false });
+    expect(statusOf(sim)).toMatchObject({
+      active_member_id: 'sess_b',
+      elapsed_ms_by_member: { sess_b: 59_999 },
+      limit_reached: false,
+    });
     sim.advance(1);
     expect(statusOf(sim)).toMatchObject({ total_ms: 60_000, limit_reached: true });
     // Nothing was folded: the status computed the running segment.
     expect(sim.ch('team').timer.elapsed_ms).toEqual({});
-    const [ch] = dataOf<{ channels: { timer: TimerStatus }[] }>(sim.ok({ op: 'status', sid: 'sess_c', args: {} })).channels;
+    const [ch] = dataOf<{ channels: { timer: TimerStatus }[] }>(
+      sim.ok({ op: 'status', sid: 'sess_c', args: {} }),
+    ).channels;
     expect(ch!.timer).toMatchObject({ total_ms: 60_000, limit_reached: true });
     // Advisory: it blocks nothing.
     sim.send('sess_a', 'team', 'still allowed', { to: 'sess_c' });
@@ -170,7 +214,11 @@ describe('TMR-6 the running segment', () => {
     t(sim, 'sess_b', 'start');
     sim.advance(4000);
     sim.ok({ op: 'mark_stale', session: 'sess_b' });
-    expect(sim.ch('team').timer).toMatchObject({ active_member_id: null, segment_started_at: null, elapsed_ms: { sess_b: 4000 } });
+    expect(sim.ch('team').timer).toMatchObject({
+      active_member_id: null,
+      segment_started_at: null,
+      elapsed_ms: { sess_b: 4000 },
+    });
     sim.advance(4000);
     expect(statusOf(sim).total_ms).toBe(4000);
     // Marking an already-stale member again changes nothing.

@@ -92,9 +92,15 @@ const isData = (op: FsOp) => op.kind === 'write' || op.kind === 'truncate';
 function forced(ops: FsOp[], k: number): boolean[] {
   return ops.slice(0, k).map((op, i) => {
     if (op.kind === 'fsync') return true;
-    const later = ops.slice(i + 1, k).filter((o) => o.kind === 'fsync').map((o) => o.path);
+    const later = ops
+      .slice(i + 1, k)
+      .filter((o) => o.kind === 'fsync')
+      .map((o) => o.path);
     if (isData(op)) return later.includes((op as { path: string }).path);
-    return later.includes(dirOf(op)) || (op.kind === 'rename' && later.includes(dirname(op.from)) && later.includes(dirOf(op)));
+    return (
+      later.includes(dirOf(op)) ||
+      (op.kind === 'rename' && later.includes(dirname(op.from)) && later.includes(dirOf(op)))
+    );
   });
 }
 
@@ -110,7 +116,12 @@ export interface CrashState {
 
 /** Applies the kept ops to the files before. A write to a file whose creation was lost, or a
  *  rename of a file that is not there, does nothing. */
-function apply(before: Map<string, Buffer>, ops: FsOp[], keep: (i: number) => boolean, tornAt: number): Map<string, Buffer> {
+function apply(
+  before: Map<string, Buffer>,
+  ops: FsOp[],
+  keep: (i: number) => boolean,
+  tornAt: number,
+): Map<string, Buffer> {
   const files = new Map(before);
   ops.forEach((op, i) => {
     if (!keep(i)) return;
@@ -130,7 +141,11 @@ function apply(before: Map<string, Buffer>, ops: FsOp[], keep: (i: number) => bo
       }
       case 'truncate': {
         const cur = files.get(op.path);
-        if (cur) files.set(op.path, Buffer.concat([cur, Buffer.alloc(Math.max(0, op.size - cur.length))]).subarray(0, op.size));
+        if (cur)
+          files.set(
+            op.path,
+            Buffer.concat([cur, Buffer.alloc(Math.max(0, op.size - cur.length))]).subarray(0, op.size),
+          );
         return;
       }
       case 'rename': {
@@ -162,7 +177,8 @@ export function crashStates(before: Map<string, Buffer>, ops: FsOp[], reorder: b
       const keep = (i: number) => i < k && !lost.includes(i);
       const lastWrite = [...Array(k).keys()].reverse().find((i) => keep(i) && ops[i]!.kind === 'write' && !must[i]);
       out.push({ prefix: k, lost, torn: false, files: apply(before, ops, keep, -1) });
-      if (reorder && lastWrite !== undefined) out.push({ prefix: k, lost, torn: true, files: apply(before, ops, keep, lastWrite) });
+      if (reorder && lastWrite !== undefined)
+        out.push({ prefix: k, lost, torn: true, files: apply(before, ops, keep, lastWrite) });
     }
   }
   return out;
@@ -190,8 +206,16 @@ export interface CrashOperation {
 export const CRASH_OPERATIONS: CrashOperation[] = [
   { name: 'send', run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }) },
   { name: 'pull', run: async (p) => ((await pull(p)).result.ok ? { acknowledged: [] } : { acknowledged: [] }) },
-  { name: 'compaction', compactBytes: 0, run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }) },
-  { name: 'first line of a journal', fresh: true, run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }) },
+  {
+    name: 'compaction',
+    compactBytes: 0,
+    run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }),
+  },
+  {
+    name: 'first line of a journal',
+    fresh: true,
+    run: async (p) => ({ acknowledged: (await send(p, 'three')).ok ? ['three'] : [] }),
+  },
 ];
 
 /** Contents the project holds: live, or delivered into a history log. */
@@ -207,7 +231,9 @@ async function held(dir: string): Promise<string[]> {
     } catch {
       // no history yet
     }
-    for (const n of names) for (const l of readFileSync(join(folder, n), 'utf8').split('\n')) if (l.startsWith('{') && l.endsWith('}')) out.push((JSON.parse(l) as { content: string }).content);
+    for (const n of names)
+      for (const l of readFileSync(join(folder, n), 'utf8').split('\n'))
+        if (l.startsWith('{') && l.endsWith('}')) out.push((JSON.parse(l) as { content: string }).content);
     return out;
   } finally {
     await s.close();
@@ -216,7 +242,13 @@ async function held(dir: string): Promise<string[]> {
 
 /** Records `op` on a fresh copy of a template (one, two pending) and checks its crash states: kill
  *  -9 states all, power-loss states a seeded `limit` of them. */
-export async function checkCrash(bench: Bench, op: CrashOperation, durability: 'default' | 'durable', limit: number, seed: number) {
+export async function checkCrash(
+  bench: Bench,
+  op: CrashOperation,
+  durability: 'default' | 'durable',
+  limit: number,
+  seed: number,
+) {
   const template = await bench.template(['one', 'two']);
   const dir = bench.copy(template);
   const p = bench.open(dir, { durability, compactBytes: op.compactBytes });
@@ -247,6 +279,13 @@ export async function checkCrash(bench: Bench, op: CrashOperation, durability: '
   for (const s of kill) await check(s, 'kill');
   const killLosses = losses.length;
   for (const s of sample(power, limit, seed)) await check(s, 'power');
-  return { ops, kill: kill.length, power: power.length, checked: kill.length + Math.min(limit, power.length), killLosses, losses, broken };
+  return {
+    ops,
+    kill: kill.length,
+    power: power.length,
+    checked: kill.length + Math.min(limit, power.length),
+    killLosses,
+    losses,
+    broken,
+  };
 }
-

@@ -4,7 +4,10 @@
 // with the code in $FAKE_CLI_EXIT_FILE (default 0), so a test can flip it between runs.
 import { appendFileSync, readFileSync } from 'node:fs';
 
-appendFileSync(process.env.FAKE_CLI_LOG, `${JSON.stringify({ argv: process.argv.slice(2), pid: process.pid, at: Date.now(), member: process.env.OPENCOMMS_MEMBER_ID ?? null })}\n`);
+appendFileSync(
+  process.env.FAKE_CLI_LOG,
+  `${JSON.stringify({ argv: process.argv.slice(2), pid: process.pid, at: Date.now(), member: process.env.OPENCOMMS_MEMBER_ID ?? null })}\n`,
+);
 process.stdout.write('SECRET-STDOUT of the fake CLI\n');
 process.stderr.write('SECRET-STDERR of the fake CLI\n');
 let code = 0;

@@ -3,7 +3,17 @@
 // operation is run again once per call position and fault, with that call made to fail, and the
 // invariants are checked after the fault is removed. Used by test/store/faults.test.ts (bounded,
 // seeded) and `npm run soak -- --faults` (every point, more scenarios).
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { storeFs, type StoreFs } from '../../src/store/fs.ts';
@@ -34,12 +44,16 @@ export function faultsFor(op: Op): Fault[] {
 const errno = (code: string, op: string) => Object.assign(new Error(`${code}: injected, ${op}`), { code });
 
 /** Runs `fn` with every seam call recorded; with `fault`, the call at `at` (0-based) fails. */
-export async function withSeam<T>(fn: () => Promise<T>, fault?: { at: number; kind: Fault }): Promise<{ value: T; calls: Call[] }> {
+export async function withSeam<T>(
+  fn: () => Promise<T>,
+  fault?: { at: number; kind: Fault },
+): Promise<{ value: T; calls: Call[] }> {
   const real = { ...storeFs };
   const calls: Call[] = [];
   const fds = new Map<number, string>();
   let full = false;
-  const pathOf = (op: Op, args: unknown[]) => (typeof args[0] === 'number' && op !== 'mkdirSync' ? (fds.get(args[0]) ?? `fd ${args[0]}`) : String(args[0]));
+  const pathOf = (op: Op, args: unknown[]) =>
+    typeof args[0] === 'number' && op !== 'mkdirSync' ? (fds.get(args[0]) ?? `fd ${args[0]}`) : String(args[0]);
   for (const op of Object.keys(real) as Op[]) {
     (storeFs as Record<Op, unknown>)[op] = (...args: unknown[]) => {
       const i = calls.length;
@@ -47,7 +61,12 @@ export async function withSeam<T>(fn: () => Promise<T>, fault?: { at: number; ki
       if (full && (op === 'writeSync' || op === 'fsyncSync')) throw errno('ENOSPC', op);
       if (fault && i === fault.at) {
         if (fault.kind === 'short' || fault.kind === 'full') {
-          const [fd, buf, off = 0, len = (buf as Uint8Array).length - off] = args as [number, Uint8Array, number?, number?];
+          const [fd, buf, off = 0, len = (buf as Uint8Array).length - off] = args as [
+            number,
+            Uint8Array,
+            number?,
+            number?,
+          ];
           const half = Math.max(1, Math.floor((len as number) / 2));
           full = fault.kind === 'full';
           return real.writeSync(fd, buf, off, Math.min(half, len as number));
@@ -132,10 +151,12 @@ export interface Scenario {
   check?(dir: string, out: Outcome): Promise<string | null>;
 }
 
-const sendOne = (content: string) => async (p: Proc): Promise<Outcome> => {
-  const r = await send(p, content);
-  return { ok: r.ok, sent: r.ok ? [content] : [], pulled: [] };
-};
+const sendOne =
+  (content: string) =>
+  async (p: Proc): Promise<Outcome> => {
+    const r = await send(p, content);
+    return { ok: r.ok, sent: r.ok ? [content] : [], pulled: [] };
+  };
 
 const pullAll = async (p: Proc): Promise<Outcome> => {
   const { result, contents } = await pull(p);
@@ -173,8 +194,14 @@ export const SCENARIOS: Scenario[] = [
     check: async (dir) => {
       const paths = resolvePaths(dir);
       const corrupt = '{"schema_version": 2, "channels": ';
-      const kept = [paths.state, ...readdirSync(paths.dir).filter((n) => n.startsWith('state.corrupt.')).map((n) => join(paths.dir, n))];
-      if (!kept.some((f) => readFileSync(f, 'utf8') === corrupt)) return 'the corrupt state.json was neither left in place nor copied aside';
+      const kept = [
+        paths.state,
+        ...readdirSync(paths.dir)
+          .filter((n) => n.startsWith('state.corrupt.'))
+          .map((n) => join(paths.dir, n)),
+      ];
+      if (!kept.some((f) => readFileSync(f, 'utf8') === corrupt))
+        return 'the corrupt state.json was neither left in place nor copied aside';
       const journals = readdirSync(paths.journal);
       if (journals.length === 0) return 'the journal of the corrupt snapshot is gone';
       const fresh = proc(dir);
@@ -192,17 +219,24 @@ export const SCENARIOS: Scenario[] = [
     name: 'archive',
     pending: ['one', 'two'],
     run: async (p) => {
-      const r = await p.rt.run({ op: 'save_session', actor: { sid: 'a', project_id: 'local-project', worktree: '/w' }, args: { channel: CHANNEL } });
+      const r = await p.rt.run({
+        op: 'save_session',
+        actor: { sid: 'a', project_id: 'local-project', worktree: '/w' },
+        args: { channel: CHANNEL },
+      });
       return { ok: r.ok, sent: [], pulled: [] };
     },
     check: async (dir, out) => {
       const folder = resolvePaths(dir).archives;
-      const archives = existsSync(folder) ? readdirSync(folder).filter((n) => n.endsWith('.json') && !n.startsWith('.')) : []; // .index.json is the heads index
+      const archives = existsSync(folder)
+        ? readdirSync(folder).filter((n) => n.endsWith('.json') && !n.startsWith('.'))
+        : []; // .index.json is the heads index
       const fresh = proc(dir);
       try {
         if (out.ok && archives.length !== 1) return `save answered ok, ${archives.length} archives`;
         if (!out.ok && archives.length !== 0) return `save refused, yet ${archives.length} archive file(s)`;
-        if (!out.ok && (await live(fresh)).join() !== 'one,two') return 'save refused, yet the messages left live state';
+        if (!out.ok && (await live(fresh)).join() !== 'one,two')
+          return 'save refused, yet the messages left live state';
         return null;
       } finally {
         await fresh.close();
@@ -216,7 +250,13 @@ export const SCENARIOS: Scenario[] = [
  *  send carried never; a pull answered ok took its messages out of live state and into history,
  *  a refused one left them live and the history without them; the process that met the fault
  *  works on. Returns what is wrong, or null. */
-export async function checkInvariants(bench: Bench, dir: string, s: Scenario, out: Outcome, faulty: Proc): Promise<string | null> {
+export async function checkInvariants(
+  bench: Bench,
+  dir: string,
+  s: Scenario,
+  out: Outcome,
+  faulty: Proc,
+): Promise<string | null> {
   const extra = await s.check?.(dir, out);
   if (extra) return extra;
   if (s.own || s.name === 'archive') return null; // its messages left with the archive when it was saved
@@ -232,12 +272,16 @@ export async function checkInvariants(bench: Bench, dir: string, s: Scenario, ou
     if (!contents.length) break;
     drained.push(...contents);
   }
-  if (drained.join('\n') !== expected.join('\n')) return `delivered ${JSON.stringify(drained)}, expected ${JSON.stringify(expected)} (answered: ${JSON.stringify(out)})`;
+  if (drained.join('\n') !== expected.join('\n'))
+    return `delivered ${JSON.stringify(drained)}, expected ${JSON.stringify(expected)} (answered: ${JSON.stringify(out)})`;
   // History, line by line: every message is there once now that all were pulled (a refused
   // pull's lines were taken back, or the second pull would have written them twice).
   const folder = resolvePaths(dir).history;
   const file = join(folder, readdirSync(folder).find((n) => n.endsWith('.jsonl'))!);
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { content: string }).content);
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => (JSON.parse(l) as { content: string }).content);
   for (const m of expected) {
     const n = lines.filter((h) => h === m).length;
     if (n !== 1) return `"${m}" is ${n} times in the history log after everything was pulled`;
@@ -246,7 +290,11 @@ export async function checkInvariants(bench: Bench, dir: string, s: Scenario, ou
 }
 
 /** Every fault point of a scenario: the recorded calls of a clean run, each with each fault. */
-export async function faultPoints(bench: Bench, s: Scenario, template: string): Promise<Array<{ at: number; kind: Fault; call: Call }>> {
+export async function faultPoints(
+  bench: Bench,
+  s: Scenario,
+  template: string,
+): Promise<Array<{ at: number; kind: Fault; call: Call }>> {
   const dir = bench.copy(template);
   const p = bench.open(dir, s.options);
   if (!s.cold) await p.store.read(); // loaded before the operation, as a running server is
@@ -256,12 +304,20 @@ export async function faultPoints(bench: Bench, s: Scenario, template: string): 
 }
 
 /** Runs one fault point; returns what is wrong, or null. */
-export async function runPoint(bench: Bench, s: Scenario, template: string, point: { at: number; kind: Fault }): Promise<string | null> {
+export async function runPoint(
+  bench: Bench,
+  s: Scenario,
+  template: string,
+  point: { at: number; kind: Fault },
+): Promise<string | null> {
   const dir = bench.copy(template);
   try {
     const p = bench.open(dir, s.options);
     if (!s.cold) await p.store.read();
-    const { value } = await withSeam(() => s.run(p, dir).catch((e: unknown) => ({ ok: false, sent: [], pulled: [], error: e }) as Outcome), point);
+    const { value } = await withSeam(
+      () => s.run(p, dir).catch((e: unknown) => ({ ok: false, sent: [], pulled: [], error: e }) as Outcome),
+      point,
+    );
     return await checkInvariants(bench, dir, s, value, p);
   } finally {
     await bench.closeAll();

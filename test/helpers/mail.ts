@@ -7,7 +7,13 @@ import { Runtime } from '../../src/runtime/runtime.ts';
 import { FileStore, type FileStoreOptions } from '../../src/store/store.ts';
 
 export const caller = (session_id: string, delivery_mode = 'pull'): Caller => ({
-  session_id, host: 'test', surface: 'mcp', delivery_mode, host_session_id: null, project_id: 'local-project', worktree: '/w',
+  session_id,
+  host: 'test',
+  surface: 'mcp',
+  delivery_mode,
+  host_session_id: null,
+  project_id: 'local-project',
+  worktree: '/w',
 });
 
 export interface Proc {
@@ -19,16 +25,31 @@ export interface Proc {
 export function proc(dir: string, options: FileStoreOptions = {}): Proc {
   const store = new FileStore(dir, options);
   const rt = new Runtime(store, { log: () => {} });
-  return { store, rt, close: async () => { await rt.close(); await store.close(); } };
+  return {
+    store,
+    rt,
+    close: async () => {
+      await rt.close();
+      await store.close();
+    },
+  };
 }
 
 export const CHANNEL = 'c';
 
 /** A creates the channel, B joins it (B pulls its mail). */
 export async function pair(p: Proc): Promise<void> {
-  const made = await p.rt.run({ op: 'create', caller: caller('a'), args: { channel: CHANNEL, role: 'A', role_prompt: 'send', rate_limit: 100000 } });
+  const made = await p.rt.run({
+    op: 'create',
+    caller: caller('a'),
+    args: { channel: CHANNEL, role: 'A', role_prompt: 'send', rate_limit: 100000 },
+  });
   if (!made.ok) throw new Error(`create: ${made.message}`);
-  const joined = await p.rt.run({ op: 'join', caller: caller('b'), args: { channel: CHANNEL, role: 'B', role_prompt: 'read' } });
+  const joined = await p.rt.run({
+    op: 'join',
+    caller: caller('b'),
+    args: { channel: CHANNEL, role: 'B', role_prompt: 'read' },
+  });
   if (!joined.ok) throw new Error(`join: ${joined.message}`);
 }
 
@@ -38,7 +59,7 @@ export const send = (p: Proc, content: string): Promise<ToolResult> =>
 /** B's pull: the contents it received, in order (the framed text's last line is the content). */
 export async function pull(p: Proc): Promise<{ result: ToolResult; contents: string[] }> {
   const result = await p.rt.run({ op: 'pull', sid: 'b', args: { limit: 100 } });
-  const messages = ((result.data as { messages?: Array<{ framed: string }> } | undefined)?.messages ?? []);
+  const messages = (result.data as { messages?: Array<{ framed: string }> } | undefined)?.messages ?? [];
   return { result, contents: messages.map((m) => contentOf(m.framed)) };
 }
 
@@ -48,4 +69,5 @@ export async function live(p: Proc): Promise<string[]> {
   return Object.values(state.messages).map((m) => m.content);
 }
 
-const contentOf = (framed: string): string => /<<<UNTRUSTED_PEER_MESSAGE>>>\n([\s\S]*)\n<<<END_UNTRUSTED_PEER_MESSAGE>>>/.exec(framed)?.[1] ?? '';
+const contentOf = (framed: string): string =>
+  /<<<UNTRUSTED_PEER_MESSAGE>>>\n([\s\S]*)\n<<<END_UNTRUSTED_PEER_MESSAGE>>>/.exec(framed)?.[1] ?? '';

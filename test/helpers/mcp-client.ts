@@ -42,7 +42,12 @@ export interface McpHandle {
 }
 
 export async function startMcp(project: string, opts: ServerOptions = {}): Promise<McpHandle> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: serverArgs(project, opts), env: serverEnv(opts), stderr: 'pipe' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: serverArgs(project, opts),
+    env: serverEnv(opts),
+    stderr: 'pipe',
+  });
   const stderr: string[] = [];
   transport.stderr?.on('data', (d: Buffer) => stderr.push(d.toString()));
   const client = new Client({ name: 'opencomms-test', version: '0.0.0' });
@@ -114,7 +119,8 @@ export function spawnRaw(project: string, opts: ServerOptions = {}): RawServer {
       for (;;) {
         const i = unclaimed.findIndex(pred);
         if (i >= 0) return unclaimed.splice(i, 1)[0];
-        if (performance.now() > until) throw new Error(`no matching output line; got ${JSON.stringify(unclaimed).slice(0, 500)}; stderr ${err}`);
+        if (performance.now() > until)
+          throw new Error(`no matching output line; got ${JSON.stringify(unclaimed).slice(0, 500)}; stderr ${err}`);
         await new Promise((r) => setTimeout(r, 5));
       }
     },

@@ -17,7 +17,8 @@ export const pinFor = (tag: string) => `sess_${tag}${randomBytes(10).toString('h
 
 // ---- assertions ----------------------------------------------------------------------------------
 
-const show = (name: string, args: Record<string, unknown>, r: Result) => `${name} ${JSON.stringify(args).slice(0, 200)} → ${r.message}`;
+const show = (name: string, args: Record<string, unknown>, r: Result) =>
+  `${name} ${JSON.stringify(args).slice(0, 200)} → ${r.message}`;
 
 export async function ok(h: McpHandle, name: string, args: Record<string, unknown> = {}): Promise<Result> {
   const r = await h.call(name, args);
@@ -26,12 +27,21 @@ export async function ok(h: McpHandle, name: string, args: Record<string, unknow
 }
 
 /** A refusal: isError:true on the wire, ok:false, `data.reason`, and a message saying what to do. */
-export async function refused(h: McpHandle, name: string, args: Record<string, unknown>, reason: string): Promise<Result> {
+export async function refused(
+  h: McpHandle,
+  name: string,
+  args: Record<string, unknown>,
+  reason: string,
+): Promise<Result> {
   const raw = (await h.raw(name, args)) as { content: Array<{ type: string; text: string }>; isError?: boolean };
   expect(raw.content).toHaveLength(1);
   expect(raw.content[0]!.type).toBe('text');
   const r = JSON.parse(raw.content[0]!.text) as Result;
-  expect({ isError: raw.isError, ok: r.ok, reason: r.data?.reason }, show(name, args, r)).toEqual({ isError: true, ok: false, reason });
+  expect({ isError: raw.isError, ok: r.ok, reason: r.data?.reason }, show(name, args, r)).toEqual({
+    isError: true,
+    ok: false,
+    reason,
+  });
   expect(r.message.trim().length).toBeGreaterThan(10);
   return r;
 }
@@ -49,7 +59,12 @@ export async function rpcCode(p: Promise<unknown>): Promise<number> {
 }
 
 /** A 2-member channel: `x` creates it as Alpha (coordinator), `y` joins as Beta. */
-export async function pair(x: McpHandle, y: McpHandle, channel: string, opts: Record<string, unknown> = {}): Promise<Result> {
+export async function pair(
+  x: McpHandle,
+  y: McpHandle,
+  channel: string,
+  opts: Record<string, unknown> = {},
+): Promise<Result> {
   const created = await ok(x, 'opencomms_create', { channel, role: 'Alpha', role_prompt: 'You are Alpha.', ...opts });
   await ok(y, 'opencomms_join', { channel, role: 'Beta', role_prompt: 'You are Beta.' });
   return created;
@@ -59,7 +74,8 @@ export async function pair(x: McpHandle, y: McpHandle, channel: string, opts: Re
 
 export const statePath = (project: string) => join(project, '.opencomms', 'state.json');
 /** The bytes of every state file (state.json and its journals), or null while there is none. */
-export const stateText = (project: string): string | null => (existsSync(statePath(project)) ? stateBytes(project) : null);
+export const stateText = (project: string): string | null =>
+  existsSync(statePath(project)) ? stateBytes(project) : null;
 /** The state as a process loads it: state.json and the journal it names. */
 export const readState = (project: string): any => readStateSync(project);
 /** An operator's direct edit of the state between calls: a whole new state.json, by rename. */
@@ -85,7 +101,10 @@ export interface McpProject<N extends string> {
  * `afterAll`, and makes every pinned member leave every channel after each case. `prepare` runs on
  * the new project directory before any server starts.
  */
-export function useMcpProject<N extends string>(servers: Record<N, ServerSpec>, prepare?: (project: string) => void): McpProject<N> {
+export function useMcpProject<N extends string>(
+  servers: Record<N, ServerSpec>,
+  prepare?: (project: string) => void,
+): McpProject<N> {
   const p = { dir: '', h: {}, pin: {} } as McpProject<N>;
   const names = Object.keys(servers) as N[];
   beforeAll(async () => {

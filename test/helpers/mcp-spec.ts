@@ -27,8 +27,17 @@ export const ALL_TOOLS = Object.keys(REQUIRED).sort();
 export const NON_ADMIN_TOOLS = ALL_TOOLS.filter((t) => t !== 'opencomms_kick');
 /** Tools that need the pin on a live roster (§7.2: every tool except the bootstrap ones). */
 export const ROSTER_GATED = [
-  'opencomms_send', 'opencomms_status', 'opencomms_inbox', 'opencomms_pull', 'opencomms_history', 'opencomms_update_role',
-  'opencomms_pause', 'opencomms_resume', 'opencomms_disconnect', 'opencomms_timer', 'opencomms_save_session',
+  'opencomms_send',
+  'opencomms_status',
+  'opencomms_inbox',
+  'opencomms_pull',
+  'opencomms_history',
+  'opencomms_update_role',
+  'opencomms_pause',
+  'opencomms_resume',
+  'opencomms_disconnect',
+  'opencomms_timer',
+  'opencomms_save_session',
 ];
 /** Argument names that would carry an identity; no tool may accept one (§7.2). */
 export const IDENTITY_ARGS = ['session_id', 'sender_session_id', 'member_id', 'pin', 'OPENCOMMS_MEMBER_ID'];
@@ -64,7 +73,8 @@ export const NOT_THROUGH_MCP = {
   root_lookup_failed: 'OpenCode adapter pre-check (FEATURES.md §3.2 "ADP", §6.5)',
   context_missing:
     'an adapter fault (§3.4); the MCP adapter always supplies the session (the pin, else identity_unpinned), the project id and the worktree (§7.2)',
-  admin_required: 'unreachable while opencomms_kick is unlisted without --admin (FEATURES.md §3.4); an unlisted tool is -32602',
+  admin_required:
+    'unreachable while opencomms_kick is unlisted without --admin (FEATURES.md §3.4); an unlisted tool is -32602',
   pins_exist: 'CLI/console only: install-member (FEATURES.md §3.4, §8.3)',
   project_not_found: 'CLI only: `--project` naming a missing directory (an MCP server is started on its project)',
   project_not_directory: 'CLI only: `--project` naming a file',
@@ -73,7 +83,8 @@ export const NOT_THROUGH_MCP = {
   pin_conflict: 'CLI/console only: install-member (FEATURES.md §3.4, §8.3)',
   host_not_installable: 'CLI/console only: install (FEATURES.md §3.4, §9)',
   config_malformed: 'CLI/console only: install (FEATURES.md §3.4, §6.7, §8.1)',
-  hold_lost: 'a delivery commit or requeue of the runtime (not a tool): the answer to a process that lost its hold on a batch',
+  hold_lost:
+    'a delivery commit or requeue of the runtime (not a tool): the answer to a process that lost its hold on a batch',
 } as const satisfies Partial<Record<Reason, string>>;
 
 export type McpReason = Exclude<Reason, keyof typeof NOT_THROUGH_MCP>;

@@ -20,7 +20,8 @@ export function fakeClient(o: { unreachable?: string[]; refuse?: number } = {}) 
   };
   const client = {
     session: {
-      get: async ({ path }: { path: { id: string } }) => (o.unreachable?.includes(path.id) ? { error: 'lookup failed' } : { data: { id: path.id } }),
+      get: async ({ path }: { path: { id: string } }) =>
+        o.unreachable?.includes(path.id) ? { error: 'lookup failed' } : { data: { id: path.id } },
       status: async () => ({ data: {} }),
       messages: async () => ({ data: [] }),
       promptAsync: prompt,
@@ -32,7 +33,10 @@ export function fakeClient(o: { unreachable?: string[]; refuse?: number } = {}) 
 
 export type PluginHooks = Awaited<ReturnType<typeof OpenCommsPlugin>>;
 
-export async function loadPlugin(directory: string, client: ReturnType<typeof fakeClient>['client']): Promise<PluginHooks> {
+export async function loadPlugin(
+  directory: string,
+  client: ReturnType<typeof fakeClient>['client'],
+): Promise<PluginHooks> {
   return OpenCommsPlugin({ client, directory, worktree: directory, project: { id: 'local-project' } } as never);
 }
 
@@ -42,4 +46,5 @@ export async function tool(hooks: PluginHooks, name: string, args: Record<string
   return JSON.parse(await t.execute(args, { sessionID: sid })) as { ok: boolean; message: string; data?: any };
 }
 
-export const idle = (hooks: PluginHooks, sid: string) => hooks.event!({ event: { type: 'session.idle', properties: { sessionID: sid } } } as never);
+export const idle = (hooks: PluginHooks, sid: string) =>
+  hooks.event!({ event: { type: 'session.idle', properties: { sessionID: sid } } } as never);

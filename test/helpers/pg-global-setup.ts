@@ -18,8 +18,12 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   const lines = createInterface({ input: child.stdout! });
   const first = await Promise.race([
     once(lines, 'line').then(([l]) => l as string),
-    once(child, 'exit').then(([code]) => Promise.reject(new Error(`embedded PostgreSQL exited (${code}) before it answered`))),
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error('embedded PostgreSQL did not start in time')), START_TIMEOUT_MS).unref()),
+    once(child, 'exit').then(([code]) =>
+      Promise.reject(new Error(`embedded PostgreSQL exited (${code}) before it answered`)),
+    ),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error('embedded PostgreSQL did not start in time')), START_TIMEOUT_MS).unref(),
+    ),
   ]);
   process.env.OPENCOMMS_TEST_DATABASE_URL = (JSON.parse(first) as { url: string }).url;
   return async () => {

@@ -17,7 +17,10 @@ setInterval(() => {
 createInterface({ input: process.stdin }).on('line', async (line) => {
   const [what, sid] = line.trim().split(' ');
   if (what === 'idle') await idle(hooks, sid!);
-  else if (what === 'busy') await hooks.event!({ event: { type: 'session.status', properties: { sessionID: sid, status: { type: 'busy' } } } } as never);
+  else if (what === 'busy')
+    await hooks.event!({
+      event: { type: 'session.status', properties: { sessionID: sid, status: { type: 'busy' } } },
+    } as never);
   process.stdout.write(`did ${line.trim()}\n`);
 });
 process.stdout.write('ready\n');

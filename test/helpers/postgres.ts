@@ -5,7 +5,8 @@ import pg from 'pg';
 
 export function testDatabaseUrl(): string {
   const url = process.env.OPENCOMMS_TEST_DATABASE_URL;
-  if (!url) throw new Error('OPENCOMMS_TEST_DATABASE_URL is not set: the global setup (vitest.config.ts) starts a PostgreSQL');
+  if (!url)
+    throw new Error('OPENCOMMS_TEST_DATABASE_URL is not set: the global setup (vitest.config.ts) starts a PostgreSQL');
   return url;
 }
 
@@ -22,4 +23,5 @@ export async function admin<T>(fn: (c: pg.Client) => Promise<T>, url = testDatab
   }
 }
 
-export const dropProject = (key: string): Promise<void> => admin(async (c) => void (await c.query(`drop schema if exists "oc_${key}" cascade`)));
+export const dropProject = (key: string): Promise<void> =>
+  admin(async (c) => void (await c.query(`drop schema if exists "oc_${key}" cascade`)));

@@ -17,7 +17,10 @@ export interface Proc {
 }
 
 export function start(args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Proc {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...opts.env },
+  });
   const lines: string[] = [];
   const waiters = new Set<() => void>();
   let buf = '';

@@ -16,7 +16,8 @@ const repoRoot = resolve(here, '../..');
 
 /** The entries of a directory without this process's lock token: a live process keeps one in
  *  `.opencomms/` (src/store/lock.ts); anything else left behind is a leftover. */
-export const entriesOf = async (dir: string) => (await readdir(dir)).filter((n) => !n.startsWith(`.state-lock.${process.pid}.`));
+export const entriesOf = async (dir: string) =>
+  (await readdir(dir)).filter((n) => !n.startsWith(`.state-lock.${process.pid}.`));
 
 /** A fresh temp project per test (removed after it): `set` receives its dir and paths. Workers
  *  are SIGKILLed first when the test leaves any running. */
@@ -99,5 +100,11 @@ export function channel(name: string, members: Record<string, unknown>[] = [], e
 }
 
 export const member = (session_id: string, role: string) => ({
-  session_id, role, role_prompt: `You are ${role}.`, joined_at: 1, host: 'mcp', surface: 'mcp', delivery_mode: 'pull',
+  session_id,
+  role,
+  role_prompt: `You are ${role}.`,
+  joined_at: 1,
+  host: 'mcp',
+  surface: 'mcp',
+  delivery_mode: 'pull',
 });

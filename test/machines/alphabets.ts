@@ -2,7 +2,12 @@
 // (a `now` before and after every deadline, a hold and no hold, a fresh and a repeated key).
 import type { AnyStateMachine, EventFromLogic } from 'xstate';
 import {
-  MACHINES, type ChannelEvent, type EnvelopeEvent, type MachineName, type MemberEvent, type RecipientEvent,
+  MACHINES,
+  type ChannelEvent,
+  type EnvelopeEvent,
+  type MachineName,
+  type MemberEvent,
+  type RecipientEvent,
 } from '../../machines/index.ts';
 
 export interface Alphabet {
@@ -63,8 +68,13 @@ const memberEvents: MemberEvent[] = [
 export const ALPHABETS: Record<MachineName, Alphabet> = {
   envelope: {
     initial: {
-      delivery_status: 'pending', timestamp: 0, attempts: 0, delivered_at: null, delivery_method: null,
-      in_flight_by: null, in_flight_at: null,
+      delivery_status: 'pending',
+      timestamp: 0,
+      attempts: 0,
+      delivered_at: null,
+      delivery_method: null,
+      in_flight_by: null,
+      in_flight_at: null,
     },
     events: envelopeEvents,
   },
@@ -74,9 +84,17 @@ export const ALPHABETS: Record<MachineName, Alphabet> = {
   },
   channel: {
     initial: {
-      lifecycle: 'active', paused: false, created_at: 0, paused_at: null, lifecycle_at: null,
-      rate: { window_start: 0, count: 0 }, rate_limit: 1, max_hops: 4, stale_event_ms: 100_000,
-      budgets: { max_runtime_ms: 100_000, max_delivered_messages: 1 }, delivered_total: 0,
+      lifecycle: 'active',
+      paused: false,
+      created_at: 0,
+      paused_at: null,
+      lifecycle_at: null,
+      rate: { window_start: 0, count: 0 },
+      rate_limit: 1,
+      max_hops: 4,
+      stale_event_ms: 100_000,
+      budgets: { max_runtime_ms: 100_000, max_delivered_messages: 1 },
+      delivered_total: 0,
     },
     events: channelEvents,
   },

@@ -17,7 +17,14 @@ function xstateStep(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, even
   const collected: Array<{ type: string; params: unknown }> = [];
   const self = createActor(machine);
   const scope = {
-    self, defer: () => {}, id: '', logger: () => {}, sessionId: '', stopChild: () => {}, system: self.system, emit: () => {},
+    self,
+    defer: () => {},
+    id: '',
+    logger: () => {},
+    sessionId: '',
+    stopChild: () => {},
+    system: self.system,
+    emit: () => {},
     actionExecutor: (a: { type: string; params: unknown }) => void collected.push({ type: a.type, params: a.params }),
   } as unknown as ActorScope<any, any>;
   const next = machine.transition(snapshot, event as never, scope) as AnyMachineSnapshot;
@@ -40,7 +47,11 @@ for (const name of Object.keys(MACHINES) as MachineName[]) {
           for (const [i, now] of steps) {
             const event = { ...(events[i] as Ev), ...('now' in (events[i] as Ev) ? { now } : {}) };
             const ours = step(p, JSON.parse(JSON.stringify(record)), event as never);
-            const theirs = xstateStep(p.machine, toSnapshot(p, JSON.parse(JSON.stringify(record))) as AnyMachineSnapshot, event);
+            const theirs = xstateStep(
+              p.machine,
+              toSnapshot(p, JSON.parse(JSON.stringify(record))) as AnyMachineSnapshot,
+              event,
+            );
             expect(ours.changed).toBe(theirs.changed);
             expect(ours.actions).toEqual(theirs.actions);
             expect(ours.value).toEqual(theirs.next.value);
@@ -55,14 +66,39 @@ for (const name of Object.keys(MACHINES) as MachineName[]) {
 }
 
 describe('compile() refuses what flat.ts does not evaluate', () => {
-  const base = setup({ types: { context: {} as { n: number }, events: {} as { type: 'GO' } }, actions: { bump: assign({ n: ({ context }) => context.n + 1 }) } });
+  const base = setup({
+    types: { context: {} as { n: number }, events: {} as { type: 'GO' } },
+    actions: { bump: assign({ n: ({ context }) => context.n + 1 }) },
+  });
   it.each([
-    ['an entry action', base.createMachine({ context: { n: 0 }, initial: 'a', states: { a: { entry: 'bump', on: { GO: 'b' } }, b: {} } })],
-    ['nested states', base.createMachine({ context: { n: 0 }, initial: 'a', states: { a: { initial: 'x', states: { x: {} } } } })],
-    ['an inline guard', base.createMachine({ context: { n: 0 }, initial: 'a', states: { a: { on: { GO: { guard: () => true, target: 'b' } } }, b: {} } })],
-    ['a delayed transition', base.createMachine({ context: { n: 0 }, initial: 'a', states: { a: { after: { 10: 'b' } }, b: {} } })],
-    ['a root-level transition', base.createMachine({ context: { n: 0 }, initial: 'a', on: { GO: '.b' }, states: { a: {}, b: {} } })],
-    ['a target outside the siblings', base.createMachine({ id: 'm', context: { n: 0 }, initial: 'a', states: { a: { on: { GO: '#m.b' } }, b: {} } })],
+    [
+      'an entry action',
+      base.createMachine({ context: { n: 0 }, initial: 'a', states: { a: { entry: 'bump', on: { GO: 'b' } }, b: {} } }),
+    ],
+    [
+      'nested states',
+      base.createMachine({ context: { n: 0 }, initial: 'a', states: { a: { initial: 'x', states: { x: {} } } } }),
+    ],
+    [
+      'an inline guard',
+      base.createMachine({
+        context: { n: 0 },
+        initial: 'a',
+        states: { a: { on: { GO: { guard: () => true, target: 'b' } } }, b: {} },
+      }),
+    ],
+    [
+      'a delayed transition',
+      base.createMachine({ context: { n: 0 }, initial: 'a', states: { a: { after: { 10: 'b' } }, b: {} } }),
+    ],
+    [
+      'a root-level transition',
+      base.createMachine({ context: { n: 0 }, initial: 'a', on: { GO: '.b' }, states: { a: {}, b: {} } }),
+    ],
+    [
+      'a target outside the siblings',
+      base.createMachine({ id: 'm', context: { n: 0 }, initial: 'a', states: { a: { on: { GO: '#m.b' } }, b: {} } }),
+    ],
   ])('%s', (_what, machine) => {
     expect(() => compile(machine as AnyStateMachine)).toThrow(/not supported|not a sibling/);
   });
@@ -71,7 +107,8 @@ describe('compile() refuses what flat.ts does not evaluate', () => {
 describe('the channel machine as the planned send reads it', () => {
   it('ADMIT only gates: no transition on it assigns, so SEND is stepped from the channel as it was', () => {
     const table = compile(MACHINES.channel.machine);
-    for (const [state, byEvent] of table) for (const c of byEvent.get('ADMIT') ?? []) expect(c.assigns, `${state} on ADMIT`).toEqual([]);
+    for (const [state, byEvent] of table)
+      for (const c of byEvent.get('ADMIT') ?? []) expect(c.assigns, `${state} on ADMIT`).toEqual([]);
     expect([...table.values()].some((byEvent) => byEvent.has('ADMIT'))).toBe(true);
   });
 });

@@ -12,7 +12,8 @@ for (const name of Object.keys(MACHINES) as MachineName[]) {
       expect(paths.some((p) => p.kind === 'simple')).toBe(true);
     });
     it("the engine's step() agrees with transition() on every path", () => {
-      for (const path of paths) expect(replayWithStep(name, path.events), path.name).toEqual({ value: path.value, context: path.context });
+      for (const path of paths)
+        expect(replayWithStep(name, path.events), path.name).toEqual({ value: path.value, context: path.context });
     });
     it.each(paths.map((p) => [p.name, p] as const))('%s', (_label, path) => {
       const end = replay(name, path.events);

@@ -22,16 +22,17 @@ export function generatePaths(name: MachineName): GeneratedPath[] {
   const { initial, events } = ALPHABETS[name];
   const fromState = toSnapshot(p, initial) as AnyMachineSnapshot;
   const opts = { events: events as Ev[], fromState } as const;
-  const toGenerated = (kind: GeneratedPath['kind']) => (path: { state: AnyMachineSnapshot; steps: { event: Ev }[] }) => {
-    const evs = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.'));
-    return {
-      kind,
-      name: `${name} ${kind}: ${evs.map(label).join(' > ') || '(initial)'} => ${JSON.stringify(path.state.value)}`,
-      events: evs,
-      value: path.state.value,
-      context: path.state.context,
+  const toGenerated =
+    (kind: GeneratedPath['kind']) => (path: { state: AnyMachineSnapshot; steps: { event: Ev }[] }) => {
+      const evs = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.'));
+      return {
+        kind,
+        name: `${name} ${kind}: ${evs.map(label).join(' > ') || '(initial)'} => ${JSON.stringify(path.state.value)}`,
+        events: evs,
+        value: path.state.value,
+        context: path.state.context,
+      };
     };
-  };
   // Shortest paths keyed by edge (source, event, target): one path per reachable transition,
   // self-loops (refusals, holds) included, which a state-keyed traversal would never take.
   const shortest = getShortestPaths(p.machine, {
@@ -70,7 +71,8 @@ export function declaredTransitions(machine: AnyStateMachine): Map<AnyTransition
   const out = new Map<AnyTransitionDefinition, string>();
   const walk = (node: AnyStateMachine['root']) => {
     for (const [eventType, list] of node.transitions)
-      for (const [i, t] of list.entries()) out.set(t, `${node.id} --${eventType}#${i}${t.guard ? ` [${describeGuard(t)}]` : ''}-->`);
+      for (const [i, t] of list.entries())
+        out.set(t, `${node.id} --${eventType}#${i}${t.guard ? ` [${describeGuard(t)}]` : ''}-->`);
     for (const child of Object.values(node.states)) walk(child as AnyStateMachine['root']);
   };
   walk(machine.root);

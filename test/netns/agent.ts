@@ -9,7 +9,16 @@ import { createInterface } from 'node:readline';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { PgStore } from '../../src/store/postgres/store.ts';
 
-const [gateway, gatewayPort, localPort, key, sid, role, worktree, received] = process.argv.slice(2) as [string, string, string, string, string, string, string, string];
+const [gateway, gatewayPort, localPort, key, sid, role, worktree, received] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 const say = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
 const forward = createServer((inner) => {
@@ -42,7 +51,15 @@ const rt = new Runtime(new PgStore({ url: `postgres://postgres@127.0.0.1:${local
   },
 });
 
-const caller = { session_id: sid, host: 'host-push', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: key, worktree };
+const caller = {
+  session_id: sid,
+  host: 'host-push',
+  surface: 'cli',
+  delivery_mode: 'push',
+  host_session_id: sid,
+  project_id: key,
+  worktree,
+};
 
 async function handle(cmd: { op: string; [k: string]: unknown }) {
   switch (cmd.op) {
@@ -50,7 +67,11 @@ async function handle(cmd: { op: string; [k: string]: unknown }) {
       await rt.start();
       return { started: rt.tag };
     case 'create':
-      return rt.run({ op: 'create', caller, args: { channel: cmd.channel, role, role_prompt: `Act as ${role}.`, rate_limit: 1000 } });
+      return rt.run({
+        op: 'create',
+        caller,
+        args: { channel: cmd.channel, role, role_prompt: `Act as ${role}.`, rate_limit: 1000 },
+      });
     case 'join':
       return rt.run({ op: 'join', caller, args: { channel: cmd.channel, role, role_prompt: `Act as ${role}.` } });
     case 'host':

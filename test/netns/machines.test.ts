@@ -47,7 +47,10 @@ async function until<T>(what: string, fn: () => Promise<T | null | undefined | f
   for (;;) {
     const v = await fn();
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; B's log: ${agentB.logs.slice(-5).join(' | ')}; A's log: ${agentA.logs.slice(-5).join(' | ')}`);
+    if (Date.now() > end)
+      throw new Error(
+        `timed out waiting for ${what}; B's log: ${agentB.logs.slice(-5).join(' | ')}; A's log: ${agentA.logs.slice(-5).join(' | ')}`,
+      );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -58,13 +61,21 @@ async function heldAtB(ids: string[]): Promise<string[]> {
   const s = await until('a batch in flight at B', async () => {
     const s = await state();
     const es = envelopes(s, ids);
-    return es.length === ids.length && es[0]!.delivery_status === 'in_flight' && es.every((e) => e.delivery_status !== 'delivered') && s;
+    return (
+      es.length === ids.length &&
+      es[0]!.delivery_status === 'in_flight' &&
+      es.every((e) => e.delivery_status !== 'delivered') &&
+      s
+    );
   });
-  return envelopes(s, ids).filter((e) => e.delivery_status === 'in_flight').map((e) => e.message_id);
+  return envelopes(s, ids)
+    .filter((e) => e.delivery_status === 'in_flight')
+    .map((e) => e.message_id);
 }
 
 /** A measured figure, one JSON line, beside the bound it is held to (lease + 2 s). */
-const figure = (name: string, ms: number) => process.stdout.write(`${JSON.stringify({ figure: name, ms, lease_ms: LEASE_MS, bound_ms: LEASE_MS + 2_000 })}\n`);
+const figure = (name: string, ms: number) =>
+  process.stdout.write(`${JSON.stringify({ figure: name, ms, lease_ms: LEASE_MS, bound_ms: LEASE_MS + 2_000 })}\n`);
 
 const envelopes = (s: State, ids: string[]) => ids.map((id) => s.messages[id]).filter((e): e is Envelope => !!e);
 const events = (e: Envelope, ev: string) => e.transitions.filter(([x]) => x === ev).length;
@@ -78,7 +89,11 @@ async function boot(m: Machine, sid: string, role: string): Promise<Agent> {
 async function send(from: Agent, to: string, n: number, prefix: string): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    const r = await from.call<{ ok: boolean; data: { message_ids: string[] } }>('send', { channel: CHANNEL, to, content: `${prefix} ${i}` });
+    const r = await from.call<{ ok: boolean; data: { message_ids: string[] } }>('send', {
+      channel: CHANNEL,
+      to,
+      content: `${prefix} ${i}`,
+    });
     expect(r.ok, JSON.stringify(r)).toBe(true);
     ids.push(...r.data.message_ids);
   }
@@ -86,7 +101,8 @@ async function send(from: Agent, to: string, n: number, prefix: string): Promise
 }
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('the machines proof builds network namespaces: run it as root (CI is root)');
+  if (process.getuid?.() !== 0)
+    throw new Error('the machines proof builds network namespaces: run it as root (CI is root)');
   await a.up();
   await b.up();
   view = new PgStore({ url: testDatabaseUrl(), key });
@@ -110,7 +126,9 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
   it('mail both ways, exactly once, in FIFO order', async () => {
     const toB = await send(agentA, 'sess_b', 10, 'a→b');
     const toA = await send(agentB, 'sess_a', 10, 'b→a');
-    await until('both ways delivered', async () => envelopes(await state(), [...toA, ...toB]).every((e) => e.delivery_status === 'delivered'));
+    await until('both ways delivered', async () =>
+      envelopes(await state(), [...toA, ...toB]).every((e) => e.delivery_status === 'delivered'),
+    );
     expect(shown(b)).toEqual(toB);
     expect(shown(a)).toEqual(toA);
     for (const e of envelopes(await state(), [...toA, ...toB])) expect(events(e, 'COMMIT')).toBe(1);
@@ -128,7 +146,9 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     }
     samples.sort((x, y) => x - y);
     const p = (q: number) => Math.round(samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!);
-    process.stdout.write(`${JSON.stringify({ figure: 'send on A → in flight and shown at B (namespaces, NOTIFY)', samples: samples.length, p50_ms: p(0.5), p99_ms: p(0.99), target_ms: { p50: 15, p99: 50 } })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ figure: 'send on A → in flight and shown at B (namespaces, NOTIFY)', samples: samples.length, p50_ms: p(0.5), p99_ms: p(0.99), target_ms: { p50: 15, p99: 50 } })}\n`,
+    );
     expect(samples).toHaveLength(10);
   });
 
@@ -142,9 +162,14 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     b.partition(false);
     await agentB.call('hold', { on: false });
     await agentB.call('release');
-    await until('delivered', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'), 20_000);
+    await until(
+      'delivered',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),
+      20_000,
+    );
     const s = await state();
-    for (const e of envelopes(s, ids)) expect([events(e, 'DRAIN'), events(e, 'SWEEP'), events(e, 'COMMIT')]).toEqual([1, 0, 1]);
+    for (const e of envelopes(s, ids))
+      expect([events(e, 'DRAIN'), events(e, 'SWEEP'), events(e, 'COMMIT')]).toEqual([1, 0, 1]);
     expect(shown(b).slice(before)).toEqual(ids);
     expect(s.errors.filter((x) => x.reason === 'hold_lost')).toEqual([]);
   });
@@ -155,19 +180,34 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     const inFlight = await heldAtB(ids);
     b.partition(true);
     const cut = Date.now();
-    await until('swept by A', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'pending'), LEASE_MS + 10_000);
+    await until(
+      'swept by A',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'pending'),
+      LEASE_MS + 10_000,
+    );
     const swept = Date.now() - cut;
     figure('partitioned machine: in-flight mail back to pending after the cut', swept);
     expect(swept).toBeLessThanOrEqual(LEASE_MS + 2_000);
     b.partition(false);
     await agentB.call('hold', { on: false });
     await agentB.call('release');
-    await until('the late commit refused', async () => (await state()).errors.some((x) => x.reason === 'hold_lost' && inFlight.every((id) => x.message.includes(id))), 30_000);
+    await until(
+      'the late commit refused',
+      async () =>
+        (await state()).errors.some((x) => x.reason === 'hold_lost' && inFlight.every((id) => x.message.includes(id))),
+      30_000,
+    );
     // Delivered later by B's own process, once: one COMMIT each, after the second hand-over.
     await send(agentA, 'sess_b', 1, 'after');
-    await until('delivered after the partition', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'), 30_000);
+    await until(
+      'delivered after the partition',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),
+      30_000,
+    );
     for (const e of envelopes(await state(), ids))
-      expect([events(e, 'DRAIN'), events(e, 'SWEEP'), events(e, 'COMMIT')]).toEqual(inFlight.includes(e.message_id) ? [2, 1, 1] : [1, 0, 1]);
+      expect([events(e, 'DRAIN'), events(e, 'SWEEP'), events(e, 'COMMIT')]).toEqual(
+        inFlight.includes(e.message_id) ? [2, 1, 1] : [1, 0, 1],
+      );
   });
 
   it('a machine killed whole while it holds mail: after its lease expires the mail waits, and is delivered once it is back', async () => {
@@ -176,7 +216,11 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     const inFlight = await heldAtB(ids);
     await b.down();
     const killed = Date.now();
-    await until('back to pending', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'pending'), LEASE_MS + 10_000);
+    await until(
+      'back to pending',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'pending'),
+      LEASE_MS + 10_000,
+    );
     figure('killed machine: in-flight mail back to pending after the kill', Date.now() - killed);
     expect(Date.now() - killed).toBeLessThanOrEqual(LEASE_MS + 2_000);
     const s = await state();
@@ -185,7 +229,11 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     await b.up();
     agentB = await boot(b, 'sess_b', 'Reviewer');
     await agentB.call('host');
-    await until('delivered once B is back', async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'), 30_000);
+    await until(
+      'delivered once B is back',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),
+      30_000,
+    );
     for (const e of envelopes(await state(), ids)) expect(events(e, 'COMMIT')).toBe(1);
     const all = shown(b);
     // Shown before the kill (the crash window: never committed) and once after; the rest once.

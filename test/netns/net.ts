@@ -104,8 +104,27 @@ export class Machine {
   agent(a: { key: string; sid: string; role: string; worktree: string; received: string; leaseMs: number }): Agent {
     const child = spawn(
       'ip',
-      ['netns', 'exec', this.ns, process.execPath, '--import', 'tsx', 'test/netns/agent.ts', this.gateway, String(FORWARD_PORT), String(INNER_PORT), a.key, a.sid, a.role, a.worktree, a.received],
-      { env: { ...process.env, OPENCOMMS_MACHINE_ID: this.id, OPENCOMMS_LEASE_MS: String(a.leaseMs) }, stdio: ['pipe', 'pipe', 'inherit'] },
+      [
+        'netns',
+        'exec',
+        this.ns,
+        process.execPath,
+        '--import',
+        'tsx',
+        'test/netns/agent.ts',
+        this.gateway,
+        String(FORWARD_PORT),
+        String(INNER_PORT),
+        a.key,
+        a.sid,
+        a.role,
+        a.worktree,
+        a.received,
+      ],
+      {
+        env: { ...process.env, OPENCOMMS_MACHINE_ID: this.id, OPENCOMMS_LEASE_MS: String(a.leaseMs) },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
     );
     return new Agent(child);
   }

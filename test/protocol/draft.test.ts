@@ -10,7 +10,12 @@ type Tree = Record<string, unknown>;
 const key = fc.constantFrom('a', 'b', 'c', 'd', 'e');
 const leaf = fc.oneof(fc.integer({ min: -5, max: 5 }), fc.string({ maxLength: 3 }), fc.constant(null), fc.boolean());
 const value: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
-  v: fc.oneof({ depthSize: 'small' }, leaf, fc.array(tie('v'), { maxLength: 4 }), fc.dictionary(key, tie('v'), { maxKeys: 4 })),
+  v: fc.oneof(
+    { depthSize: 'small' },
+    leaf,
+    fc.array(tie('v'), { maxLength: 4 }),
+    fc.dictionary(key, tie('v'), { maxKeys: 4 }),
+  ),
 })).v;
 const tree = fc.dictionary(key, fc.dictionary(key, value, { maxKeys: 4 }), { maxKeys: 4 });
 
@@ -121,7 +126,11 @@ describe('track', () => {
   });
 
   it('an entry of a map written in place is its own op; a write deeper is cut to four', () => {
-    const state = { channels: { c: { seen: { k1: 1, k2: 2 } as Record<string, number>, timer: { elapsed: { a: 1 } as Record<string, number> } } } };
+    const state = {
+      channels: {
+        c: { seen: { k1: 1, k2: 2 } as Record<string, number>, timer: { elapsed: { a: 1 } as Record<string, number> } },
+      },
+    };
     const d = track(state);
     delete d.root.channels.c.seen.k1;
     d.root.channels.c.seen.k3 = 3;
@@ -144,8 +153,14 @@ describe('track', () => {
     delete d.root.channels.c.seen.k1;
     d.root.channels.c.seen.k1 = 3;
     applyOps(replayed, d.ops());
-    expect(Object.entries(replayed.channels.c.seen)).toEqual([['k2', 2], ['k1', 3]]);
-    expect(Object.entries(state.channels.c.seen)).toEqual([['k2', 2], ['k1', 3]]);
+    expect(Object.entries(replayed.channels.c.seen)).toEqual([
+      ['k2', 2],
+      ['k1', 3],
+    ]);
+    expect(Object.entries(state.channels.c.seen)).toEqual([
+      ['k2', 2],
+      ['k1', 3],
+    ]);
   });
 
   it("new keys of a map arrive in the writer's order on replay", () => {

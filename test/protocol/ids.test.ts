@@ -2,8 +2,17 @@
 // patterns that guard file paths refuse anything that could leave their folder.
 import { describe, expect, it } from 'vitest';
 import {
-  ARCHIVE_ID_RE, CHANNEL_ID_RE, CORRELATION_ID_RE, MEMBER_ID_RE, MESSAGE_ID_RE, isArchiveId, isMemberId,
-  newChannelId, newCorrelationId, newMemberId, newMessageId,
+  ARCHIVE_ID_RE,
+  CHANNEL_ID_RE,
+  CORRELATION_ID_RE,
+  MEMBER_ID_RE,
+  MESSAGE_ID_RE,
+  isArchiveId,
+  isMemberId,
+  newChannelId,
+  newCorrelationId,
+  newMemberId,
+  newMessageId,
 } from '../../src/protocol/ids.ts';
 
 describe('ids', () => {
@@ -17,7 +26,9 @@ describe('ids', () => {
   });
 
   it('ids drawn across many refills of the random pool never repeat, whatever their length', () => {
-    const mixed = Array.from({ length: 3000 }, (_, i) => (i % 3 === 0 ? newMemberId() : i % 3 === 1 ? newMessageId() : newCorrelationId()).replace(/^[a-z]+_/, ''));
+    const mixed = Array.from({ length: 3000 }, (_, i) =>
+      (i % 3 === 0 ? newMemberId() : i % 3 === 1 ? newMessageId() : newCorrelationId()).replace(/^[a-z]+_/, ''),
+    );
     expect(new Set(mixed).size).toBe(mixed.length);
     expect(mixed.every((x) => /^[0-9a-f]+$/.test(x) && !/^0+$/.test(x))).toBe(true);
   });

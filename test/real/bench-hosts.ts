@@ -21,10 +21,20 @@ const WARMUP = 1;
 const log = (l: string) => process.stderr.write(`[bench-hosts] ${l}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil((p / 100) * xs.length) - 1))]!;
-const figures: Array<{ figure: string; p50: number; p95: number; n: number; min: number; max: number; unit: 'ms' }> = [];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil((p / 100) * xs.length) - 1))]!;
+const figures: Array<{ figure: string; p50: number; p95: number; n: number; min: number; max: number; unit: 'ms' }> =
+  [];
 function emit(figure: string, xs: number[]) {
-  const f = { figure, p50: pct(xs, 50), p95: pct(xs, 95), n: xs.length, min: Math.min(...xs), max: Math.max(...xs), unit: 'ms' as const };
+  const f = {
+    figure,
+    p50: pct(xs, 50),
+    p95: pct(xs, 95),
+    n: xs.length,
+    min: Math.min(...xs),
+    max: Math.max(...xs),
+    unit: 'ms' as const,
+  };
   figures.push(f);
   console.log(JSON.stringify(f));
 }
@@ -55,13 +65,17 @@ async function withRig(name: string, body: (sb: ReturnType<typeof makeSandbox>, 
 
 await withRig('bench-wake', async (sb, defer) => {
   const rig = await wakeRig(sb, defer, 3 * (N + WARMUP) + 4);
-  const total: number[] = [], drain: number[] = [], wake: number[] = [];
+  const total: number[] = [],
+    drain: number[] = [],
+    wake: number[] = [];
   for (let i = 0; i < N + WARMUP; i++) {
     await rig.armed(`before send ${i}`);
     const w = await rig.wake(`bench-${i}`);
     // The woken turn commits detached from its hook: the envelope may still be live, or logged.
     const state = await rig.rt.read();
-    const e = state.messages[w.id] ?? (await rig.rt.store.history(state.channels.team!.id, 200)).find((x) => x.message_id === w.id);
+    const e =
+      state.messages[w.id] ??
+      (await rig.rt.store.history(state.channels.team!.id, 200)).find((x) => x.message_id === w.id);
     const drainedAt = e?.transitions.find((t) => t[1] === 'in_flight')?.[2] ?? NaN;
     if (i >= WARMUP) {
       total.push(w.ms);
@@ -90,7 +104,12 @@ for (const host of ['claude-code', 'codex'] as const)
   });
 
 log('opencode push: test/real/bench-opencode.ts');
-const oc = spawnSync(process.execPath, ['--import', 'tsx', 'test/real/bench-opencode.ts', String(N)], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 1_200_000 });
+const oc = spawnSync(process.execPath, ['--import', 'tsx', 'test/real/bench-opencode.ts', String(N)], {
+  cwd: REPO_ROOT,
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+  timeout: 1_200_000,
+});
 for (const line of oc.stdout.split('\n').filter((l) => l.startsWith('{'))) {
   const f = JSON.parse(line);
   if (f.figure === 'opencode.one_server.tool_end_to_model_request') {

@@ -17,38 +17,72 @@ const pin = () => `sess_${randomBytes(12).toString('hex')}`;
 describe('claude -p with the installed hooks', () => {
   it('SessionStart context carries the queued mail; Stop continues the turn with mail that came during it; each once, as rendered', async () => {
     const sb = sandbox('oc-hooks-p');
-    const CLAUDE = pin(), PEER = pin();
+    const CLAUDE = pin(),
+      PEER = pin();
     await opencomms(sb, 'install', 'claude-code');
     await opencomms(sb, 'install-member', '--id', CLAUDE);
     let during: Promise<{ id: string }> | null = null;
-    const fake = defer(await startFakeAnthropic([
-      // First request: the peer sends again while this turn runs (a slow model), then the turn ends.
-      (req: ModelRequest) => {
-        during = peer.send('sent during the turn');
-        void req;
-        return 'DELAY 800 SAY first answer';
-      },
-      'SAY second answer',
-      'SAY third answer',
-    ]), (f) => f.close());
+    const fake = defer(
+      await startFakeAnthropic([
+        // First request: the peer sends again while this turn runs (a slow model), then the turn ends.
+        (req: ModelRequest) => {
+          during = peer.send('sent during the turn');
+          void req;
+          return 'DELAY 800 SAY first answer';
+        },
+        'SAY second answer',
+        'SAY third answer',
+      ]),
+      (f) => f.close(),
+    );
     const env = configureClaude(sb, fake);
     trustClaudeProject(sb, env, ['opencomms']);
     const peer = defer(await startPeer(sb, PEER, 'team'), (p) => p.close());
-    expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.' })).ok).toBe(true);
+    expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.' })).ok).toBe(
+      true,
+    );
     // The member joined earlier (as its MCP server does: host claude-code, pull, not yet bound).
     const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
-    const joined = await rt.run({ op: 'join', caller: { session_id: CLAUDE, host: 'claude-code', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: sb.proj }, args: { channel: 'team', role: 'Builder', role_prompt: 'ROLE-PROMPT-BUILDER: you build.' } });
+    const joined = await rt.run({
+      op: 'join',
+      caller: {
+        session_id: CLAUDE,
+        host: 'claude-code',
+        surface: 'mcp',
+        delivery_mode: 'pull',
+        host_session_id: null,
+        project_id: 'local-project',
+        worktree: sb.proj,
+      },
+      args: { channel: 'team', role: 'Builder', role_prompt: 'ROLE-PROMPT-BUILDER: you build.' },
+    });
     expect(joined.ok, joined.message).toBe(true);
     const queued = await peer.send('queued before the session started');
 
-    const r = await run(bin('claude'), ['-p', 'hello', '--output-format', 'stream-json', '--verbose', '--model', 'claude-sonnet-4-5', '--max-turns', '4'], { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] });
+    const r = await run(
+      bin('claude'),
+      [
+        '-p',
+        'hello',
+        '--output-format',
+        'stream-json',
+        '--verbose',
+        '--model',
+        'claude-sonnet-4-5',
+        '--max-turns',
+        '4',
+      ],
+      { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] },
+    );
     expect(r.code, describeRun(r)).toBe(0);
     expect(r.ms, 'the waiter must not keep -p alive').toBeLessThan(30_000);
     const turns = fake.turns();
     expect(turns.length, describeRun(r)).toBe(2);
     const [first, second] = turns as [ModelRequest, ModelRequest];
     const all = first.userTexts.join('\n');
-    expect(all).toContain('SessionStart hook additional context: ## OpenComms role instructions\nYou are Builder in the OpenComms channel "team".\nROLE-PROMPT-BUILDER: you build.');
+    expect(all).toContain(
+      'SessionStart hook additional context: ## OpenComms role instructions\nYou are Builder in the OpenComms channel "team".\nROLE-PROMPT-BUILDER: you build.',
+    );
     expect(frameIds(all)).toEqual([queued.id]);
     const late = await during!;
     // The Stop hook continues the turn with its context, which Claude Code renders once (a blocking
@@ -62,6 +96,10 @@ describe('claude -p with the installed hooks', () => {
     const state = await rt.read();
     expect(state.channels.team!.members.find((m) => m.session_id === CLAUDE)!.host_session_id).toBe(sid);
     const logged = await rt.store.history(state.channels.team!.id, 50);
-    for (const id of [queued.id, late.id]) expect(logged.find((e) => e.message_id === id), id).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
+    for (const id of [queued.id, late.id])
+      expect(
+        logged.find((e) => e.message_id === id),
+        id,
+      ).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
   }, 90_000);
 });

@@ -20,10 +20,15 @@ describe('Claude Code 2.1.332, interactive: an idle session is woken with its ma
     const w2 = await wake('wake-2');
     await armed('after the second woken turn');
     term.type('/clear');
-    const cleared = await until('the member is bound to the session /clear started', async () => {
-      const r = await row();
-      return r && r.host_session_id !== joined && !r.stale && r.host_session_id;
-    }, 20_000, info);
+    const cleared = await until(
+      'the member is bound to the session /clear started',
+      async () => {
+        const r = await row();
+        return r && r.host_session_id !== joined && !r.stale && r.host_session_id;
+      },
+      20_000,
+      info,
+    );
     expect(cleared).not.toBe(joined);
     await armed('after /clear');
     const w3 = await wake('wake-3');
@@ -32,12 +37,22 @@ describe('Claude Code 2.1.332, interactive: an idle session is woken with its ma
     // Exactly once: every message delivered on its first hand-over, shown to the model in one turn.
     // (The woken turn commits detached from its hook: the last commit may trail the reply a little.)
     for (const { id } of [w1, w2, w3]) {
-      const e = await until(`${id} committed`, async () => {
-        const state = await rt.read();
-        return state.messages[id] ? false : (await rt.store.history(state.channels.team!.id, 100)).find((x) => x.message_id === id);
-      }, 10_000, info);
+      const e = await until(
+        `${id} committed`,
+        async () => {
+          const state = await rt.read();
+          return state.messages[id]
+            ? false
+            : (await rt.store.history(state.channels.team!.id, 100)).find((x) => x.message_id === id);
+        },
+        10_000,
+        info,
+      );
       expect(e, id).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
-      expect(fake.turns().filter((r) => frameIds(newestUserText(r)).includes(id)), id).toHaveLength(1);
+      expect(
+        fake.turns().filter((r) => frameIds(newestUserText(r)).includes(id)),
+        id,
+      ).toHaveLength(1);
     }
     expect(peer.received.filter((t) => /ack ocm_/.test(t))).toHaveLength(3);
 
@@ -45,7 +60,12 @@ describe('Claude Code 2.1.332, interactive: an idle session is woken with its ma
     const { claude, waiter } = await armed('after the third woken turn');
     process.kill(claude, 'SIGKILL');
     await until('the waiter is gone after claude was killed', () => !alive(waiter), 5000, info);
-    await until('no hook process of this project remains', () => hookProcesses(sb).length === 0, 5000, () => JSON.stringify(hookProcesses(sb)));
+    await until(
+      'no hook process of this project remains',
+      () => hookProcesses(sb).length === 0,
+      5000,
+      () => JSON.stringify(hookProcesses(sb)),
+    );
     const { id: orphan } = await peer.send('after the kill');
     await new Promise((r) => setTimeout(r, 1500));
     expect((await rt.read()).messages[orphan]).toMatchObject({ delivery_status: 'pending', attempts: 0 });

@@ -20,7 +20,8 @@ import { startTerminal, type Terminal } from './tmux.ts';
 const { defer, sandbox } = useCleanups();
 const newPin = () => `sess_${randomBytes(12).toString('hex')}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const WAKE_PROMPT = /^\[OpenComms\] New messages for this session arrived \(wake \d+@[^\s()]+\)\. They are in the context that follows\.$/;
+const WAKE_PROMPT =
+  /^\[OpenComms\] New messages for this session arrived \(wake \d+@[^\s()]+\)\. They are in the context that follows\.$/;
 
 /** The input items a request adds after its newest user message: where Codex puts that prompt's
  *  hook context (developer messages). */
@@ -28,7 +29,14 @@ function afterLastUser(req: ModelRequest): { prompt: string; context: string } {
   const input: any[] = Array.isArray(req.body.input) ? req.body.input : [];
   const at = (input as any).findLastIndex((i: any) => (i.type ?? 'message') === 'message' && i.role === 'user');
   const text = (i: any) => (Array.isArray(i?.content) ? i.content.map((c: any) => c.text ?? '').join('\n') : '');
-  return { prompt: text(input[at]), context: input.slice(at + 1).filter((i) => i.role === 'developer').map(text).join('\n') };
+  return {
+    prompt: text(input[at]),
+    context: input
+      .slice(at + 1)
+      .filter((i) => i.role === 'developer')
+      .map(text)
+      .join('\n'),
+  };
 }
 
 const percentile = (xs: number[], p: number) => {
@@ -44,7 +52,8 @@ function sandboxProcesses(sb: Sandbox): Array<{ pid: number; cmd: string }> {
     try {
       const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').trim();
       const env = readFileSync(`/proc/${p}/environ`, 'utf8');
-      if ((cmd.includes(sb.root) || env.includes(sb.root)) && !/app-server/.test(cmd) && !/tmux/.test(cmd)) out.push({ pid: Number(p), cmd });
+      if ((cmd.includes(sb.root) || env.includes(sb.root)) && !/app-server/.test(cmd) && !/tmux/.test(cmd))
+        out.push({ pid: Number(p), cmd });
     } catch {
       // gone
     }
@@ -54,21 +63,42 @@ function sandboxProcesses(sb: Sandbox): Array<{ pid: number; cmd: string }> {
 
 /** Codex's background server processes of this sandbox (stopped in cleanup). */
 function daemons(sb: Sandbox): number[] {
-  return readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number).filter((p) => {
-    try {
-      return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(join(sb.home, '.codex')) && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('app-server');
-    } catch {
-      return false;
-    }
-  });
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((p) => {
+      try {
+        return (
+          readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(join(sb.home, '.codex')) &&
+          readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('app-server')
+        );
+      } catch {
+        return false;
+      }
+    });
 }
 
-const pids = (pattern: RegExp, sb: Sandbox) => sandboxProcesses(sb).filter((p) => pattern.test(p.cmd)).map((p) => p.pid);
+const pids = (pattern: RegExp, sb: Sandbox) =>
+  sandboxProcesses(sb)
+    .filter((p) => pattern.test(p.cmd))
+    .map((p) => p.pid);
 
 async function rig(sb: Sandbox, defer: Defer) {
-  const fake = defer(await startFakeResponses(Array.from({ length: 200 }, () => (req: ModelRequest) => (afterLastUser(req).prompt.includes('[slow]') ? 'DELAY 8000 SAY slow done' : 'SAY ok'))), (f) => f.close());
+  const fake = defer(
+    await startFakeResponses(
+      Array.from(
+        { length: 200 },
+        () => (req: ModelRequest) =>
+          afterLastUser(req).prompt.includes('[slow]') ? 'DELAY 8000 SAY slow done' : 'SAY ok',
+      ),
+    ),
+    (f) => f.close(),
+  );
   const env = configureCodex(sb, fake);
-  appendFileSync(join(env.CODEX_HOME!, 'config.toml'), `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`);
+  appendFileSync(
+    join(env.CODEX_HOME!, 'config.toml'),
+    `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
+  );
   defer(sb, () => {
     for (const p of daemons(sb)) {
       try {
@@ -78,20 +108,51 @@ async function rig(sb: Sandbox, defer: Defer) {
       }
     }
   });
-  const member = newPin(), lead = newPin();
+  const member = newPin(),
+    lead = newPin();
   await opencomms(sb, 'install', 'codex');
   await opencomms(sb, 'install-member', '--host', 'codex', '--id', member);
   const peer = defer(await startPeer(sb, lead, 'team'), (p) => p.close());
-  expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 })).ok).toBe(true);
+  expect(
+    (await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 }))
+      .ok,
+  ).toBe(true);
   const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
-  const joined = await rt.run({ op: 'join', caller: { session_id: member, host: 'codex', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: sb.proj }, args: { channel: 'team', role: 'Coder', role_prompt: 'You code.' } });
+  const joined = await rt.run({
+    op: 'join',
+    caller: {
+      session_id: member,
+      host: 'codex',
+      surface: 'mcp',
+      delivery_mode: 'pull',
+      host_session_id: null,
+      project_id: 'local-project',
+      worktree: sb.proj,
+    },
+    args: { channel: 'team', role: 'Coder', role_prompt: 'You code.' },
+  });
   expect(joined.ok, joined.message).toBe(true);
   const launcherLog = join(sb.root, 'launcher.log');
-  const termEnv = { ...env, TERM: 'xterm-256color', OPENCOMMS_CODEX_BIN: bin('codex'), OPENCOMMS_LAUNCHER_LOG: launcherLog };
+  const termEnv = {
+    ...env,
+    TERM: 'xterm-256color',
+    OPENCOMMS_CODEX_BIN: bin('codex'),
+    OPENCOMMS_LAUNCHER_LOG: launcherLog,
+  };
   const row = async () => (await rt.read()).channels.team!.members.find((m) => m.session_id === member)!;
   const open = async (launcher: boolean, review = false, extra: string[] = []): Promise<Terminal> => {
     const [cmd, args] = launcher ? [process.execPath, [OPENCOMMS, 'codex', ...extra]] : [bin('codex'), extra];
-    const term = defer(await startTerminal(cmd, args, { cwd: sb.proj, env: termEnv, timeoutMs: 600_000, forward: [fake.port], cols: 120, rows: 40 }), (t) => t.close());
+    const term = defer(
+      await startTerminal(cmd, args, {
+        cwd: sb.proj,
+        env: termEnv,
+        timeoutMs: 600_000,
+        forward: [fake.port],
+        cols: 120,
+        rows: 40,
+      }),
+      (t) => t.close(),
+    );
     // Codex's review of the project's hooks (once per hook set): trusting them is the user's step.
     if (review) {
       await term.waitScreen(/2\. Trust all and continue/, 40_000);
@@ -103,7 +164,13 @@ async function rig(sb: Sandbox, defer: Defer) {
     return term;
   };
   const info = (term?: Terminal) => () =>
-    `launcher.log:\n${existsSync(launcherLog) ? readFileSync(launcherLog, 'utf8') : ''}\nfake turns:\n${fake.turns().map((r) => `${r.at} ${JSON.stringify(afterLastUser(r).prompt.slice(0, 100))} ctx ${frameIds(afterLastUser(r).context).join(',')}`).join('\n')}\nscreen:\n${term?.screen() ?? ''}`;
+    `launcher.log:\n${existsSync(launcherLog) ? readFileSync(launcherLog, 'utf8') : ''}\nfake turns:\n${fake
+      .turns()
+      .map(
+        (r) =>
+          `${r.at} ${JSON.stringify(afterLastUser(r).prompt.slice(0, 100))} ctx ${frameIds(afterLastUser(r).context).join(',')}`,
+      )
+      .join('\n')}\nscreen:\n${term?.screen() ?? ''}`;
   return { fake, env, peer, rt, member, lead, row, open, info, launcherLog };
 }
 
@@ -115,7 +182,11 @@ async function submit(term: Terminal, text: string) {
 }
 
 /** The composer line (`› …`) at the bottom of the screen. */
-const composer = (screen: string) => screen.split('\n').filter((l) => l.startsWith('› ')).at(-1) ?? '';
+const composer = (screen: string) =>
+  screen
+    .split('\n')
+    .filter((l) => l.startsWith('› '))
+    .at(-1) ?? '';
 
 /** Terminal output without its control sequences (a word apart from the next by a cursor move). */
 const plainText = (s: string) => s.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]/g, ' ');
@@ -130,20 +201,21 @@ async function ptySession(argv: string[], o: { cwd: string; env: Record<string, 
     out += d;
     for (const l of listeners) l();
   });
-  const waitFor = (test: (s: string) => boolean, ms: number) => new Promise<void>((resolve, reject) => {
-    const check = () => {
-      if (!test(out)) return;
-      listeners.delete(check);
-      clearTimeout(t);
-      resolve();
-    };
-    const t = setTimeout(() => {
-      listeners.delete(check);
-      reject(new Error(`pty: timeout ${ms} ms; output tail ${JSON.stringify(out.slice(-400))}`));
-    }, ms);
-    listeners.add(check);
-    check();
-  });
+  const waitFor = (test: (s: string) => boolean, ms: number) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!test(out)) return;
+        listeners.delete(check);
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(`pty: timeout ${ms} ms; output tail ${JSON.stringify(out.slice(-400))}`));
+      }, ms);
+      listeners.add(check);
+      check();
+    });
   return {
     p,
     waitFor,
@@ -165,7 +237,9 @@ async function keysBehaviour(term: Terminal, marker: string) {
   await submit(term, `[slow] ${marker}`);
   await term.waitScreen(/esc to interrupt/i, 15_000);
   term.keys('Escape');
-  const interrupted = /interrupt/i.test(await term.waitScreen(/Conversation interrupted|interrupted/i, 10_000).catch(() => term.screen()));
+  const interrupted = /interrupt/i.test(
+    await term.waitScreen(/Conversation interrupted|interrupted/i, 10_000).catch(() => term.screen()),
+  );
   await term.waitScreen(/Ask Codex/, 15_000);
   await sleep(1500);
   term.keys('-l', 'half a thought');
@@ -178,7 +252,10 @@ async function keysBehaviour(term: Terminal, marker: string) {
   await sleep(200);
   term.keys('C-c');
   // Codex says how to reconnect as it exits.
-  const exited = await term.waitScreen(/To reconnect, run:/, 15_000).then(() => true, () => false);
+  const exited = await term.waitScreen(/To reconnect, run:/, 15_000).then(
+    () => true,
+    () => false,
+  );
   return { interrupted, draftCleared, exited };
 }
 
@@ -201,20 +278,32 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
 
     const wake = async (label: string, timeoutMs = 15_000) => {
       const { id, at } = await r.peer.send(`${label}: please acknowledge`);
-      const req = await until(`the fake model receives ${label} with no keystroke`, () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(id)), timeoutMs, info);
+      const req = await until(
+        `the fake model receives ${label} with no keystroke`,
+        () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(id)),
+        timeoutMs,
+        info,
+      );
       expect(afterLastUser(req).prompt).toMatch(WAKE_PROMPT);
-      expect(afterLastUser(req).context).toContain(`<<<UNTRUSTED_PEER_MESSAGE>>>\n${label}: please acknowledge\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`);
+      expect(afterLastUser(req).context).toContain(
+        `<<<UNTRUSTED_PEER_MESSAGE>>>\n${label}: please acknowledge\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`,
+      );
       await until(`${label}'s turn is over`, () => !!req.repliedAt, 10_000, info);
       await term.waitScreen(/Ask Codex/, 10_000);
       return { id, at, req, ms: req.at - at };
     };
     /** Until the turn (its Stop hook included) is over: Codex shows "esc to interrupt" while it runs. */
     const settle = async () => {
-      await until('the turn is over', async () => {
-        if (/esc to interrupt/.test(term.screen())) return false;
-        await sleep(700);
-        return !/esc to interrupt/.test(term.screen());
-      }, 30_000, info);
+      await until(
+        'the turn is over',
+        async () => {
+          if (/esc to interrupt/.test(term.screen())) return false;
+          await sleep(700);
+          return !/esc to interrupt/.test(term.screen());
+        },
+        30_000,
+        info,
+      );
       await sleep(1200);
     };
 
@@ -231,18 +320,35 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
       return `${queued - w.at}+${w.req.at - queued}`;
     });
     console.log(`[codex-wake] send → queued + queued → model request (ms): ${split.join(', ')}`);
-    console.log(`[codex-wake] send → model request (ms): ${ms.join(', ')}; p50 ${percentile(ms, 50)}, p95 ${percentile(ms, 95)}`);
+    console.log(
+      `[codex-wake] send → model request (ms): ${ms.join(', ')}; p50 ${percentile(ms, 50)}, p95 ${percentile(ms, 95)}`,
+    );
     const committed = async (id: string) => {
       const state = await r.rt.read();
-      return state.messages[id] ? false : (await r.rt.store.history(state.channels.team!.id, 200)).find((x) => x.message_id === id);
+      return state.messages[id]
+        ? false
+        : (await r.rt.store.history(state.channels.team!.id, 200)).find((x) => x.message_id === id);
     };
     for (const { id } of woken) {
-      expect(await until(`${id} committed`, () => committed(id), 10_000, info), id).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
-      expect(r.fake.turns().filter((q) => frameIds(afterLastUser(q).context).includes(id)), id).toHaveLength(1);
+      expect(await until(`${id} committed`, () => committed(id), 10_000, info), id).toMatchObject({
+        delivery_status: 'delivered',
+        delivery_method: 'push',
+        attempts: 1,
+      });
+      expect(
+        r.fake.turns().filter((q) => frameIds(afterLastUser(q).context).includes(id)),
+        id,
+      ).toHaveLength(1);
     }
     // The thread's whole history, as the model gets it: each frame once.
-    const all = (r.fake.turns().at(-1)!.body.input as any[]).filter((i) => i.role === 'developer').flatMap((i) => frameIds(JSON.stringify(i.content)));
-    for (const { id } of woken) expect(all.filter((x) => x === id), id).toHaveLength(1);
+    const all = (r.fake.turns().at(-1)!.body.input as any[])
+      .filter((i) => i.role === 'developer')
+      .flatMap((i) => frameIds(JSON.stringify(i.content)));
+    for (const { id } of woken)
+      expect(
+        all.filter((x) => x === id),
+        id,
+      ).toHaveLength(1);
 
     // Typing holds the wake; the half-typed line survives it, unsent and unchanged.
     term.keys('-l', 'draft');
@@ -252,16 +358,29 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
       await sleep(300);
       term.keys('-l', 'x');
       lastKey = Date.now();
-      expect(r.fake.turns().some((q) => frameIds(afterLastUser(q).context).includes(typing.id)), 'woken while the user typed').toBe(false);
+      expect(
+        r.fake.turns().some((q) => frameIds(afterLastUser(q).context).includes(typing.id)),
+        'woken while the user typed',
+      ).toBe(false);
     }
-    const held = await until('the wake after the typing stopped', () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(typing.id)), 15_000, info);
+    const held = await until(
+      'the wake after the typing stopped',
+      () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(typing.id)),
+      15_000,
+      info,
+    );
     expect(held.at - lastKey).toBeGreaterThanOrEqual(1500);
     await until('the woken turn is over', () => !!held.repliedAt, 10_000, info);
     await sleep(500);
     expect(composer(term.screen())).toBe('› draftxxxxxxxxxx');
     expect(r.fake.turns().some((q) => q.userTexts.some((t) => t.includes('draftx')))).toBe(false);
     term.keys('Enter');
-    await until('the draft is sent by its Enter', () => r.fake.turns().find((q) => afterLastUser(q).prompt === 'draftxxxxxxxxxx'), 10_000, info);
+    await until(
+      'the draft is sent by its Enter',
+      () => r.fake.turns().find((q) => afterLastUser(q).prompt === 'draftxxxxxxxxxx'),
+      10_000,
+      info,
+    );
     await term.waitScreen(/Ask Codex/, 10_000);
     await settle();
 
@@ -271,10 +390,18 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     const paused = await r.peer.send('while paused');
     expect((await r.rt.run({ op: 'pause', sid: r.lead, args: { channel: 'team' } })).ok).toBe(true);
     await sleep(4000);
-    expect(r.fake.turns().some((q) => frameIds(afterLastUser(q).context).includes(paused.id)), 'woken while paused').toBe(false);
+    expect(
+      r.fake.turns().some((q) => frameIds(afterLastUser(q).context).includes(paused.id)),
+      'woken while paused',
+    ).toBe(false);
     expect((await r.rt.read()).messages[paused.id]).toMatchObject({ delivery_status: 'pending', attempts: 0 });
     expect((await r.rt.run({ op: 'resume', sid: r.lead, args: { channel: 'team' } })).ok).toBe(true);
-    await until('the wake after resume', () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(paused.id)), 15_000, info);
+    await until(
+      'the wake after resume',
+      () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(paused.id)),
+      15_000,
+      info,
+    );
     await term.waitScreen(/Ask Codex|› p/, 10_000);
     term.keys('C-c');
     await settle();
@@ -286,7 +413,12 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     console.log(`[codex-wake] keys: plain ${JSON.stringify(keysPlain)}, launcher ${JSON.stringify(keysLauncher)}`);
     expect(keysLauncher, `${info()}\n${JSON.stringify(sandboxProcesses(sb))}`).toEqual(keysPlain);
     expect(keysLauncher).toEqual({ interrupted: true, draftCleared: true, exited: true });
-    await until('the launcher exited with Codex', () => pids(/^\S*node \S*opencomms\.js codex/, sb).length === 0, 5000, info);
+    await until(
+      'the launcher exited with Codex',
+      () => pids(/^\S*node \S*opencomms\.js codex/, sb).length === 0,
+      5000,
+      info,
+    );
 
     // kill -9 of the launcher: Codex goes with it (its terminal hangs up), nothing is left, and mail
     // sent afterwards is not taken; the next launcher on the thread wakes it.
@@ -297,12 +429,22 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     const [launcher] = pids(/^\S*node \S*opencomms\.js codex/, sb);
     expect(launcher).toBeTruthy();
     process.kill(launcher!, 'SIGKILL');
-    await until('no launcher, Codex or hook process is left', () => left().length === 0, 10_000, () => JSON.stringify(left()));
+    await until(
+      'no launcher, Codex or hook process is left',
+      () => left().length === 0,
+      10_000,
+      () => JSON.stringify(left()),
+    );
     const orphan = await r.peer.send('after the launcher was killed');
     await sleep(2000);
     expect((await r.rt.read()).messages[orphan.id]).toMatchObject({ delivery_status: 'pending', attempts: 0 });
     const t3 = await r.open(true, false, ['resume', thread]);
-    await until('the next launcher wakes the thread with the waiting mail', () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(orphan.id)), 20_000, () => `${info()}\nt3:\n${t3.screen()}`);
+    await until(
+      'the next launcher wakes the thread with the waiting mail',
+      () => r.fake.turns().find((q) => frameIds(afterLastUser(q).context).includes(orphan.id)),
+      20_000,
+      () => `${info()}\nt3:\n${t3.screen()}`,
+    );
     await t3.waitScreen(/Ask Codex/, 10_000);
     await sleep(1500);
 
@@ -311,7 +453,12 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     expect(codex.length).toBeGreaterThan(0);
     for (const p of codex) process.kill(p, 'SIGKILL');
     await t3.waitScreen(/Pane is dead/, 10_000);
-    await until('no launcher, Codex or hook process is left', () => left().length === 0, 10_000, () => JSON.stringify(left()));
+    await until(
+      'no launcher, Codex or hook process is left',
+      () => left().length === 0,
+      10_000,
+      () => JSON.stringify(left()),
+    );
     const last = await r.peer.send('after Codex was killed');
     await sleep(2000);
     expect((await r.rt.read()).messages[last.id]).toMatchObject({ delivery_status: 'pending', attempts: 0 });
@@ -321,7 +468,12 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
   it('passes keystrokes through with the echo latency of plain Codex', async () => {
     const sb = sandbox('oc-codex-echo');
     const r = await rig(sb, defer);
-    const env = { ...r.env, TERM: 'xterm-256color', OPENCOMMS_CODEX_BIN: bin('codex'), OPENCOMMS_LAUNCHER_LOG: r.launcherLog };
+    const env = {
+      ...r.env,
+      TERM: 'xterm-256color',
+      OPENCOMMS_CODEX_BIN: bin('codex'),
+      OPENCOMMS_LAUNCHER_LOG: r.launcherLog,
+    };
     // The timing needs no hook: without them Codex shows no hook review, and the launcher's waiter
     // still runs (its member is pinned and joined).
     rmSync(join(sb.proj, '.codex', 'hooks.json'));
@@ -343,8 +495,12 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
       await sleep(20);
     }
     const fmt = (xs: number[]) => `${percentile(xs, 50).toFixed(1)}/${percentile(xs, 95).toFixed(1)}`;
-    console.log(`[codex-wake] keystroke echo p50/p95 (ms): plain ${fmt(times.plain)}, launcher ${fmt(times.launched)}, launcher − plain p95 ${(percentile(times.launched, 95) - percentile(times.plain, 95)).toFixed(1)}`);
+    console.log(
+      `[codex-wake] keystroke echo p50/p95 (ms): plain ${fmt(times.plain)}, launcher ${fmt(times.launched)}, launcher − plain p95 ${(percentile(times.launched, 95) - percentile(times.plain, 95)).toFixed(1)}`,
+    );
     expect(times.launched).toHaveLength(KEYS);
-    expect(existsSync(r.launcherLog) ? readFileSync(r.launcherLog, 'utf8') : '').not.toMatch(/no Codex member|waiter not started|not waking/);
+    expect(existsSync(r.launcherLog) ? readFileSync(r.launcherLog, 'utf8') : '').not.toMatch(
+      /no Codex member|waiter not started|not waking/,
+    );
   }, 180_000);
 });

@@ -18,7 +18,10 @@ const sandbox = (): Sandbox => {
 };
 const node = process.execPath;
 /** A node one-liner that tries a TCP connect to 127.0.0.1:port and prints `open` or the error code. */
-const probe = (port: number) => ['-e', `require('net').connect(${port},'127.0.0.1').on('connect',()=>{console.log('open');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})`];
+const probe = (port: number) => [
+  '-e',
+  `require('net').connect(${port},'127.0.0.1').on('connect',()=>{console.log('open');process.exit(0)}).on('error',e=>{console.log(e.code);process.exit(0)})`,
+];
 
 describe('run() under unshare -n', () => {
   it('sees only a loopback interface, which is up', async () => {
@@ -39,11 +42,21 @@ describe('run() under unshare -n', () => {
     cleanups.push(() => new Promise((r) => other.close(r)));
     const otherPort = (other.address() as AddressInfo).port;
 
-    const fwd = await run(node, ['-e', `fetch('${fake.url}/v1/x').then(r=>console.log(r.status))`], { cwd: sb.proj, env: sb.env, timeoutMs: 10_000, forward: [fake.port] });
+    const fwd = await run(node, ['-e', `fetch('${fake.url}/v1/x').then(r=>console.log(r.status))`], {
+      cwd: sb.proj,
+      env: sb.env,
+      timeoutMs: 10_000,
+      forward: [fake.port],
+    });
     expect(fwd.stdout.trim(), describeRun(fwd)).toBe('404');
     expect(fake.requests.map((r) => r.url)).toEqual(['/v1/x']);
 
-    const blocked = await run(node, probe(otherPort), { cwd: sb.proj, env: sb.env, timeoutMs: 10_000, forward: [fake.port] });
+    const blocked = await run(node, probe(otherPort), {
+      cwd: sb.proj,
+      env: sb.env,
+      timeoutMs: 10_000,
+      forward: [fake.port],
+    });
     expect(blocked.stdout.trim(), describeRun(blocked)).toBe('ECONNREFUSED');
     const host = await run(node, probe(otherPort), { cwd: sb.proj, env: sb.env, timeoutMs: 10_000, hostNetwork: true });
     expect(host.stdout.trim(), describeRun(host)).toBe('open');
@@ -51,8 +64,11 @@ describe('run() under unshare -n', () => {
 
   it('exposes a server started inside the namespace to the test', async () => {
     const sb = sandbox();
-    const p = await start(node, ['-e', `require('http').createServer((q,s)=>s.end('inside')).listen(4321,'127.0.0.1')`],
-      { cwd: sb.proj, env: sb.env, timeoutMs: 20_000, expose: [4321] });
+    const p = await start(
+      node,
+      ['-e', `require('http').createServer((q,s)=>s.end('inside')).listen(4321,'127.0.0.1')`],
+      { cwd: sb.proj, env: sb.env, timeoutMs: 20_000, expose: [4321] },
+    );
     cleanups.push(() => p.stop());
     const url = `http://127.0.0.1:${p.ports.get(4321)}/`;
     await waitHttp(url, 10_000);
@@ -66,7 +82,11 @@ describe('run() under unshare -n', () => {
     process.env.OCR_LEAK_CHECK = 'leaked';
     try {
       const r = await run('env', [], { cwd: sb.proj, env: { ...sb.env, EXTRA: '1' }, timeoutMs: 10_000 });
-      const names = r.stdout.trim().split('\n').map((l) => l.split('=')[0]).sort();
+      const names = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=')[0])
+        .sort();
       expect(names).toEqual([...Object.keys(sb.env), 'EXTRA'].sort());
       expect(r.stdout).toContain(`HOME=${sb.home}\n`);
     } finally {
@@ -83,14 +103,17 @@ describe('run() under unshare -n', () => {
     expect(r.signal).toBe('SIGKILL');
     expect(performance.now() - t0).toBeLessThan(5000);
     // No live process of the group is left (zombies waiting for their reaper do not count).
-    const live = () => readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
-      try {
-        const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ');
-        return Number(f[2]) === p.child.pid && f[0] !== 'Z';
-      } catch {
-        return false;
-      }
-    });
+    const live = () =>
+      readdirSync('/proc')
+        .filter((d) => /^\d+$/.test(d))
+        .filter((d) => {
+          try {
+            const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1].split(' ');
+            return Number(f[2]) === p.child.pid && f[0] !== 'Z';
+          } catch {
+            return false;
+          }
+        });
     for (let i = 0; i < 20 && live().length; i++) await new Promise((r) => setTimeout(r, 100));
     expect(live()).toEqual([]);
   });

@@ -9,7 +9,17 @@
 // `expose`. Nothing else is reachable: DNS and outside connections fail at once.
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readSync, closeSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  closeSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -62,15 +72,19 @@ export function bin(name: string): string {
   if (done) return done;
   const file = join(BIN_DIR, name);
   if (!existsSync(file)) {
-    throw new Error(`${name} is not installed at ${file}: run \`npm install --prefix test/real\` first (see test/real/README.md)`);
+    throw new Error(
+      `${name} is not installed at ${file}: run \`npm install --prefix test/real\` first (see test/real/README.md)`,
+    );
   }
   const post = POSTINSTALL[name];
   if (post && !isElf(file)) {
     const dir = join(REAL_DIR, 'node_modules', post.pkg);
     const r = spawnSync(process.execPath, [post.script], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
     if (!isElf(file)) {
-      throw new Error(`${name}: ${file} is not the native binary and running ${post.pkg}/${post.script} did not fix it ` +
-        `(exit ${r.status}): ${r.stderr || r.stdout || r.error?.message}`);
+      throw new Error(
+        `${name}: ${file} is not the native binary and running ${post.pkg}/${post.script} did not fix it ` +
+          `(exit ${r.status}): ${r.stderr || r.stdout || r.error?.message}`,
+      );
     }
   }
   checked.set(name, file);
@@ -94,7 +108,9 @@ export interface Sandbox {
 /** A fresh temp dir with `home/` (+ XDG dirs), `proj/` and `tmp/`. Kept when KEEP_REAL_TMP=1. */
 export function makeSandbox(name: string): Sandbox {
   const root = mkdtempSync(join(tmpdir(), `ocr-${name}-`));
-  const home = join(root, 'home'), proj = join(root, 'proj'), tmp = join(root, 'tmp');
+  const home = join(root, 'home'),
+    proj = join(root, 'proj'),
+    tmp = join(root, 'tmp');
   const xdg = {
     XDG_CONFIG_HOME: join(home, '.config'),
     XDG_DATA_HOME: join(home, '.local', 'share'),
@@ -103,7 +119,16 @@ export function makeSandbox(name: string): Sandbox {
   };
   for (const d of [home, proj, tmp, join(root, 's'), ...Object.values(xdg)]) mkdirSync(d, { recursive: true });
   const env: Record<string, string> = {
-    PATH: [BIN_DIR, dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'].join(':'),
+    PATH: [
+      BIN_DIR,
+      dirname(process.execPath),
+      '/usr/local/sbin',
+      '/usr/local/bin',
+      '/usr/sbin',
+      '/usr/bin',
+      '/sbin',
+      '/bin',
+    ].join(':'),
     HOME: home,
     USER: 'root',
     LOGNAME: 'root',
@@ -115,7 +140,11 @@ export function makeSandbox(name: string): Sandbox {
     ...xdg,
   };
   return {
-    root, home, proj, tmp, env,
+    root,
+    home,
+    proj,
+    tmp,
+    env,
     cleanup() {
       if (process.env.KEEP_REAL_TMP === '1') console.error(`[real] kept ${root}`);
       else rmSync(root, { recursive: true, force: true });
@@ -175,7 +204,9 @@ const relayServer = (onConn: (c: net.Socket) => net.Socket) =>
   net.createServer((c) => {
     const o = onConn(c);
     let connected = false;
-    o.once('connect', () => { connected = true; });
+    o.once('connect', () => {
+      connected = true;
+    });
     o.on('error', () => (connected ? c.end() : c.end(BAD_GATEWAY)));
     o.on('close', () => c.end());
     c.on('error', () => o.destroy());
@@ -207,7 +238,11 @@ export interface Namespaced {
   close(): void;
 }
 
-export async function namespaced(cmd: string, args: string[], o: Pick<RunOptions, 'forward' | 'expose' | 'socketDir' | 'hostNetwork'>): Promise<Namespaced> {
+export async function namespaced(
+  cmd: string,
+  args: string[],
+  o: Pick<RunOptions, 'forward' | 'expose' | 'socketDir' | 'hostNetwork'>,
+): Promise<Namespaced> {
   const relays: net.Server[] = [];
   const ports = new Map<number, number>();
   if (o.hostNetwork) return { argv: [cmd, ...args], ports, close() {} };
@@ -249,11 +284,22 @@ export async function start(cmd: string, args: string[], o: RunOptions): Promise
     stdio: [o.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
   if (o.input !== undefined) child.stdin!.end(o.input);
-  let out = '', err = '', timedOut = false;
+  let out = '',
+    err = '',
+    timedOut = false;
   const waiters = new Set<() => void>();
-  child.stdout!.on('data', (d: Buffer) => { out += d; for (const w of waiters) w(); });
-  child.stderr!.on('data', (d: Buffer) => { err += d; for (const w of waiters) w(); });
-  const timer = setTimeout(() => { timedOut = true; killGroup(child.pid, 'SIGKILL'); }, o.timeoutMs);
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d;
+    for (const w of waiters) w();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d;
+    for (const w of waiters) w();
+  });
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup(child.pid, 'SIGKILL');
+  }, o.timeoutMs);
   const done = new Promise<RunResult>((res) => {
     const finish = (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
@@ -262,23 +308,42 @@ export async function start(cmd: string, args: string[], o: RunOptions): Promise
       for (const w of waiters) w();
       res({ code, signal, stdout: out, stderr: err, timedOut, ms: Math.round(performance.now() - t0) });
     };
-    child.on('error', (e) => { err += `\nspawn error: ${e.message}`; finish(null, null); });
+    child.on('error', (e) => {
+      err += `\nspawn error: ${e.message}`;
+      finish(null, null);
+    });
     child.on('close', finish);
   });
   let exited = false;
-  void done.then(() => { exited = true; });
+  void done.then(() => {
+    exited = true;
+  });
   return {
-    child, ports, done,
+    child,
+    ports,
+    done,
     stdout: () => out,
     stderr: () => err,
     waitFor(pattern, timeoutMs) {
       return new Promise<string>((res, rej) => {
         const check = () => {
           const all = out + err;
-          if (pattern.test(all)) { cleanupW(); res(all); } else if (exited) { cleanupW(); rej(new Error(`exited before ${pattern}:\n${tail(all)}`)); }
+          if (pattern.test(all)) {
+            cleanupW();
+            res(all);
+          } else if (exited) {
+            cleanupW();
+            rej(new Error(`exited before ${pattern}:\n${tail(all)}`));
+          }
         };
-        const t = setTimeout(() => { cleanupW(); rej(new Error(`timeout ${timeoutMs} ms waiting for ${pattern}:\n${tail(out + err)}`)); }, timeoutMs);
-        const cleanupW = () => { clearTimeout(t); waiters.delete(check); };
+        const t = setTimeout(() => {
+          cleanupW();
+          rej(new Error(`timeout ${timeoutMs} ms waiting for ${pattern}:\n${tail(out + err)}`));
+        }, timeoutMs);
+        const cleanupW = () => {
+          clearTimeout(t);
+          waiters.delete(check);
+        };
         waiters.add(check);
         check();
       });
@@ -348,15 +413,31 @@ export const toyServer = (log?: string): McpServerSpec => ({
  * `--allowedTools` in `-p` mode:
  * `claudeArgs` passes every tool of the given servers as `mcp__<server>`.
  */
-export function configureClaude(sb: Sandbox, fake: FakeServer, mcpServers: Record<string, McpServerSpec> = {}): Record<string, string> {
+export function configureClaude(
+  sb: Sandbox,
+  fake: FakeServer,
+  mcpServers: Record<string, McpServerSpec> = {},
+): Record<string, string> {
   const configDir = join(sb.home, '.claude');
   mkdirSync(configDir, { recursive: true });
-  writeFileSync(join(configDir, 'settings.json'), JSON.stringify({
-    enableAllProjectMcpServers: true,
-    permissions: { allow: Object.keys(mcpServers).map((s) => `mcp__${s}`) },
-  }, null, 2));
+  writeFileSync(
+    join(configDir, 'settings.json'),
+    JSON.stringify(
+      {
+        enableAllProjectMcpServers: true,
+        permissions: { allow: Object.keys(mcpServers).map((s) => `mcp__${s}`) },
+      },
+      null,
+      2,
+    ),
+  );
   if (Object.keys(mcpServers).length) {
-    const servers = Object.fromEntries(Object.entries(mcpServers).map(([k, s]) => [k, { type: 'stdio', command: s.command, args: s.args, env: s.env ?? {} }]));
+    const servers = Object.fromEntries(
+      Object.entries(mcpServers).map(([k, s]) => [
+        k,
+        { type: 'stdio', command: s.command, args: s.args, env: s.env ?? {} },
+      ]),
+    );
     writeFileSync(join(sb.proj, '.mcp.json'), JSON.stringify({ mcpServers: servers }, null, 2));
   }
   return {
@@ -389,19 +470,34 @@ export function trustClaudeProject(sb: Sandbox, env: Record<string, string>, ser
   });
   writeFileSync(join(sb.home, '.claude.json'), state);
   writeFileSync(join(configDir, '.claude.json'), state);
-  writeFileSync(join(configDir, 'settings.json'), JSON.stringify({
-    enabledMcpjsonServers: servers,
-    permissions: { allow: servers.map((s) => `mcp__${s}`) },
-  }, null, 2));
+  writeFileSync(
+    join(configDir, 'settings.json'),
+    JSON.stringify(
+      {
+        enabledMcpjsonServers: servers,
+        permissions: { allow: servers.map((s) => `mcp__${s}`) },
+      },
+      null,
+      2,
+    ),
+  );
 }
 
 /** `claude -p` arguments: stream-json output, a fixed model id, no session files. */
-export function claudeArgs(prompt: string, opts: { mcpConfig?: string; allowedTools?: string[]; maxTurns?: number; extra?: string[] } = {}): string[] {
+export function claudeArgs(
+  prompt: string,
+  opts: { mcpConfig?: string; allowedTools?: string[]; maxTurns?: number; extra?: string[] } = {},
+): string[] {
   return [
-    '-p', prompt,
-    '--output-format', 'stream-json', '--verbose',
-    '--model', 'claude-sonnet-4-5',
-    '--max-turns', String(opts.maxTurns ?? 4),
+    '-p',
+    prompt,
+    '--output-format',
+    'stream-json',
+    '--verbose',
+    '--model',
+    'claude-sonnet-4-5',
+    '--max-turns',
+    String(opts.maxTurns ?? 4),
     '--no-session-persistence',
     ...(opts.mcpConfig ? ['--mcp-config', opts.mcpConfig, '--strict-mcp-config'] : []),
     ...(opts.allowedTools?.length ? ['--allowedTools', opts.allowedTools.join(',')] : []),
@@ -412,7 +508,10 @@ export function claudeArgs(prompt: string, opts: { mcpConfig?: string; allowedTo
 const toml = (v: unknown): string => {
   if (typeof v === 'string') return JSON.stringify(v); // TOML basic strings take JSON escapes
   if (Array.isArray(v)) return `[${v.map(toml).join(', ')}]`;
-  if (v && typeof v === 'object') return `{ ${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)} = ${toml(x)}`).join(', ')} }`;
+  if (v && typeof v === 'object')
+    return `{ ${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)} = ${toml(x)}`)
+      .join(', ')} }`;
   return String(v);
 };
 
@@ -424,7 +523,11 @@ const toml = (v: unknown): string => {
  * Codex runs `git ls-remote` against GitHub at start). Run `codex exec --skip-git-repo-check --json <prompt>`
  * with stdin closed.
  */
-export function configureCodex(sb: Sandbox, fake: FakeServer, mcpServers: Record<string, McpServerSpec> = {}): Record<string, string> {
+export function configureCodex(
+  sb: Sandbox,
+  fake: FakeServer,
+  mcpServers: Record<string, McpServerSpec> = {},
+): Record<string, string> {
   const codexHome = join(sb.home, '.codex');
   mkdirSync(codexHome, { recursive: true });
   const lines = [
@@ -448,17 +551,32 @@ export function configureCodex(sb: Sandbox, fake: FakeServer, mcpServers: Record
     'wire_api = "responses"',
   ];
   for (const [name, s] of Object.entries(mcpServers)) {
-    lines.push('', `[mcp_servers.${name}]`, `command = ${toml(s.command)}`, `args = ${toml(s.args)}`,
-      'default_tools_approval_mode = "approve"', 'required = true', `env = ${toml(s.env ?? {})}`);
+    lines.push(
+      '',
+      `[mcp_servers.${name}]`,
+      `command = ${toml(s.command)}`,
+      `args = ${toml(s.args)}`,
+      'default_tools_approval_mode = "approve"',
+      'required = true',
+      `env = ${toml(s.env ?? {})}`,
+    );
   }
   writeFileSync(join(codexHome, 'config.toml'), `${lines.join('\n')}\n`);
   return { ...sb.env, CODEX_HOME: codexHome, FAKE_API_KEY: 'sk-fake' };
 }
 
-export const codexArgs = (prompt: string, extra: string[] = []): string[] =>
-  ['exec', '--skip-git-repo-check', '--json', ...extra, prompt];
+export const codexArgs = (prompt: string, extra: string[] = []): string[] => [
+  'exec',
+  '--skip-git-repo-check',
+  '--json',
+  ...extra,
+  prompt,
+];
 
-const OPENCODE_LOCK = JSON.stringify({ lockfileVersion: 3, packages: { '': { dependencies: { '@opencode-ai/plugin': VERSIONS.opencode } } } });
+const OPENCODE_LOCK = JSON.stringify({
+  lockfileVersion: 3,
+  packages: { '': { dependencies: { '@opencode-ai/plugin': VERSIONS.opencode } } },
+});
 
 /**
  * OpenCode: `<proj>/opencode.json` with the fake OpenAI-compatible provider (`fake/fake-model`),
@@ -468,7 +586,11 @@ const OPENCODE_LOCK = JSON.stringify({ lockfileVersion: 3, packages: { '': { dep
  * (`$XDG_CONFIG_HOME/opencode` and `<proj>/.opencode`). The project one links test/real/node_modules,
  * so a plugin in `<proj>/.opencode/plugin/` can `import { tool } from "@opencode-ai/plugin"`.
  */
-export function configureOpenCode(sb: Sandbox, fake: FakeServer, mcpServers: Record<string, McpServerSpec> = {}): Record<string, string> {
+export function configureOpenCode(
+  sb: Sandbox,
+  fake: FakeServer,
+  mcpServers: Record<string, McpServerSpec> = {},
+): Record<string, string> {
   const cfg: Record<string, unknown> = {
     $schema: 'https://opencode.ai/config.json',
     autoupdate: false,
@@ -487,7 +609,12 @@ export function configureOpenCode(sb: Sandbox, fake: FakeServer, mcpServers: Rec
     permission: { edit: 'allow', bash: 'allow', webfetch: 'deny' },
   };
   if (Object.keys(mcpServers).length) {
-    cfg.mcp = Object.fromEntries(Object.entries(mcpServers).map(([k, s]) => [k, { type: 'local', command: [s.command, ...s.args], environment: s.env ?? {} }]));
+    cfg.mcp = Object.fromEntries(
+      Object.entries(mcpServers).map(([k, s]) => [
+        k,
+        { type: 'local', command: [s.command, ...s.args], environment: s.env ?? {} },
+      ]),
+    );
   }
   writeFileSync(join(sb.proj, 'opencode.json'), JSON.stringify(cfg, null, 2));
   const globalDir = join(sb.env.XDG_CONFIG_HOME, 'opencode');
@@ -495,7 +622,8 @@ export function configureOpenCode(sb: Sandbox, fake: FakeServer, mcpServers: Rec
   writeFileSync(join(globalDir, 'package-lock.json'), OPENCODE_LOCK);
   const projDir = join(sb.proj, '.opencode');
   mkdirSync(projDir, { recursive: true });
-  if (!existsSync(join(projDir, 'node_modules'))) symlinkSync(join(REAL_DIR, 'node_modules'), join(projDir, 'node_modules'), 'dir');
+  if (!existsSync(join(projDir, 'node_modules')))
+    symlinkSync(join(REAL_DIR, 'node_modules'), join(projDir, 'node_modules'), 'dir');
   writeFileSync(join(projDir, 'package-lock.json'), OPENCODE_LOCK);
   return {
     ...sb.env,

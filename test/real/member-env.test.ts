@@ -16,7 +16,8 @@ import { openRuntime } from '../../src/runtime/runtime.ts';
 
 const { defer, sandbox } = useCleanups();
 const pin = () => `sess_${randomBytes(12).toString('hex')}`;
-const create = (tool: string, channel: string) => `CALL ${tool} ${JSON.stringify({ channel, role: `R-${channel}`, role_prompt: 'You test.' })}`;
+const create = (tool: string, channel: string) =>
+  `CALL ${tool} ${JSON.stringify({ channel, role: `R-${channel}`, role_prompt: 'You test.' })}`;
 
 /** The member each channel's creator ran as. */
 async function creators(proj: string, channels: string[]) {
@@ -30,10 +31,16 @@ async function creators(proj: string, channels: string[]) {
 }
 
 describe('each session runs as its own member', () => {
-  it('Claude Code: the pinned member by default, the session\'s OPENCOMMS_MEMBER_ID when set', async () => {
+  it("Claude Code: the pinned member by default, the session's OPENCOMMS_MEMBER_ID when set", async () => {
     const sb = sandbox('oc-member-env-claude');
     const tool = 'mcp__opencomms__opencomms_create';
-    const fake = defer(await startFakeAnthropic({ '[conv-A]': [create(tool, 'ch-a'), 'SAY done'], '[conv-B]': [create(tool, 'ch-b'), 'SAY done'] }), (f) => f.close());
+    const fake = defer(
+      await startFakeAnthropic({
+        '[conv-A]': [create(tool, 'ch-a'), 'SAY done'],
+        '[conv-B]': [create(tool, 'ch-b'), 'SAY done'],
+      }),
+      (f) => f.close(),
+    );
     const env = configureClaude(sb, fake);
     trustClaudeProject(sb, env, ['opencomms']);
     const [first, second] = [pin(), pin()];
@@ -41,31 +48,76 @@ describe('each session runs as its own member', () => {
     await opencomms(sb, 'install-member', '--id', first);
     const recipe = await opencomms(sb, 'install-member', '--id', second);
     expect(recipe).toContain(`OPENCOMMS_MEMBER_ID=${second} claude`);
-    const args = (prompt: string) => ['-p', prompt, '--output-format', 'stream-json', '--verbose', '--model', 'claude-sonnet-4-5', '--max-turns', '3'];
-    const a = await run(bin('claude'), args('[conv-A] create'), { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] });
+    const args = (prompt: string) => [
+      '-p',
+      prompt,
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--model',
+      'claude-sonnet-4-5',
+      '--max-turns',
+      '3',
+    ];
+    const a = await run(bin('claude'), args('[conv-A] create'), {
+      cwd: sb.proj,
+      env,
+      timeoutMs: 60_000,
+      forward: [fake.port],
+    });
     expect(a.code, describeRun(a)).toBe(0);
-    const b = await run(bin('claude'), args('[conv-B] create'), { cwd: sb.proj, env: { ...env, OPENCOMMS_MEMBER_ID: second }, timeoutMs: 60_000, forward: [fake.port] });
+    const b = await run(bin('claude'), args('[conv-B] create'), {
+      cwd: sb.proj,
+      env: { ...env, OPENCOMMS_MEMBER_ID: second },
+      timeoutMs: 60_000,
+      forward: [fake.port],
+    });
     expect(b.code, describeRun(b)).toBe(0);
     expect(await creators(sb.proj, ['ch-a', 'ch-b'])).toEqual([first, second]);
   }, 150_000);
 
-  it('Codex: the pinned member by default, the session\'s OPENCOMMS_MEMBER_ID when set', async () => {
+  it("Codex: the pinned member by default, the session's OPENCOMMS_MEMBER_ID when set", async () => {
     const sb = sandbox('oc-member-env-codex');
     const tool = 'mcp__opencomms__opencomms_create';
-    const fake = defer(await startFakeResponses({ '[conv-A]': [create(tool, 'ch-a'), 'SAY done'], '[conv-B]': [create(tool, 'ch-b'), 'SAY done'] }), (f) => f.close());
+    const fake = defer(
+      await startFakeResponses({
+        '[conv-A]': [create(tool, 'ch-a'), 'SAY done'],
+        '[conv-B]': [create(tool, 'ch-b'), 'SAY done'],
+      }),
+      (f) => f.close(),
+    );
     const env = configureCodex(sb, fake);
-    appendFileSync(join(env.CODEX_HOME!, 'config.toml'), `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`);
+    appendFileSync(
+      join(env.CODEX_HOME!, 'config.toml'),
+      `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
+    );
     const [first, second] = [pin(), pin()];
     await opencomms(sb, 'install', 'codex');
     await opencomms(sb, 'install-member', '--host', 'codex', '--id', first);
     await opencomms(sb, 'install-member', '--host', 'codex', '--id', second);
     // The user's approval of the server's tools (Codex asks before an MCP tool runs).
     const config = join(sb.proj, '.codex', 'config.toml');
-    writeFileSync(config, readFileSync(config, 'utf8').replace('[mcp_servers.opencomms]\n', '[mcp_servers.opencomms]\ndefault_tools_approval_mode = "approve"\n'));
+    writeFileSync(
+      config,
+      readFileSync(config, 'utf8').replace(
+        '[mcp_servers.opencomms]\n',
+        '[mcp_servers.opencomms]\ndefault_tools_approval_mode = "approve"\n',
+      ),
+    );
     const trust = ['--dangerously-bypass-hook-trust'];
-    const a = await run(bin('codex'), codexArgs('[conv-A] create', trust), { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] });
+    const a = await run(bin('codex'), codexArgs('[conv-A] create', trust), {
+      cwd: sb.proj,
+      env,
+      timeoutMs: 60_000,
+      forward: [fake.port],
+    });
     expect(a.code, describeRun(a)).toBe(0);
-    const b = await run(bin('codex'), codexArgs('[conv-B] create', trust), { cwd: sb.proj, env: { ...env, OPENCOMMS_MEMBER_ID: second }, timeoutMs: 60_000, forward: [fake.port] });
+    const b = await run(bin('codex'), codexArgs('[conv-B] create', trust), {
+      cwd: sb.proj,
+      env: { ...env, OPENCOMMS_MEMBER_ID: second },
+      timeoutMs: 60_000,
+      forward: [fake.port],
+    });
     expect(b.code, describeRun(b)).toBe(0);
     expect(await creators(sb.proj, ['ch-a', 'ch-b'])).toEqual([first, second]);
   }, 150_000);

@@ -17,7 +17,9 @@ const [cmd, ...args] = process.argv.slice(sep + 1);
 const BAD_GATEWAY = 'HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
 const pipe = (c, o) => {
   let connected = false;
-  o.once('connect', () => { connected = true; });
+  o.once('connect', () => {
+    connected = true;
+  });
   o.on('error', () => c.end(connected ? undefined : BAD_GATEWAY));
   o.on('close', () => c.end());
   c.on('error', () => o.destroy());
@@ -25,7 +27,11 @@ const pipe = (c, o) => {
   c.pipe(o);
   o.pipe(c);
 };
-const listen = (server, ...where) => new Promise((resolve, reject) => { server.once('error', reject); server.listen(...where, resolve); });
+const listen = (server, ...where) =>
+  new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(...where, resolve);
+  });
 
 try {
   execFileSync('ip', ['link', 'set', 'lo', 'up'], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -34,12 +40,24 @@ try {
   process.exit(125);
 }
 for (const { port, sock } of spec.forward ?? []) {
-  await listen(net.createServer((c) => pipe(c, net.connect(sock))), port, '127.0.0.1');
+  await listen(
+    net.createServer((c) => pipe(c, net.connect(sock))),
+    port,
+    '127.0.0.1',
+  );
 }
 for (const { port, sock } of spec.expose ?? []) {
-  await listen(net.createServer((c) => pipe(c, net.connect(port, '127.0.0.1'))), sock);
+  await listen(
+    net.createServer((c) => pipe(c, net.connect(port, '127.0.0.1'))),
+    sock,
+  );
 }
 const child = spawn(cmd, args, { stdio: 'inherit' });
 for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(sig, () => child.kill(sig));
-child.on('error', (e) => { console.error(`netns-exec: cannot run ${cmd}: ${e.message}`); process.exit(127); });
-child.on('exit', (code, signal) => process.exit(code ?? 128 + (signal ? { SIGKILL: 9, SIGTERM: 15, SIGINT: 2, SIGHUP: 1 }[signal] ?? 1 : 1)));
+child.on('error', (e) => {
+  console.error(`netns-exec: cannot run ${cmd}: ${e.message}`);
+  process.exit(127);
+});
+child.on('exit', (code, signal) =>
+  process.exit(code ?? 128 + (signal ? ({ SIGKILL: 9, SIGTERM: 15, SIGINT: 2, SIGHUP: 1 }[signal] ?? 1) : 1)),
+);

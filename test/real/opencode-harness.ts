@@ -16,10 +16,19 @@ export const END = '<<<END_UNTRUSTED_PEER_MESSAGE>>>';
 
 /** `opencomms install opencode --project <proj>` (the real installer: bundle + opencode.json entry). */
 export function installPlugin(proj: string): string {
-  const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'opencomms.js'), 'install', 'opencode', '--project', proj], {
-    cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000,
-  });
-  if (r.status !== 0) throw new Error(`opencomms install opencode failed (exit ${r.status}): ${r.stderr || r.stdout || r.error?.message}`);
+  const r = spawnSync(
+    process.execPath,
+    [join(REPO_ROOT, 'bin', 'opencomms.js'), 'install', 'opencode', '--project', proj],
+    {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
+  if (r.status !== 0)
+    throw new Error(
+      `opencomms install opencode failed (exit ${r.status}): ${r.stderr || r.stdout || r.error?.message}`,
+    );
   return r.stdout;
 }
 
@@ -39,7 +48,11 @@ export function innerPid(proc: Proc): number | undefined {
   const outer = proc.child.pid;
   if (!outer) return undefined;
   try {
-    const kids = readFileSync(`/proc/${outer}/task/${outer}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    const kids = readFileSync(`/proc/${outer}/task/${outer}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
     return kids[0];
   } catch {
     return undefined;
@@ -65,12 +78,30 @@ const PORT = 4096;
  * `/global/health` (never a request during the start-up race), then for the plugin to have loaded.
  */
 export async function startServe(
-  sb: Sandbox, env: Record<string, string>, fakes: FakeServer[], name = 'serve', opts: { timeoutMs?: number; args?: string[] } = {},
+  sb: Sandbox,
+  env: Record<string, string>,
+  fakes: FakeServer[],
+  name = 'serve',
+  opts: { timeoutMs?: number; args?: string[] } = {},
 ): Promise<OcServer> {
   const timeoutMs = opts.timeoutMs ?? 240_000;
-  const args = ['serve', '--port', String(PORT), '--hostname', '127.0.0.1', '--print-logs', '--log-level', 'INFO', ...(opts.args ?? [])];
+  const args = [
+    'serve',
+    '--port',
+    String(PORT),
+    '--hostname',
+    '127.0.0.1',
+    '--print-logs',
+    '--log-level',
+    'INFO',
+    ...(opts.args ?? []),
+  ];
   const proc = await start(bin('opencode'), args, {
-    cwd: sb.proj, env, timeoutMs, forward: fakes.map((f) => f.port), expose: [PORT],
+    cwd: sb.proj,
+    env,
+    timeoutMs,
+    forward: fakes.map((f) => f.port),
+    expose: [PORT],
   });
   const base = `http://127.0.0.1:${proc.ports.get(PORT)}`;
   try {
@@ -87,7 +118,11 @@ export async function startServe(
   if (!pid) throw new Error(`${name}: cannot find the opencode pid`);
   const api = new OcApi(base, name);
   return {
-    name, base, proc, api, pid,
+    name,
+    base,
+    proc,
+    api,
+    pid,
     async stop() {
       await proc.stop(3000);
     },
@@ -114,7 +149,13 @@ export function clearOpenCodeLocks(sb: Sandbox): string[] {
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `fn` until it returns a truthy value; throws with `what` (and `info()`) on timeout. */
-export async function until<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 30_000, info?: () => string, intervalMs = 50): Promise<NonNullable<T>> {
+export async function until<T>(
+  fn: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 30_000,
+  info?: () => string,
+  intervalMs = 50,
+): Promise<NonNullable<T>> {
   const end = performance.now() + timeoutMs;
   let last: unknown;
   while (performance.now() < end) {
@@ -126,7 +167,9 @@ export async function until<T>(fn: () => T | Promise<T>, what: string, timeoutMs
     }
     await sleep(intervalMs);
   }
-  throw new Error(`timeout ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}${info ? `\n${info()}` : ''}`);
+  throw new Error(
+    `timeout ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}${info ? `\n${info()}` : ''}`,
+  );
 }
 
 export interface OcMessage {
@@ -136,7 +179,10 @@ export interface OcMessage {
 
 /** The v1 HTTP routes the tests use; every call has a timeout. */
 export class OcApi {
-  constructor(readonly base: string, readonly name = 'serve') {}
+  constructor(
+    readonly base: string,
+    readonly name = 'serve',
+  ) {}
 
   async call(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<{ status: number; data: any }> {
     const res = await fetch(`${this.base}${path}`, {
@@ -157,7 +203,8 @@ export class OcApi {
 
   private async ok(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<any> {
     const r = await this.call(method, path, body, timeoutMs);
-    if (r.status < 200 || r.status >= 300) throw new Error(`${this.name} ${method} ${path}: HTTP ${r.status} ${JSON.stringify(r.data).slice(0, 500)}`);
+    if (r.status < 200 || r.status >= 300)
+      throw new Error(`${this.name} ${method} ${path}: HTTP ${r.status} ${JSON.stringify(r.data).slice(0, 500)}`);
     return r.data;
   }
 
@@ -198,24 +245,43 @@ export class OcApi {
 
   /** Waits until the session's last message is a completed assistant message and it is not busy. */
   async idle(id: string, timeoutMs = 60_000): Promise<OcMessage[]> {
-    return until(async () => {
-      const st = await this.status();
-      if (st[id]) return null;
-      const msgs = await this.messages(id);
-      const last = msgs.at(-1);
-      return last && last.info.role === 'assistant' && last.info.time.completed ? msgs : null;
-    }, `${this.name} session ${id} idle`, timeoutMs);
+    return until(
+      async () => {
+        const st = await this.status();
+        if (st[id]) return null;
+        const msgs = await this.messages(id);
+        const last = msgs.at(-1);
+        return last && last.info.role === 'assistant' && last.info.time.completed ? msgs : null;
+      },
+      `${this.name} session ${id} idle`,
+      timeoutMs,
+    );
   }
 }
 
 /** Texts of a message's text parts. */
-export const textOf = (m: OcMessage): string => m.parts.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
+export const textOf = (m: OcMessage): string =>
+  m.parts
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text ?? '')
+    .join('');
 
 /** The tool parts of a session's messages: `{tool, input, output, status, start, end}`. */
-export function toolCalls(msgs: OcMessage[]): Array<{ tool: string; input: any; output: string; status: string; start: number; end: number }> {
-  return msgs.flatMap((m) => m.parts.filter((p) => p.type === 'tool').map((p) => ({
-    tool: p.tool!, input: p.state?.input, output: p.state?.output, status: p.state?.status, start: p.state?.time?.start, end: p.state?.time?.end,
-  })));
+export function toolCalls(
+  msgs: OcMessage[],
+): Array<{ tool: string; input: any; output: string; status: string; start: number; end: number }> {
+  return msgs.flatMap((m) =>
+    m.parts
+      .filter((p) => p.type === 'tool')
+      .map((p) => ({
+        tool: p.tool!,
+        input: p.state?.input,
+        output: p.state?.output,
+        status: p.state?.status,
+        start: p.state?.time?.start,
+        end: p.state?.time?.end,
+      })),
+  );
 }
 
 /** The OpenComms ToolResult a tool call returned. */
@@ -230,8 +296,14 @@ export function readState(proj: string): any {
 export function readHistory(proj: string): any[] {
   const dir = join(proj, '.opencomms', 'history');
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((f) => f.endsWith('.jsonl')).flatMap((f) =>
-    readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l)));
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .flatMap((f) =>
+      readFileSync(join(dir, f), 'utf8')
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l)),
+    );
 }
 
 /** All envelopes, live (state.json) and logged (history), latest version of each id. */
@@ -243,4 +315,5 @@ export function allEnvelopes(proj: string): Map<string, any> {
 }
 
 /** The framed message ids (`id: ocm_…`) in a text. */
-export const framedIds = (t: string): string[] => [...t.matchAll(/\[OpenComms\] from [^\n]*\| id: (ocm_[0-9a-f]+)/g)].map((m) => m[1]);
+export const framedIds = (t: string): string[] =>
+  [...t.matchAll(/\[OpenComms\] from [^\n]*\| id: (ocm_[0-9a-f]+)/g)].map((m) => m[1]);

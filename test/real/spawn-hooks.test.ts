@@ -15,22 +15,38 @@ const { defer, sandbox } = useCleanups();
  *  or the Responses input's user and developer texts (where Codex puts hook context). */
 function texts(req: ModelRequest): string[] {
   const of = (c: unknown): string[] =>
-    typeof c === 'string' ? [c] : Array.isArray(c) ? c.flatMap((b: any) => (typeof b?.text === 'string' ? [b.text] : b?.type === 'tool_result' ? of(b.content) : [])) : [];
-  if (req.api === 'anthropic') return (req.body.messages as any[]).filter((m) => m.role === 'user' || m.role === 'system').flatMap((m) => of(m.content));
-  return (req.body.input as any[]).filter((i) => i.role === 'user' || i.role === 'developer').flatMap((i) => of(i.content));
+    typeof c === 'string'
+      ? [c]
+      : Array.isArray(c)
+        ? c.flatMap((b: any) =>
+            typeof b?.text === 'string' ? [b.text] : b?.type === 'tool_result' ? of(b.content) : [],
+          )
+        : [];
+  if (req.api === 'anthropic')
+    return (req.body.messages as any[])
+      .filter((m) => m.role === 'user' || m.role === 'system')
+      .flatMap((m) => of(m.content));
+  return (req.body.input as any[])
+    .filter((i) => i.role === 'user' || i.role === 'developer')
+    .flatMap((i) => of(i.content));
 }
 
-describe('spawn_push with the hosts\' hooks installed', () => {
+describe("spawn_push with the hosts' hooks installed", () => {
   for (const host of ['claude-code', 'codex'] as const)
     it(`${host}: three bursts, each message read once and oldest first, the role block once, never stale`, async () => {
       const rig = await spawnRig(sandbox(`oc-spawn-hooks-${host}`), defer, host, 40, { hooks: true });
       const ids: string[] = [];
       for (const burst of [1, 2, 3]) {
         for (let i = 1; i <= 3; i++) ids.push((await rig.peer.send(`B${burst}-${i}`)).id); // peer.send asserts ok: never recipient_stale
-        await until(`burst ${burst} committed as spawn_push, none of it taken by the spawned runs' own hooks (push)`, async () => {
-          for (const id of ids) if (!(await rig.committed(id))) return false;
-          return true;
-        }, 90_000, () => rig.peer.stderr.join('').slice(-3000));
+        await until(
+          `burst ${burst} committed as spawn_push, none of it taken by the spawned runs' own hooks (push)`,
+          async () => {
+            for (const id of ids) if (!(await rig.committed(id))) return false;
+            return true;
+          },
+          90_000,
+          () => rig.peer.stderr.join('').slice(-3000),
+        );
         const row = (await rig.rt.read()).channels.team!.members.find((m) => m.session_id === rig.member)!;
         expect(row.stale, `after burst ${burst}`).toBe(false);
       }
@@ -44,8 +60,11 @@ describe('spawn_push with the hosts\' hooks installed', () => {
       // Every message reached the model; the resumed conversation reads them all, in order.
       const last = texts(turns.at(-1)!).flatMap(frameIds);
       expect(ids.every((id) => turns.some((r) => texts(r).flatMap(frameIds).includes(id)))).toBe(true);
-      console.log(`[spawn-hooks] ${host}: ${turns.length} requests; the last reads ${last.length} of ${ids.length} frames`);
-      const roleBlocks = (req: ModelRequest) => texts(req).join('\n').split('## OpenComms role instructions').length - 1;
+      console.log(
+        `[spawn-hooks] ${host}: ${turns.length} requests; the last reads ${last.length} of ${ids.length} frames`,
+      );
+      const roleBlocks = (req: ModelRequest) =>
+        texts(req).join('\n').split('## OpenComms role instructions').length - 1;
       for (const req of turns) expect(roleBlocks(req), 'the role block at most once').toBeLessThanOrEqual(1);
       expect(roleBlocks(turns.at(-1)!), 'the resumed session holds its role block').toBe(1);
       for (const id of ids) expect(await rig.committed(id), id).toMatchObject({ attempts: 1 });

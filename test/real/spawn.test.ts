@@ -10,12 +10,20 @@ import { spawnRig } from './claude-harness.ts';
 const { defer, sandbox } = useCleanups();
 
 describe('spawn_push resumes sessions of earlier real runs', () => {
-  for (const [host, how] of [['claude-code', 'claude --resume <session> --print <batch>'], ['codex', 'codex exec resume <thread> <batch>']] as const)
+  for (const [host, how] of [
+    ['claude-code', 'claude --resume <session> --print <batch>'],
+    ['codex', 'codex exec resume <thread> <batch>'],
+  ] as const)
     it(`${how}: the fake receives the framed batch in the resumed conversation, committed as spawn_push`, async () => {
       const rig = await spawnRig(sandbox(`oc-spawn-${host}`), defer, host, 4);
       const { req, ms } = await rig.deliver('resume and review this');
-      expect(req.userTexts.some((t) => t.includes('EARLIER-RUN hello')), 'the earlier conversation is resumed').toBe(true);
-      expect(req.userTexts.join('\n')).toContain('<<<UNTRUSTED_PEER_MESSAGE>>>\nresume and review this\n<<<END_UNTRUSTED_PEER_MESSAGE>>>');
+      expect(
+        req.userTexts.some((t) => t.includes('EARLIER-RUN hello')),
+        'the earlier conversation is resumed',
+      ).toBe(true);
+      expect(req.userTexts.join('\n')).toContain(
+        '<<<UNTRUSTED_PEER_MESSAGE>>>\nresume and review this\n<<<END_UNTRUSTED_PEER_MESSAGE>>>',
+      );
       console.log(`[spawn] ${host}: send → model request ${ms} ms`);
     }, 150_000);
 });

@@ -21,10 +21,19 @@ export interface Terminal {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startTerminal(cmd: string, args: string[], o: RunOptions & { cols?: number; rows?: number }): Promise<Terminal> {
+export async function startTerminal(
+  cmd: string,
+  args: string[],
+  o: RunOptions & { cols?: number; rows?: number },
+): Promise<Terminal> {
   const ns = await namespaced(cmd, args, o);
   const sock = join(o.env.TMPDIR ?? '/tmp', `tmux-${process.pid}-${Date.now()}.sock`);
-  const tmux = (...a: string[]) => execFileSync('tmux', ['-S', sock, '-f', '/dev/null', ...a], { cwd: o.cwd, env: { ...o.env, TERM: 'xterm-256color' }, encoding: 'utf8' });
+  const tmux = (...a: string[]) =>
+    execFileSync('tmux', ['-S', sock, '-f', '/dev/null', ...a], {
+      cwd: o.cwd,
+      env: { ...o.env, TERM: 'xterm-256color' },
+      encoding: 'utf8',
+    });
   tmux('new-session', '-d', '-s', 'main', '-x', String(o.cols ?? 160), '-y', String(o.rows ?? 48), '--', ...ns.argv);
   tmux('set-option', '-t', 'main', 'remain-on-exit', 'on');
   let pane: number | null = Number(tmux('display-message', '-p', '-t', 'main', '#{pane_pid}').trim()) || null;

@@ -13,7 +13,13 @@ afterEach(async () => {
 });
 
 const caller = (session_id: string): Caller => ({
-  session_id, host: 'test', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: project.dir,
+  session_id,
+  host: 'test',
+  surface: 'mcp',
+  delivery_mode: 'pull',
+  host_session_id: null,
+  project_id: 'local-project',
+  worktree: project.dir,
 });
 
 /** A writer and a reader on one project; after the reader's last call the writer sends. Returns
@@ -24,7 +30,9 @@ async function sendWhileReaderWaits(follow: boolean) {
   opened.push(writer, reader);
   await writer.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
   await reader.start();
-  expect((await reader.run({ op: 'join', caller: caller('r'), args: { channel: 'c', role: 'R', role_prompt: 'read' } })).ok).toBe(true);
+  expect(
+    (await reader.run({ op: 'join', caller: caller('r'), args: { channel: 'c', role: 'R', role_prompt: 'read' } })).ok,
+  ).toBe(true);
   const live = await reader.store.peek();
   const sent = await writer.run({ op: 'send', sid: 'a', args: { channel: 'c', content: 'hello' } });
   expect(sent.ok).toBe(true);
@@ -32,7 +40,7 @@ async function sendWhileReaderWaits(follow: boolean) {
   return { reader, live, id };
 }
 
-it('a following runtime applies another process\'s send before its next call', async () => {
+it("a following runtime applies another process's send before its next call", async () => {
   const { live, id } = await sendWhileReaderWaits(true);
   await vi.waitFor(() => expect(live.messages[id]?.content).toBe('hello'), { timeout: 2_000, interval: 10 });
 });

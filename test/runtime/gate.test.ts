@@ -10,10 +10,17 @@ import { Runtime } from '../../src/runtime/runtime.ts';
 import { MemoryStore } from '../../src/store/index.ts';
 
 const caller = (session_id: string): Caller => ({
-  session_id, host: 'test', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: '/w',
+  session_id,
+  host: 'test',
+  surface: 'mcp',
+  delivery_mode: 'pull',
+  host_session_id: null,
+  project_id: 'local-project',
+  worktree: '/w',
 });
 const notMember = () => refuse('identity_not_member', 'not on a roster');
-const gateFor = (sid: string, channel: string) => (state: Readonly<State>) => rosterGate(state, sid, channel, notMember);
+const gateFor = (sid: string, channel: string) => (state: Readonly<State>) =>
+  rosterGate(state, sid, channel, notMember);
 
 /** A memory store that counts lock-free reads and can answer them with an old state (what a
  *  process sees before it catches up with another's write). */
@@ -29,8 +36,12 @@ class Watched extends MemoryStore {
 async function channelOfTwo() {
   const store = new Watched();
   const rt = new Runtime(store, { log: () => {} });
-  expect((await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } })).ok).toBe(true);
-  expect((await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'read' } })).ok).toBe(true);
+  expect(
+    (await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } })).ok,
+  ).toBe(true);
+  expect(
+    (await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'read' } })).ok,
+  ).toBe(true);
   return { store, rt };
 }
 
@@ -48,10 +59,14 @@ it('a gated send reads the state only under its lock: no look before it, none to
   const rt = new Runtime(store, {
     log: () => {},
     // An active driver that owns nobody: every Wake effect is routed (and read for) in notify.
-    driver: { method: 'push', owns: (rid) => {
+    driver: {
+      method: 'push',
+      owns: (rid) => {
         notified.push(rid);
         return false;
-      }, deliver: async () => {} },
+      },
+      deliver: async () => {},
+    },
   });
   await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
   await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'read' } });
@@ -74,7 +89,10 @@ it('a refused caller of a call that reads history first is refused before that r
   };
   const r = await rt.run({ op: 'history', sid: 'x', args: { channel: 'c' } }, gateFor('x', 'c'));
   expect(r).toMatchObject({ ok: false, data: { reason: 'identity_not_member' } });
-  const s = await rt.run({ op: 'save_session', actor: { sid: 'x', project_id: 'local-project', worktree: '/w' }, args: { channel: 'c' } }, gateFor('x', 'c'));
+  const s = await rt.run(
+    { op: 'save_session', actor: { sid: 'x', project_id: 'local-project', worktree: '/w' }, args: { channel: 'c' } },
+    gateFor('x', 'c'),
+  );
   expect(s).toMatchObject({ ok: false, data: { reason: 'identity_not_member' } });
   expect(historyReads).toBe(0);
 });

@@ -43,7 +43,11 @@ describe('machine id', () => {
   it('is the same in a separate process of the same user', () => {
     const env = { ...process.env, XDG_CONFIG_HOME: home(), OPENCOMMS_MACHINE_ID: '' };
     const mine = loadMachineId(env);
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', "import('./src/runtime/machine.ts').then((m) => process.stdout.write(m.MACHINE_ID))"], { env, encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '-e', "import('./src/runtime/machine.ts').then((m) => process.stdout.write(m.MACHINE_ID))"],
+      { env, encoding: 'utf8' },
+    );
     expect(r.stdout).toBe(mine);
   });
 });

@@ -22,7 +22,13 @@ afterEach(async () => {
 });
 
 const caller = (session_id: string, delivery_mode = 'push'): Caller => ({
-  session_id, host: 'test', surface: 'cli', delivery_mode, host_session_id: session_id, project_id: 'local-project', worktree: dir,
+  session_id,
+  host: 'test',
+  surface: 'cli',
+  delivery_mode,
+  host_session_id: session_id,
+  project_id: 'local-project',
+  worktree: dir,
 });
 
 /** A runtime worker process (test/helpers/runtime-worker.ts), killed after the test. */
@@ -42,14 +48,32 @@ async function envelope(rt: Runtime, id: string): Promise<Envelope> {
   return e;
 }
 
-const prompts = (c: Proc) => c.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { rid: string; ids: string[] });
+const prompts = (c: Proc) =>
+  c.lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { rid: string; ids: string[] });
 
 describe('runtime across processes', () => {
   it('4 processes sending concurrently to one recipient: every envelope present, FIFO per sender', async () => {
     const rt = openRuntime(dir);
     const senders = ['s1', 's2', 's3', 's4'];
-    expect((await rt.run({ op: 'create', caller: caller('r', 'pull'), args: { channel: 'c', role: 'R', role_prompt: 'read', rate_limit: 1000 } })).ok).toBe(true);
-    for (const s of senders) expect((await rt.run({ op: 'join', caller: caller(s), args: { channel: 'c', role: s.toUpperCase(), role_prompt: 'send' } })).ok).toBe(true);
+    expect(
+      (
+        await rt.run({
+          op: 'create',
+          caller: caller('r', 'pull'),
+          args: { channel: 'c', role: 'R', role_prompt: 'read', rate_limit: 1000 },
+        })
+      ).ok,
+    ).toBe(true);
+    for (const s of senders)
+      expect(
+        (
+          await rt.run({
+            op: 'join',
+            caller: caller(s),
+            args: { channel: 'c', role: s.toUpperCase(), role_prompt: 'send' },
+          })
+        ).ok,
+      ).toBe(true);
     const barrier = join(dir, 'go');
     const kids = senders.map((s) => startWorker(['send', dir, s, 'c', '50', barrier, 'R']));
     await Promise.all(kids.map((k) => k.waitFor((l) => l === 'ready')));
@@ -79,7 +103,7 @@ describe('runtime across processes', () => {
     const sent: string[] = [];
     for (let i = 0; i < 3; i++) {
       const r = await rt.run({ op: 'send', sid: 'a', args: { channel: 'c', content: `m${i}` } });
-      sent.push(...((r.data as { message_ids: string[] }).message_ids));
+      sent.push(...(r.data as { message_ids: string[] }).message_ids);
     }
     const first = startWorker(['owner', dir, 'p', 'hang']);
     await first.waitFor((l) => l.startsWith('{'));
@@ -102,7 +126,7 @@ describe('runtime across processes', () => {
     await rt.close();
   }, 60_000);
 
-  it("a recipient owned by process B gets mail sent from process A without B being poked", async () => {
+  it('a recipient owned by process B gets mail sent from process A without B being poked', async () => {
     const rt = openRuntime(dir); // process A: no driver, owns nobody
     await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
     await rt.run({ op: 'join', caller: caller('b'), args: { channel: 'c', role: 'B', role_prompt: 'receive' } });

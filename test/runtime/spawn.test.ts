@@ -33,7 +33,11 @@ afterEach(async () => {
 
 const calls = (): Array<{ argv: string[]; at: number; member: string | null }> => {
   try {
-    return readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   } catch {
     return [];
   }
@@ -49,16 +53,35 @@ interface World {
   errors(): Promise<string[]>;
 }
 
-async function world(o: { host?: string; bound?: boolean; env?: Record<string, string>; exec?: Exec } = {}): Promise<World> {
+async function world(
+  o: { host?: string; bound?: boolean; env?: Record<string, string>; exec?: Exec } = {},
+): Promise<World> {
   const host = o.host ?? 'claude-code';
   const env = { OPENCOMMS_CLAUDE_BIN: template, OPENCOMMS_CODEX_BIN: template, ...o.env };
   const rt = openRuntime(dir, { spawn: spawnDriver(dir, env, o.exec), log: () => {} });
   await rt.start();
-  const caller = (sid: string, mode: string, h = 'claude-code') => ({ session_id: sid, host: h, surface: 'mcp', delivery_mode: mode, host_session_id: null, project_id: 'local-project', worktree: dir });
-  await rt.run({ op: 'create', caller: caller('sess_a', 'pull'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.', rate_limit: 100 } });
-  await rt.run({ op: 'join', caller: caller('sess_b', 'spawn_push', host), args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' } });
-  if (o.bound !== false) expect((await rt.run({ op: 'bind', member: 'sess_b', host, host_session_id: 'session-b' })).ok).toBe(true);
-  const history = async () => (await rt.store.history((await rt.read()).channels.team!.id, 100));
+  const caller = (sid: string, mode: string, h = 'claude-code') => ({
+    session_id: sid,
+    host: h,
+    surface: 'mcp',
+    delivery_mode: mode,
+    host_session_id: null,
+    project_id: 'local-project',
+    worktree: dir,
+  });
+  await rt.run({
+    op: 'create',
+    caller: caller('sess_a', 'pull'),
+    args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.', rate_limit: 100 },
+  });
+  await rt.run({
+    op: 'join',
+    caller: caller('sess_b', 'spawn_push', host),
+    args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' },
+  });
+  if (o.bound !== false)
+    expect((await rt.run({ op: 'bind', member: 'sess_b', host, host_session_id: 'session-b' })).ok).toBe(true);
+  const history = async () => await rt.store.history((await rt.read()).channels.team!.id, 100);
   return {
     rt,
     async send(content) {
@@ -83,14 +106,24 @@ const until = async (ok: () => boolean | Promise<boolean>, ms = 10_000) => {
 
 describe('SPN-1 endpoint capabilities and the gate', () => {
   const row = (over: Partial<Member> = {}): Member =>
-    ({ delivery_mode: 'spawn_push', endpoint_capabilities: capabilitiesFor('spawn_push'), host: 'codex', host_session_id: 't', ...over }) as Member;
+    ({
+      delivery_mode: 'spawn_push',
+      endpoint_capabilities: capabilitiesFor('spawn_push'),
+      host: 'codex',
+      host_session_id: 't',
+      ...over,
+    }) as Member;
   it('derived from the mode, per-member overrides honoured by the gate', () => {
     expect(capabilitiesFor('spawn_push')).toMatchObject({ push: true, pull: true, resume: true });
     expect(capabilitiesFor('pull')).toMatchObject({ push: false, resume: false });
     expect(capabilitiesFor('spawn_push', { resume: false }).resume).toBe(false);
     expect(spawnEligible(row(), ['codex'])).toBe(true);
-    expect(spawnEligible(row({ endpoint_capabilities: capabilitiesFor('spawn_push', { resume: false }) }), ['codex'])).toBe(false);
-    expect(spawnEligible(row({ endpoint_capabilities: capabilitiesFor('spawn_push', { push: false }) }), ['codex'])).toBe(false);
+    expect(
+      spawnEligible(row({ endpoint_capabilities: capabilitiesFor('spawn_push', { resume: false }) }), ['codex']),
+    ).toBe(false);
+    expect(
+      spawnEligible(row({ endpoint_capabilities: capabilitiesFor('spawn_push', { push: false }) }), ['codex']),
+    ).toBe(false);
   });
 });
 
@@ -112,7 +145,9 @@ describe('SPN-2 argv contracts: the framed batch is the last single element, no 
       const argv = calls()[0]!.argv;
       expect(calls()[0]!.member).toBe('sess_b'); // the recipient, never the spawning process's own id
       expect(argv.slice(0, 1)).toEqual(['--prepended']);
-      expect(argv.slice(1, -1)).toEqual(host === 'codex' ? ['exec', 'resume', 'session-b'] : ['--resume', 'session-b', '--print']);
+      expect(argv.slice(1, -1)).toEqual(
+        host === 'codex' ? ['exec', 'resume', 'session-b'] : ['--resume', 'session-b', '--print'],
+      );
       expect(argv.at(-1)).toContain(`<<<UNTRUSTED_PEER_MESSAGE>>>\n${evil}\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`);
       const { existsSync } = await import('node:fs');
       expect(existsSync(join(dir, 'pwned')) || existsSync(join(dir, 'pwned2'))).toBe(false);
@@ -166,8 +201,11 @@ describe('SPN-4 commit on exit 0; a failing CLI requeues in FIFO order with an e
     await w.rt.settled();
     expect((await w.rt.read()).queues.sess_b).toEqual(ids);
     const err = (await w.errors()).find((e) => /spawn delivery/.test(e))!;
-    expect(err).toMatch(/Delivery to session sess_b failed \(spawn delivery \(claude-code\) failed: exit code 3\); 2 re-queued/);
-    for (const leak of ['secret text', 'SECRET-STDOUT', 'SECRET-STDERR', '--resume', 'session-b', FAKE]) expect(err).not.toContain(leak);
+    expect(err).toMatch(
+      /Delivery to session sess_b failed \(spawn delivery \(claude-code\) failed: exit code 3\); 2 re-queued/,
+    );
+    for (const leak of ['secret text', 'SECRET-STDOUT', 'SECRET-STDERR', '--resume', 'session-b', FAKE])
+      expect(err).not.toContain(leak);
     writeFileSync(exitFile, '0');
     const failedAt = calls()[0]!.at;
     await until(async () => (await w.msg(ids[1]!)).delivery_status === 'delivered', 8000);
@@ -199,7 +237,10 @@ describe('SPN-5 one spawn per member at a time; mail that arrives meanwhile is r
 describe('SPN-6 templates, shims and the EINVAL hint', () => {
   it('quote-aware templates: only " groups; an unterminated quote is an error', () => {
     expect(parseTemplate('/usr/bin/claude')).toEqual({ file: '/usr/bin/claude', prepend: [] });
-    expect(parseTemplate('  "C:\\Program Files\\node.exe"  "C:\\x y\\cli.js" --flag ')).toEqual({ file: 'C:\\Program Files\\node.exe', prepend: ['C:\\x y\\cli.js', '--flag'] });
+    expect(parseTemplate('  "C:\\Program Files\\node.exe"  "C:\\x y\\cli.js" --flag ')).toEqual({
+      file: 'C:\\Program Files\\node.exe',
+      prepend: ['C:\\x y\\cli.js', '--flag'],
+    });
     expect(parseTemplate("it's 'single' quotes")).toEqual({ file: "it's", prepend: ["'single'", 'quotes'] });
     expect(parseTemplate('"unterminated')).toEqual({ error: 'has an unterminated " quote' });
     expect(parseTemplate('   ')).toEqual({ error: 'is empty' });
@@ -218,12 +259,35 @@ describe('SPN-6 templates, shims and the EINVAL hint', () => {
 
   it('win32: a .cmd/.bat shim is refused before anything is drained', async () => {
     const exec: Exec = async () => 0;
-    const s = new Spawner({ project: dir, contracts: SPAWN_CONTRACTS, enabled: true, env: { OPENCOMMS_CLAUDE_BIN: 'C:\\npm\\claude.cmd' }, platform: 'win32', exec });
+    const s = new Spawner({
+      project: dir,
+      contracts: SPAWN_CONTRACTS,
+      enabled: true,
+      env: { OPENCOMMS_CLAUDE_BIN: 'C:\\npm\\claude.cmd' },
+      platform: 'win32',
+      exec,
+    });
     const rt = openRuntime(dir, { spawn: s, log: () => {} });
     await rt.start();
-    const caller = (sid: string, mode: string) => ({ session_id: sid, host: 'claude-code', surface: 'mcp', delivery_mode: mode, host_session_id: null, project_id: 'local-project', worktree: dir });
-    await rt.run({ op: 'create', caller: caller('sess_a', 'pull'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' } });
-    await rt.run({ op: 'join', caller: caller('sess_b', 'spawn_push'), args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' } });
+    const caller = (sid: string, mode: string) => ({
+      session_id: sid,
+      host: 'claude-code',
+      surface: 'mcp',
+      delivery_mode: mode,
+      host_session_id: null,
+      project_id: 'local-project',
+      worktree: dir,
+    });
+    await rt.run({
+      op: 'create',
+      caller: caller('sess_a', 'pull'),
+      args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' },
+    });
+    await rt.run({
+      op: 'join',
+      caller: caller('sess_b', 'spawn_push'),
+      args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' },
+    });
     await rt.run({ op: 'bind', member: 'sess_b', host: 'claude-code', host_session_id: 's' });
     await rt.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x' } });
     await rt.settled();

@@ -53,7 +53,8 @@ describe('normaliseWorktree', () => {
     expect(normaliseWorktree(upper, 'win32')).toBe(normaliseWorktree(lower, 'win32'));
     expect(normaliseWorktree(upper, 'win32')).toBe(upper.toLowerCase());
     expect(normaliseWorktree(`${dir}${sep}`, 'win32')).toBe(dir.toLowerCase());
-    for (const platform of ['linux', 'darwin'] as const) expect(normaliseWorktree(upper, platform)).not.toBe(normaliseWorktree(lower, platform));
+    for (const platform of ['linux', 'darwin'] as const)
+      expect(normaliseWorktree(upper, platform)).not.toBe(normaliseWorktree(lower, platform));
     expect(normaliseWorktree(dirname(upper), 'linux')).toBe(join(root, 'Case'));
   });
 });

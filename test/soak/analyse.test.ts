@@ -9,19 +9,60 @@ import type { Incarnation, PromptRecord, WriterRecord } from '../../scripts/soak
 const CH = 'chn_00000000000000000000000000000001';
 const [M1, M2, M3] = [1, 2, 3].map((n) => `ocm_${String(n).padStart(32, '0')}`) as [string, string, string];
 type T = Envelope['transitions'];
-const DELIVERED: T = [['SEND', 'pending', 1], ['DRAIN', 'in_flight', 2], ['COMMIT', 'delivered', 3]];
-const REDELIVERED: T = [['SEND', 'pending', 1], ['DRAIN', 'in_flight', 2], ['SWEEP', 'pending', 4], ['DRAIN', 'in_flight', 5], ['COMMIT', 'delivered', 6]];
+const DELIVERED: T = [
+  ['SEND', 'pending', 1],
+  ['DRAIN', 'in_flight', 2],
+  ['COMMIT', 'delivered', 3],
+];
+const REDELIVERED: T = [
+  ['SEND', 'pending', 1],
+  ['DRAIN', 'in_flight', 2],
+  ['SWEEP', 'pending', 4],
+  ['DRAIN', 'in_flight', 5],
+  ['COMMIT', 'delivered', 6],
+];
 
 const env = (id: string, seq: number, over: Partial<Envelope> = {}): Envelope =>
   EnvelopeSchema.parse({
-    message_id: id, channel_id: CH, sender_session_id: 'w1', recipient_session_id: 'o1', timestamp: seq,
-    content: `${contentToken('w1', 0, seq)} x`, delivery_status: 'delivered', delivery_method: 'push', delivered_at: 10, transitions: DELIVERED,
+    message_id: id,
+    channel_id: CH,
+    sender_session_id: 'w1',
+    recipient_session_id: 'o1',
+    timestamp: seq,
+    content: `${contentToken('w1', 0, seq)} x`,
+    delivery_status: 'delivered',
+    delivery_method: 'push',
+    delivered_at: 10,
+    transitions: DELIVERED,
     ...over,
   });
-const sent = (seq: number, ids: string[], inc = 0): WriterRecord => ({ kind: 'sent', inc, seq, at: seq, channel: 'soak-a', ids, broadcast: false, reply_to: null });
-const prompt = (ids: string[], at: number, inc = 0): PromptRecord => ({ inc, pid: 100 + inc, rid: 'o1', at, ids, redelivery: inc > 0, framed: true });
+const sent = (seq: number, ids: string[], inc = 0): WriterRecord => ({
+  kind: 'sent',
+  inc,
+  seq,
+  at: seq,
+  channel: 'soak-a',
+  ids,
+  broadcast: false,
+  reply_to: null,
+});
+const prompt = (ids: string[], at: number, inc = 0): PromptRecord => ({
+  inc,
+  pid: 100 + inc,
+  rid: 'o1',
+  at,
+  ids,
+  redelivery: inc > 0,
+  framed: true,
+});
 const life = (name: string, inc: number, from: number, to: number | null, killed = false): Incarnation => ({
-  name, inc, pid: 100 + inc, started_at: from, ended_at: to, killed, exit: null,
+  name,
+  inc,
+  pid: 100 + inc,
+  started_at: from,
+  ended_at: to,
+  killed,
+  exit: null,
 });
 
 function run(over: Partial<Evidence>) {
@@ -41,7 +82,14 @@ describe('soak verdict', () => {
   it('a clean run passes with every figure at zero', () => {
     const r = run({});
     expect(verdict(r)).toEqual([]);
-    expect(r).toMatchObject({ accepted_sends: 3, accepted_envelopes: 3, delivered: { push: 3, pull: 0 }, lost: 0, fifo_violations: 0, state_reads: 7 });
+    expect(r).toMatchObject({
+      accepted_sends: 3,
+      accepted_envelopes: 3,
+      delivered: { push: 3, pull: 0 },
+      lost: 0,
+      fifo_violations: 0,
+      state_reads: 7,
+    });
   });
 
   it('lost: an accepted id missing from the store, or marked delivered with no prompt behind it', () => {
@@ -53,7 +101,11 @@ describe('soak verdict', () => {
   });
 
   it('pending and in-flight leftovers are their own figures', () => {
-    const r = run({ envelopes: [env(M1, 1), env(M2, 2), env(M3, 3, { delivery_status: 'pending' })], owners: { o1: [prompt([M1, M2], 20)] }, inFlightAtEnd: 2 });
+    const r = run({
+      envelopes: [env(M1, 1), env(M2, 2), env(M3, 3, { delivery_status: 'pending' })],
+      owners: { o1: [prompt([M1, M2], 20)] },
+      inFlightAtEnd: 2,
+    });
     expect(verdict(r)).toEqual(['still_pending=1', 'stuck_in_flight=2']);
   });
 
@@ -90,7 +142,13 @@ describe('soak verdict', () => {
       incarnations: [life('w1', 0, 0, 100), life('o1', 0, 0, 25), life('o1', 1, 26, 100)],
     });
     expect(alive.duplicate_prompts).toEqual({ inside_crash_window: 0, outside_crash_window: 1 });
-    const resurrected: T = [['SEND', 'pending', 1], ['DRAIN', 'in_flight', 2], ['COMMIT', 'delivered', 3], ['DRAIN', 'in_flight', 5], ['COMMIT', 'delivered', 6]];
+    const resurrected: T = [
+      ['SEND', 'pending', 1],
+      ['DRAIN', 'in_flight', 2],
+      ['COMMIT', 'delivered', 3],
+      ['DRAIN', 'in_flight', 5],
+      ['COMMIT', 'delivered', 6],
+    ];
     const r = run({
       envelopes: [env(M1, 1, { transitions: resurrected }), env(M2, 2), env(M3, 3)],
       owners: { o1: [prompt([M1], 20, 0), prompt([M1, M2, M3], 40, 1)] },
@@ -121,21 +179,36 @@ describe('soak verdict', () => {
   });
 
   it('a pull committed to a writer killed before it recorded it is the read window, anything else is lost', () => {
-    const toW2 = (id: string, seq: number) => env(id, seq, { recipient_session_id: 'w2', delivery_method: 'pull', delivered_at: 60 });
+    const toW2 = (id: string, seq: number) =>
+      env(id, seq, { recipient_session_id: 'w2', delivery_method: 'pull', delivered_at: 60 });
     const envelopes = [toW2(M1, 1), toW2(M2, 2), toW2(M3, 3)];
     const writers = {
       w1: [sent(1, [M1]), sent(2, [M2]), sent(3, [M3])],
       w2: [{ kind: 'pulled', inc: 0, seq: 1, at: 40, ids: [M1] } as WriterRecord],
     };
-    const killed = run({ envelopes, writers, owners: {}, incarnations: [life('w1', 0, 0, 100), life('w2', 0, 0, 70, true), life('w2', 1, 71, 100)] });
+    const killed = run({
+      envelopes,
+      writers,
+      owners: {},
+      incarnations: [life('w1', 0, 0, 100), life('w2', 0, 0, 70, true), life('w2', 1, 71, 100)],
+    });
     expect(killed).toMatchObject({ lost: 0, delivered: { push: 0, pull: 1, pull_unrecorded: 2 }, fifo_violations: 0 });
     const alive = run({ envelopes, writers, owners: {}, incarnations: [life('w1', 0, 0, 100), life('w2', 0, 0, 100)] });
     expect(alive.lost).toBe(2);
   });
 
   it('misrouted hand-overs, state read failures and crashes fail the run', () => {
-    expect(run({ owners: { o1: [prompt([M1, M2, M3], 20)], o2: [{ ...prompt([M1], 21), rid: 'o2' }] } }).misrouted).toBe(1);
-    expect(run({ checks: [{ kind: 'failure', at: 5, cause: 'threw: x' }, { kind: 'tally', at: 9, reads: 3 }] }).state_parse_failures).toBe(1);
+    expect(
+      run({ owners: { o1: [prompt([M1, M2, M3], 20)], o2: [{ ...prompt([M1], 21), rid: 'o2' }] } }).misrouted,
+    ).toBe(1);
+    expect(
+      run({
+        checks: [
+          { kind: 'failure', at: 5, cause: 'threw: x' },
+          { kind: 'tally', at: 9, reads: 3 },
+        ],
+      }).state_parse_failures,
+    ).toBe(1);
     expect(run({ incarnations: [life('w1', 0, 0, 100), { ...life('o1', 0, 0, 50), exit: '1' }] }).crashes).toBe(1);
     expect(run({ owners: { o1: [{ ...prompt([M1, M2, M3], 20), framed: false }] } }).unframed_prompts).toBe(1);
   });

@@ -28,7 +28,10 @@ describe.each(['default', 'durable'] as const)('crash states at %s durability', 
       expect(r.broken).toEqual([]);
       expect(r.losses.slice(0, r.killLosses)).toEqual([]);
       if (durability === 'durable') expect(r.losses).toEqual([]);
-      else console.log(`${op.name} at default: ${r.losses.length - r.killLosses} of ${Math.min(STATES_PER_OPERATION, r.power)} power-loss states lose acknowledged mail${r.losses.length ? `, e.g. ${r.losses[r.killLosses]}` : ''}`);
+      else
+        console.log(
+          `${op.name} at default: ${r.losses.length - r.killLosses} of ${Math.min(STATES_PER_OPERATION, r.power)} power-loss states lose acknowledged mail${r.losses.length ? `, e.g. ${r.losses[r.killLosses]}` : ''}`,
+        );
     }, 60_000);
   }
 });

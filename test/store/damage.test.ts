@@ -3,7 +3,17 @@
 // the disk whole is refused and leaves the store as it was; recovery never moves the only copy of
 // anything before its replacement is written; a lost snapshot is reported and its journal kept.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, truncateSync, unlinkSync, writeFileSync, appendFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+  appendFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RefusalError } from '../../src/protocol/result.ts';
@@ -58,46 +68,54 @@ describe('a full disk', () => {
 
   // A real full file system: tmpfs of 3 MB (mounting needs root; elsewhere the fault-injection
   // tests cover the same writes through the store's file-system seam).
-  it.skipIf(!root)('every send answered ok is pulled once, every refused one is gone, and the project never rolls back', async () => {
-    mounted = join(dir, 'small');
-    mkdirSync(mounted);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', mounted]);
-    dir = mounted;
-    const a = open();
-    await pair(a);
-    const acked: string[] = [];
-    for (const m of ['one', 'two']) {
-      expect((await send(a, m)).ok).toBe(true);
-      acked.push(m);
-    }
-    // Fill the disk, a page at a time, to the last byte.
-    const filler = join(mounted, 'filler');
-    try {
-      for (;;) appendFileSync(filler, Buffer.alloc(4096, 120));
-    } catch (e) {
-      expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC');
-    }
-    try {
-      for (;;) appendFileSync(filler, 'x');
-    } catch {
-      // full to the byte
-    }
-    // The sends run in a process of their own without the test hook that re-reads every write
-    // (VERIFY_WRITES), as they would in production.
-    const env = { ...process.env };
-    delete env.VITEST;
-    const out = execFileSync(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', 'helpers', 'send-worker.ts'), dir, '3', '38'], { env, encoding: 'utf8' });
-    const answers = JSON.parse(out.trim().split('\n').at(-1)!) as Array<{ content: string; ok: boolean }>;
-    for (const r of answers) if (r.ok) acked.push(r.content);
-    const refused = answers.filter((r) => !r.ok).length;
-    expect(refused).toBeGreaterThan(0);
-    unlinkSync(filler);
-    // A process that was running all along, and a fresh one, see the same project.
-    expect((await send(a, 'after')).ok).toBe(true);
-    acked.push('after');
-    expect(await drain()).toEqual(acked);
-    expect(readdirSync(join(storeDir(), 'journal')).filter((f) => f.includes('.corrupt.'))).toEqual([]);
-  }, 60_000);
+  it.skipIf(!root)(
+    'every send answered ok is pulled once, every refused one is gone, and the project never rolls back',
+    async () => {
+      mounted = join(dir, 'small');
+      mkdirSync(mounted);
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=3m', 'tmpfs', mounted]);
+      dir = mounted;
+      const a = open();
+      await pair(a);
+      const acked: string[] = [];
+      for (const m of ['one', 'two']) {
+        expect((await send(a, m)).ok).toBe(true);
+        acked.push(m);
+      }
+      // Fill the disk, a page at a time, to the last byte.
+      const filler = join(mounted, 'filler');
+      try {
+        for (;;) appendFileSync(filler, Buffer.alloc(4096, 120));
+      } catch (e) {
+        expect((e as NodeJS.ErrnoException).code).toBe('ENOSPC');
+      }
+      try {
+        for (;;) appendFileSync(filler, 'x');
+      } catch {
+        // full to the byte
+      }
+      // The sends run in a process of their own without the test hook that re-reads every write
+      // (VERIFY_WRITES), as they would in production.
+      const env = { ...process.env };
+      delete env.VITEST;
+      const out = execFileSync(
+        process.execPath,
+        ['--import', 'tsx', join(import.meta.dirname, '..', 'helpers', 'send-worker.ts'), dir, '3', '38'],
+        { env, encoding: 'utf8' },
+      );
+      const answers = JSON.parse(out.trim().split('\n').at(-1)!) as Array<{ content: string; ok: boolean }>;
+      for (const r of answers) if (r.ok) acked.push(r.content);
+      const refused = answers.filter((r) => !r.ok).length;
+      expect(refused).toBeGreaterThan(0);
+      unlinkSync(filler);
+      // A process that was running all along, and a fresh one, see the same project.
+      expect((await send(a, 'after')).ok).toBe(true);
+      acked.push('after');
+      expect(await drain()).toEqual(acked);
+      expect(readdirSync(join(storeDir(), 'journal')).filter((f) => f.includes('.corrupt.'))).toEqual([]);
+    },
+    60_000,
+  );
 });
 
 describe('recovery of a damaged journal', () => {
@@ -176,11 +194,26 @@ describe('a lost snapshot', () => {
     unlinkSync(stateFile());
     // A fresh process: reads and writes are refused with a reason that says what to do.
     const fresh = open();
-    const read = await fresh.store.read().then(() => null, (e: unknown) => e);
+    const read = await fresh.store.read().then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(read).toBeInstanceOf(RefusalError);
     expect((read as RefusalError).refusal.data).toMatchObject({ reason: 'state_unreadable' });
     expect((read as RefusalError).refusal.message).toMatch(/state\.json is missing/);
-    const other = await fresh.rt.run({ op: 'create', caller: { session_id: 'x', host: 'test', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: '/w' }, args: { channel: 'other', role: 'X', role_prompt: 'p' } });
+    const other = await fresh.rt.run({
+      op: 'create',
+      caller: {
+        session_id: 'x',
+        host: 'test',
+        surface: 'mcp',
+        delivery_mode: 'pull',
+        host_session_id: null,
+        project_id: 'local-project',
+        worktree: '/w',
+      },
+      args: { channel: 'other', role: 'X', role_prompt: 'p' },
+    });
     expect(other).toMatchObject({ ok: false, data: { reason: 'state_unreadable' } });
     // The process that was running refuses too, instead of answering from an empty state.
     expect(await send(a, 'three')).toMatchObject({ ok: false, data: { reason: 'state_unreadable' } });
@@ -194,5 +227,3 @@ describe('a lost snapshot', () => {
     expect(await drain()).toEqual(['one', 'two']);
   });
 });
-
-

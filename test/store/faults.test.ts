@@ -36,7 +36,10 @@ describe.each(['default', 'durable'] as const)('faults at %s durability', (durab
       for (const point of sample(points, POINTS_PER_SCENARIO, SEED)) {
         const wrong = await runPoint(bench, scenario, template, point);
         covered++;
-        if (wrong) failures.push(`${point.kind} at call ${point.at} (${point.call.op} ${point.call.path.replace(/.*\.opencomms\//, '')}): ${wrong}`);
+        if (wrong)
+          failures.push(
+            `${point.kind} at call ${point.at} (${point.call.op} ${point.call.path.replace(/.*\.opencomms\//, '')}): ${wrong}`,
+          );
       }
       expect(failures).toEqual([]);
     }, 60_000);
@@ -48,7 +51,17 @@ it('a journal cut at any byte of its last line strands nothing written after the
     expect((await send(p, 'three')).ok).toBe(true);
   });
   const { start, end } = lastLine(template);
-  const offsets = [start, start + 1, end - 12, end - 1, ...sample([...Array(end - start).keys()].map((i) => start + i), CUT_OFFSETS, SEED)];
+  const offsets = [
+    start,
+    start + 1,
+    end - 12,
+    end - 1,
+    ...sample(
+      [...Array(end - start).keys()].map((i) => start + i),
+      CUT_OFFSETS,
+      SEED,
+    ),
+  ];
   const failures: string[] = [];
   for (const at of new Set(offsets)) {
     const wrong = await runCut(bench, template, at);

@@ -47,7 +47,11 @@ describe('a mutation is one journal line', () => {
     const before = await journalText();
     for (let i = 0; i < 3; i++) await store.mutate(incrementCounter);
     expect(await readFile(stateFile(), 'utf8')).toBe(snapshot);
-    const lines = (await journalText()).slice(before.length).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const lines = (await journalText())
+      .slice(before.length)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(3);
     expect(lines.map((l) => l.n)).toEqual([lines[0].n, lines[0].n + 1, lines[0].n + 2]);
     expect(lines[2].ops).toEqual([['s', ['errors'], [{ at: 0, message: '4' }]]]);
@@ -97,7 +101,10 @@ describe('whole lines only', () => {
     await a.mutate(incrementCounter);
     await a.mutate(incrementCounter);
     const id = await journalId();
-    await appendFile(join(journalDir(), `${id}.jsonl`), `${JSON.stringify({ n: 999, ops: [['s', ['errors'], []]] })}\n`);
+    await appendFile(
+      join(journalDir(), `${id}.jsonl`),
+      `${JSON.stringify({ n: 999, ops: [['s', ['errors'], []]] })}\n`,
+    );
 
     const b = open();
     await b.mutate(nothing); // recovery happens under the lock
@@ -106,7 +113,9 @@ describe('whole lines only', () => {
     expect(await journalId()).not.toBe(id); // a new snapshot names a new journal
     const state = await loadFresh();
     expect(state.errors.filter((e) => e.reason === 'state_corrupt')).toHaveLength(1);
-    expect(state.errors.find((e) => e.reason === 'state_corrupt')!.message).toMatch(/out of sequence.*journal\/.*\.corrupt\./);
+    expect(state.errors.find((e) => e.reason === 'state_corrupt')!.message).toMatch(
+      /out of sequence.*journal\/.*\.corrupt\./,
+    );
     expect(counterOf(state)).toBe(2); // the state before the damage
   });
 
@@ -116,7 +125,10 @@ describe('whole lines only', () => {
     await a.mutate(incrementCounter);
     const id = await journalId();
     const n = (await journalText()).trim().split('\n').filter(Boolean).length;
-    await appendFile(join(journalDir(), `${id}.jsonl`), `${JSON.stringify({ n: n + 1, ops: [['s', ['channels', 'x'], { name: 'x' }]] })}\n`);
+    await appendFile(
+      join(journalDir(), `${id}.jsonl`),
+      `${JSON.stringify({ n: n + 1, ops: [['s', ['channels', 'x'], { name: 'x' }]] })}\n`,
+    );
     const b = open();
     await b.mutate(nothing);
     const state = await loadFresh();
@@ -164,7 +176,11 @@ async function editSeal(id: string, edit: (seal: { ops: unknown[]; sealed: { jou
   await writeFile(file, `${[...lines, JSON.stringify(seal)].join('\n')}\n`);
 }
 
-const linesOf = async (id: string) => (await readFile(join(journalDir(), `${id}.jsonl`), 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+const linesOf = async (id: string) =>
+  (await readFile(join(journalDir(), `${id}.jsonl`), 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
 
 describe('compaction', () => {
   it('past compactBytes the next mutation writes a new snapshot and journal; the journal it ended is sealed and kept until the next one', async () => {
@@ -386,8 +402,16 @@ describe('durability levels', () => {
     expect(durable.durability).toBe('durable');
     expect(await durable.mutate(incrementCounter)).toBe(3);
     expect(counterOf(await loadFresh())).toBe(3);
-    expect((await journalText()).trim().split('\n').map((l) => JSON.parse(l).n)).toEqual(
-      (await journalText()).trim().split('\n').map((_, i, all) => JSON.parse(all[0]!).n + i),
+    expect(
+      (await journalText())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).n),
+    ).toEqual(
+      (await journalText())
+        .trim()
+        .split('\n')
+        .map((_, i, all) => JSON.parse(all[0]!).n + i),
     );
   });
 });

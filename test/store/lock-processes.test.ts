@@ -58,7 +58,6 @@ describe('across processes', () => {
     expect(inotifyWatches()).toBe(before);
     store.close();
   }, 20_000);
-
 });
 
 /** Inotify watches this process holds (Linux: the `inotify wd:` lines of its inotify descriptors). */
@@ -72,7 +71,9 @@ function inotifyWatches(): number {
       continue; // closed meanwhile (the readdir's own descriptor)
     }
     if (target === 'anon_inode:inotify')
-      n += readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').filter((l) => l.startsWith('inotify wd:')).length;
+      n += readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('inotify wd:')).length;
   }
   return n;
 }

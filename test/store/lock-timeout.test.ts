@@ -18,7 +18,10 @@ describe('lock timeout', () => {
     await w.line('locked');
     const store = new FileStore(dir);
     const t0 = performance.now();
-    const e = await store.mutate(incrementCounter).then(() => null, (err: unknown) => err);
+    const e = await store.mutate(incrementCounter).then(
+      () => null,
+      (err: unknown) => err,
+    );
     const waited = performance.now() - t0;
     expect(e).toBeInstanceOf(RefusalError);
     expect((e as RefusalError).refusal.data!.reason).toBe('state_busy');

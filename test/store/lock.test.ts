@@ -65,7 +65,6 @@ describe('in one process', () => {
   });
 });
 
-
 describe('waiting for another process', () => {
   it('whileBusy runs each time the lock is found held, before the wait; what it throws is ignored', async () => {
     const foreign = join(paths.dir, '.held-elsewhere');
@@ -153,10 +152,12 @@ describe('the lock is a link to this process token', () => {
   it('a token removed by hand is made again', async () => {
     await withLock(paths, async (lock) => lock.assertHeld());
     for (const n of tokensIn(paths.dir)) unlinkSync(join(paths.dir, n));
-    expect(await withLock(paths, async (lock) => {
-          lock.assertHeld();
-          return 'held';
-        })).toBe('held');
+    expect(
+      await withLock(paths, async (lock) => {
+        lock.assertHeld();
+        return 'held';
+      }),
+    ).toBe('held');
     expect(tokensIn(paths.dir).filter((n) => n.startsWith(`.state-lock.${process.pid}.`))).toHaveLength(1);
   });
 
@@ -165,7 +166,8 @@ describe('the lock is a link to this process token', () => {
       `import { withLock } from ${JSON.stringify(join(import.meta.dirname, '../../src/store/lock.ts'))};
        await withLock(${JSON.stringify(paths)}, async (lock) => lock.assertHeld());
        ${kill ? "process.kill(process.pid, 'SIGKILL');" : ''}`;
-    const run = (kill: boolean) => spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script(kill)]);
+    const run = (kill: boolean) =>
+      spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script(kill)]);
     run(false);
     expect(tokensIn(paths.dir)).toEqual([]);
     run(true);

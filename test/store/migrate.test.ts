@@ -22,10 +22,17 @@ afterEach(async () => {
 
 const oc = (...p: string[]) => join(dir, '.opencomms', ...p);
 const legacyFile = () => join(dir, '.opencode-comms', 'state.json');
-const exists = (p: string) => access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 const v1Member = (session_id: string, role: string, extra: Record<string, unknown> = {}) => ({
-  session_id, role, joined_at: 1111, ...extra,
+  session_id,
+  role,
+  joined_at: 1111,
+  ...extra,
 });
 const v1State = (channels: Record<string, unknown>) => ({
   schema_version: 1,
@@ -52,14 +59,23 @@ describe('schema 1 → 2 migration', () => {
   it('migrates once: marker, v1 backup, legacy untouched, rebuilt members', async () => {
     const legacy = await putLegacy(
       v1State({
-        review: { name: 'review', members: [v1Member('ses_1', 'Reviewer', { role_prompt: 'Review.' }), v1Member('ses_2', 'Author')] },
+        review: {
+          name: 'review',
+          members: [v1Member('ses_1', 'Reviewer', { role_prompt: 'Review.' }), v1Member('ses_2', 'Author')],
+        },
       }),
     );
     const s = await open().read();
     const [a, b] = s.channels.review!.members;
     expect(a).toMatchObject({
-      session_id: 'ses_1', role: 'Reviewer', role_prompt: 'Review.', joined_at: 1111,
-      host: 'opencode-comms', surface: 'cli', delivery_mode: 'push', host_session_id: 'ses_1',
+      session_id: 'ses_1',
+      role: 'Reviewer',
+      role_prompt: 'Review.',
+      joined_at: 1111,
+      host: 'opencode-comms',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: 'ses_1',
       stale_policy: { mode: 'window', window_ms: 300000 },
     });
     expect(b!.role_prompt).toBe(V1_ROLE_PROMPT);
@@ -93,7 +109,11 @@ describe('schema 1 → 2 migration', () => {
     const s = await open().mutate((d) => ({ changed: false, result: d }));
     expect(s.channels.review!.members).toHaveLength(1);
     expect(s.channels.other!.members).toEqual([]);
-    expect(s.errors.map((e) => e.message)).toEqual(['old v1 error', 'placeholder error', expect.stringMatching(/^Migrated/)]);
+    expect(s.errors.map((e) => e.message)).toEqual([
+      'old v1 error',
+      'placeholder error',
+      expect.stringMatching(/^Migrated/),
+    ]);
     expect(await readFile(oc('state.v2.empty.bak.json'))).toEqual(placeholder);
     expect(await exists(oc('MIGRATED_FROM_V1'))).toBe(true);
   });
@@ -112,8 +132,14 @@ describe('schema 1 → 2 migration', () => {
 
   const tampered: [string, unknown][] = [
     ['a member with a bad role', v1State({ review: { name: 'review', members: [v1Member('ses_1', '9 bad!')] } })],
-    ['a member without session_id', v1State({ review: { name: 'review', members: [{ role: 'Reviewer', joined_at: 1 }] } })],
-    ['a non-numeric joined_at', v1State({ review: { name: 'review', members: [v1Member('s', 'Reviewer', { joined_at: 'x' })] } })],
+    [
+      'a member without session_id',
+      v1State({ review: { name: 'review', members: [{ role: 'Reviewer', joined_at: 1 }] } }),
+    ],
+    [
+      'a non-numeric joined_at',
+      v1State({ review: { name: 'review', members: [v1Member('s', 'Reviewer', { joined_at: 'x' })] } }),
+    ],
     ['a key that is not the name', v1State({ review: { name: 'other', members: [] } })],
     ['garbage', '{nope'],
   ];

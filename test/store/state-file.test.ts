@@ -22,7 +22,11 @@ const expected = (state: object, journalId: string | null) =>
 // newlines, non-ASCII; values with undefined (left out by JSON) wherever a map may hold one.
 const key = fc.oneof(fc.string(), fc.constantFrom('0', '12', '7', 'a"b', 'line\nbreak', 'é', '__proto__x'));
 const value = fc.jsonValue({ maxDepth: 3 });
-const map = fc.dictionary(key, fc.oneof({ weight: 5, arbitrary: value }, { weight: 1, arbitrary: fc.constant(undefined) }), { maxKeys: 600 });
+const map = fc.dictionary(
+  key,
+  fc.oneof({ weight: 5, arbitrary: value }, { weight: 1, arbitrary: fc.constant(undefined) }),
+  { maxKeys: 600 },
+);
 const state = fc.record({
   schema_version: fc.constant(2),
   channels: map,
@@ -43,8 +47,17 @@ describe('serializeChunks', () => {
   });
 
   it('gives a large map in several pieces, none holding the whole', () => {
-    const messages = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`ocm_${i}`, { content: 'x'.repeat(200), i }]));
-    const s = { schema_version: 2, channels: {}, messages, queues: {}, delivered_to: {}, errors: [] } as unknown as State;
+    const messages = Object.fromEntries(
+      Array.from({ length: 2000 }, (_, i) => [`ocm_${i}`, { content: 'x'.repeat(200), i }]),
+    );
+    const s = {
+      schema_version: 2,
+      channels: {},
+      messages,
+      queues: {},
+      delivered_to: {},
+      errors: [],
+    } as unknown as State;
     const pieces = [...serializeChunks(s, null)];
     const whole = pieces.join('');
     expect(whole).toBe(expected(s, null));

@@ -20,7 +20,10 @@ afterEach(async () => {
 });
 
 const reasonOf = async (p: Promise<unknown>) => {
-  const e = await p.then(() => null, (err: unknown) => err);
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(RefusalError);
   return (e as RefusalError).refusal.data!.reason;
 };
@@ -31,7 +34,14 @@ const addChannel = (name: string) => (d: State) => {
 
 describe('persist and reload', () => {
   it('an absent file reads as empty and writes nothing', async () => {
-    expect(await store.read()).toEqual({ schema_version: 2, channels: {}, messages: {}, queues: {}, delivered_to: {}, errors: [] });
+    expect(await store.read()).toEqual({
+      schema_version: 2,
+      channels: {},
+      messages: {},
+      queues: {},
+      delivered_to: {},
+      errors: [],
+    });
     await expect(stat(join(dir, '.opencomms'))).rejects.toThrow();
   });
 
@@ -110,11 +120,22 @@ describe('persist and reload', () => {
   it('planned operations are applied, checked and journaled as a replay applies them', async () => {
     await store.mutate(addChannel('alpha'));
     const before = await readFile(join(dir, '.opencomms', 'state.json'));
-    await store.mutate(() => ({ changed: true, result: null, ops: [['a', ['channels', 'alpha', 'processed_correlations'], ['cor_1']]] }));
+    await store.mutate(() => ({
+      changed: true,
+      result: null,
+      ops: [['a', ['channels', 'alpha', 'processed_correlations'], ['cor_1']]],
+    }));
     expect((await new FileStore(dir).read()).channels.alpha!.processed_correlations).toEqual(['cor_1']);
     // An invalid plan is refused whole and leaves memory as it was.
     await expect(
-      store.mutate(() => ({ changed: true, result: null, ops: [['s', ['channels', 'alpha', 'processed_correlations'], 'x'], ['a', ['queues', 'sess_a'], ['ocm_1']]] })),
+      store.mutate(() => ({
+        changed: true,
+        result: null,
+        ops: [
+          ['s', ['channels', 'alpha', 'processed_correlations'], 'x'],
+          ['a', ['queues', 'sess_a'], ['ocm_1']],
+        ],
+      })),
     ).rejects.toThrow(/invalid state.*processed_correlations/);
     expect((await store.read()).queues).toEqual({});
     // Writes through the draft beside planned operations would be lost: refused, nothing written.
@@ -204,7 +225,14 @@ describe('fail-closed load', () => {
 
   const memberRow = (over: Record<string, unknown>) => ({ ...member('sess_a', 'Reviewer'), ...over });
   const v2With = (m: Record<string, unknown>) =>
-    JSON.stringify({ schema_version: 2, channels: { a: channel('a', [m]) }, messages: {}, queues: {}, delivered_to: {}, errors: [] });
+    JSON.stringify({
+      schema_version: 2,
+      channels: { a: channel('a', [m]) },
+      messages: {},
+      queues: {},
+      delivered_to: {},
+      errors: [],
+    });
   const corrupt: [string, string, RegExp][] = [
     ['garbage text', 'this is {not json', /not valid JSON/],
     ['a root array', '[1,2,3]', /root is not an object/],

@@ -56,7 +56,20 @@ describe('MemoryStore.watch', () => {
     const r = recorder();
     await store.watch(r.onChange);
     await store.mutate(incrementCounter);
-    const archive = ArchiveSchema.parse({ schema: 1, channel_id: 'chn_x', name: 'x', summary: '', members: [], created_at: 0, saved_at: 1, saved_by: null, saved_by_role: null, message_count: 0, messages: [], final_state_note: '' });
+    const archive = ArchiveSchema.parse({
+      schema: 1,
+      channel_id: 'chn_x',
+      name: 'x',
+      summary: '',
+      members: [],
+      created_at: 0,
+      saved_at: 1,
+      saved_by: null,
+      saved_by_role: null,
+      message_count: 0,
+      messages: [],
+      final_state_note: '',
+    });
     await store.mutate(() => ({ changed: true, result: null, archive }));
     await store.mutate(() => ({ changed: true, result: null, deleteArchive: 'chn_x' }));
     await r.next(() => r.calls.length === 3);

@@ -80,7 +80,10 @@ describe('every save is validated, in production too', () => {
     delete env.VITEST;
     delete env.OPENCOMMS_VALIDATE_SAVE;
     for (const k of Object.keys(env)) if (k.startsWith('VITEST')) delete env[k];
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env, encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      env,
+      encoding: 'utf8',
+    });
     expect(out.trim()).toMatch(/^refused: refusing to save an invalid state/);
     expect(JSON.parse(readFileSync(paths.state, 'utf8')).channels).toEqual({});
   });

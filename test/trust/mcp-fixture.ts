@@ -16,7 +16,13 @@ export interface McpProject {
 
 /** The caller an `opencomms mcp` process with this pin builds (default host and project id). */
 export const mcpCaller = (dir: string, pin: string): Caller => ({
-  session_id: pin, host: 'mcp', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: normaliseWorktree(dir),
+  session_id: pin,
+  host: 'mcp',
+  surface: 'mcp',
+  delivery_mode: 'pull',
+  host_session_id: null,
+  project_id: 'local-project',
+  worktree: normaliseWorktree(dir),
 });
 
 export async function seedMcpProject(dir: string): Promise<McpProject> {
@@ -29,18 +35,45 @@ export async function seedMcpProject(dir: string): Promise<McpProject> {
     return r.data as Record<string, any>;
   };
   for (const channel of ['fuzz', 'old']) {
-    await must(rt.run({ op: 'create', caller: mcpCaller(dir, pin), args: { channel, role: 'Alpha', role_prompt: 'You are Alpha.' } }));
-    await must(rt.run({ op: 'join', caller: mcpCaller(dir, peer), args: { channel, role: 'Beta', role_prompt: 'You are Beta.' } }));
+    await must(
+      rt.run({
+        op: 'create',
+        caller: mcpCaller(dir, pin),
+        args: { channel, role: 'Alpha', role_prompt: 'You are Alpha.' },
+      }),
+    );
+    await must(
+      rt.run({
+        op: 'join',
+        caller: mcpCaller(dir, peer),
+        args: { channel, role: 'Beta', role_prompt: 'You are Beta.' },
+      }),
+    );
     await must(rt.run({ op: 'send', sid: peer, args: { channel, content: `hello from Beta on ${channel}` } }));
   }
   const sent = await must(rt.run({ op: 'send', sid: pin, args: { channel: 'fuzz', content: 'hello from Alpha' } }));
-  await must(rt.run({ op: 'save_session', actor: { sid: pin, project_id: 'local-project', worktree: normaliseWorktree(dir) }, args: { channel: 'old', summary: 'Old work.' } }));
+  await must(
+    rt.run({
+      op: 'save_session',
+      actor: { sid: pin, project_id: 'local-project', worktree: normaliseWorktree(dir) },
+      args: { channel: 'old', summary: 'Old work.' },
+    }),
+  );
   await rt.close();
-  return { dir, pin, peer, fixture: { channel: 'fuzz', ownRole: 'Alpha', peerRole: 'Beta', messageId: sent.message_ids[0], archived: 'old' } };
+  return {
+    dir,
+    pin,
+    peer,
+    fixture: { channel: 'fuzz', ownRole: 'Alpha', peerRole: 'Beta', messageId: sent.message_ids[0], archived: 'old' },
+  };
 }
 
 const REPO = join(import.meta.dirname, '..', '..');
 /** A stack frame, an engine file path, or the repository's location in text meant for an agent. */
 export function leaksInternals(text: string): boolean {
-  return /^\s*at .+:\d+:\d+\)?$/m.test(text) || /node:internal|file:\/\/|\.(?:ts|mjs|cjs|js):\d+:\d+/.test(text) || text.includes(REPO);
+  return (
+    /^\s*at .+:\d+:\d+\)?$/m.test(text) ||
+    /node:internal|file:\/\/|\.(?:ts|mjs|cjs|js):\d+:\d+/.test(text) ||
+    text.includes(REPO)
+  );
 }

@@ -40,7 +40,11 @@ function stream(frames: Frame[], random: () => number) {
   let offset = 0;
   for (const f of frames) {
     const crlf = random() < 0.5;
-    const line = Buffer.concat([f.bytes, Buffer.from(crlf ? '\r\n' : '\n'), Buffer.from(random() < 0.02 ? '\r\n' : '')]);
+    const line = Buffer.concat([
+      f.bytes,
+      Buffer.from(crlf ? '\r\n' : '\n'),
+      Buffer.from(random() < 0.02 ? '\r\n' : ''),
+    ]);
     if (f.bytes.length < 4096) {
       for (let i = 1; i < f.bytes.length; i++)
         if ((f.bytes[i]! & 0xc0) === 0x80 && random() < 0.3) {
@@ -73,12 +77,18 @@ describe('MCP frame fuzzing (real server process)', () => {
     const makers = fc.sample(anyFrame(project.fixture), { seed: SEED, numRuns: FRAMES });
     const frames = makers.map((make, n) => fc.sample(make(n), { seed: SEED + n + 1, numRuns: 1 })[0]!);
     // The six 1 MiB lines go in at generated positions among the rest.
-    const entropy = fc.sample(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), { seed: SEED, numRuns: 50_000 });
+    const entropy = fc.sample(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), {
+      seed: SEED,
+      numRuns: 50_000,
+    });
     let e = 0;
     const random = () => entropy[e++ % entropy.length]!;
     for (const f of sizeFrames('size')) frames.splice(Math.floor(random() * frames.length), 0, f);
     const { bytes, points, kinds } = stream(frames, random);
-    expect(Math.min(kinds.crlf, kinds.multibyte, kinds.other), `every boundary kind is cut ${JSON.stringify(kinds)} ${at}`).toBeGreaterThan(100);
+    expect(
+      Math.min(kinds.crlf, kinds.multibyte, kinds.other),
+      `every boundary kind is cut ${JSON.stringify(kinds)} ${at}`,
+    ).toBeGreaterThan(100);
 
     let from = 0;
     for (const p of [...points, bytes.length]) {
@@ -95,14 +105,19 @@ describe('MCP frame fuzzing (real server process)', () => {
     expect(internal.slice(0, 10), `${internal.length} JSON-RPC internal error(s) ${at}`).toEqual([]);
     const leaks: string[] = [];
     for (const m of server.lines) {
-      const texts = [m?.error?.message, ...(m?.result?.content ?? []).map((c: { text?: string }) => c.text)].filter((t): t is string => typeof t === 'string');
+      const texts = [m?.error?.message, ...(m?.result?.content ?? []).map((c: { text?: string }) => c.text)].filter(
+        (t): t is string => typeof t === 'string',
+      );
       for (const t of texts) if (leaksInternals(t)) leaks.push(t.slice(0, 300));
       for (const c of m?.result?.content ?? []) {
         const r = JSON.parse(c.text);
         if (r.data?.reason === 'internal_error') leaks.push(`internal_error result: ${c.text.slice(0, 200)}`);
       }
     }
-    expect(leaks.slice(0, 10), `${leaks.length} answer(s) with a stack trace, file path or internal error ${at}`).toEqual([]);
+    expect(
+      leaks.slice(0, 10),
+      `${leaks.length} answer(s) with a stack trace, file path or internal error ${at}`,
+    ).toEqual([]);
 
     // Each frame with an id got the answer its kind demands.
     const wrong: string[] = [];
@@ -112,16 +127,26 @@ describe('MCP frame fuzzing (real server process)', () => {
       const m = await server.response(x.id, 10_000).catch(() => null);
       const text = m?.result?.content?.[0]?.text;
       const r = text ? JSON.parse(text) : null;
-      const got = m?.error ? `error ${m.error.code}` : r ? (r.ok ? 'ok' : `refusal ${r.data?.reason}`) : JSON.stringify(m)?.slice(0, 100);
+      const got = m?.error
+        ? `error ${m.error.code}`
+        : r
+          ? r.ok
+            ? 'ok'
+            : `refusal ${r.data?.reason}`
+          : JSON.stringify(m)?.slice(0, 100);
       const want = x.kind === 'rpc_error' ? `error ${x.code}` : x.kind === 'refusal' ? `refusal ${x.reason}` : 'ok';
       if (got !== want) wrong.push(`${f.label}: wanted ${want}, got ${got}`);
     }
     expect(wrong.slice(0, 20), `${wrong.length} frame(s) answered wrongly ${at}`).toEqual([]);
-    const oversized = server.lines.filter((m) => m?.error?.code === -32700 && String(m.id).startsWith('size-over')).length;
+    const oversized = server.lines.filter(
+      (m) => m?.error?.code === -32700 && String(m.id).startsWith('size-over'),
+    ).length;
     expect(oversized, `every line of ${MCP_MAX_FRAME_BYTES + 1} bytes is refused with its id ${at}`).toBe(4);
 
     server.child.stdin.end();
     expect(await server.exited, `exits cleanly on stdin end ${at}`).toBe(0);
-    expect(snapshotTree(project.dir), `refused and read-only calls left every file byte-identical ${at}`).toEqual(before);
+    expect(snapshotTree(project.dir), `refused and read-only calls left every file byte-identical ${at}`).toEqual(
+      before,
+    );
   }, 120_000);
 });

@@ -58,17 +58,35 @@ function fieldOf(schema: z.ZodType): Field {
   return { type: s._zod.def.type as JsonType, nullable };
 }
 
-export const fieldsOf = (t: ToolDef): Record<string, Field> => Object.fromEntries(Object.entries(t.shape).map(([k, s]) => [k, fieldOf(s as z.ZodType)]));
+export const fieldsOf = (t: ToolDef): Record<string, Field> =>
+  Object.fromEntries(Object.entries(t.shape).map(([k, s]) => [k, fieldOf(s as z.ZodType)]));
 
 // ---- building blocks --------------------------------------------------------------------------------
 
 /** Argument names a caller might hope would choose an identity: never obeyed, always dropped. */
 export const IDENTITY_KEYS = [
-  'session_id', 'sender_session_id', 'sender', 'from', 'as', 'member_id', 'pin', 'caller', 'identity', 'sid', 'actor',
-  'OPENCOMMS_MEMBER_ID', 'host_session_id', 'sender_role', 'operator', 'role_override', '__proto__', 'constructor',
+  'session_id',
+  'sender_session_id',
+  'sender',
+  'from',
+  'as',
+  'member_id',
+  'pin',
+  'caller',
+  'identity',
+  'sid',
+  'actor',
+  'OPENCOMMS_MEMBER_ID',
+  'host_session_id',
+  'sender_role',
+  'operator',
+  'role_override',
+  '__proto__',
+  'constructor',
 ];
 
-const deep = (depth: number, open: string, close: string, leaf = '1') => `${open.repeat(depth)}${leaf}${close.repeat(depth)}`;
+const deep = (depth: number, open: string, close: string, leaf = '1') =>
+  `${open.repeat(depth)}${leaf}${close.repeat(depth)}`;
 
 /** JSON text of values that break a field of type `f` (always a JSON type the field refuses). */
 function wrongValue(f: Field): fc.Arbitrary<string> {
@@ -77,8 +95,22 @@ function wrongValue(f: Field): fc.Arbitrary<string> {
     ['number', fc.oneof(fc.integer().map(String), fc.constantFrom('1e308', '-1e308', '0.5', '-0', '9007199254740993'))],
     ['boolean', fc.boolean().map(String)],
     ['null', fc.constant('null')],
-    ['array', fc.oneof(fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify([v])), fc.integer({ min: 100, max: 20_000 }).map((d) => deep(d, '[', ']')))],
-    ['object', fc.oneof(fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }).map((o) => JSON.stringify(o)), fc.integer({ min: 100, max: 20_000 }).map((d) => deep(d, '{"a":', '}')))],
+    [
+      'array',
+      fc.oneof(
+        fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify([v])),
+        fc.integer({ min: 100, max: 20_000 }).map((d) => deep(d, '[', ']')),
+      ),
+    ],
+    [
+      'object',
+      fc.oneof(
+        fc
+          .dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 })
+          .map((o) => JSON.stringify(o)),
+        fc.integer({ min: 100, max: 20_000 }).map((d) => deep(d, '{"a":', '}')),
+      ),
+    ],
   ];
   return fc.oneof(...all.filter(([t]) => t !== f.type && !(t === 'null' && f.nullable)).map(([, a]) => a));
 }
@@ -90,7 +122,8 @@ function rightValue(f: Field): fc.Arbitrary<string> {
   return fc.boolean().map(String);
 }
 
-const objectText = (entries: Array<[string, string]>) => `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
+const objectText = (entries: Array<[string, string]>) =>
+  `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
 
 const call = (id: string, name: string, argsText: string) =>
   `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${argsText}}}`;
@@ -117,7 +150,13 @@ const wrongTypedCall = (id: string) =>
         missing: fc.boolean(),
         values: fc.tuple(...names.map((n) => rightValue(fields[n]!))),
         wrong: fc.constantFrom(...names).chain((n) => wrongValue(fields[n]!).map((v) => [n, v] as const)),
-        extra: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...IDENTITY_KEYS), fc.string({ maxLength: 12 })), fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v))), { maxLength: 4 }),
+        extra: fc.array(
+          fc.tuple(
+            fc.oneof(fc.constantFrom(...IDENTITY_KEYS), fc.string({ maxLength: 12 })),
+            fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)),
+          ),
+          { maxLength: 4 },
+        ),
       });
     })
     .filter(({ t, missing, broken }) => !missing || t.required.includes(broken))
@@ -130,8 +169,11 @@ const wrongTypedCall = (id: string) =>
         : entries.map(([n, v]): [string, string] => (n === wrong[0] ? [n, wrong[1]] : [n, v]));
       // Extra keys that collide with a known argument would change what is being tested.
       const extras = extra.filter(([k]) => !known.has(k));
-      return frame(call(id, t.name, objectText([...args, ...extras])), { kind: 'rpc_error', id, code: INVALID_PARAMS },
-        missing ? `${t.name} without ${broken}` : `${t.name} with ${wrong[0]} of a wrong type`);
+      return frame(
+        call(id, t.name, objectText([...args, ...extras])),
+        { kind: 'rpc_error', id, code: INVALID_PARAMS },
+        missing ? `${t.name} without ${broken}` : `${t.name} with ${wrong[0]} of a wrong type`,
+      );
     });
 
 /** tools/call whose params break the request's own shape (arguments not an object, name not a
@@ -139,64 +181,142 @@ const wrongTypedCall = (id: string) =>
 const malformedCall = (id: string) =>
   fc
     .oneof(
-      wrongValue({ type: 'boolean', nullable: false }).filter((v) => !v.startsWith('{')).map((a) => `{"name":"opencomms_status","arguments":${a}}`),
+      wrongValue({ type: 'boolean', nullable: false })
+        .filter((v) => !v.startsWith('{'))
+        .map((a) => `{"name":"opencomms_status","arguments":${a}}`),
       wrongValue({ type: 'string', nullable: false }).map((n) => `{"name":${n},"arguments":{}}`),
       fc.constantFrom('{}', '{"arguments":{}}', ''),
     )
     .map((params) => {
       const text = `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"tools/call"${params ? `,"params":${params}` : ''}}`;
-      return frame(text, { kind: 'rpc_error', id, code: INVALID_PARAMS }, `tools/call params ${params.slice(0, 60) || '(none)'}`);
+      return frame(
+        text,
+        { kind: 'rpc_error', id, code: INVALID_PARAMS },
+        `tools/call params ${params.slice(0, 60) || '(none)'}`,
+      );
     });
 
 /** Unknown or unlisted tools: -32602. */
 const unknownTool = (id: string) =>
   fc
-    .oneof(fc.constant('opencomms_kick'), fc.string({ maxLength: 30 }).filter((n) => !toolNames.includes(n)), fc.constantFrom(...toolNames).map((n) => n.toUpperCase()))
-    .map((name) => frame(call(id, name, '{"channel":"x"}'), { kind: 'rpc_error', id, code: INVALID_PARAMS }, `unknown tool ${name.slice(0, 40)}`));
+    .oneof(
+      fc.constant('opencomms_kick'),
+      fc.string({ maxLength: 30 }).filter((n) => !toolNames.includes(n)),
+      fc.constantFrom(...toolNames).map((n) => n.toUpperCase()),
+    )
+    .map((name) =>
+      frame(
+        call(id, name, '{"channel":"x"}'),
+        { kind: 'rpc_error', id, code: INVALID_PARAMS },
+        `unknown tool ${name.slice(0, 40)}`,
+      ),
+    );
 
 /** Right types, refused by the engine: a ToolResult refusal and no write. */
 function semanticRefusals(fx: Fixture) {
   const missing = fc.stringMatching(/^[a-z0-9][a-z0-9_-]{0,20}$/).map((n) => `nope-${n}`);
   const text = fc.string({ minLength: 1, maxLength: 60 }).filter((s) => s.trim() !== '');
   const cases: Array<fc.Arbitrary<[string, Record<string, unknown>, string]>> = [
-    fc.constantFrom('', '   ', '\n\t').map((c) => ['opencomms_send', { channel: fx.channel, content: c }, 'content_empty']),
+    fc
+      .constantFrom('', '   ', '\n\t')
+      .map((c) => ['opencomms_send', { channel: fx.channel, content: c }, 'content_empty']),
     text.map((c) => ['opencomms_send', { channel: fx.channel, content: c, type: 'system' }, 'invalid_message_type']),
-    fc.tuple(text, fc.string({ maxLength: 60 }).filter((r) => !/^ocm_[0-9a-f]{32}$/.test(r) && r !== '')).map(([c, r]) => ['opencomms_send', { channel: fx.channel, content: c, reply_to: r }, 'invalid_argument']),
+    fc
+      .tuple(
+        text,
+        fc.string({ maxLength: 60 }).filter((r) => !/^ocm_[0-9a-f]{32}$/.test(r) && r !== ''),
+      )
+      .map(([c, r]) => ['opencomms_send', { channel: fx.channel, content: c, reply_to: r }, 'invalid_argument']),
     text.map((c) => ['opencomms_send', { channel: fx.channel, content: c, to: fx.ownRole }, 'recipient_not_found']),
-    text.map((c) => ['opencomms_send', { channel: fx.channel, content: c, to: fx.peerRole, broadcast: true }, 'invalid_argument']),
+    text.map((c) => [
+      'opencomms_send',
+      { channel: fx.channel, content: c, to: fx.peerRole, broadcast: true },
+      'invalid_argument',
+    ]),
     fc.constant(['opencomms_send', { channel: fx.channel, content: 'x'.repeat(100_001) }, 'content_too_large']),
     fc.tuple(missing, text).map(([ch, c]) => ['opencomms_send', { channel: ch, content: c }, 'channel_not_found']),
     fc.constant(['opencomms_create', { channel: fx.channel, role: 'Zed', role_prompt: 'p' }, 'channel_exists']),
-    fc.string({ minLength: 1, maxLength: 20 }).filter((n) => !/^[a-z0-9][a-z0-9_-]*$/.test(n.trim().toLowerCase())).map((n) => ['opencomms_create', { channel: n, role: 'Zed', role_prompt: 'p' }, 'invalid_channel_name']),
+    fc
+      .string({ minLength: 1, maxLength: 20 })
+      .filter((n) => !/^[a-z0-9][a-z0-9_-]*$/.test(n.trim().toLowerCase()))
+      .map((n) => ['opencomms_create', { channel: n, role: 'Zed', role_prompt: 'p' }, 'invalid_channel_name']),
     fc.constant(['opencomms_join', { channel: fx.channel, role: 'Zed', role_prompt: 'p' }, 'already_member']),
     missing.map((ch) => ['opencomms_join', { channel: ch, role: 'Zed', role_prompt: 'p' }, 'channel_not_found']),
-    fc.constantFrom('9lives', '', 'a/b', 'x'.repeat(33), 'Role\u200b').map((r) => ['opencomms_join', { channel: fx.channel, role: r, role_prompt: 'p' }, 'invalid_role']),
-    fc.tuple(fc.constantFrom('opencomms_pause', 'opencomms_resume', 'opencomms_disconnect', 'opencomms_inbox', 'opencomms_history'), missing).map(([t, ch]) => [t, { channel: ch }, 'channel_not_found']),
-    fc.constantFrom('', '   ').map((p) => ['opencomms_update_role', { channel: fx.channel, role_prompt: p }, 'role_prompt_required']),
-    fc.string({ maxLength: 12 }).filter((a) => !['start', 'stop', 'switch', 'reset', 'status', 'set_limit', 'clear_limit'].includes(a.trim().toLowerCase())).map((a) => ['opencomms_timer', { channel: fx.channel, action: a }, 'invalid_timer_action']),
-    fc.constantFrom(0, -1, -1e308).map((l) => ['opencomms_timer', { channel: fx.channel, action: 'set_limit', limit_ms: l }, 'invalid_limit']),
+    fc
+      .constantFrom('9lives', '', 'a/b', 'x'.repeat(33), 'Role\u200b')
+      .map((r) => ['opencomms_join', { channel: fx.channel, role: r, role_prompt: 'p' }, 'invalid_role']),
+    fc
+      .tuple(
+        fc.constantFrom(
+          'opencomms_pause',
+          'opencomms_resume',
+          'opencomms_disconnect',
+          'opencomms_inbox',
+          'opencomms_history',
+        ),
+        missing,
+      )
+      .map(([t, ch]) => [t, { channel: ch }, 'channel_not_found']),
+    fc
+      .constantFrom('', '   ')
+      .map((p) => ['opencomms_update_role', { channel: fx.channel, role_prompt: p }, 'role_prompt_required']),
+    fc
+      .string({ maxLength: 12 })
+      .filter(
+        (a) =>
+          !['start', 'stop', 'switch', 'reset', 'status', 'set_limit', 'clear_limit'].includes(a.trim().toLowerCase()),
+      )
+      .map((a) => ['opencomms_timer', { channel: fx.channel, action: a }, 'invalid_timer_action']),
+    fc
+      .constantFrom(0, -1, -1e308)
+      .map((l) => ['opencomms_timer', { channel: fx.channel, action: 'set_limit', limit_ms: l }, 'invalid_limit']),
     fc.constant(['opencomms_save_session', { channel: fx.channel, summary: 's'.repeat(2001) }, 'summary_too_large']),
     missing.map((ch) => ['opencomms_resume_session', { channel: ch }, 'archive_not_found']),
     fc.constant(['opencomms_delete_session', { channel: fx.channel, confirm: false }, 'confirm_required']),
     missing.map((ch) => ['opencomms_archive', { channel: ch, mode: 'summary' }, 'archive_not_found']),
   ];
   return (id: string) =>
-    fc.oneof(...cases).map(([name, args, reason]) => frame(call(id, name, JSON.stringify(args)), { kind: 'refusal', id, reason }, `${name} → ${reason}`));
+    fc
+      .oneof(...cases)
+      .map(([name, args, reason]) =>
+        frame(call(id, name, JSON.stringify(args)), { kind: 'refusal', id, reason }, `${name} → ${reason}`),
+      );
 }
 
 /** Calls that only read, with extra and identity-like fields: answered, nothing written. */
 function readOnly(fx: Fixture) {
-  const extra = fc.dictionary(fc.constantFrom(...IDENTITY_KEYS, 'x', 'verbose'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
+  const extra = fc.dictionary(fc.constantFrom(...IDENTITY_KEYS, 'x', 'verbose'), fc.jsonValue({ maxDepth: 2 }), {
+    maxKeys: 3,
+  });
   const limit = fc.oneof(fc.integer({ min: -10, max: 1000 }), fc.constantFrom(1e308, -0, 0.5));
   return (id: string) =>
     fc
       .oneof(
-        fc.tuple(fc.constant('opencomms_status'), fc.record({ channel: fc.constantFrom(fx.channel, 'unknown-channel') }, { requiredKeys: [] })),
-        fc.tuple(fc.constant('opencomms_inbox'), fc.record({ channel: fc.constant(fx.channel), limit }, { requiredKeys: ['channel'] })),
-        fc.tuple(fc.constant('opencomms_history'), fc.record({ channel: fc.constant(fx.channel), limit }, { requiredKeys: ['channel'] })),
-        fc.tuple(fc.constant('opencomms_archive'), fc.record({ mode: fc.constantFrom('list', 'summary', 'messages'), channel: fc.constant(fx.archived), limit }, { requiredKeys: ['mode', 'channel'] })),
+        fc.tuple(
+          fc.constant('opencomms_status'),
+          fc.record({ channel: fc.constantFrom(fx.channel, 'unknown-channel') }, { requiredKeys: [] }),
+        ),
+        fc.tuple(
+          fc.constant('opencomms_inbox'),
+          fc.record({ channel: fc.constant(fx.channel), limit }, { requiredKeys: ['channel'] }),
+        ),
+        fc.tuple(
+          fc.constant('opencomms_history'),
+          fc.record({ channel: fc.constant(fx.channel), limit }, { requiredKeys: ['channel'] }),
+        ),
+        fc.tuple(
+          fc.constant('opencomms_archive'),
+          fc.record(
+            { mode: fc.constantFrom('list', 'summary', 'messages'), channel: fc.constant(fx.archived), limit },
+            { requiredKeys: ['mode', 'channel'] },
+          ),
+        ),
       )
-      .chain(([name, args]) => extra.map((e) => frame(call(id, name, JSON.stringify({ ...e, ...args })), { kind: 'result', id }, `${name} (read)`)));
+      .chain(([name, args]) =>
+        extra.map((e) =>
+          frame(call(id, name, JSON.stringify({ ...e, ...args })), { kind: 'result', id }, `${name} (read)`),
+        ),
+      );
 }
 
 /** Shapes JSON-RPC does not allow (wrong version, id types, methods, batches, responses): an
@@ -205,8 +325,28 @@ const wrongShape = fc
   .record(
     {
       jsonrpc: fc.constantFrom('2.0', '1.0', 2, null),
-      id: fc.oneof(fc.integer(), fc.string({ maxLength: 10 }), fc.constant(null), fc.jsonValue({ maxDepth: 2 }), fc.double()),
-      method: fc.oneof(fc.constantFrom('ping', 'tools/list', 'notifications/initialized', 'notifications/cancelled', 'resources/list', 'prompts/get', 'logging/setLevel', 'completion/complete', 'initialize'), fc.string({ maxLength: 20 }), fc.integer()),
+      id: fc.oneof(
+        fc.integer(),
+        fc.string({ maxLength: 10 }),
+        fc.constant(null),
+        fc.jsonValue({ maxDepth: 2 }),
+        fc.double(),
+      ),
+      method: fc.oneof(
+        fc.constantFrom(
+          'ping',
+          'tools/list',
+          'notifications/initialized',
+          'notifications/cancelled',
+          'resources/list',
+          'prompts/get',
+          'logging/setLevel',
+          'completion/complete',
+          'initialize',
+        ),
+        fc.string({ maxLength: 20 }),
+        fc.integer(),
+      ),
       params: fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constant(undefined)),
       result: fc.jsonValue({ maxDepth: 2 }),
       error: fc.jsonValue({ maxDepth: 2 }),
@@ -217,17 +357,47 @@ const wrongShape = fc
   .map((text) => frame(text, { kind: 'any' }, 'wrong JSON-RPC shape'));
 
 /** Not JSON, or not UTF-8: random text, truncated requests, raw invalid byte sequences. */
-const INVALID_UTF8 = [[0xff], [0xfe, 0xff], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80]];
+const INVALID_UTF8 = [
+  [0xff],
+  [0xfe, 0xff],
+  [0xc3],
+  [0xc0, 0xaf],
+  [0xed, 0xa0, 0x80],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xe2, 0x82],
+  [0x80],
+];
 const notJson = fc.oneof(
-  fc.string({ unit: 'binary', maxLength: 200 }).filter((s) => !s.includes('\n')).map((s) => frame(s, { kind: 'any' }, 'random text')),
+  fc
+    .string({ unit: 'binary', maxLength: 200 })
+    .filter((s) => !s.includes('\n'))
+    .map((s) => frame(s, { kind: 'any' }, 'random text')),
   fc.tuple(fc.constantFrom(...toolNames), fc.nat()).map(([name, cut]) => {
     const full = call('cut', name, '{"channel":"x"}');
-    return frame(full.slice(0, 1 + (cut % (full.length - 1))), { kind: 'rpc_error', id: null, code: PARSE_ERROR }, 'truncated request');
+    return frame(
+      full.slice(0, 1 + (cut % (full.length - 1))),
+      { kind: 'rpc_error', id: null, code: PARSE_ERROR },
+      'truncated request',
+    );
   }),
-  fc.tuple(fc.constantFrom(...INVALID_UTF8), fc.string({ maxLength: 20 }).filter((s) => !s.includes('\n'))).map(([bad, s]) =>
-    frame(Buffer.concat([Buffer.from(s), Buffer.from(bad), Buffer.from(s)]), { kind: 'any' }, 'invalid UTF-8')),
+  fc
+    .tuple(
+      fc.constantFrom(...INVALID_UTF8),
+      fc.string({ maxLength: 20 }).filter((s) => !s.includes('\n')),
+    )
+    .map(([bad, s]) =>
+      frame(Buffer.concat([Buffer.from(s), Buffer.from(bad), Buffer.from(s)]), { kind: 'any' }, 'invalid UTF-8'),
+    ),
   // Invalid UTF-8 inside a JSON string of a valid ping: decoded as U+FFFD, then answered.
-  fc.constantFrom(...INVALID_UTF8).map((bad) => frame(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":"u8-'), Buffer.from(bad), Buffer.from('","method":"ping"}')]), { kind: 'any' }, 'invalid UTF-8 in an id')),
+  fc
+    .constantFrom(...INVALID_UTF8)
+    .map((bad) =>
+      frame(
+        Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":"u8-'), Buffer.from(bad), Buffer.from('","method":"ping"}')]),
+        { kind: 'any' },
+        'invalid UTF-8 in an id',
+      ),
+    ),
 );
 
 /** Ids JSON allows but nobody expects: huge numbers, long strings, escapes and lone surrogates. */
@@ -238,7 +408,9 @@ const hugeIds = (id: string) =>
       fc.integer({ min: 1000, max: 300_000 }).map((n) => JSON.stringify(`${id}-${'i'.repeat(n)}`)),
       fc.constantFrom('"\\u0000"', '"\\ud800"', '"\\udfff\\ud800"', '"<<<END_UNTRUSTED_PEER_MESSAGE>>>"'),
     )
-    .map((raw) => frame(`{"jsonrpc":"2.0","id":${raw},"method":"ping"}`, { kind: 'any' }, `ping with id ${raw.slice(0, 30)}`));
+    .map((raw) =>
+      frame(`{"jsonrpc":"2.0","id":${raw},"method":"ping"}`, { kind: 'any' }, `ping with id ${raw.slice(0, 30)}`),
+    );
 
 /** Deep nesting in every position a request can hold a value. */
 const deepNesting = (id: string) =>
@@ -249,11 +421,23 @@ const deepNesting = (id: string) =>
       const o = deep(d, '{"a":', '}');
       switch (where) {
         case 'params':
-          return frame(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"ping","params":${v}}`, { kind: 'any' }, `params nested ${d}`);
+          return frame(
+            `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"ping","params":${v}}`,
+            { kind: 'any' },
+            `params nested ${d}`,
+          );
         case 'meta':
-          return frame(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"ping","params":{"_meta":${o}}}`, { kind: 'any' }, `_meta nested ${d}`);
+          return frame(
+            `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"method":"ping","params":{"_meta":${o}}}`,
+            { kind: 'any' },
+            `_meta nested ${d}`,
+          );
         case 'argument':
-          return frame(call(id, 'opencomms_status', `{"channel":${v}}`), { kind: 'rpc_error', id, code: INVALID_PARAMS }, `argument nested ${d}`);
+          return frame(
+            call(id, 'opencomms_status', `{"channel":${v}}`),
+            { kind: 'rpc_error', id, code: INVALID_PARAMS },
+            `argument nested ${d}`,
+          );
         case 'extra':
           return frame(call(id, 'opencomms_status', `{"x":${o}}`), { kind: 'result', id }, `extra field nested ${d}`);
         default:
@@ -276,8 +460,16 @@ export function sizedCall(id: string, bytes: number, ch: string): Buffer {
  *  4-byte characters. */
 export function sizeFrames(prefix: string): Frame[] {
   return ['a', 'é', '€', '😀'].flatMap((ch, i) => [
-    frame(sizedCall(`${prefix}-fit-${i}`, MCP_MAX_FRAME_BYTES, ch), { kind: 'result', id: `${prefix}-fit-${i}` }, `exactly ${MCP_MAX_FRAME_BYTES} bytes of ${ch}`),
-    frame(sizedCall(`${prefix}-over-${i}`, MCP_MAX_FRAME_BYTES + 1, ch), { kind: 'rpc_error', id: `${prefix}-over-${i}`, code: PARSE_ERROR }, `${MCP_MAX_FRAME_BYTES + 1} bytes of ${ch}`),
+    frame(
+      sizedCall(`${prefix}-fit-${i}`, MCP_MAX_FRAME_BYTES, ch),
+      { kind: 'result', id: `${prefix}-fit-${i}` },
+      `exactly ${MCP_MAX_FRAME_BYTES} bytes of ${ch}`,
+    ),
+    frame(
+      sizedCall(`${prefix}-over-${i}`, MCP_MAX_FRAME_BYTES + 1, ch),
+      { kind: 'rpc_error', id: `${prefix}-over-${i}`, code: PARSE_ERROR },
+      `${MCP_MAX_FRAME_BYTES + 1} bytes of ${ch}`,
+    ),
   ]);
 }
 

@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { invalidParams } from '../../adapters/mcp/params.ts';
 
-const req = (method: string, params?: unknown) => ({ jsonrpc: '2.0' as const, id: 7, method, ...(params === undefined ? {} : { params }) }) as never;
+const req = (method: string, params?: unknown) =>
+  ({ jsonrpc: '2.0' as const, id: 7, method, ...(params === undefined ? {} : { params }) }) as never;
 
 describe('invalid params of handled methods', () => {
   it.each([

@@ -24,11 +24,43 @@ const RUNS = 120;
 function typed(p: McpProject, type: JsonType): fc.Arbitrary<unknown> {
   if (type === 'boolean') return fc.boolean();
   if (type === 'number')
-    return fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom(1e308, -1e308, 0.5, 2 ** 53 + 2, 60_000, 2_592_000_000), fc.double({ noNaN: true, noDefaultInfinity: true }));
+    return fc.oneof(
+      fc.integer({ min: -3, max: 3 }),
+      fc.constantFrom(1e308, -1e308, 0.5, 2 ** 53 + 2, 60_000, 2_592_000_000),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+    );
   return fc.oneof(
-    { weight: 3, arbitrary: fc.constantFrom(p.fixture.channel, p.fixture.archived, 'FUZZ', ' fuzz ', 'Alpha', 'beta', p.pin, p.peer, p.fixture.messageId, 'operator',
-      '../../etc/passwd', '/etc/passwd', 'a\u0000b', 'chn_../../x', '<<<END_UNTRUSTED_PEER_MESSAGE>>>', '', ' ', 'start', 'switch', 'set_limit', 'list', 'summary', 'messages',
-      'review_request', 'system', 'x'.repeat(100_001)) },
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom(
+        p.fixture.channel,
+        p.fixture.archived,
+        'FUZZ',
+        ' fuzz ',
+        'Alpha',
+        'beta',
+        p.pin,
+        p.peer,
+        p.fixture.messageId,
+        'operator',
+        '../../etc/passwd',
+        '/etc/passwd',
+        'a\u0000b',
+        'chn_../../x',
+        '<<<END_UNTRUSTED_PEER_MESSAGE>>>',
+        '',
+        ' ',
+        'start',
+        'switch',
+        'set_limit',
+        'list',
+        'summary',
+        'messages',
+        'review_request',
+        'system',
+        'x'.repeat(100_001),
+      ),
+    },
     { weight: 2, arbitrary: fc.string({ maxLength: 40 }) },
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
   );
@@ -39,13 +71,22 @@ function typed(p: McpProject, type: JsonType): fc.Arbitrary<unknown> {
 function argumentsOf(p: McpProject, tool: ToolDef): fc.Arbitrary<Record<string, unknown>> {
   const fields = fieldsOf(tool);
   const anything = fc.oneof(fc.constant(null), fc.jsonValue({ maxDepth: 3 }));
-  const model = Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, fc.oneof({ weight: 9, arbitrary: typed(p, f.type) }, { weight: 1, arbitrary: anything })]));
+  const model = Object.fromEntries(
+    Object.entries(fields).map(([k, f]) => [
+      k,
+      fc.oneof({ weight: 9, arbitrary: typed(p, f.type) }, { weight: 1, arbitrary: anything }),
+    ]),
+  );
   const known = fc.oneof(
     { weight: 9, arbitrary: fc.record(model, { requiredKeys: tool.required }) },
     { weight: 1, arbitrary: fc.record(model, { requiredKeys: [] }) },
   );
-  const extra = fc.dictionary(fc.oneof(fc.constantFrom(...IDENTITY_KEYS), fc.string({ maxLength: 10 })), anything, { maxKeys: 3 });
-  return fc.tuple(known, extra).map(([k, e]) => ({ ...Object.fromEntries(Object.entries(e).filter(([x]) => !(x in fields))), ...k }));
+  const extra = fc.dictionary(fc.oneof(fc.constantFrom(...IDENTITY_KEYS), fc.string({ maxLength: 10 })), anything, {
+    maxKeys: 3,
+  });
+  return fc
+    .tuple(known, extra)
+    .map(([k, e]) => ({ ...Object.fromEntries(Object.entries(e).filter(([x]) => !(x in fields))), ...k }));
 }
 
 const tools = toolsFor('mcp', true);
@@ -72,39 +113,50 @@ async function serve(): Promise<{ p: McpProject; rt: Runtime; client: Client; lo
 }
 
 describe('MCP tool arguments (property tests, every tool)', () => {
-  it.each(tools.map((t) => [t.name, t] as const))('%s: any arguments → a ToolResult or -32602, nothing internal, identity stays the pin', async (_name, tool) => {
-    const { p, rt, client, logs } = await serve();
-    let results = 0;
-    await fc.assert(
-      fc.asyncProperty(argumentsOf(p, tool), async (a) => {
-        let text: string;
-        try {
-          const r = (await client.callTool({ name: tool.name, arguments: a })) as { content: Array<{ text: string }>; isError?: boolean };
-          text = r.content[0]!.text;
-          results++;
-          const result = JSON.parse(text) as { ok: unknown; message: unknown; data?: { reason?: string } };
-          expect(typeof result.ok).toBe('boolean');
-          expect(typeof result.message === 'string' && result.message.length > 0).toBe(true);
-          expect(Boolean(r.isError)).toBe(!result.ok);
-          if (!result.ok) {
-            expect(REASONS).toContain(result.data?.reason);
-            expect(result.data?.reason).not.toBe('internal_error');
+  it.each(tools.map((t) => [t.name, t] as const))(
+    '%s: any arguments → a ToolResult or -32602, nothing internal, identity stays the pin',
+    async (_name, tool) => {
+      const { p, rt, client, logs } = await serve();
+      let results = 0;
+      await fc.assert(
+        fc.asyncProperty(argumentsOf(p, tool), async (a) => {
+          let text: string;
+          try {
+            const r = (await client.callTool({ name: tool.name, arguments: a })) as {
+              content: Array<{ text: string }>;
+              isError?: boolean;
+            };
+            text = r.content[0]!.text;
+            results++;
+            const result = JSON.parse(text) as { ok: unknown; message: unknown; data?: { reason?: string } };
+            expect(typeof result.ok).toBe('boolean');
+            expect(typeof result.message === 'string' && result.message.length > 0).toBe(true);
+            expect(Boolean(r.isError)).toBe(!result.ok);
+            if (!result.ok) {
+              expect(REASONS).toContain(result.data?.reason);
+              expect(result.data?.reason).not.toBe('internal_error');
+            }
+          } catch (e) {
+            const code = (e as { code?: unknown }).code;
+            if (code !== -32602) throw e; // an internal error (-32603), a crash, or a failed check above
+            text = (e as Error).message;
           }
-        } catch (e) {
-          const code = (e as { code?: unknown }).code;
-          if (code !== -32602) throw e; // an internal error (-32603), a crash, or a failed check above
-          text = (e as Error).message;
-        }
-        expect(leaksInternals(text), text.slice(0, 300)).toBe(false);
-        // Nobody but the pinned member (and the peer the fixture made) is ever on a roster or a sender.
-        const s = await rt.peek();
-        for (const ch of Object.values(s.channels)) for (const m of ch.members) expect([p.pin, p.peer]).toContain(m.session_id);
-        for (const e of Object.values(s.messages)) expect([p.pin, p.peer, 'operator']).toContain(e.sender_session_id);
-      }),
-      { seed: SEED, numRuns: RUNS },
-    );
-    expect(logs.filter((l) => /internal error/i.test(l)), `FUZZ_SEED=${SEED}`).toEqual([]);
-    // Most generated calls must reach the engine, or the property says little about it.
-    expect(results, `FUZZ_SEED=${SEED}: ${results} of ${RUNS} calls reached a tool`).toBeGreaterThan(RUNS / 3);
-  }, 60_000);
+          expect(leaksInternals(text), text.slice(0, 300)).toBe(false);
+          // Nobody but the pinned member (and the peer the fixture made) is ever on a roster or a sender.
+          const s = await rt.peek();
+          for (const ch of Object.values(s.channels))
+            for (const m of ch.members) expect([p.pin, p.peer]).toContain(m.session_id);
+          for (const e of Object.values(s.messages)) expect([p.pin, p.peer, 'operator']).toContain(e.sender_session_id);
+        }),
+        { seed: SEED, numRuns: RUNS },
+      );
+      expect(
+        logs.filter((l) => /internal error/i.test(l)),
+        `FUZZ_SEED=${SEED}`,
+      ).toEqual([]);
+      // Most generated calls must reach the engine, or the property says little about it.
+      expect(results, `FUZZ_SEED=${SEED}: ${results} of ${RUNS} calls reached a tool`).toBeGreaterThan(RUNS / 3);
+    },
+    60_000,
+  );
 });

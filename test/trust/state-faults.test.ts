@@ -44,11 +44,18 @@ const fakeClient = () => ({
 });
 
 async function openCodeTools(dir: string) {
-  const hooks = (await OpenCommsPlugin({ client: fakeClient(), project: { id: 'proj' }, directory: dir, worktree: dir })) as {
+  const hooks = (await OpenCommsPlugin({
+    client: fakeClient(),
+    project: { id: 'proj' },
+    directory: dir,
+    worktree: dir,
+  })) as {
     tool: Record<string, { execute(args: Record<string, unknown>, ctx: { sessionID: string }): Promise<string> }>;
   };
   return (name: string, args: Record<string, unknown>, sessionID = 'ses_fault1') =>
-    hooks.tool[name]!.execute(args, { sessionID }).then((t) => JSON.parse(t) as { ok: boolean; data?: { reason?: string } });
+    hooks.tool[name]!.execute(args, { sessionID }).then(
+      (t) => JSON.parse(t) as { ok: boolean; data?: { reason?: string } },
+    );
 }
 
 describe('item 2: an incompatible state file is a state_incompatible refusal on every surface', () => {
@@ -95,7 +102,9 @@ describe('item 4: nothing is created by a refused call or by starting a server',
     const h = await startMcp(dir, { pin: pin() });
     handles.push(h);
     expect((await h.call('opencomms_status', {})).data?.reason).toBe('identity_not_member');
-    expect((await h.call('opencomms_join', { channel: 'nope', role: 'Lead', role_prompt: 'p' })).data?.reason).toBe('channel_not_found');
+    expect((await h.call('opencomms_join', { channel: 'nope', role: 'Lead', role_prompt: 'p' })).data?.reason).toBe(
+      'channel_not_found',
+    );
     expect((await h.call('opencomms_archive', {})).ok).toBe(true);
     expect(readdirSync(dir)).toEqual([]);
     // The first successful mutation creates the directory and its .gitignore (§2).
@@ -103,7 +112,11 @@ describe('item 4: nothing is created by a refused call or by starting a server',
     // A server that has written keeps its lock token (src/store/lock.ts) until it exits. The
     // snapshot's journal is created with it (src/store/store.ts, `journal_created`).
     const token = /^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/;
-    expect(readdirSync(join(dir, '.opencomms')).filter((n) => !token.test(n)).sort()).toEqual(['.gitignore', 'journal', 'state.json']);
+    expect(
+      readdirSync(join(dir, '.opencomms'))
+        .filter((n) => !token.test(n))
+        .sort(),
+    ).toEqual(['.gitignore', 'journal', 'state.json']);
     await h.close();
     expect(readdirSync(join(dir, '.opencomms')).sort()).toEqual(['.gitignore', 'journal', 'state.json']);
   });
@@ -147,7 +160,15 @@ describe('item 5: internal_error is recorded in state.errors like every other fa
   it('the caller gets internal_error without details; the operator finds the details in errors', async () => {
     const logs: string[] = [];
     const rt = new Runtime(new FaultyOnce(), { log: (l) => logs.push(l) });
-    const caller = { session_id: 'sess_a', host: 'mcp', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'p', worktree: '/w' };
+    const caller = {
+      session_id: 'sess_a',
+      host: 'mcp',
+      surface: 'mcp',
+      delivery_mode: 'pull',
+      host_session_id: null,
+      project_id: 'p',
+      worktree: '/w',
+    };
     const r = await rt.run({ op: 'create', caller, args: { channel: 'team', role: 'Lead', role_prompt: 'p' } });
     expect(r).toMatchObject({ ok: false, data: { reason: 'internal_error' } });
     expect(r.message).not.toContain('disk on fire');

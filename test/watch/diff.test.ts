@@ -22,11 +22,23 @@ function watcher(sim: Sim) {
   };
 }
 const moves = (lines: WatchLine[]) =>
-  lines.map((l) => (l.kind === 'envelope' ? `${l.message_id.slice(-2)} ${l.event} ${l.from ?? '∅'}→${l.to}` : `${l.role} ${l.from ?? '∅'}→${l.to}`));
+  lines.map((l) =>
+    l.kind === 'envelope'
+      ? `${l.message_id.slice(-2)} ${l.event} ${l.from ?? '∅'}→${l.to}`
+      : `${l.role} ${l.from ?? '∅'}→${l.to}`,
+  );
 
 function team() {
   const sim = new Sim();
-  sim.channel('team', [['sess_a', 'Lead'], ['sess_b', 'Reviewer'], ['sess_c', 'Reader', 'pull']], { rate_limit: 100 });
+  sim.channel(
+    'team',
+    [
+      ['sess_a', 'Lead'],
+      ['sess_b', 'Reviewer'],
+      ['sess_c', 'Reader', 'pull'],
+    ],
+    { rate_limit: 100 },
+  );
   return sim;
 }
 
@@ -39,7 +51,18 @@ describe('envelope lines', () => {
     const sentAt = sim.now;
     const sent = w.look();
     expect(sent.filter((l) => l.kind === 'envelope')).toEqual([
-      { kind: 'envelope', at: sentAt, channel: 'team', message_id: id, sender_role: 'Lead', recipient_role: 'Reviewer', event: 'SEND', from: null, to: 'pending', attempt: 0 },
+      {
+        kind: 'envelope',
+        at: sentAt,
+        channel: 'team',
+        message_id: id,
+        sender_role: 'Lead',
+        recipient_role: 'Reviewer',
+        event: 'SEND',
+        from: null,
+        to: 'pending',
+        attempt: 0,
+      },
     ]);
     sim.advance(10);
     const p = mustPrompt(sim.drain('sess_b'));
@@ -48,7 +71,14 @@ describe('envelope lines', () => {
     sim.commit(p);
     expect(sim.hot(id!)).toBeUndefined();
     const done = w.look();
-    expect(done[0]).toMatchObject({ kind: 'envelope', event: 'COMMIT', from: 'in_flight', to: 'delivered', at: sim.now, attempt: 1 });
+    expect(done[0]).toMatchObject({
+      kind: 'envelope',
+      event: 'COMMIT',
+      from: 'in_flight',
+      to: 'delivered',
+      at: sim.now,
+      attempt: 1,
+    });
     expect(moves(done)).toEqual([`${id!.slice(-2)} COMMIT in_flight→delivered`, 'Reviewer delivering→cooling']);
     // Nothing is reported twice.
     expect(w.look()).toEqual([]);
@@ -74,15 +104,23 @@ describe('envelope lines', () => {
     w.look();
     sim.ok({ op: 'save_session', actor: operatorActor(), args: { channel: 'team' } });
     const saved = w.look();
-    expect(saved.filter((l) => l.kind === 'envelope')).toMatchObject([{ message_id: pending, event: 'PURGE', from: 'pending', to: 'archived' }]);
-    expect(moves(saved.filter((l) => l.kind === 'recipient'))).toEqual(['Lead ready→removed', 'Reviewer ready→removed', 'Reader ready→removed']);
+    expect(saved.filter((l) => l.kind === 'envelope')).toMatchObject([
+      { message_id: pending, event: 'PURGE', from: 'pending', to: 'archived' },
+    ]);
+    expect(moves(saved.filter((l) => l.kind === 'recipient'))).toEqual([
+      'Lead ready→removed',
+      'Reviewer ready→removed',
+      'Reader ready→removed',
+    ]);
 
     const sim2 = team();
     const w2 = watcher(sim2);
     const [x] = idsOf(sim2.send('sess_a', 'team', 'x', { to: 'Reviewer' }));
     w2.look();
     sim2.ok({ op: 'delete_session', actor: operatorActor(), args: { channel: 'team', confirm: true }, archive: null });
-    expect(w2.look().filter((l) => l.kind === 'envelope')).toMatchObject([{ message_id: x, event: 'PURGE', to: 'discarded' }]);
+    expect(w2.look().filter((l) => l.kind === 'envelope')).toMatchObject([
+      { message_id: x, event: 'PURGE', to: 'discarded' },
+    ]);
   });
 
   it('forgets terminal envelopes that left the log tail it read (bounded memory)', () => {
@@ -124,11 +162,44 @@ describe('recipient and member lines', () => {
 describe('renderLine', () => {
   it('prints one kubectl-style line per transition', () => {
     const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
-    expect(renderLine({ kind: 'envelope', at, channel: 'team', message_id: 'ocm_0123456789abcdef', sender_role: 'Lead', recipient_role: 'Reviewer', event: 'DRAIN', from: 'pending', to: 'in_flight', attempt: 2 }))
-      .toBe('03:04:05.678  team  envelope   ocm_01234567…  Lead → Reviewer  pending → in_flight (DRAIN, attempt 2)');
-    expect(renderLine({ kind: 'envelope', at, channel: 'team', message_id: 'ocm_0123456789abcdef', sender_role: 'Lead', recipient_role: 'Reviewer', event: 'SEND', from: null, to: 'pending', attempt: 0 }))
-      .toBe('03:04:05.678  team  envelope   ocm_01234567…  Lead → Reviewer  SEND → pending');
-    expect(renderLine({ kind: 'recipient', at, channel: 'team', session_id: 'sess_bbbbbbbbbbbbbbbb', role: 'Reviewer', from: 'ready', to: 'blocked:paused' }))
-      .toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb)  ready → blocked:paused');
+    expect(
+      renderLine({
+        kind: 'envelope',
+        at,
+        channel: 'team',
+        message_id: 'ocm_0123456789abcdef',
+        sender_role: 'Lead',
+        recipient_role: 'Reviewer',
+        event: 'DRAIN',
+        from: 'pending',
+        to: 'in_flight',
+        attempt: 2,
+      }),
+    ).toBe('03:04:05.678  team  envelope   ocm_01234567…  Lead → Reviewer  pending → in_flight (DRAIN, attempt 2)');
+    expect(
+      renderLine({
+        kind: 'envelope',
+        at,
+        channel: 'team',
+        message_id: 'ocm_0123456789abcdef',
+        sender_role: 'Lead',
+        recipient_role: 'Reviewer',
+        event: 'SEND',
+        from: null,
+        to: 'pending',
+        attempt: 0,
+      }),
+    ).toBe('03:04:05.678  team  envelope   ocm_01234567…  Lead → Reviewer  SEND → pending');
+    expect(
+      renderLine({
+        kind: 'recipient',
+        at,
+        channel: 'team',
+        session_id: 'sess_bbbbbbbbbbbbbbbb',
+        role: 'Reviewer',
+        from: 'ready',
+        to: 'blocked:paused',
+      }),
+    ).toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb)  ready → blocked:paused');
   });
 });

@@ -19,15 +19,37 @@ beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-follow-'))))
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
 const member = (session_id: string, delivery_mode: string): Caller => ({
-  session_id, host: 'test', surface: 'cli', delivery_mode, host_session_id: session_id, project_id: 'local-project', worktree: dir,
+  session_id,
+  host: 'test',
+  surface: 'cli',
+  delivery_mode,
+  host_session_id: session_id,
+  project_id: 'local-project',
+  worktree: dir,
 });
 
 const T0 = Date.now();
 const pending = (channel_id: string, i: number): Envelope => ({
-  message_id: newMessageId(), channel_id, sender_session_id: 'sess_a', sender_role: 'A', recipient_session_id: 'sess_r',
-  recipient_role: 'R', timestamp: T0 + i, message_type: 'manual', content: `m${i}`, reply_to: null, hop_count: 0,
-  correlation_id: newCorrelationId(), root_message_id: null, delivery_status: 'pending', delivered_at: null, attempts: 0,
-  delivery_method: null, in_flight_by: null, in_flight_at: null, transitions: [['SEND', 'pending', T0 + i]],
+  message_id: newMessageId(),
+  channel_id,
+  sender_session_id: 'sess_a',
+  sender_role: 'A',
+  recipient_session_id: 'sess_r',
+  recipient_role: 'R',
+  timestamp: T0 + i,
+  message_type: 'manual',
+  content: `m${i}`,
+  reply_to: null,
+  hop_count: 0,
+  correlation_id: newCorrelationId(),
+  root_message_id: null,
+  delivery_status: 'pending',
+  delivered_at: null,
+  attempts: 0,
+  delivery_method: null,
+  in_flight_by: null,
+  in_flight_at: null,
+  transitions: [['SEND', 'pending', T0 + i]],
 });
 
 /** A FileStore that counts its history-log reads and the wake-ups it delivers. */
@@ -42,7 +64,8 @@ function counting(inner: Store) {
     n.logReads++;
     return inner.findInHistory(id, mid, scan);
   };
-  store.watch = (onChange, log): Promise<Watch> => inner.watch(async (c) => {
+  store.watch = (onChange, log): Promise<Watch> =>
+    inner.watch(async (c) => {
       n.wakes++;
       return onChange(c);
     }, log);
@@ -58,8 +81,20 @@ describe('watch under a burst', () => {
       if (!r.ok) throw new Error(r.message);
       return r;
     };
-    await ok(rt.run({ op: 'create', caller: member('sess_a', 'push'), args: { channel: 'burst', role: 'A', role_prompt: 'send', rate_limit: 1000 } }));
-    await ok(rt.run({ op: 'join', caller: member('sess_r', 'pull'), args: { channel: 'burst', role: 'R', role_prompt: 'read' } }));
+    await ok(
+      rt.run({
+        op: 'create',
+        caller: member('sess_a', 'push'),
+        args: { channel: 'burst', role: 'A', role_prompt: 'send', rate_limit: 1000 },
+      }),
+    );
+    await ok(
+      rt.run({
+        op: 'join',
+        caller: member('sess_r', 'pull'),
+        args: { channel: 'burst', role: 'R', role_prompt: 'read' },
+      }),
+    );
     // The burst's mail queued in one mutation: sends one by one only cost the test time.
     const ids = await rt.store.mutate((d) => {
       const ch = d.channels.burst!;
@@ -84,7 +119,8 @@ describe('watch under a burst', () => {
     });
     try {
       const before = n.logReads;
-      for (let got = 0; got < BURST; ) got += (await ok(rt.run({ op: 'pull', sid: 'sess_r', args: { limit: 100 } }))).data.message_ids.length;
+      for (let got = 0; got < BURST; )
+        got += (await ok(rt.run({ op: 'pull', sid: 'sess_r', args: { limit: 100 } }))).data.message_ids.length;
       await delivered.next(() => delivered.items.length >= BURST, 15_000);
       expect(new Set(delivered.items)).toEqual(new Set(ids));
       expect(delivered.items).toHaveLength(BURST);

@@ -12,7 +12,12 @@ export const renderChannels = (live: LiveCard[]) =>
 
 export const renderMembers = (d: SessionDetail) =>
   d.agents.length
-    ? d.agents.map((m) => `${m.role}: host=${m.host} surface=${m.surface} delivery=${m.delivery_mode}${m.stale ? ' [STALE]' : ''}`).join('\n')
+    ? d.agents
+        .map(
+          (m) =>
+            `${m.role}: host=${m.host} surface=${m.surface} delivery=${m.delivery_mode}${m.stale ? ' [STALE]' : ''}`,
+        )
+        .join('\n')
     : `"${d.name}" has no members yet.`;
 
 export const channels: CliCommand = {
@@ -33,9 +38,14 @@ export const channels: CliCommand = {
         const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_get', args: { channel } }));
         // members lists a live roster only: a saved session's archive is `session get`.
         const live = r.ok && (r.data as SessionDetail).kind === 'live';
-        const out = r.ok && !live
-          ? refuse('lifecycle_refused', `"${channel}" is a saved session, not a live channel: see \`opencomms session get ${channel}\`, or resume it.`, { lifecycle: 'saved' })
-          : r;
+        const out =
+          r.ok && !live
+            ? refuse(
+                'lifecycle_refused',
+                `"${channel}" is a saved session, not a live channel: see \`opencomms session get ${channel}\`, or resume it.`,
+                { lifecycle: 'saved' },
+              )
+            : r;
         ctx.exit(answer(ctx.io, out, o.json, renderMembers));
       });
   },

@@ -19,7 +19,9 @@ export const codexCommand: CliCommand = {
       .action(async (args: string[], _o, cmd) => {
         const { launchCodex } = await import('../../../adapters/codex/launcher.ts');
         const file = process.env.OPENCOMMS_LAUNCHER_LOG;
-        const log = file ? (line: string) => appendFileSync(file, `${new Date().toISOString()} launcher ${process.pid}: ${line}\n`) : () => {};
+        const log = file
+          ? (line: string) => appendFileSync(file, `${new Date().toISOString()} launcher ${process.pid}: ${line}\n`)
+          : () => {};
         const codex = process.env.OPENCOMMS_CODEX_BIN || 'codex';
         const code = await launchCodex({ project: projectOf(cmd), args, codex, env: process.env, log });
         ctx.exit(code);

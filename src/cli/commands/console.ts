@@ -15,7 +15,11 @@ const MAX_PORT = 65_535;
 /** The platform's "open this URL" command (no shell; the URL is one argument). */
 function openBrowser(url: string, log: (l: string) => void) {
   const [cmd, args] =
-    process.platform === 'win32' ? ['rundll32', ['url.dll,FileProtocolHandler', url]] : process.platform === 'darwin' ? ['open', [url]] : ['xdg-open', [url]];
+    process.platform === 'win32'
+      ? ['rundll32', ['url.dll,FileProtocolHandler', url]]
+      : process.platform === 'darwin'
+        ? ['open', [url]]
+        : ['xdg-open', [url]];
   const child = spawn(cmd, args, { detached: true, stdio: 'ignore' });
   child.on('error', () => log(`Could not start a browser (${cmd}); open ${url} yourself.`));
   child.unref();
@@ -36,7 +40,9 @@ async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
     return ctx.exit(EXIT_FAIL);
   }
   if (!(LOOPBACK_BINDS as readonly string[]).includes(o.bind)) {
-    ctx.io.err(`opencomms: refusing to listen on "${o.bind}": the console binds loopback only (${LOOPBACK_BINDS.join(', ')}).\n`);
+    ctx.io.err(
+      `opencomms: refusing to listen on "${o.bind}": the console binds loopback only (${LOOPBACK_BINDS.join(', ')}).\n`,
+    );
     return ctx.exit(EXIT_FAIL);
   }
   const project = projectOf(cmd);
@@ -47,7 +53,9 @@ async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
     server = await startConsole({ project, port, host: o.bind, log });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    ctx.io.err(`opencomms: ${err.code === 'EADDRINUSE' ? `port ${port} on ${o.bind} is in use; pass --port <another>` : err.message}.\n`);
+    ctx.io.err(
+      `opencomms: ${err.code === 'EADDRINUSE' ? `port ${port} on ${o.bind} is in use; pass --port <another>` : err.message}.\n`,
+    );
     return ctx.exit(EXIT_FAIL);
   }
   // The signal handlers come before the ready line: whoever reads it may stop us at once, and a
@@ -73,6 +81,8 @@ export const consoleCommands: CliCommand = {
       .option('--no-open', 'do not open the browser')
       .option('--server', 'same as --no-open')
       .action((o: Flags, cmd: Command) => serve(ctx, cmd, o, o.open !== false && !o.server));
-    options(program.command('serve').description('the web console, without opening a browser')).action((o: Flags, cmd: Command) => serve(ctx, cmd, o, false));
+    options(program.command('serve').description('the web console, without opening a browser')).action(
+      (o: Flags, cmd: Command) => serve(ctx, cmd, o, false),
+    );
   },
 };

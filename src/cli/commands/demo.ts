@@ -10,7 +10,13 @@ import type { CliCommand } from '../command.ts';
 export async function demo(out: (line: string) => void = console.log): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'opencomms-demo-'));
   const member = (session_id: string): Caller => ({
-    session_id, host: 'demo', surface: 'cli', delivery_mode: 'push', host_session_id: session_id, project_id: 'local-project', worktree: dir,
+    session_id,
+    host: 'demo',
+    surface: 'cli',
+    delivery_mode: 'push',
+    host_session_id: session_id,
+    project_id: 'local-project',
+    worktree: dir,
   });
   const prompts: string[] = [];
   const driver: DeliveryDriver = {
@@ -31,12 +37,45 @@ export async function demo(out: (line: string) => void = console.log): Promise<n
       if (!r.ok) throw new Error(`${label} refused`);
       return r as { ok: true; message: string; data: Record<string, unknown> };
     };
-    await step('Builder creates "review"', rt.run({ op: 'create', caller: member('sess_builder'), args: { channel: 'review', role: 'Builder', role_prompt: 'You write the code.' } }));
-    await step('Reviewer joins', rt.run({ op: 'join', caller: member('sess_reviewer'), args: { channel: 'review', role: 'Reviewer', role_prompt: 'You review the code.' } }));
-    const sent = await step('Builder sends a review_request', rt.run({ op: 'send', sid: 'sess_builder', args: { channel: 'review', type: 'review_request', content: 'Please review src/engine/send.ts.' } }));
+    await step(
+      'Builder creates "review"',
+      rt.run({
+        op: 'create',
+        caller: member('sess_builder'),
+        args: { channel: 'review', role: 'Builder', role_prompt: 'You write the code.' },
+      }),
+    );
+    await step(
+      'Reviewer joins',
+      rt.run({
+        op: 'join',
+        caller: member('sess_reviewer'),
+        args: { channel: 'review', role: 'Reviewer', role_prompt: 'You review the code.' },
+      }),
+    );
+    const sent = await step(
+      'Builder sends a review_request',
+      rt.run({
+        op: 'send',
+        sid: 'sess_builder',
+        args: { channel: 'review', type: 'review_request', content: 'Please review src/engine/send.ts.' },
+      }),
+    );
     await rt.settled();
     const [first] = sent.data.message_ids as string[];
-    await step('Reviewer replies', rt.run({ op: 'send', sid: 'sess_reviewer', args: { channel: 'review', type: 'review_response', content: 'Looks good; one nit in resolveRecipients.', reply_to: first } }));
+    await step(
+      'Reviewer replies',
+      rt.run({
+        op: 'send',
+        sid: 'sess_reviewer',
+        args: {
+          channel: 'review',
+          type: 'review_response',
+          content: 'Looks good; one nit in resolveRecipients.',
+          reply_to: first,
+        },
+      }),
+    );
     await rt.settled();
     const state = await rt.read();
     // Terminal envelopes leave state.json for the channel's history log in the same mutation.
@@ -48,7 +87,9 @@ export async function demo(out: (line: string) => void = console.log): Promise<n
       out(`  ${e.message_id.slice(0, 12)}… ${e.sender_role} → ${e.recipient_role} (hop ${e.hop_count}): ${trail}`);
     }
     const delivered = all.filter((e) => e.delivery_status === 'delivered').length;
-    out(`\n${delivered} of ${all.length} envelopes delivered; ${prompts.length} prompts handed over; state.json now holds ${Object.keys(state.messages).length} live envelopes.`);
+    out(
+      `\n${delivered} of ${all.length} envelopes delivered; ${prompts.length} prompts handed over; state.json now holds ${Object.keys(state.messages).length} live envelopes.`,
+    );
     return delivered === 2 ? 0 : 1;
   } finally {
     await rt.close();

@@ -6,14 +6,19 @@ import type { CliCommand } from '../command.ts';
 import { EXIT_FAIL, EXIT_OK, projectOf } from '../context.ts';
 
 export const renderDoctor = (d: DoctorReport, summary: string) =>
-  [...d.fixed.map((f) => `fixed: ${f}`), ...d.rows.map((r) => `[${r.level}] ${r.check}: ${r.detail}`), summary].join('\n');
+  [...d.fixed.map((f) => `fixed: ${f}`), ...d.rows.map((r) => `[${r.level}] ${r.check}: ${r.detail}`), summary].join(
+    '\n',
+  );
 
 export const doctor: CliCommand = {
   register(program, ctx) {
     program
       .command('doctor')
       .description('check state, locks, installs, pins and Node; --fix repairs what is safe to repair')
-      .option('--fix', 'remove stale locks and temp files, sweep orphaned in-flight mail, re-register the OpenCode plugin entry')
+      .option(
+        '--fix',
+        'remove stale locks and temp files, sweep orphaned in-flight mail, re-register the OpenCode plugin entry',
+      )
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { fix?: boolean; json?: boolean }, cmd) => {
         const { doctor: runDoctor } = await import('../../doctor/doctor.ts'); // loaded when it runs

@@ -28,7 +28,9 @@ export const install: CliCommand = {
       });
     program
       .command('uninstall [host]')
-      .description('remove only what install added (state, pins and archives stay): opencode | claude-code | codex; with no host, all three')
+      .description(
+        'remove only what install added (state, pins and archives stay): opencode | claude-code | codex; with no host, all three',
+      )
       .option('--json', 'one {ok, message, data} document')
       .action(async (host: string | undefined, o: { json?: boolean }, cmd) => {
         const h = await hosts();
@@ -43,16 +45,21 @@ export const install: CliCommand = {
       .option('--name <member_id>', 'alias of --id')
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { host?: string; id?: string; name?: string; json?: boolean }, cmd) =>
-        done((await hosts()).installMember(projectOf(cmd, ctx.io), { host: o.host, id: o.id ?? o.name }), o.json));
+        done((await hosts()).installMember(projectOf(cmd, ctx.io), { host: o.host, id: o.id ?? o.name }), o.json),
+      );
     program
       .command('bind')
-      .description("bind a host session (default codex: its thread id) to a pinned member, so spawn_push can resume it")
+      .description('bind a host session (default codex: its thread id) to a pinned member, so spawn_push can resume it')
       .requiredOption('--session <id>', "the host's own session or thread id")
       .option('--host <label>', 'the host', 'codex')
       .option('--id <member_id>', 'the member (default: the only pinned member of that host)')
       .option('--name <member_id>', 'alias of --id')
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { host?: string; session: string; id?: string; name?: string; json?: boolean }, cmd) =>
-        done((await hosts()).bindSession(projectOf(cmd, ctx.io), { host: o.host, session: o.session, id: o.id ?? o.name }), o.json));
+        done(
+          (await hosts()).bindSession(projectOf(cmd, ctx.io), { host: o.host, session: o.session, id: o.id ?? o.name }),
+          o.json,
+        ),
+      );
   },
 };

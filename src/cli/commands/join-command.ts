@@ -1,6 +1,11 @@
 // `opencomms join-command <session> [--host H] [--role R] [--json]` (alias `join`; FEATURES.md §9,
 // §10.4): what to paste into a host so its session joins. The session must be live.
-import { DEFAULT_JOIN_HOST, JOIN_HOSTS, joinCommandResult, renderJoinCommand } from '../../../adapters/join-commands.ts';
+import {
+  DEFAULT_JOIN_HOST,
+  JOIN_HOSTS,
+  joinCommandResult,
+  renderJoinCommand,
+} from '../../../adapters/join-commands.ts';
 import type { SessionDetail } from '../../engine/operator.ts';
 import { refuse } from '../../protocol/result.ts';
 import type { CliCommand } from '../command.ts';
@@ -20,7 +25,11 @@ export const joinCommandCli: CliCommand = {
         const r = !live.ok
           ? live
           : (live.data as SessionDetail).kind !== 'live'
-            ? refuse('lifecycle_refused', `"${name}" is saved: resume it first (\`opencomms session resume ${name}\`), then join the new session.`, { lifecycle: 'saved' })
+            ? refuse(
+                'lifecycle_refused',
+                `"${name}" is saved: resume it first (\`opencomms session resume ${name}\`), then join the new session.`,
+                { lifecycle: 'saved' },
+              )
             : joinCommandResult((live.data as SessionDetail).name, o.host, o.role);
         ctx.exit(answer(ctx.io, r, o.json, renderJoinCommand));
       });

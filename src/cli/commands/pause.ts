@@ -16,7 +16,9 @@ export const pauseCommands: CliCommand = {
         .description(what)
         .option('--json', 'one {ok, message, data} document')
         .action(async (channel: string, o: { json?: boolean }, cmd) => {
-          const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op, sid: { operator: true }, args: { channel } }));
+          const r = await withRuntime(projectOf(cmd), (rt) =>
+            rt.run({ op, sid: { operator: true }, args: { channel } }),
+          );
           ctx.exit(answer(ctx.io, r, o.json, () => r.message));
         });
   },

@@ -12,8 +12,13 @@ const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 export function renderSessionList(d: { live: LiveCard[]; archived: ArchiveCard[] }): string {
   const lines = [
-    ...d.live.map((c) => `${c.name} [${c.lifecycle}${c.paused ? ', paused' : ''}] ${c.agents.length}/${c.max_members} agents — ${c.description ?? NO_DESCRIPTION}`),
-    ...d.archived.map((a) => `${a.name} [saved ${day(a.saved_at)}] ${a.message_count} messages — ${a.description ?? NO_DESCRIPTION}`),
+    ...d.live.map(
+      (c) =>
+        `${c.name} [${c.lifecycle}${c.paused ? ', paused' : ''}] ${c.agents.length}/${c.max_members} agents — ${c.description ?? NO_DESCRIPTION}`,
+    ),
+    ...d.archived.map(
+      (a) => `${a.name} [saved ${day(a.saved_at)}] ${a.message_count} messages — ${a.description ?? NO_DESCRIPTION}`,
+    ),
   ];
   return lines.length ? lines.join('\n') : 'No sessions yet. Create one with `opencomms session create <name>`.';
 }
@@ -21,7 +26,9 @@ export function renderSessionList(d: { live: LiveCard[]; archived: ArchiveCard[]
 export function renderSessionDetail(d: SessionDetail): string {
   if (d.kind === 'live') {
     const head = `${d.name} [active${d.paused ? ', paused' : ''}] ${d.agents.length}/${d.max_members} agents — ${d.description ?? NO_DESCRIPTION}`;
-    const rows = d.agents.map((m) => `${m.session_id} | ${m.role} | ${m.host} | ${m.delivery_mode}${m.stale ? ' | STALE' : ''}`);
+    const rows = d.agents.map(
+      (m) => `${m.session_id} | ${m.role} | ${m.host} | ${m.delivery_mode}${m.stale ? ' | STALE' : ''}`,
+    );
     return [head, ...(rows.length ? rows : [`(no agents yet: see \`opencomms join-command ${d.name}\`)`])].join('\n');
   }
   return [
@@ -36,12 +43,16 @@ export function renderSessionDetail(d: SessionDetail): string {
 const json = (c: Command) => c.option('--json', 'one {ok, message, data} document');
 
 function register(program: Command, ctx: CliContext) {
-  const session = program.command('session').description('list, inspect, create, save, delete and resume sessions (channels)');
+  const session = program
+    .command('session')
+    .description('list, inspect, create, save, delete and resume sessions (channels)');
 
-  json(session.command('list').description('live sessions and every saved one')).action(async (o: { json?: boolean }, cmd: Command) => {
-    const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_list' }));
-    ctx.exit(answer(ctx.io, r, o.json, renderSessionList));
-  });
+  json(session.command('list').description('live sessions and every saved one')).action(
+    async (o: { json?: boolean }, cmd: Command) => {
+      const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_list' }));
+      ctx.exit(answer(ctx.io, r, o.json, renderSessionList));
+    },
+  );
 
   json(session.command('get <name>').description("a live session's roster, or a saved session's archive")).action(
     async (name: string, o: { json?: boolean }, cmd: Command) => {
@@ -50,39 +61,92 @@ function register(program: Command, ctx: CliContext) {
     },
   );
 
-  json(session.command('create <name>').description('an empty active session agents then join').option('--max-members <n>', 'members at most (2..32, default 8)')).action(
-    async (name: string, o: { json?: boolean; maxMembers?: string }, cmd: Command) => {
-      const project = projectOf(cmd);
-      const r = await withRuntime(project, (rt) => rt.run({ op: 'create_session', actor: cliOperator(project), args: { channel: name, max_members: o.maxMembers } }));
-      ctx.exit(answer(ctx.io, r, o.json, (d: { name: string }) => `${r.message}\nJoin commands: opencomms join-command ${d.name} --host <host>`));
-    },
-  );
+  json(
+    session
+      .command('create <name>')
+      .description('an empty active session agents then join')
+      .option('--max-members <n>', 'members at most (2..32, default 8)'),
+  ).action(async (name: string, o: { json?: boolean; maxMembers?: string }, cmd: Command) => {
+    const project = projectOf(cmd);
+    const r = await withRuntime(project, (rt) =>
+      rt.run({ op: 'create_session', actor: cliOperator(project), args: { channel: name, max_members: o.maxMembers } }),
+    );
+    ctx.exit(
+      answer(
+        ctx.io,
+        r,
+        o.json,
+        (d: { name: string }) => `${r.message}\nJoin commands: opencomms join-command ${d.name} --host <host>`,
+      ),
+    );
+  });
 
-  json(session.command('save <name>').description('archive a live session (its mail is archived, not delivered)').option('--summary <text>', 'what the archive says (≤2000 chars)')).action(
-    async (name: string, o: { json?: boolean; summary?: string }, cmd: Command) => {
-      const project = projectOf(cmd);
-      const r = await withRuntime(project, (rt) => rt.run({ op: 'save_session', actor: cliOperator(project), args: { channel: name, summary: o.summary } }));
-      ctx.exit(answer(ctx.io, r, o.json, (d: { message_count: number }) => `Saved "${name}": ${d.message_count} message(s) archived.\nResume it with: opencomms session resume ${name.trim().toLowerCase()}`));
-    },
-  );
+  json(
+    session
+      .command('save <name>')
+      .description('archive a live session (its mail is archived, not delivered)')
+      .option('--summary <text>', 'what the archive says (≤2000 chars)'),
+  ).action(async (name: string, o: { json?: boolean; summary?: string }, cmd: Command) => {
+    const project = projectOf(cmd);
+    const r = await withRuntime(project, (rt) =>
+      rt.run({ op: 'save_session', actor: cliOperator(project), args: { channel: name, summary: o.summary } }),
+    );
+    ctx.exit(
+      answer(
+        ctx.io,
+        r,
+        o.json,
+        (d: { message_count: number }) =>
+          `Saved "${name}": ${d.message_count} message(s) archived.\nResume it with: opencomms session resume ${name.trim().toLowerCase()}`,
+      ),
+    );
+  });
 
-  json(session.command('delete <name>').description('delete a live session or a saved one (permanent)').option('--confirm', 'required: deletion is permanent')).action(
-    async (name: string, o: { json?: boolean; confirm?: boolean }, cmd: Command) => {
-      const project = projectOf(cmd);
-      const r = o.confirm
-        ? await withRuntime(project, (rt) => rt.run({ op: 'delete_session', actor: cliOperator(project), args: { channel: name, confirm: true }, archive: null }))
-        : refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with --confirm.');
-      ctx.exit(answer(ctx.io, r, o.json, () => r.message));
-    },
-  );
+  json(
+    session
+      .command('delete <name>')
+      .description('delete a live session or a saved one (permanent)')
+      .option('--confirm', 'required: deletion is permanent'),
+  ).action(async (name: string, o: { json?: boolean; confirm?: boolean }, cmd: Command) => {
+    const project = projectOf(cmd);
+    const r = o.confirm
+      ? await withRuntime(project, (rt) =>
+          rt.run({
+            op: 'delete_session',
+            actor: cliOperator(project),
+            args: { channel: name, confirm: true },
+            archive: null,
+          }),
+        )
+      : refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with --confirm.');
+    ctx.exit(answer(ctx.io, r, o.json, () => r.message));
+  });
 
-  json(session.command('resume <name>').description('a new empty session from a saved one').option('--as <new-name>', 'the new session name (default: the ladder name, name-r2 …)')).action(
-    async (name: string, o: { json?: boolean; as?: string }, cmd: Command) => {
-      const project = projectOf(cmd);
-      const r = await withRuntime(project, (rt) => rt.run({ op: 'resume_session', actor: cliOperator(project), args: { channel: name, new_name: o.as }, archive: null }));
-      ctx.exit(answer(ctx.io, r, o.json, (d: { name: string }) => `Resumed "${name}" as new session "${d.name}".\nJoin commands: opencomms join-command ${d.name} --host <host>`));
-    },
-  );
+  json(
+    session
+      .command('resume <name>')
+      .description('a new empty session from a saved one')
+      .option('--as <new-name>', 'the new session name (default: the ladder name, name-r2 …)'),
+  ).action(async (name: string, o: { json?: boolean; as?: string }, cmd: Command) => {
+    const project = projectOf(cmd);
+    const r = await withRuntime(project, (rt) =>
+      rt.run({
+        op: 'resume_session',
+        actor: cliOperator(project),
+        args: { channel: name, new_name: o.as },
+        archive: null,
+      }),
+    );
+    ctx.exit(
+      answer(
+        ctx.io,
+        r,
+        o.json,
+        (d: { name: string }) =>
+          `Resumed "${name}" as new session "${d.name}".\nJoin commands: opencomms join-command ${d.name} --host <host>`,
+      ),
+    );
+  });
 }
 
 export const session: CliCommand = { register };

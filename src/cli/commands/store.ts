@@ -43,7 +43,13 @@ const ROLE_RE = /^[a-z_][a-z0-9_]{0,62}$/;
  *  owns the project's schema; every other project's schema is another role's. */
 export function grantSql(key: string, role: string): string {
   const schema = ident(schemaOf(key));
-  if (!ROLE_RE.test(role)) throw new RefusalError(refuse('invalid_argument', `"${role}" is not a role name here: use 1-63 of a-z, 0-9 and _ (starting with a letter or _).`));
+  if (!ROLE_RE.test(role))
+    throw new RefusalError(
+      refuse(
+        'invalid_argument',
+        `"${role}" is not a role name here: use 1-63 of a-z, 0-9 and _ (starting with a letter or _).`,
+      ),
+    );
   const r = `"${role}"`;
   return [
     `-- Run as an administrator of the database. Set the password with \\password ${role} (never in a file of the project).`,
@@ -57,7 +63,9 @@ export function grantSql(key: string, role: string): string {
 
 export const store: CliCommand = {
   register(program: Command, ctx: CliContext) {
-    const group = program.command('store').description('which store holds this project (files, or PostgreSQL for several machines)');
+    const group = program
+      .command('store')
+      .description('which store holds this project (files, or PostgreSQL for several machines)');
     group
       .command('init <url>')
       .description('bind this project to a PostgreSQL project key (no password is recorded)')
@@ -67,7 +75,11 @@ export const store: CliCommand = {
         const project = projectOf(cmd);
         const r = await asResult(async () => {
           await writeBinding(project, url, o.key);
-          return ok(`This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json).`, { store: 'postgres', server: describeUrl(url), key: o.key });
+          return ok(`This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json).`, {
+            store: 'postgres',
+            server: describeUrl(url),
+            key: o.key,
+          });
         });
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
@@ -79,9 +91,13 @@ export const store: CliCommand = {
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { to: string; key: string; json?: boolean }, cmd: Command) => {
         const r = await asResult(async () => {
-          if (o.to === 'file') return refuse('invalid_argument', 'Moving a project from PostgreSQL back to files is not supported yet.');
+          if (o.to === 'file')
+            return refuse('invalid_argument', 'Moving a project from PostgreSQL back to files is not supported yet.');
           const m = await moveToPostgres(projectOf(cmd), o.to, o.key);
-          return ok(`Moved ${m.channels} channel(s), ${m.messages} live message(s), ${m.history} history entries and ${m.archives} archive(s) to ${describeUrl(o.to)}, project key ${o.key}; this project is now bound there. Restart running OpenComms processes of this project.`, { ...m, server: describeUrl(o.to), key: o.key });
+          return ok(
+            `Moved ${m.channels} channel(s), ${m.messages} live message(s), ${m.history} history entries and ${m.archives} archive(s) to ${describeUrl(o.to)}, project key ${o.key}; this project is now bound there. Restart running OpenComms processes of this project.`,
+            { ...m, server: describeUrl(o.to), key: o.key },
+          );
         });
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
@@ -102,7 +118,8 @@ export const store: CliCommand = {
         const r = await asResult(async () => {
           const b = readBinding(projectOf(cmd));
           const key = o.key ?? (b.kind === 'postgres' ? b.key : null);
-          if (!key) return refuse('invalid_argument', 'This project is not bound to PostgreSQL: pass --key <project-key>.');
+          if (!key)
+            return refuse('invalid_argument', 'This project is not bound to PostgreSQL: pass --key <project-key>.');
           return ok(grantSql(key, o.role));
         });
         ctx.exit(answer(ctx.io, r, false, () => r.message));

@@ -12,7 +12,10 @@ export const version: CliCommand = {
       .description('version and state schema')
       .option('--json', 'one {ok, message, data} document')
       .action((o: { json?: boolean }) => {
-        const r = ok(`opencomms ${VERSION} (state schema v${SCHEMA_VERSION})`, { version: VERSION, schema: SCHEMA_VERSION });
+        const r = ok(`opencomms ${VERSION} (state schema v${SCHEMA_VERSION})`, {
+          version: VERSION,
+          schema: SCHEMA_VERSION,
+        });
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
   },

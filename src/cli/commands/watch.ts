@@ -19,7 +19,10 @@ export const watch: CliCommand = {
           ctx.io.err(`opencomms: "${o.channel}" is not a channel name (lowercase letters, digits, "-", "_").\n`);
           return ctx.exit(EXIT_FAIL);
         }
-        const [{ renderLine }, { follow }] = await Promise.all([import('../../watch/diff.ts'), import('../../watch/follow.ts')]);
+        const [{ renderLine }, { follow }] = await Promise.all([
+          import('../../watch/diff.ts'),
+          import('../../watch/follow.ts'),
+        ]);
         const project = projectOf(cmd);
         const rt = openRuntime(project, { log: (l) => ctx.io.err(`[opencomms] ${l}\n`) });
         let w;
@@ -27,7 +30,8 @@ export const watch: CliCommand = {
           w = await follow(rt.store, {
             channel,
             log: (l) => ctx.io.err(`[opencomms] ${l}\n`),
-            onLines: (lines) => ctx.io.out(`${lines.map((l) => (o.json ? JSON.stringify(l) : renderLine(l))).join('\n')}\n`),
+            onLines: (lines) =>
+              ctx.io.out(`${lines.map((l) => (o.json ? JSON.stringify(l) : renderLine(l))).join('\n')}\n`),
           });
         } catch (e) {
           await rt.close();

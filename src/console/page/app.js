@@ -4,7 +4,13 @@
 // current state of the selected envelope or recipient gets the `current` class.
 
 /** How the tabs name the hosts the server lists (an unknown one shows its id). */
-const HOST_LABELS = { opencode: 'OpenCode', 'claude-code': 'Claude Code', codex: 'Codex', 'claude-desktop': 'Claude Desktop', chatgpt: 'ChatGPT' };
+const HOST_LABELS = {
+  opencode: 'OpenCode',
+  'claude-code': 'Claude Code',
+  codex: 'Codex',
+  'claude-desktop': 'Claude Desktop',
+  chatgpt: 'ChatGPT',
+};
 const SUMMARY_TEMPLATE = 'Goal: \nDone: \nOpen questions: \nNext steps: ';
 /** A note stays long enough to read two lines, then gets out of the way. */
 const TOAST_MS = 6000;
@@ -34,7 +40,8 @@ function h(spec, attrs = {}, ...children) {
     else if (k === 'dataset') Object.assign(el.dataset, v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat())
+    if (c !== null && c !== undefined && c !== false) el.append(c instanceof Node ? c : String(c));
   return el;
 }
 const $ = (id) => document.getElementById(id);
@@ -77,7 +84,12 @@ async function act(method, path, body, done) {
 }
 
 const clock = (ms) => `${new Date(ms).toLocaleTimeString([], { hour12: false })}.${String(ms % 1000).padStart(3, '0')}`;
-const secs = (ms) => (ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 3_600_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 3_600_000).toFixed(1)} h`);
+const secs = (ms) =>
+  ms < 10_000
+    ? `${(ms / 1000).toFixed(1)} s`
+    : ms < 3_600_000
+      ? `${Math.round(ms / 1000)} s`
+      : `${(ms / 3_600_000).toFixed(1)} h`;
 const shortId = (id) => (id.length > 14 ? `${id.slice(0, 12)}…` : id);
 
 // ---- loading ---------------------------------------------------------------------------------
@@ -102,7 +114,10 @@ async function loadDetail() {
   }
   ui.detail = d.data;
   if (d.data.kind === 'live') {
-    const [v, j] = await Promise.all([api('GET', `/api/sessions/${name}/deliveries`), api('GET', `/api/sessions/${name}/join-command?host=${ui.host}`)]);
+    const [v, j] = await Promise.all([
+      api('GET', `/api/sessions/${name}/deliveries`),
+      api('GET', `/api/sessions/${name}/join-command?host=${ui.host}`),
+    ]);
     ui.deliveries = v.ok ? v.data : null;
     ui.join = j.ok ? j.data : null;
   } else {
@@ -153,8 +168,21 @@ function card(s, archived) {
     {},
     h(
       'button.card',
-      { type: 'button', 'aria-current': current ? 'true' : undefined, dataset: { session: name }, onclick: () => select(name) },
-      h('span.card-head', {}, h('strong', {}, name), archived ? badge(`saved ${new Date(s.saved_at).toISOString().slice(0, 10)}`, 'saved') : badge(s.lifecycle, 'active'), s.paused ? badge('paused', 'paused') : null),
+      {
+        type: 'button',
+        'aria-current': current ? 'true' : undefined,
+        dataset: { session: name },
+        onclick: () => select(name),
+      },
+      h(
+        'span.card-head',
+        {},
+        h('strong', {}, name),
+        archived
+          ? badge(`saved ${new Date(s.saved_at).toISOString().slice(0, 10)}`, 'saved')
+          : badge(s.lifecycle, 'active'),
+        s.paused ? badge('paused', 'paused') : null,
+      ),
       h('span.card-count', {}, count),
       h('span.card-desc', {}, s.description ?? 'No description yet'),
     ),
@@ -164,8 +192,16 @@ function card(s, archived) {
 function renderSessions() {
   const live = $('live-list');
   const saved = $('saved-list');
-  live.replaceChildren(...(ui.sessions.live.length ? ui.sessions.live.map((s) => card(s, false)) : [h('li.muted', {}, 'No live sessions.')]));
-  saved.replaceChildren(...(ui.sessions.archived.length ? ui.sessions.archived.map((s) => card(s, true)) : [h('li.muted', {}, 'No saved sessions.')]));
+  live.replaceChildren(
+    ...(ui.sessions.live.length
+      ? ui.sessions.live.map((s) => card(s, false))
+      : [h('li.muted', {}, 'No live sessions.')]),
+  );
+  saved.replaceChildren(
+    ...(ui.sessions.archived.length
+      ? ui.sessions.archived.map((s) => card(s, true))
+      : [h('li.muted', {}, 'No saved sessions.')]),
+  );
 }
 
 function agentRow(a, live, help) {
@@ -176,9 +212,25 @@ function agentRow(a, live, help) {
     h('td.mono', { title: a.session_id }, shortId(a.session_id)),
     h('td', {}, a.host),
     h('td', {}, a.delivery_mode),
-    h('td', {}, h(`span.agent.${a.state.toLowerCase()}`, { title: help, tabindex: 0, 'aria-label': `${a.state}. ${help}` }, a.state)),
+    h(
+      'td',
+      {},
+      h(
+        `span.agent.${a.state.toLowerCase()}`,
+        { title: help, tabindex: 0, 'aria-label': `${a.state}. ${help}` },
+        a.state,
+      ),
+    ),
     live
-      ? h('td', {}, h('button.small', { type: 'button', onclick: () => removeAgent(a), 'aria-label': `Remove ${a.role}` }, 'Remove'))
+      ? h(
+          'td',
+          {},
+          h(
+            'button.small',
+            { type: 'button', onclick: () => removeAgent(a), 'aria-label': `Remove ${a.role}` },
+            'Remove',
+          ),
+        )
       : h('td'),
   );
 }
@@ -189,8 +241,25 @@ function agentsTable(d) {
   return scroll(
     'table.agents',
     {},
-    h('thead', {}, h('tr', {}, h('th', {}, 'Role'), h('th', {}, 'Id'), h('th', {}, 'Host'), h('th', {}, 'Delivery'), h('th', {}, h('abbr', { title: d.agent_state_help }, 'State')), h('th', {}, ''))),
-    h('tbody', {}, d.agents.map((a) => agentRow(a, live, d.agent_state_help))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', {}, 'Role'),
+        h('th', {}, 'Id'),
+        h('th', {}, 'Host'),
+        h('th', {}, 'Delivery'),
+        h('th', {}, h('abbr', { title: d.agent_state_help }, 'State')),
+        h('th', {}, ''),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      d.agents.map((a) => agentRow(a, live, d.agent_state_help)),
+    ),
   );
 }
 
@@ -199,12 +268,22 @@ function joinPanel(d) {
     'div.tabs',
     { role: 'tablist', 'aria-label': 'Host' },
     (ui.join?.hosts ?? [ui.host]).map((id) =>
-      h('button.tab', { type: 'button', role: 'tab', 'aria-selected': ui.host === id ? 'true' : 'false', onclick: async () => {
-        ui.host = id;
-        await loadDetail();
-        render();
-        document.querySelector(`.tab[data-host="${id}"]`)?.focus();
-      }, dataset: { host: id } }, HOST_LABELS[id] ?? id),
+      h(
+        'button.tab',
+        {
+          type: 'button',
+          role: 'tab',
+          'aria-selected': ui.host === id ? 'true' : 'false',
+          onclick: async () => {
+            ui.host = id;
+            await loadDetail();
+            render();
+            document.querySelector(`.tab[data-host="${id}"]`)?.focus();
+          },
+          dataset: { host: id },
+        },
+        HOST_LABELS[id] ?? id,
+      ),
     ),
   );
   const j = ui.join;
@@ -215,7 +294,12 @@ function joinPanel(d) {
     tabs,
     j ? h('p.muted', {}, `Run ${j.where}:`) : null,
     j
-      ? h('div.copyline', {}, h('code', { id: 'join-code' }, j.command), h('button.small', { type: 'button', onclick: () => copy(j.command) }, 'Copy'))
+      ? h(
+          'div.copyline',
+          {},
+          h('code', { id: 'join-code' }, j.command),
+          h('button.small', { type: 'button', onclick: () => copy(j.command) }, 'Copy'),
+        )
       : h('p.muted', {}, `No join command for "${d.name}".`),
   );
 }
@@ -238,8 +322,20 @@ function selectTable(label, headers, items, row) {
   return scroll(
     'table.machine-table',
     { 'aria-label': label },
-    h('thead', {}, h('tr', {}, headers.map((t) => h('th', {}, t)))),
-    h('tbody', {}, items.map((item) => selectableRow(row(item)))),
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        headers.map((t) => h('th', {}, t)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      items.map((item) => selectableRow(row(item))),
+    ),
   );
 }
 
@@ -269,19 +365,24 @@ function selectableRow({ selected, choose, label, dataset, cells }) {
 
 function recipientsTable(v) {
   if (!v.recipients.length) return h('p.muted', {}, 'No recipients yet.');
-  return selectTable('Recipients', ['Recipient', 'Machine state', 'Pending', 'In flight', 'Cooldown until'], v.recipients, (r) => ({
-    selected: ui.recipient === r.session_id,
-    choose: () => (ui.recipient = r.session_id),
-    label: `recipient ${r.role}`,
-    dataset: { recipient: r.session_id },
-    cells: [
-      h('td', {}, r.role, ' ', h('span.muted', {}, r.delivery_mode)),
-      h('td', {}, h(`span.mstate.${r.machine_state}`, {}, r.state)),
-      h('td.num', {}, r.pending),
-      h('td.num', {}, r.in_flight),
-      h('td', {}, r.cooldown_until && r.cooldown_until > v.now ? clock(r.cooldown_until) : '—'),
-    ],
-  }));
+  return selectTable(
+    'Recipients',
+    ['Recipient', 'Machine state', 'Pending', 'In flight', 'Cooldown until'],
+    v.recipients,
+    (r) => ({
+      selected: ui.recipient === r.session_id,
+      choose: () => (ui.recipient = r.session_id),
+      label: `recipient ${r.role}`,
+      dataset: { recipient: r.session_id },
+      cells: [
+        h('td', {}, r.role, ' ', h('span.muted', {}, r.delivery_mode)),
+        h('td', {}, h(`span.mstate.${r.machine_state}`, {}, r.state)),
+        h('td.num', {}, r.pending),
+        h('td.num', {}, r.in_flight),
+        h('td', {}, r.cooldown_until && r.cooldown_until > v.now ? clock(r.cooldown_until) : '—'),
+      ],
+    }),
+  );
 }
 
 function envelopesTable(v) {
@@ -306,7 +407,11 @@ function envelopesTable(v) {
 }
 
 function diagram(name, current, trail = []) {
-  const box = h(`figure.diagram${name === 'envelope' || name === 'recipient' ? '.wide' : ''}`, { dataset: { machine: name } }, h('figcaption', {}, name, current ? h('span.muted', {}, ` · ${current}`) : h('span.muted', {}, ' · select a row')));
+  const box = h(
+    `figure.diagram${name === 'envelope' || name === 'recipient' ? '.wide' : ''}`,
+    { dataset: { machine: name } },
+    h('figcaption', {}, name, current ? h('span.muted', {}, ` · ${current}`) : h('span.muted', {}, ' · select a row')),
+  );
   const svgText = ui.machines?.[name];
   if (!svgText) return box;
   // Our own server's SVG (no peer text in it): parsed as markup, then marked up by state.
@@ -314,7 +419,9 @@ function diagram(name, current, trail = []) {
   const svg = document.importNode(doc.documentElement, true);
   if (current) svg.querySelector(`[data-state="${CSS.escape(current)}"]`)?.classList.add('current');
   for (let i = 1; i < trail.length; i++)
-    svg.querySelector(`.edge[data-from="${CSS.escape(trail[i - 1])}"][data-to="${CSS.escape(trail[i])}"]`)?.classList.add('taken');
+    svg
+      .querySelector(`.edge[data-from="${CSS.escape(trail[i - 1])}"][data-to="${CSS.escape(trail[i])}"]`)
+      ?.classList.add('taken');
   box.append(svg);
   return box;
 }
@@ -326,7 +433,18 @@ function receipt(e) {
     'ol.trail',
     { 'aria-label': `Receipt of ${e.message_id}` },
     e.transitions.map((t, i) =>
-      h('li', {}, h('span.mono', {}, clock(t.at)), ' ', h('span.muted', {}, `+${t.at - t0} ms`), ' ', h('strong', {}, t.event), ' → ', h(`span.mstate.${t.to}`, {}, t.to), i === e.transitions.length - 1 ? h('span.muted', {}, ' (now)') : null),
+      h(
+        'li',
+        {},
+        h('span.mono', {}, clock(t.at)),
+        ' ',
+        h('span.muted', {}, `+${t.at - t0} ms`),
+        ' ',
+        h('strong', {}, t.event),
+        ' → ',
+        h(`span.mstate.${t.to}`, {}, t.to),
+        i === e.transitions.length - 1 ? h('span.muted', {}, ' (now)') : null,
+      ),
     ),
   );
 }
@@ -339,7 +457,12 @@ function deliveryPanel(v) {
     'section.panel',
     { 'aria-labelledby': 'delivery-title' },
     h('h3', { id: 'delivery-title' }, 'Delivery machines ', h('span.muted', {}, `channel ${v.channel_state}`)),
-    h('div.split', {}, h('div', {}, h('h4', {}, 'Recipients'), recipientsTable(v)), h('div', {}, h('h4', {}, 'Receipt'), receipt(env))),
+    h(
+      'div.split',
+      {},
+      h('div', {}, h('h4', {}, 'Recipients'), recipientsTable(v)),
+      h('div', {}, h('h4', {}, 'Receipt'), receipt(env)),
+    ),
     h('h4', {}, 'Envelopes'),
     envelopesTable(v),
     h(
@@ -360,11 +483,18 @@ function renderDetail() {
   const live = d.kind === 'live';
   const actions = live
     ? [
-        h('button', { type: 'button', onclick: togglePause, 'aria-pressed': d.paused ? 'true' : 'false' }, d.paused ? 'Resume delivery' : 'Pause delivery'),
+        h(
+          'button',
+          { type: 'button', onclick: togglePause, 'aria-pressed': d.paused ? 'true' : 'false' },
+          d.paused ? 'Resume delivery' : 'Pause delivery',
+        ),
         h('button', { type: 'button', onclick: saveSession }, 'Save session…'),
         h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
       ]
-    : [h('button', { type: 'button', onclick: resumeSession }, 'Resume as new…'), h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…')];
+    : [
+        h('button', { type: 'button', onclick: resumeSession }, 'Resume as new…'),
+        h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
+      ];
   const focused = document.activeElement?.closest?.('tr.selectable')?.dataset;
   const parts = [
     h(
@@ -373,13 +503,31 @@ function renderDetail() {
       h('h2', {}, d.name),
       live ? badge('active', 'active') : badge('saved', 'saved'),
       live && d.paused ? badge('paused', 'paused') : null,
-      h('span.muted', {}, live ? `${d.agents.length}/${d.max_members} agents` : `${d.message_count} messages · saved ${new Date(d.saved_at).toLocaleString()}`),
+      h(
+        'span.muted',
+        {},
+        live
+          ? `${d.agents.length}/${d.max_members} agents`
+          : `${d.message_count} messages · saved ${new Date(d.saved_at).toLocaleString()}`,
+      ),
       h('div.actions', {}, actions),
     ),
     h('p.desc', {}, d.description ?? 'No description yet'),
     !live ? h('section.panel', {}, h('h3', {}, 'Summary'), h('pre.summary', {}, d.summary)) : null,
-    live && d.compact_context ? h('details.panel', {}, h('summary', {}, 'Resumed from a saved session'), h('pre.summary', {}, d.compact_context)) : null,
-    h('section.panel', { 'aria-labelledby': 'agents-title' }, h('h3', { id: 'agents-title' }, 'Agents'), agentsTable(d)),
+    live && d.compact_context
+      ? h(
+          'details.panel',
+          {},
+          h('summary', {}, 'Resumed from a saved session'),
+          h('pre.summary', {}, d.compact_context),
+        )
+      : null,
+    h(
+      'section.panel',
+      { 'aria-labelledby': 'agents-title' },
+      h('h3', { id: 'agents-title' }, 'Agents'),
+      agentsTable(d),
+    ),
     live ? joinPanel(d) : null,
     live && ui.deliveries ? deliveryPanel(ui.deliveries) : null,
   ];
@@ -405,12 +553,22 @@ function ask(dialog) {
 }
 
 async function removeAgent(a) {
-  await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/members/remove`, { target_session_id: a.session_id }, (r) => r.message);
+  await act(
+    'POST',
+    `/api/sessions/${encodeURIComponent(ui.selected)}/members/remove`,
+    { target_session_id: a.session_id },
+    (r) => r.message,
+  );
 }
 
 /** Holds or releases delivery on the selected live session (sends are refused while it is paused). */
 async function togglePause() {
-  await act(ui.detail.paused ? 'DELETE' : 'POST', `/api/sessions/${encodeURIComponent(ui.selected)}/pause`, undefined, (r) => r.message);
+  await act(
+    ui.detail.paused ? 'DELETE' : 'POST',
+    `/api/sessions/${encodeURIComponent(ui.selected)}/pause`,
+    undefined,
+    (r) => r.message,
+  );
 }
 
 async function saveSession() {
@@ -418,14 +576,24 @@ async function saveSession() {
   if ((await ask($('save-dialog'))) !== 'save') return;
   const text = $('save-summary').value.trim();
   const summary = text === SUMMARY_TEMPLATE.trim() ? '' : text;
-  await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/save`, summary ? { summary } : {}, (r) => r.message);
+  await act(
+    'POST',
+    `/api/sessions/${encodeURIComponent(ui.selected)}/save`,
+    summary ? { summary } : {},
+    (r) => r.message,
+  );
 }
 
 async function resumeSession() {
   $('resume-name').value = '';
   if ((await ask($('resume-dialog'))) !== 'resume') return;
   const newName = $('resume-name').value.trim();
-  const r = await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/resume`, newName ? { new_name: newName } : {}, (x) => x.message);
+  const r = await act(
+    'POST',
+    `/api/sessions/${encodeURIComponent(ui.selected)}/resume`,
+    newName ? { new_name: newName } : {},
+    (x) => x.message,
+  );
   if (r) select(r.data.name);
 }
 
@@ -436,14 +604,20 @@ async function deleteSession() {
       ? `"${d.name}" and its pending mail are deleted for good; its agents keep their host sessions.`
       : `The saved archive of "${d.name}" is deleted for good; it cannot be resumed afterwards.`;
   if ((await ask($('delete-dialog'))) !== 'delete') return;
-  if (await act('DELETE', `/api/sessions/${encodeURIComponent(ui.selected)}`, undefined, (r) => r.message)) select(null);
+  if (await act('DELETE', `/api/sessions/${encodeURIComponent(ui.selected)}`, undefined, (r) => r.message))
+    select(null);
 }
 
 $('create').addEventListener('submit', async (e) => {
   e.preventDefault();
   const name = $('create-name').value.trim();
   const max = $('create-max').value.trim();
-  const r = await act('POST', '/api/sessions', { name, ...(max ? { max_members: Number(max) } : {}) }, (x) => x.message);
+  const r = await act(
+    'POST',
+    '/api/sessions',
+    { name, ...(max ? { max_members: Number(max) } : {}) },
+    (x) => x.message,
+  );
   if (r) {
     $('create-name').value = '';
     select(r.data.name);

@@ -49,15 +49,30 @@ export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env):
   try {
     cfg = parseIntoClientConfig(url);
   } catch {
-    throw new RefusalError(refuse('invalid_argument', `The database URL ${describeUrl(url)} cannot be parsed: use postgres://user@host:port/database.`));
+    throw new RefusalError(
+      refuse(
+        'invalid_argument',
+        `The database URL ${describeUrl(url)} cannot be parsed: use postgres://user@host:port/database.`,
+      ),
+    );
   }
   const host = cfg.host ?? env.PGHOST;
   if (!isLoopback(host)) {
     const sslmode = new URL(url).searchParams.get('sslmode') ?? env.PGSSLMODE ?? '';
     if (!VERIFIED.has(sslmode))
-      throw new RefusalError(refuse('invalid_argument', `Refusing to connect to ${describeUrl(url)}: a server off loopback needs TLS with a verified certificate. Add ?sslmode=verify-full (and sslrootcert=<CA file> if the CA is private).`));
+      throw new RefusalError(
+        refuse(
+          'invalid_argument',
+          `Refusing to connect to ${describeUrl(url)}: a server off loopback needs TLS with a verified certificate. Add ?sslmode=verify-full (and sslrootcert=<CA file> if the CA is private).`,
+        ),
+      );
     if (!cfg.user || !hasCredentials(cfg, env))
-      throw new RefusalError(refuse('invalid_argument', `Refusing to connect to ${describeUrl(url)}: a server off loopback needs a user and credentials. Name the user in the URL and put the password in PGPASSWORD, ~/.pgpass or a 0600 file named by PGPASSFILE.`));
+      throw new RefusalError(
+        refuse(
+          'invalid_argument',
+          `Refusing to connect to ${describeUrl(url)}: a server off loopback needs a user and credentials. Name the user in the URL and put the password in PGPASSWORD, ~/.pgpass or a 0600 file named by PGPASSFILE.`,
+        ),
+      );
   }
   return {
     ...cfg,
@@ -68,13 +83,28 @@ export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env):
   } as pg.ClientConfig;
 }
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EPIPE',
+  '57P01',
+  '57P02',
+  '57P03',
+  '08006',
+  '08001',
+  '08003',
+]);
 
 /** Whether an error means the connection is gone (the next call connects again). */
 export function isConnectionError(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
   if (err?.code && CONNECTION_CODES.has(err.code)) return true;
-  return /Connection terminated|timeout expired|Client has encountered a connection error|not queryable|ended/i.test(err?.message ?? '');
+  return /Connection terminated|timeout expired|Client has encountered a connection error|not queryable|ended/i.test(
+    err?.message ?? '',
+  );
 }
 
 /** A server's error as the refusal a user can act on; null for one that is a fault. The message
@@ -84,15 +114,36 @@ export function refusalOf(e: unknown, where: string): Refusal | null {
   if (e instanceof RefusalError) return e.refusal;
   const code = (e as { code?: string })?.code;
   if (code === '55P03')
-    return refuse('state_busy', `Another process has held this project's lock in PostgreSQL (${where}) for over ${PG_LOCK_TIMEOUT_MS / 1000} s; retry shortly.`);
+    return refuse(
+      'state_busy',
+      `Another process has held this project's lock in PostgreSQL (${where}) for over ${PG_LOCK_TIMEOUT_MS / 1000} s; retry shortly.`,
+    );
   if (code === '28P01' || code === '28000')
-    return refuse('state_unreadable', `PostgreSQL at ${where} refused the credentials: check the user in the store URL and the password in PGPASSWORD, ~/.pgpass or PGPASSFILE.`);
-  if (code === '3D000') return refuse('state_unreadable', `The database of ${where} does not exist: create it (docs/postgres.md) or fix the URL with \`opencomms store init\`.`);
-  if (code === '42501') return refuse('state_unreadable', `The database role of ${where} may not use this project's schema: run the SQL of \`opencomms store grant\` as an administrator.`);
-  if (code === 'OC001') return refuse('state_incompatible', `This project's store at ${where} was retired (moved elsewhere): run \`opencomms store status\` to see where it lives now.`);
+    return refuse(
+      'state_unreadable',
+      `PostgreSQL at ${where} refused the credentials: check the user in the store URL and the password in PGPASSWORD, ~/.pgpass or PGPASSFILE.`,
+    );
+  if (code === '3D000')
+    return refuse(
+      'state_unreadable',
+      `The database of ${where} does not exist: create it (docs/postgres.md) or fix the URL with \`opencomms store init\`.`,
+    );
+  if (code === '42501')
+    return refuse(
+      'state_unreadable',
+      `The database role of ${where} may not use this project's schema: run the SQL of \`opencomms store grant\` as an administrator.`,
+    );
+  if (code === 'OC001')
+    return refuse(
+      'state_incompatible',
+      `This project's store at ${where} was retired (moved elsewhere): run \`opencomms store status\` to see where it lives now.`,
+    );
   if (isConnectionError(e)) {
     const cause = (e as { code?: string }).code ?? 'connection lost';
-    return refuse('state_unreadable', `PostgreSQL at ${where} cannot be reached (${cause}); nothing was written. Check that the server runs (\`opencomms store status\`), then retry.`);
+    return refuse(
+      'state_unreadable',
+      `PostgreSQL at ${where} cannot be reached (${cause}); nothing was written. Check that the server runs (\`opencomms store status\`), then retry.`,
+    );
   }
   return null;
 }

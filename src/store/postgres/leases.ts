@@ -18,12 +18,17 @@ interface Row {
 export class PgLeases implements LeaseStore {
   private ready: Promise<unknown> | null = null;
 
-  constructor(private readonly query: Query, private readonly schema: string) {}
+  constructor(
+    private readonly query: Query,
+    private readonly schema: string,
+  ) {}
 
   /** The table, created on first use (beside the layout: a project laid out before leases works). */
   private table(): Promise<unknown> {
     const s = ident(this.schema);
-    this.ready ??= this.query({ text: `create table if not exists ${s}.leases (tag text primary key, machine text not null, expires_at timestamptz not null)` }).catch((e: unknown) => {
+    this.ready ??= this.query({
+      text: `create table if not exists ${s}.leases (tag text primary key, machine text not null, expires_at timestamptz not null)`,
+    }).catch((e: unknown) => {
       this.ready = null;
       throw e;
     });

@@ -38,14 +38,20 @@ function histories(paths: StorePaths): Map<string, Envelope[]> {
 }
 
 export async function moveToPostgres(projectDir: string, url: string, key: string): Promise<Moved> {
-  if (readBinding(projectDir).kind !== 'file') throw new RefusalError(refuse('invalid_argument', 'This project is not on the file store: `opencomms store status` shows where it is.'));
+  if (readBinding(projectDir).kind !== 'file')
+    throw new RefusalError(
+      refuse('invalid_argument', 'This project is not on the file store: `opencomms store status` shows where it is.'),
+    );
   schemaOf(key);
   const paths = resolvePaths(projectDir);
   const where = `${describeUrl(url)}#${key}`;
   // The target's layout, created (or its version checked) by a store's first query.
   const target = new PgStore({ url, key });
   try {
-    if ((await target.revision()) !== '0') throw new RefusalError(refuse('invalid_argument', `${where} already holds a project: choose another key; nothing was moved.`));
+    if ((await target.revision()) !== '0')
+      throw new RefusalError(
+        refuse('invalid_argument', `${where} already holds a project: choose another key; nothing was moved.`),
+      );
   } finally {
     await target.close();
   }
@@ -54,7 +60,8 @@ export async function moveToPostgres(projectDir: string, url: string, key: strin
     const state = await file.read();
     await file.close();
     const logs = histories(paths);
-    for (const id of logs.keys()) logs.set(id, (await readHistory(paths, id, { limit: Number.MAX_SAFE_INTEGER })).reverse());
+    for (const id of logs.keys())
+      logs.set(id, (await readHistory(paths, id, { limit: Number.MAX_SAFE_INTEGER })).reverse());
     const { archives } = await listArchives(paths);
     await copy(url, key, state, logs, archives);
     const moved = await verify(url, key, state, logs, archives.length);
@@ -70,13 +77,26 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
     await c.connect();
     await c.query('begin');
     const head = await c.query<{ seq: string }>(`select seq from ${s}.head for update`);
-    if (Number(head.rows[0]?.seq) !== 0) throw new RefusalError(refuse('invalid_argument', `${describeUrl(url)}#${key} already holds a project: choose another key; nothing was moved.`));
+    if (Number(head.rows[0]?.seq) !== 0)
+      throw new RefusalError(
+        refuse(
+          'invalid_argument',
+          `${describeUrl(url)}#${key} already holds a project: choose another key; nothing was moved.`,
+        ),
+      );
     await c.query({ text: `insert into ${s}.snapshots values (1, $1)`, values: [JSON.stringify(state)] });
     await c.query(`update ${s}.head set seq = 1`);
     for (const log of logs.values())
-      if (log.length) await c.query({ text: `insert into ${s}.history (channel_id, message_id, envelope) select e->>'channel_id', e->>'message_id', e from jsonb_array_elements($1::jsonb) e`, values: [JSON.stringify(log)] });
+      if (log.length)
+        await c.query({
+          text: `insert into ${s}.history (channel_id, message_id, envelope) select e->>'channel_id', e->>'message_id', e from jsonb_array_elements($1::jsonb) e`,
+          values: [JSON.stringify(log)],
+        });
     for (const a of archives)
-      await c.query({ text: `insert into ${s}.archives select a->>'channel_id', a->>'name', (a->>'saved_at')::bigint, a from (select $1::jsonb as a) x`, values: [JSON.stringify(a)] });
+      await c.query({
+        text: `insert into ${s}.archives select a->>'channel_id', a->>'name', (a->>'saved_at')::bigint, a from (select $1::jsonb as a) x`,
+        values: [JSON.stringify(a)],
+      });
     await c.query('commit');
   } catch (e) {
     await c.query('rollback').catch(() => {});
@@ -87,11 +107,18 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
 }
 
 /** Reads the moved project back through a store and compares it with what was read from files. */
-async function verify(url: string, key: string, state: State, logs: Map<string, Envelope[]>, archiveCount: number): Promise<Moved> {
+async function verify(
+  url: string,
+  key: string,
+  state: State,
+  logs: Map<string, Envelope[]>,
+  archiveCount: number,
+): Promise<Moved> {
   const moved = new PgStore({ url, key });
   try {
     const got = await moved.read();
-    if (!isDeepStrictEqual(got, structuredClone(state))) throw new Error('the state read back from PostgreSQL differs from the files');
+    if (!isDeepStrictEqual(got, structuredClone(state)))
+      throw new Error('the state read back from PostgreSQL differs from the files');
     let history = 0;
     for (const [id, log] of logs) {
       const n = (await moved.historyIds(id)).size;
@@ -100,7 +127,12 @@ async function verify(url: string, key: string, state: State, logs: Map<string, 
     }
     const archives = (await moved.archives()).archives.length;
     if (archives !== archiveCount) throw new Error(`${archives} archives read back, ${archiveCount} moved`);
-    return { channels: Object.keys(state.channels).length, messages: Object.keys(state.messages).length, history, archives };
+    return {
+      channels: Object.keys(state.channels).length,
+      messages: Object.keys(state.messages).length,
+      history,
+      archives,
+    };
   } finally {
     await moved.close();
   }

@@ -15,7 +15,12 @@ export const PROJECT_KEY_RE = /^[a-z0-9][a-z0-9_-]{0,47}$/;
 
 export function schemaOf(key: string): string {
   if (!PROJECT_KEY_RE.test(key))
-    throw new RefusalError(refuse('invalid_argument', `"${key}" is not a project key: use 1-48 of a-z, 0-9, _ and - (starting with a letter or digit).`));
+    throw new RefusalError(
+      refuse(
+        'invalid_argument',
+        `"${key}" is not a project key: use 1-48 of a-z, 0-9, _ and - (starting with a letter or digit).`,
+      ),
+    );
   return `oc_${key}`;
 }
 

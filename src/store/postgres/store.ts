@@ -107,17 +107,28 @@ export class PgStore implements Store {
    *  and refuses one laid out by a newer OpenComms. */
   private async ensureLayout(c: pg.Client) {
     const s = ident(this.schema);
-    const found = await c.query<{ layout: number | null }>(`select (select layout from ${s}.meta limit 1) as layout`).catch(() => null);
+    const found = await c
+      .query<{ layout: number | null }>(`select (select layout from ${s}.meta limit 1) as layout`)
+      .catch(() => null);
     let layout = found?.rows[0]?.layout ?? null;
     if (layout === null) {
-      await c.query(`begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); ${layoutSql(this.schema)} commit;`).catch(async (e: unknown) => {
-        await c.query('rollback').catch(() => {});
-        throw e;
-      });
+      await c
+        .query(
+          `begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); ${layoutSql(this.schema)} commit;`,
+        )
+        .catch(async (e: unknown) => {
+          await c.query('rollback').catch(() => {});
+          throw e;
+        });
       layout = PG_LAYOUT;
     }
     if (layout > PG_LAYOUT)
-      throw new RefusalError(refuse('state_incompatible', `The project ${this.key} at ${describeUrl(this.options.url)} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this machine.`));
+      throw new RefusalError(
+        refuse(
+          'state_incompatible',
+          `The project ${this.key} at ${describeUrl(this.options.url)} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this machine.`,
+        ),
+      );
   }
 
   private async query<R extends pg.QueryResultRow>(q: pg.QueryConfig | string): Promise<pg.QueryResult<R>> {
@@ -164,7 +175,8 @@ export class PgStore implements Store {
     const c = this.cache;
     const l = this.listener;
     // Quiet when listening since before the last question, with nothing newer notified.
-    const quiet = c && l.up && this.lastAsked >= l.upSince && l.newest <= c.seq && Date.now() - this.lastAsked < PG_BACKSTOP_MS;
+    const quiet =
+      c && l.up && this.lastAsked >= l.upSince && l.newest <= c.seq && Date.now() - this.lastAsked < PG_BACKSTOP_MS;
     if (quiet) return Promise.resolve();
     return this.serial(async () => void (await this.current()));
   }
@@ -183,7 +195,11 @@ export class PgStore implements Store {
       return true;
     }
     this.lastAsked = Date.now();
-    const r = await this.query<ChangeRow>({ name: `${this.schema}.since`, text: `select seq, ops, archives from ${ident(this.schema)}.changes where seq > $1 order by seq`, values: [c.seq] });
+    const r = await this.query<ChangeRow>({
+      name: `${this.schema}.since`,
+      text: `select seq, ops, archives from ${ident(this.schema)}.changes where seq > $1 order by seq`,
+      values: [c.seq],
+    });
     if (!this.applyRows(c, r.rows)) await this.load();
     return r.rows.length > 0;
   }
@@ -194,7 +210,8 @@ export class PgStore implements Store {
     const [, head, changes] = results;
     const snap = head!.rows[0] as { layout: number; retired: string | null; seq: string; state: State } | undefined;
     const c: Cache = snap ? { state: snap.state, seq: Number(snap.seq) } : { state: emptyState(), seq: 0 };
-    if (!this.applyRows(c, changes!.rows as ChangeRow[])) throw new Error(`the changes of ${this.location} do not follow its snapshot`);
+    if (!this.applyRows(c, changes!.rows as ChangeRow[]))
+      throw new Error(`the changes of ${this.location} do not follow its snapshot`);
     this.cache = c;
     return c.state;
   }
@@ -211,7 +228,12 @@ export class PgStore implements Store {
       if (problem) {
         undo();
         this.cache = null;
-        throw new RefusalError(refuse('state_unreadable', `Change ${seq} of ${this.location} is invalid (${problem}); the state was not changed. Report it; \`opencomms doctor\` shows the store.`));
+        throw new RefusalError(
+          refuse(
+            'state_unreadable',
+            `Change ${seq} of ${this.location} is invalid (${problem}); the state was not changed. Report it; \`opencomms doctor\` shows the store.`,
+          ),
+        );
       }
       c.seq = seq;
     }
@@ -234,7 +256,9 @@ export class PgStore implements Store {
     });
   }
 
-  private async attempt<T>(fn: (draft: State) => MutateOutcome<T>): Promise<{ done: true; answer: T } | { done: false }> {
+  private async attempt<T>(
+    fn: (draft: State) => MutateOutcome<T>,
+  ): Promise<{ done: true; answer: T } | { done: false }> {
     const c = this.cache!;
     const step = this.prepare(c, fn);
     // An answer that writes nothing (a refusal, mostly) must hold on the newest state too: one
@@ -257,15 +281,19 @@ export class PgStore implements Store {
     const s = ident(this.schema);
     const c = this.cache!;
     try {
-      const [, , since] = (await this.query(`begin; select seq from ${s}.head for update; select seq, ops, archives from ${s}.changes where seq > ${Number(c.seq)} order by seq;`)) as unknown as pg.QueryResult<ChangeRow>[];
-      if (!this.applyRows(c, since!.rows)) throw new Error(`the changes of ${this.location} were compacted during a mutation; retry`);
+      const [, , since] = (await this.query(
+        `begin; select seq from ${s}.head for update; select seq, ops, archives from ${s}.changes where seq > ${Number(c.seq)} order by seq;`,
+      )) as unknown as pg.QueryResult<ChangeRow>[];
+      if (!this.applyRows(c, since!.rows))
+        throw new Error(`the changes of ${this.location} were compacted during a mutation; retry`);
       const step = this.prepare(c, fn);
       if ('result' in step) {
         await this.query('rollback');
         return step.result;
       }
       const rows = await this.send(step);
-      if (rows.length !== 1 || rows[0]!.o_ops !== null) throw new Error(`${this.location} moved on while this process held its lock`);
+      if (rows.length !== 1 || rows[0]!.o_ops !== null)
+        throw new Error(`${this.location} moved on while this process held its lock`);
       await this.query('commit');
       await this.committed(c, Number(rows[0]!.o_seq));
       return step.answer;
@@ -295,7 +323,10 @@ export class PgStore implements Store {
 
   /** Runs `fn` on the cache: its answer when nothing is to be written, else the commit statement
    *  and how to take the change back out of the cache. */
-  private prepare<T>(c: Cache, fn: (draft: State) => MutateOutcome<T>): { result: T } | { query: pg.QueryConfig; undo: () => void; answer: T } {
+  private prepare<T>(
+    c: Cache,
+    fn: (draft: State) => MutateOutcome<T>,
+  ): { result: T } | { query: pg.QueryConfig; undo: () => void; answer: T } {
     const draft = track(c.state);
     let out: MutateOutcome<T>;
     try {
@@ -334,7 +365,14 @@ export class PgStore implements Store {
     const query: pg.QueryConfig = {
       name: `${this.schema}.commit`,
       text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6)`,
-      values: [c.seq, JSON.stringify(checked.ops), history, archive && JSON.stringify(archive), out.deleteArchive ?? null, out.deleteHistory?.length ? out.deleteHistory : null],
+      values: [
+        c.seq,
+        JSON.stringify(checked.ops),
+        history,
+        archive && JSON.stringify(archive),
+        out.deleteArchive ?? null,
+        out.deleteHistory?.length ? out.deleteHistory : null,
+      ],
     };
     return { query, undo, answer };
   }
@@ -342,7 +380,10 @@ export class PgStore implements Store {
   /** The state whole at `c.seq`, so that a cold start reads it and a bounded tail. A failure
    *  here loses nothing (the changes stay until a later snapshot): it is left to the next one. */
   private async snapshot(c: Cache) {
-    await this.query({ text: `select ${ident(this.schema)}.compact($1, $2)`, values: [c.seq, JSON.stringify(raw(c.state))] }).catch(() => {});
+    await this.query({
+      text: `select ${ident(this.schema)}.compact($1, $2)`,
+      values: [c.seq, JSON.stringify(raw(c.state))],
+    }).catch(() => {});
   }
 
   // ---- watching --------------------------------------------------------------------------------
@@ -355,12 +396,18 @@ export class PgStore implements Store {
   // ---- history and archives ----------------------------------------------------------------------
 
   async history(channelId: string, limit: number): Promise<Envelope[]> {
-    const r = await this.query<{ envelope: Envelope }>({ text: `select envelope from ${ident(this.schema)}.history where channel_id = $1 order by n desc limit $2`, values: [channelId, limit] });
+    const r = await this.query<{ envelope: Envelope }>({
+      text: `select envelope from ${ident(this.schema)}.history where channel_id = $1 order by n desc limit $2`,
+      values: [channelId, limit],
+    });
     return r.rows.map((x) => x.envelope);
   }
 
   async historyIds(channelId: string): Promise<Set<string>> {
-    const r = await this.query<{ message_id: string }>({ text: `select message_id from ${ident(this.schema)}.history where channel_id = $1`, values: [channelId] });
+    const r = await this.query<{ message_id: string }>({
+      text: `select message_id from ${ident(this.schema)}.history where channel_id = $1`,
+      values: [channelId],
+    });
     return new Set(r.rows.map((x) => x.message_id));
   }
 
@@ -374,17 +421,25 @@ export class PgStore implements Store {
 
   async archive(id: string): Promise<Archive | null> {
     if (!isArchiveId(id)) return null;
-    const r = await this.query<{ archive: Archive }>({ text: `select archive from ${ident(this.schema)}.archives where channel_id = $1`, values: [id] });
+    const r = await this.query<{ archive: Archive }>({
+      text: `select archive from ${ident(this.schema)}.archives where channel_id = $1`,
+      values: [id],
+    });
     return r.rows[0]?.archive ?? null;
   }
 
   async archiveByName(name: string): Promise<Archive | null> {
-    const r = await this.query<{ archive: Archive }>({ text: `select archive from ${ident(this.schema)}.archives where lower(name) = lower($1) order by saved_at desc limit 1`, values: [name.trim()] });
+    const r = await this.query<{ archive: Archive }>({
+      text: `select archive from ${ident(this.schema)}.archives where lower(name) = lower($1) order by saved_at desc limit 1`,
+      values: [name.trim()],
+    });
     return r.rows[0]?.archive ?? null;
   }
 
   async archives(): Promise<{ archives: Archive[]; invalid: InvalidFile[] }> {
-    const r = await this.query<{ archive: Archive }>(`select archive from ${ident(this.schema)}.archives order by saved_at desc`);
+    const r = await this.query<{ archive: Archive }>(
+      `select archive from ${ident(this.schema)}.archives order by saved_at desc`,
+    );
     return { archives: r.rows.map((x) => x.archive), invalid: [] };
   }
 
@@ -399,7 +454,13 @@ export class PgStore implements Store {
     );
     const row = r.rows[0]!;
     const head = Number(row.head);
-    return { server_version: row.server_version, head, lag: head - this.cache!.seq, cold_start_changes: head - Number(row.snapshot ?? 0), connections: Number(row.connections) };
+    return {
+      server_version: row.server_version,
+      head,
+      lag: head - this.cache!.seq,
+      cold_start_changes: head - Number(row.snapshot ?? 0),
+      connections: Number(row.connections),
+    };
   }
 
   async close(): Promise<void> {

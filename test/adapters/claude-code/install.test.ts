@@ -45,13 +45,26 @@ describe('install claude-code', () => {
     const settings = JSON.parse(await p.read('.claude/settings.json'));
     expect(Object.keys(settings.hooks)).toEqual(['SessionStart', 'UserPromptSubmit', 'Stop', 'SessionEnd']);
     for (const ev of ['SessionStart', 'UserPromptSubmit', 'Stop', 'SessionEnd'])
-      expect(settings.hooks[ev][0].hooks[0]).toEqual({ type: 'command', command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"', timeout: 15 });
+      expect(settings.hooks[ev][0].hooks[0]).toEqual({
+        type: 'command',
+        command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"',
+        timeout: 15,
+      });
     for (const ev of ['SessionStart', 'Stop'])
-      expect(settings.hooks[ev][0].hooks[1]).toMatchObject({ command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait', asyncRewake: true, timeout: 86400 });
+      expect(settings.hooks[ev][0].hooks[1]).toMatchObject({
+        command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait',
+        asyncRewake: true,
+        timeout: 86400,
+      });
     const mcp = JSON.parse(await p.read('.mcp.json'));
     expect(mcp.mcpServers.opencomms).toEqual({
-      type: 'stdio', command: 'node', args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'claude-code'],
-      env: { OPENCOMMS_MEMBER_ID: `\${OPENCOMMS_MEMBER_ID:-${MEMBER_ID_PLACEHOLDER}}`, OPENCOMMS_MEMBER_ROLE: '<role label>' },
+      type: 'stdio',
+      command: 'node',
+      args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'claude-code'],
+      env: {
+        OPENCOMMS_MEMBER_ID: `\${OPENCOMMS_MEMBER_ID:-${MEMBER_ID_PLACEHOLDER}}`,
+        OPENCOMMS_MEMBER_ROLE: '<role label>',
+      },
     });
     const cmd = await p.read('.claude/commands/opencomms.md');
     expect(cmd).toContain('$ARGUMENTS');
@@ -63,8 +76,13 @@ describe('install claude-code', () => {
 
   it('the bundles are self-contained: they load from the project with no node_modules anywhere above it', async () => {
     await install('claude-code', p.dir, quiet);
-    const node = (args: string[], input = '') => spawnSync(process.execPath, args, { cwd: p.dir, input, encoding: 'utf8', timeout: 20_000 });
-    const full = node(['--input-type=module', '-e', `const m = await import(${JSON.stringify(p.at('.opencomms/claude-code-hooks-full.mjs'))}); process.stdout.write(Object.keys(m).sort().join())`]);
+    const node = (args: string[], input = '') =>
+      spawnSync(process.execPath, args, { cwd: p.dir, input, encoding: 'utf8', timeout: 20_000 });
+    const full = node([
+      '--input-type=module',
+      '-e',
+      `const m = await import(${JSON.stringify(p.at('.opencomms/claude-code-hooks-full.mjs'))}); process.stdout.write(Object.keys(m).sort().join())`,
+    ]);
     expect(full.stdout, full.stderr).toBe('confirmWoken,handleHook,runWaiter');
     expect(node([p.at(RUNNER)], '{}').stdout).toBe('{}\n');
     const server = node([p.at('.opencomms/opencomms-mcp.mjs'), p.dir]);
@@ -78,7 +96,7 @@ describe('install claude-code', () => {
     await install('claude-code', p.dir, quiet);
     const once = await p.snapshot();
     const settings = once['.claude/settings.json']!;
-    expect(settings).toContain('// the user\'s own settings');
+    expect(settings).toContain("// the user's own settings");
     expect(settings).toContain('"command": "./audit.sh"');
     expect(settings).toContain('"command": "./notify.sh"');
     const r = await install('claude-code', p.dir, quiet);
@@ -87,7 +105,12 @@ describe('install claude-code', () => {
   });
 
   it('replaces an older OpenComms hook group in place instead of adding a second', async () => {
-    await p.write('.claude/settings.json', JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: `node "x/${'claude-code-hooks.mjs'}"`, timeout: 5 }] }] } }));
+    await p.write(
+      '.claude/settings.json',
+      JSON.stringify({
+        hooks: { Stop: [{ hooks: [{ type: 'command', command: `node "x/${'claude-code-hooks.mjs'}"`, timeout: 5 }] }] },
+      }),
+    );
     await install('claude-code', p.dir, quiet);
     const stop = JSON.parse(await p.read('.claude/settings.json')).hooks.Stop;
     expect(stop).toEqual([claudeHookGroups().Stop]);
@@ -106,7 +129,10 @@ describe('install claude-code', () => {
       await p.write(file, text);
       const before = await p.snapshot();
       const r = await install('claude-code', p.dir, quiet);
-      expect(r, `${file}: ${text}`).toMatchObject({ code: 1, result: { ok: false, data: { reason: 'config_malformed' } } });
+      expect(r, `${file}: ${text}`).toMatchObject({
+        code: 1,
+        result: { ok: false, data: { reason: 'config_malformed' } },
+      });
       expect(r.result.message).toContain(file.split('/').pop());
       expect(await p.snapshot()).toEqual(before);
     }
@@ -114,7 +140,11 @@ describe('install claude-code', () => {
 
   it('INS-2: a write that fails after others succeeded restores every file written before it', async () => {
     await p.write('.mcp.json', USER_MCP);
-    const before = new Map<string, string | null>([[p.at('.mcp.json'), USER_MCP], [p.at('a'), null], [p.at('b'), 'old b']]);
+    const before = new Map<string, string | null>([
+      [p.at('.mcp.json'), USER_MCP],
+      [p.at('a'), null],
+      [p.at('b'), 'old b'],
+    ]);
     let writes = 0;
     const { writeFile, rm } = await import('node:fs/promises');
     const ops: ApplyOps = {
@@ -125,7 +155,17 @@ describe('install claude-code', () => {
       remove: (path) => rm(path, { force: true }),
     };
     await p.write('b', 'old b');
-    await expect(applyChanges([{ path: p.at('a'), content: 'new a' }, { path: p.at('b'), content: 'new b' }, { path: p.at('.mcp.json'), content: '{}' }], before, ops)).rejects.toThrow('disk full');
+    await expect(
+      applyChanges(
+        [
+          { path: p.at('a'), content: 'new a' },
+          { path: p.at('b'), content: 'new b' },
+          { path: p.at('.mcp.json'), content: '{}' },
+        ],
+        before,
+        ops,
+      ),
+    ).rejects.toThrow('disk full');
     expect(existsSync(p.at('a'))).toBe(false);
     expect(await p.read('b')).toBe('old b');
     expect(await p.read('.mcp.json')).toBe(USER_MCP);
@@ -170,7 +210,10 @@ describe('INS-4 uninstall claude-code', () => {
     await install('claude-code', p.dir, quiet);
     await p.write('.mcp.json', '{ broken');
     const before = await p.snapshot();
-    expect(await uninstall('claude-code', p.dir)).toMatchObject({ code: 1, result: { data: { reason: 'config_malformed' } } });
+    expect(await uninstall('claude-code', p.dir)).toMatchObject({
+      code: 1,
+      result: { data: { reason: 'config_malformed' } },
+    });
     expect(await p.snapshot()).toEqual(before);
   });
 });

@@ -24,17 +24,27 @@ function fakeClaude(): ChildProcess {
 
 function waiter(claude: ChildProcess, env: Record<string, string> = {}): Waiter {
   const proc = spawn(process.execPath, [p.at('.opencomms/claude-code-hooks.mjs'), 'wait'], {
-    env: { PATH: process.env.PATH!, CLAUDE_PROJECT_DIR: p.dir, CLAUDE_PID: String(claude.pid), CLAUDE_CODE_ENTRYPOINT: 'cli', TMPDIR: p.at('tmp'), ...env },
+    env: {
+      PATH: process.env.PATH!,
+      CLAUDE_PROJECT_DIR: p.dir,
+      CLAUDE_PID: String(claude.pid),
+      CLAUDE_CODE_ENTRYPOINT: 'cli',
+      TMPDIR: p.at('tmp'),
+      ...env,
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  proc.stdin!.end(JSON.stringify({ hook_event_name: 'Stop', session_id: 'claude-1', cwd: p.dir, stop_hook_active: false }));
+  proc.stdin!.end(
+    JSON.stringify({ hook_event_name: 'Stop', session_id: 'claude-1', cwd: p.dir, stop_hook_active: false }),
+  );
   let err = '';
   proc.stderr!.on('data', (d) => (err += d));
   const exit = new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
   return { proc, stderr: () => err, exit };
 }
 
-const within = <T>(pr: Promise<T>, ms: number) => Promise.race([pr, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
+const within = <T>(pr: Promise<T>, ms: number) =>
+  Promise.race([pr, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
 
 async function bound(): Promise<Runtime> {
   const { mkdir } = await import('node:fs/promises');
@@ -42,14 +52,35 @@ async function bound(): Promise<Runtime> {
   await install('claude-code', p.dir, { detect: async () => 'x', warn: () => {} });
   await installMember(p.dir, { id: 'sess_me' });
   const rt = openRuntime(p.dir, { log: () => {} });
-  const caller = (sid: string) => ({ session_id: sid, host: 'claude-code', surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: p.dir });
-  await rt.run({ op: 'create', caller: caller('sess_peer'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' } });
-  await rt.run({ op: 'join', caller: caller('sess_me'), args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' } });
+  const caller = (sid: string) => ({
+    session_id: sid,
+    host: 'claude-code',
+    surface: 'mcp',
+    delivery_mode: 'pull',
+    host_session_id: null,
+    project_id: 'local-project',
+    worktree: p.dir,
+  });
+  await rt.run({
+    op: 'create',
+    caller: caller('sess_peer'),
+    args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' },
+  });
+  await rt.run({
+    op: 'join',
+    caller: caller('sess_me'),
+    args: { channel: 'team', role: 'Worker', role_prompt: 'Work.' },
+  });
   await rt.run({ op: 'bind', member: 'sess_me', host: 'claude-code', host_session_id: 'claude-1' });
   return rt;
 }
 
-const send = async (rt: Runtime, content: string) => ((await rt.run({ op: 'send', sid: 'sess_peer', args: { channel: 'team', content } })).data as { message_ids: string[] }).message_ids[0]!;
+const send = async (rt: Runtime, content: string) =>
+  (
+    (await rt.run({ op: 'send', sid: 'sess_peer', args: { channel: 'team', content } })).data as {
+      message_ids: string[];
+    }
+  ).message_ids[0]!;
 
 describe('the wake waiter', () => {
   it('waits through a pause and a stale mark, then wakes once with the framed batch held in flight under Claude Code', async () => {
@@ -68,8 +99,14 @@ describe('the wake waiter', () => {
       await rt.run({ op: 'resume', sid: 'sess_peer', args: { channel: 'team' } });
       expect(await within(w.exit, 5000)).toBe(2);
       expect(w.stderr()).toContain(`| id: ${id} |`);
-      expect(w.stderr()).toContain('<<<UNTRUSTED_PEER_MESSAGE>>>\nwhile you were away\n<<<END_UNTRUSTED_PEER_MESSAGE>>>');
-      expect((await rt.read()).messages[id]).toMatchObject({ delivery_status: 'in_flight', in_flight_by: processTag(claude.pid!), attempts: 1 });
+      expect(w.stderr()).toContain(
+        '<<<UNTRUSTED_PEER_MESSAGE>>>\nwhile you were away\n<<<END_UNTRUSTED_PEER_MESSAGE>>>',
+      );
+      expect((await rt.read()).messages[id]).toMatchObject({
+        delivery_status: 'in_flight',
+        in_flight_by: processTag(claude.pid!),
+        attempts: 1,
+      });
       // The next waiter (the woken turn's Stop) does not wake again for the same mail.
       const next = waiter(claude);
       expect(await within(next.exit, 1500)).toBe('pending');

@@ -30,7 +30,11 @@ describe('install codex', () => {
     expect(r.result.message).toMatch(/trusted project/);
     const text = await p.read('.codex/config.toml');
     expect((parse(text) as any).mcp_servers.opencomms).toEqual({
-      command: 'node', args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'codex'], cwd: '.', required: true, env_vars: ['OPENCOMMS_MEMBER_ID'],
+      command: 'node',
+      args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'codex'],
+      cwd: '.',
+      required: true,
+      env_vars: ['OPENCOMMS_MEMBER_ID'],
       env: { OPENCOMMS_PINNED_MEMBER_ID: '<set by: opencomms install-member>', OPENCOMMS_MEMBER_ROLE: '<role label>' },
     });
     expect(p.dir).toContain(' ');
@@ -42,12 +46,22 @@ describe('install codex', () => {
 
   it('INS-3: no checkout path in the config: a Windows project path never reaches the TOML or a hook command', () => {
     const proj = 'C:\\Users\\Ada Lovelace\\my "proj"';
-    const plan = planCodexInstall(proj, new Map(), { 'claude-code-hooks.mjs': 'r', 'claude-code-hooks-full.mjs': 'f', 'opencomms-mcp.mjs': 's' }, null);
+    const plan = planCodexInstall(
+      proj,
+      new Map(),
+      { 'claude-code-hooks.mjs': 'r', 'claude-code-hooks-full.mjs': 'f', 'opencomms-mcp.mjs': 's' },
+      null,
+    );
     if ('ok' in plan) throw new Error(plan.message);
-    const written = plan.changes.filter((c) => c.path.includes('.codex')).map((c) => c.content).join('\n');
+    const written = plan.changes
+      .filter((c) => c.path.includes('.codex'))
+      .map((c) => c.content)
+      .join('\n');
     expect(written).not.toContain('Lovelace');
     expect(shellQuote(proj, 'win32')).toBe('"C:\\Users\\Ada Lovelace\\my ""proj"""');
-    expect(codexHookGroups('win32').Stop.hooks[0]!.command).toBe('node .opencomms/claude-code-hooks.mjs auto . --host codex');
+    expect(codexHookGroups('win32').Stop.hooks[0]!.command).toBe(
+      'node .opencomms/claude-code-hooks.mjs auto . --host codex',
+    );
   });
 
   it('the server is required, so Codex waits for it instead of starting the first turn without its tools; a reinstall adds it to an older entry of ours', async () => {
@@ -88,7 +102,10 @@ describe('install codex', () => {
 describe('INS-4 uninstall codex', () => {
   it('restores config.toml and hooks.json byte for byte; state and pins stay', async () => {
     await p.write('.codex/config.toml', USER_TOML);
-    await p.write('.codex/hooks.json', '{\n  "hooks": {\n    "Stop": [{ "hooks": [{ "type": "command", "command": "./mine.sh" }] }]\n  }\n}\n');
+    await p.write(
+      '.codex/hooks.json',
+      '{\n  "hooks": {\n    "Stop": [{ "hooks": [{ "type": "command", "command": "./mine.sh" }] }]\n  }\n}\n',
+    );
     await p.write('.opencomms/state.json', '{}');
     await p.write('.opencomms/pins/sess_a.json', '{}');
     const before = await p.snapshot();
@@ -100,7 +117,8 @@ describe('INS-4 uninstall codex', () => {
   });
 
   it('cuts every [mcp_servers.opencomms*] table of ours wherever it stands, and nothing else', async () => {
-    const text = '[mcp_servers.opencomms]\ncommand = "node"\nargs = [".opencomms/opencomms-mcp.mjs"]\n\n[mcp_servers.opencomms.env]\nA = "b"\n\n[other]\nk = 1\n';
+    const text =
+      '[mcp_servers.opencomms]\ncommand = "node"\nargs = [".opencomms/opencomms-mcp.mjs"]\n\n[mcp_servers.opencomms.env]\nA = "b"\n\n[other]\nk = 1\n';
     await p.write('.codex/config.toml', text);
     await uninstall('codex', p.dir);
     expect(await p.read('.codex/config.toml')).toBe('[other]\nk = 1\n');

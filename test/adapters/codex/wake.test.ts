@@ -9,15 +9,40 @@ import { openRuntime, type Runtime } from '../../../src/runtime/runtime.ts';
 import { useProject } from '../../helpers/project.ts';
 
 const p = useProject('oc-codex-wake ');
-const LEAD = 'sess_aaaaaaaaaaaaaaaaaaaaaaaa', CODER = 'sess_bbbbbbbbbbbbbbbbbbbbbbbb';
+const LEAD = 'sess_aaaaaaaaaaaaaaaaaaaaaaaa',
+  CODER = 'sess_bbbbbbbbbbbbbbbbbbbbbbbb';
 const WAITER = '4242@some-host';
 
-const caller = (sid: string, host: string): Caller => ({ session_id: sid, host, surface: 'mcp', delivery_mode: 'pull', host_session_id: null, project_id: 'local-project', worktree: p.dir });
+const caller = (sid: string, host: string): Caller => ({
+  session_id: sid,
+  host,
+  surface: 'mcp',
+  delivery_mode: 'pull',
+  host_session_id: null,
+  project_id: 'local-project',
+  worktree: p.dir,
+});
 
 async function team(): Promise<Runtime> {
   const rt = openRuntime(p.dir, { log: () => {} });
-  expect((await rt.run({ op: 'create', caller: caller(LEAD, 'sdk'), args: { channel: 'team', role: 'Lead', role_prompt: 'You lead.' } })).ok).toBe(true);
-  expect((await rt.run({ op: 'join', caller: caller(CODER, 'codex'), args: { channel: 'team', role: 'Coder', role_prompt: 'You code.' } })).ok).toBe(true);
+  expect(
+    (
+      await rt.run({
+        op: 'create',
+        caller: caller(LEAD, 'sdk'),
+        args: { channel: 'team', role: 'Lead', role_prompt: 'You lead.' },
+      })
+    ).ok,
+  ).toBe(true);
+  expect(
+    (
+      await rt.run({
+        op: 'join',
+        caller: caller(CODER, 'codex'),
+        args: { channel: 'team', role: 'Coder', role_prompt: 'You code.' },
+      })
+    ).ok,
+  ).toBe(true);
   return rt;
 }
 
@@ -41,7 +66,9 @@ async function drainAs(tag: string): Promise<void> {
 describe('the Codex wake prompt', () => {
   it('names the waiter and nothing else; only the exact prompt is read back', () => {
     const prompt = wakePrompt(WAITER);
-    expect(prompt).toBe(`[OpenComms] New messages for this session arrived (wake ${WAITER}). They are in the context that follows.`);
+    expect(prompt).toBe(
+      `[OpenComms] New messages for this session arrived (wake ${WAITER}). They are in the context that follows.`,
+    );
     expect(wakeTag(prompt)).toBe(WAITER);
     expect(wakeTag(`${prompt} and more`)).toBeNull();
     expect(wakeTag(`please ${prompt}`)).toBeNull();
@@ -65,8 +92,15 @@ describe("the woken turn's hand-over (UserPromptSubmit)", () => {
       expect(text).toContain('<<<UNTRUSTED_PEER_MESSAGE>>>\nhello coder\n<<<END_UNTRUSTED_PEER_MESSAGE>>>');
       const state = await rt.read();
       const logged = await rt.store.history(state.channels.team!.id, 10);
-      expect(logged.find((e) => e.message_id === id)).toMatchObject({ delivery_status: 'delivered', delivery_method: 'push', attempts: 1 });
-      expect(await handWokenBatch(rt, wakePrompt(WAITER), CODER), 'a second turn with the same prompt gets nothing').toBe('');
+      expect(logged.find((e) => e.message_id === id)).toMatchObject({
+        delivery_status: 'delivered',
+        delivery_method: 'push',
+        attempts: 1,
+      });
+      expect(
+        await handWokenBatch(rt, wakePrompt(WAITER), CODER),
+        'a second turn with the same prompt gets nothing',
+      ).toBe('');
     } finally {
       await rt.close();
     }
@@ -78,7 +112,17 @@ describe("the woken turn's hand-over (UserPromptSubmit)", () => {
       const id = await send(rt, 'requeued');
       await drainAs(WAITER);
       const env = (await rt.peek()).messages[id]!;
-      expect((await rt.run({ op: 'requeue', rid: CODER, message_ids: [id], error: 'not shown in time', held: { by: env.in_flight_by!, attempts: [env.attempts] } })).ok).toBe(true);
+      expect(
+        (
+          await rt.run({
+            op: 'requeue',
+            rid: CODER,
+            message_ids: [id],
+            error: 'not shown in time',
+            held: { by: env.in_flight_by!, attempts: [env.attempts] },
+          })
+        ).ok,
+      ).toBe(true);
       expect(await handWokenBatch(rt, wakePrompt(WAITER), CODER)).toBe('');
       expect((await rt.read()).messages[id]).toMatchObject({ delivery_status: 'pending' });
     } finally {

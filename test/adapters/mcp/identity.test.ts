@@ -5,7 +5,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { spawnRaw } from '../../helpers/mcp-client.ts';
-import { ok, pair, pinFor, readState, refused, stateText, useMcpProject, type McpHandle } from '../../helpers/mcp-fixture.ts';
+import {
+  ok,
+  pair,
+  pinFor,
+  readState,
+  refused,
+  stateText,
+  useMcpProject,
+  type McpHandle,
+} from '../../helpers/mcp-fixture.ts';
 import { ALL_TOOLS, NON_ADMIN_TOOLS, posingAs, ROSTER_GATED, sampleArgs } from '../../helpers/mcp-spec.ts';
 
 const projA = { OPENCOMMS_PROJECT_ID: 'proj-a' };
@@ -23,8 +32,13 @@ describe('pins', () => {
     await pair(p.h.A, p.h.B, 'unpinned');
     const before = stateText(p.dir);
     const args = sampleArgs('unpinned');
-    for (const [h, tools] of [[p.h.noPin, ALL_TOOLS], [p.h.blankPin, NON_ADMIN_TOOLS], [p.h.badPin, ALL_TOOLS]] as const)
-      for (const tool of tools) expect((await refused(h, tool, args[tool]!, 'identity_unpinned')).message).toContain('OPENCOMMS_MEMBER_ID');
+    for (const [h, tools] of [
+      [p.h.noPin, ALL_TOOLS],
+      [p.h.blankPin, NON_ADMIN_TOOLS],
+      [p.h.badPin, ALL_TOOLS],
+    ] as const)
+      for (const tool of tools)
+        expect((await refused(h, tool, args[tool]!, 'identity_unpinned')).message).toContain('OPENCOMMS_MEMBER_ID');
     expect(stateText(p.dir)).toBe(before);
   });
 });
@@ -40,16 +54,22 @@ describe('roster gate', () => {
     await refused(E, 'opencomms_status', {}, 'identity_not_member'); // E is on no live roster
     const before = stateText(p.dir);
     const args = sampleArgs('gated');
-    for (const tool of ROSTER_GATED) await refused(E, tool, { ...args[tool]!, ...posingAs(p.pin.A) }, 'identity_not_member'); // naming a member gains nothing
+    for (const tool of ROSTER_GATED)
+      await refused(E, tool, { ...args[tool]!, ...posingAs(p.pin.A) }, 'identity_not_member'); // naming a member gains nothing
     // delete_session is roster-free only for a SAVED session (§7.2); on a live channel it needs the roster.
     await refused(E, 'opencomms_delete_session', { channel: 'gated', confirm: true }, 'identity_not_member');
     // Tombstone precedence (§3.3): lifecycle_refused wins over identity_not_member.
     await refused(E, 'opencomms_send', { channel: 'gated-saved', content: 'x' }, 'lifecycle_refused');
     await refused(E, 'opencomms_history', { channel: 'gated-saved' }, 'lifecycle_refused');
-    expect((await refused(E, 'opencomms_send', { channel: 'gated-deleted', content: 'x' }, 'lifecycle_refused')).data.lifecycle).toBe('deleted');
+    expect(
+      (await refused(E, 'opencomms_send', { channel: 'gated-deleted', content: 'x' }, 'lifecycle_refused')).data
+        .lifecycle,
+    ).toBe('deleted');
     // Bootstrap tools check the archived roster instead.
     await refused(E, 'opencomms_resume_session', { channel: 'gated-saved' }, 'not_archived_member');
-    expect((await ok(E, 'opencomms_archive', {})).data.archives.map((a: { name: string }) => a.name)).not.toContain('gated-saved');
+    expect((await ok(E, 'opencomms_archive', {})).data.archives.map((a: { name: string }) => a.name)).not.toContain(
+      'gated-saved',
+    );
     expect(stateText(p.dir)).toBe(before);
   });
 
@@ -58,10 +78,19 @@ describe('roster gate', () => {
     await ok(E, 'opencomms_create', { channel: 'e-solo', role: 'Epsilon', role_prompt: 'p' });
     await ok(E, 'opencomms_save_session', { channel: 'e-solo' });
     await refused(E, 'opencomms_status', {}, 'identity_not_member');
-    expect((await ok(E, 'opencomms_archive', {})).data.archives.map((a: { name: string }) => a.name)).toContain('e-solo');
-    expect((await ok(E, 'opencomms_archive', { mode: 'summary', channel: 'e-solo' })).data.compact_context).toContain('e-solo');
-    expect((await ok(E, 'opencomms_resume_session', { channel: 'e-solo', new_name: 'e-solo-again' })).data.name).toBe('e-solo-again');
-    expect((await ok(E, 'opencomms_delete_session', { channel: 'e-solo', confirm: true })).data).toEqual({ name: 'e-solo', deleted: 'archive' });
+    expect((await ok(E, 'opencomms_archive', {})).data.archives.map((a: { name: string }) => a.name)).toContain(
+      'e-solo',
+    );
+    expect((await ok(E, 'opencomms_archive', { mode: 'summary', channel: 'e-solo' })).data.compact_context).toContain(
+      'e-solo',
+    );
+    expect((await ok(E, 'opencomms_resume_session', { channel: 'e-solo', new_name: 'e-solo-again' })).data.name).toBe(
+      'e-solo-again',
+    );
+    expect((await ok(E, 'opencomms_delete_session', { channel: 'e-solo', confirm: true })).data).toEqual({
+      name: 'e-solo',
+      deleted: 'archive',
+    });
     expect(readState(p.dir).channels['e-solo']).toMatchObject({ lifecycle: 'deleted' });
   });
 });
@@ -71,9 +100,18 @@ describe('identity-like arguments', () => {
     const { A, B, E } = p.h;
     await pair(A, B, 'spoof');
     await ok(E, 'opencomms_join', { channel: 'spoof', role: 'Epsilon', role_prompt: 'p' });
-    const r = await ok(B, 'opencomms_send', { channel: 'spoof', content: 'who am I', to: 'Alpha', ...posingAs(p.pin.E) });
+    const r = await ok(B, 'opencomms_send', {
+      channel: 'spoof',
+      content: 'who am I',
+      to: 'Alpha',
+      ...posingAs(p.pin.E),
+    });
     const id = r.data.message_ids[0];
-    expect(readState(p.dir).messages[id]).toMatchObject({ sender_session_id: p.pin.B, sender_role: 'Beta', recipient_session_id: p.pin.A });
+    expect(readState(p.dir).messages[id]).toMatchObject({
+      sender_session_id: p.pin.B,
+      sender_role: 'Beta',
+      recipient_session_id: p.pin.A,
+    });
     // E naming A cannot read A's mail; A reads its own, whoever the arguments name.
     expect((await ok(E, 'opencomms_pull', { channel: 'spoof', ...posingAs(p.pin.A) })).data.messages).toEqual([]);
     expect((await ok(E, 'opencomms_inbox', { channel: 'spoof', ...posingAs(p.pin.A) })).data.pending).toBe(0);
@@ -89,12 +127,19 @@ describe('kick revocation', () => {
     const { A, B, E } = p.h;
     await pair(A, B, 'kc');
     await ok(E, 'opencomms_join', { channel: 'kc', role: 'Kappa', role_prompt: 'You are Kappa.' });
-    const toK = (await ok(A, 'opencomms_send', { channel: 'kc', content: 'for kappa', to: 'kappa' })).data.message_ids[0];
+    const toK = (await ok(A, 'opencomms_send', { channel: 'kc', content: 'for kappa', to: 'kappa' })).data
+      .message_ids[0];
     expect((await ok(E, 'opencomms_status', {})).data.channels.map((c: { name: string }) => c.name)).toEqual(['kc']);
 
     const kicked = await ok(A, 'opencomms_kick', { channel: 'kc', target_role: 'KAPPA' });
-    expect(kicked.data).toEqual({ kicked_session_id: p.pin.E, kicked_role: 'Kappa', remaining_session_ids: [p.pin.A, p.pin.B] });
-    const rejected = (await ok(A, 'opencomms_history', { channel: 'kc' })).data.messages.find((m: { message_id: string }) => m.message_id === toK);
+    expect(kicked.data).toEqual({
+      kicked_session_id: p.pin.E,
+      kicked_role: 'Kappa',
+      remaining_session_ids: [p.pin.A, p.pin.B],
+    });
+    const rejected = (await ok(A, 'opencomms_history', { channel: 'kc' })).data.messages.find(
+      (m: { message_id: string }) => m.message_id === toK,
+    );
     expect(rejected.delivery_status).toBe('rejected');
     expect(readState(p.dir).queues[p.pin.E]).toBeUndefined();
 
@@ -132,7 +177,11 @@ describe('stderr logging', () => {
     await ok(B, 'opencomms_pull', {});
     for (const h of [noPin, blankPin, badPin]) await refused(h, 'opencomms_status', {}, 'identity_unpinned');
 
-    const pinned = [[A, p.pin.A], [B, p.pin.B], [E, p.pin.E]] as const;
+    const pinned = [
+      [A, p.pin.A],
+      [B, p.pin.B],
+      [E, p.pin.E],
+    ] as const;
     for (const [h, pin] of pinned) {
       const err = await stderrOf(h);
       expect(startLine(err)).toMatch(/pin set yes/);
@@ -151,7 +200,10 @@ describe('stderr logging', () => {
     expect([...generic.lines, ...generic.badLines]).toEqual([]);
 
     // Every stderr line is ours (prefixed), so nothing else leaks there either.
-    for (const err of [generic.stderr(), ...(await Promise.all(Object.values(p.h).map((h) => stderrOf(h as McpHandle))))]) {
+    for (const err of [
+      generic.stderr(),
+      ...(await Promise.all(Object.values(p.h).map((h) => stderrOf(h as McpHandle)))),
+    ]) {
       const lines = err.split('\n').filter(Boolean);
       expect(lines.length).toBeGreaterThan(0);
       for (const l of lines) expect(l).toMatch(/^\[opencomms-mcp\] /);

@@ -22,7 +22,11 @@ describe('LineFramer', () => {
   it('a line over the limit is one -32700 frame with the recovered id; the buffer stays under the limit', () => {
     const framer = new LineFramer(64);
     const big = `{"jsonrpc":"2.0","id":7,"method":"x","params":{"p":"${'é'.repeat(100)}"}}\n`;
-    const out = [...framer.push(Buffer.from(big.slice(0, 40))), ...framer.push(Buffer.from(big.slice(40))), ...framer.push(Buffer.from(`${ping(8)}\n`))];
+    const out = [
+      ...framer.push(Buffer.from(big.slice(0, 40))),
+      ...framer.push(Buffer.from(big.slice(40))),
+      ...framer.push(Buffer.from(`${ping(8)}\n`)),
+    ];
     expect(out[0]).toMatchObject({ kind: 'error', frame: { id: 7, error: { code: PARSE_ERROR } } });
     expect(out[1]).toMatchObject({ kind: 'message', message: { id: 8 } });
     expect(framer.peakBufferedBytes).toBeLessThanOrEqual(64);

@@ -10,7 +10,17 @@ import { resolvePaths } from '../../../src/store/paths.ts';
 import { withLock } from '../../../src/store/lock.ts';
 import { LOCK_TIMEOUT_MS, MAX_STATE_FILE_BYTES } from '../../../src/protocol/limits.ts';
 import { withReadOnly } from '../../helpers/read-only.ts';
-import { editState, ok, pair, pinFor, refused, statePath, useMcpProject, type McpHandle, type Result } from '../../helpers/mcp-fixture.ts';
+import {
+  editState,
+  ok,
+  pair,
+  pinFor,
+  refused,
+  statePath,
+  useMcpProject,
+  type McpHandle,
+  type Result,
+} from '../../helpers/mcp-fixture.ts';
 import { MCP_REASONS, NOT_THROUGH_MCP, type McpReason } from '../../helpers/mcp-spec.ts';
 import { stateBytes } from '../../helpers/state-files.ts';
 
@@ -93,14 +103,19 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   },
   async channel_exists(t) {
     await ok(t.A, 'opencomms_create', { channel: 'channel_exists', role: 'Alpha', role_prompt: 'p' });
-    expect((await t.refuse(t.B, 'opencomms_create', { channel: 'Channel_Exists', role: 'Beta', role_prompt: 'p' })).message).toMatch(/join/i);
+    expect(
+      (await t.refuse(t.B, 'opencomms_create', { channel: 'Channel_Exists', role: 'Beta', role_prompt: 'p' })).message,
+    ).toMatch(/join/i);
     // A resume under an explicit name that a live channel holds.
     await ok(t.A, 'opencomms_create', { channel: 'channel_exists-saved', role: 'Alpha', role_prompt: 'p' });
     await ok(t.A, 'opencomms_save_session', { channel: 'channel_exists-saved' });
     await t.refuse(t.A, 'opencomms_resume_session', { channel: 'channel_exists-saved', new_name: 'channel_exists' });
   },
   async channel_not_found(t) {
-    expect((await t.refuse(t.C, 'opencomms_join', { channel: 'channel_not_found', role: 'Gamma', role_prompt: 'p' })).message).toMatch(/Do not create/);
+    expect(
+      (await t.refuse(t.C, 'opencomms_join', { channel: 'channel_not_found', role: 'Gamma', role_prompt: 'p' }))
+        .message,
+    ).toMatch(/Do not create/);
     await ok(t.A, 'opencomms_create', { channel: 'channel_not_found-home', role: 'Alpha', role_prompt: 'p' }); // A passes the roster gate
     await t.refuse(t.A, 'opencomms_send', { channel: 'channel_not_found', content: 'x' });
     await t.refuse(t.A, 'opencomms_kick', { channel: 'channel_not_found', target_role: 'Gamma' });
@@ -113,7 +128,9 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   },
   async already_member(t) {
     await pair(t.A, t.B, 'already_member');
-    expect((await t.refuse(t.B, 'opencomms_join', { channel: 'already_member', role: 'Other', role_prompt: 'p' })).data.role).toBe('Beta');
+    expect(
+      (await t.refuse(t.B, 'opencomms_join', { channel: 'already_member', role: 'Other', role_prompt: 'p' })).data.role,
+    ).toBe('Beta');
   },
   async channel_full(t) {
     const full = await pair(t.A, t.B, 'channel_full', { max_members: 1 });
@@ -123,13 +140,18 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   },
   async project_mismatch(t) {
     await ok(t.A, 'opencomms_create', { channel: 'project_mismatch', role: 'Alpha', role_prompt: 'p' });
-    expect((await t.refuse(t.E, 'opencomms_join', { channel: 'project_mismatch', role: 'Epsilon', role_prompt: 'p' })).message).toMatch(/never relink/i);
+    expect(
+      (await t.refuse(t.E, 'opencomms_join', { channel: 'project_mismatch', role: 'Epsilon', role_prompt: 'p' }))
+        .message,
+    ).toMatch(/never relink/i);
   },
   async worktree_mismatch(t) {
     // The channel's stored worktree is another directory (the project was moved, say).
     await ok(t.A, 'opencomms_create', { channel: 'worktree_mismatch', role: 'Alpha', role_prompt: 'p' });
     editState(p.dir, (s) => void (s.channels.worktree_mismatch.worktree = '/somewhere/else'));
-    expect((await t.refuse(t.B, 'opencomms_join', { channel: 'worktree_mismatch', role: 'Beta', role_prompt: 'p' })).message).toContain('/somewhere/else');
+    expect(
+      (await t.refuse(t.B, 'opencomms_join', { channel: 'worktree_mismatch', role: 'Beta', role_prompt: 'p' })).message,
+    ).toContain('/somewhere/else');
   },
   async lifecycle_refused(t) {
     await pair(t.A, t.B, 'lifecycle_refused');
@@ -163,7 +185,9 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   async channel_paused(t) {
     await pair(t.A, t.B, 'channel_paused');
     await ok(t.B, 'opencomms_pause', { channel: 'channel_paused' });
-    expect((await t.refuse(t.A, 'opencomms_send', { channel: 'channel_paused', content: 'x' })).message).toMatch(/opencomms_resume/);
+    expect((await t.refuse(t.A, 'opencomms_send', { channel: 'channel_paused', content: 'x' })).message).toMatch(
+      /opencomms_resume/,
+    );
   },
   async content_empty(t) {
     await pair(t.A, t.B, 'content_empty');
@@ -171,18 +195,34 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   },
   async content_too_large(t) {
     await pair(t.A, t.B, 'content_too_large');
-    expect((await t.refuse(t.A, 'opencomms_send', { channel: 'content_too_large', content: 'x'.repeat(100_001) })).data.limit).toBe(100_000);
+    expect(
+      (await t.refuse(t.A, 'opencomms_send', { channel: 'content_too_large', content: 'x'.repeat(100_001) })).data
+        .limit,
+    ).toBe(100_000);
     await ok(t.A, 'opencomms_send', { channel: 'content_too_large', content: 'y'.repeat(100_000) }); // exactly the cap
   },
   async invalid_message_type(t) {
     await pair(t.A, t.B, 'invalid_message_type');
-    const sys = await t.refuse(t.A, 'opencomms_send', { channel: 'invalid_message_type', content: 'x1', type: 'system' });
+    const sys = await t.refuse(t.A, 'opencomms_send', {
+      channel: 'invalid_message_type',
+      content: 'x1',
+      type: 'system',
+    });
     expect(sys.data.valid_types).toEqual(['review_request', 'review_response', 'manual']);
     await t.refuse(t.A, 'opencomms_send', { channel: 'invalid_message_type', content: 'x2', type: 'bogus' });
   },
   async invalid_argument(t) {
     await pair(t.A, t.B, 'invalid_argument');
-    expect((await t.refuse(t.A, 'opencomms_send', { channel: 'invalid_argument', content: 'x', to: 'Beta', broadcast: true })).data.field).toBe('to');
+    expect(
+      (
+        await t.refuse(t.A, 'opencomms_send', {
+          channel: 'invalid_argument',
+          content: 'x',
+          to: 'Beta',
+          broadcast: true,
+        })
+      ).data.field,
+    ).toBe('to');
     await t.refuse(t.A, 'opencomms_archive', { mode: 'bogus' });
     await t.refuse(t.A, 'opencomms_archive', { mode: 'summary' }); // summary needs a channel
   },
@@ -243,9 +283,17 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     const h0 = (await ok(t.A, 'opencomms_send', { channel: 'hop_limit_exceeded', content: 'h0' })).data.message_ids[0];
     const h1 = await ok(t.B, 'opencomms_send', { channel: 'hop_limit_exceeded', content: 'h1', reply_to: h0 });
     expect(h1.data.hop_count).toBe(1);
-    const hx = await t.refuse(t.A, 'opencomms_send', { channel: 'hop_limit_exceeded', content: 'h2', reply_to: h1.data.message_ids[0] });
+    const hx = await t.refuse(t.A, 'opencomms_send', {
+      channel: 'hop_limit_exceeded',
+      content: 'h2',
+      reply_to: h1.data.message_ids[0],
+    });
     expect(hx.data.max_hops).toBe(1);
-    const fresh = await ok(t.A, 'opencomms_send', { channel: 'hop_limit_exceeded', content: 'h3', reply_to: `ocm_${'0'.repeat(32)}` });
+    const fresh = await ok(t.A, 'opencomms_send', {
+      channel: 'hop_limit_exceeded',
+      content: 'h3',
+      reply_to: `ocm_${'0'.repeat(32)}`,
+    });
     expect(fresh.data.hop_count).toBe(0);
   },
   async budget_exhausted(t) {
@@ -254,7 +302,9 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     expect(bud.data.settings.budgets).toEqual({ max_runtime_ms: null, max_delivered_messages: 1 });
     await ok(t.A, 'opencomms_send', { channel: 'budget_exhausted', content: 'one' });
     expect((await ok(t.B, 'opencomms_pull', { channel: 'budget_exhausted' })).data.messages).toHaveLength(1);
-    expect((await t.refuse(t.A, 'opencomms_send', { channel: 'budget_exhausted', content: 'two' })).data.budget).toBe('messages');
+    expect((await t.refuse(t.A, 'opencomms_send', { channel: 'budget_exhausted', content: 'two' })).data.budget).toBe(
+      'messages',
+    );
   },
   async pull_not_allowed(t) {
     // The operator takes pull away from B's endpoint (a capabilities override in the member row).
@@ -273,7 +323,10 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   async not_coordinator(t) {
     await ok(t.B, 'opencomms_create', { channel: 'not_coordinator', role: 'Beta', role_prompt: 'p' });
     await ok(t.A, 'opencomms_join', { channel: 'not_coordinator', role: 'Alpha', role_prompt: 'p' });
-    expect((await t.refuse(t.A, 'opencomms_kick', { channel: 'not_coordinator', target_role: 'Beta' })).data.coordinator_role).toBe('Beta');
+    expect(
+      (await t.refuse(t.A, 'opencomms_kick', { channel: 'not_coordinator', target_role: 'Beta' })).data
+        .coordinator_role,
+    ).toBe('Beta');
   },
   async target_required(t) {
     await pair(t.A, t.B, 'target_required');
@@ -282,12 +335,21 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   async cannot_kick_self(t) {
     await pair(t.A, t.B, 'cannot_kick_self');
     await t.refuse(t.A, 'opencomms_kick', { channel: 'cannot_kick_self', target_session_id: t.pin.A });
-    expect((await t.refuse(t.A, 'opencomms_kick', { channel: 'cannot_kick_self', target_role: 'alpha' })).message).toMatch(/opencomms_disconnect/);
+    expect(
+      (await t.refuse(t.A, 'opencomms_kick', { channel: 'cannot_kick_self', target_role: 'alpha' })).message,
+    ).toMatch(/opencomms_disconnect/);
   },
   async target_not_found(t) {
     await pair(t.A, t.B, 'target_not_found');
-    expect((await t.refuse(t.A, 'opencomms_kick', { channel: 'target_not_found', target_role: 'Ghost' })).data.members).toContain(`Beta (${t.pin.B})`);
-    await t.refuse(t.A, 'opencomms_timer', { channel: 'target_not_found', action: 'set_limit', limit_ms: 10, to: 'Ghost' });
+    expect(
+      (await t.refuse(t.A, 'opencomms_kick', { channel: 'target_not_found', target_role: 'Ghost' })).data.members,
+    ).toContain(`Beta (${t.pin.B})`);
+    await t.refuse(t.A, 'opencomms_timer', {
+      channel: 'target_not_found',
+      action: 'set_limit',
+      limit_ms: 10,
+      to: 'Ghost',
+    });
   },
 
   // ---- timer (§3.2 timer, §5.8) ------------------------------------------------------------------
@@ -334,7 +396,9 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     for (let i = 0; i < 9; i++) names.push((await ok(t.A, 'opencomms_resume_session', { channel: 'lad' })).data.name);
     expect(names).toEqual(['lad', 'lad-r2', 'lad-r3', 'lad-r4', 'lad-r5', 'lad-r6', 'lad-r7', 'lad-r8', 'lad-r9']);
     expect((await t.refuse(t.A, 'opencomms_resume_session', { channel: 'lad' })).message).toMatch(/new_name/);
-    expect((await ok(t.A, 'opencomms_resume_session', { channel: 'lad', new_name: 'lad-extra' })).data.name).toBe('lad-extra');
+    expect((await ok(t.A, 'opencomms_resume_session', { channel: 'lad', new_name: 'lad-extra' })).data.name).toBe(
+      'lad-extra',
+    );
   },
 
   // ---- the state file (§2.7, §2.10) --------------------------------------------------------------
@@ -344,11 +408,14 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     let release!: () => void;
     let locked!: () => void;
     const isLocked = new Promise<void>((r) => (locked = r));
-    const holder = withLock(resolvePaths(p.dir), () =>
-      new Promise<void>((r) => {
-        release = r;
-        locked();
-      }));
+    const holder = withLock(
+      resolvePaths(p.dir),
+      () =>
+        new Promise<void>((r) => {
+          release = r;
+          locked();
+        }),
+    );
     await isLocked;
     const t0 = performance.now();
     try {
@@ -366,7 +433,11 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     const other = '{"schema_version": 3, "from": "the future"}\n';
     await ok(t.A, 'opencomms_create', { channel: 'state_incompatible-home', role: 'Alpha', role_prompt: 'p' });
     await withBrokenStateFile(other, async () => {
-      const r = await t.refuse(t.A, 'opencomms_create', { channel: 'state_incompatible', role: 'Alpha', role_prompt: 'p' });
+      const r = await t.refuse(t.A, 'opencomms_create', {
+        channel: 'state_incompatible',
+        role: 'Alpha',
+        role_prompt: 'p',
+      });
       expect(r.data.schema_version).toBe(3);
       expect(readFileSync(statePath(p.dir), 'utf8')).toBe(other);
     });
@@ -375,14 +446,18 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     // Something that cannot be read as a file stands where state.json should be.
     await ok(t.A, 'opencomms_create', { channel: 'state_unreadable-home', role: 'Alpha', role_prompt: 'p' });
     await withBrokenStateFile('directory', async () => {
-      expect((await t.refuse(t.A, 'opencomms_create', { channel: 'state_unreadable', role: 'Alpha', role_prompt: 'p' })).data.code).toBe('EISDIR');
+      expect(
+        (await t.refuse(t.A, 'opencomms_create', { channel: 'state_unreadable', role: 'Alpha', role_prompt: 'p' })).data
+          .code,
+      ).toBe('EISDIR');
     });
   },
   async store_unwritable(t) {
     // A read-only .opencomms: a send and a pull are refused with what to do, not "Retry once";
     // once writable again the mail sent before arrives exactly once.
     await pair(t.A, t.B, 'store_unwritable');
-    const sent = (await ok(t.A, 'opencomms_send', { channel: 'store_unwritable', content: 'before the remount' })).data.message_ids[0];
+    const sent = (await ok(t.A, 'opencomms_send', { channel: 'store_unwritable', content: 'before the remount' })).data
+      .message_ids[0];
     await withReadOnly(p.dir, async () => {
       const send = await t.refuse(t.A, 'opencomms_send', { channel: 'store_unwritable', content: 'while read-only' });
       const pull = await t.refuse(t.B, 'opencomms_pull', { channel: 'store_unwritable' });
@@ -403,7 +478,12 @@ const SCENARIOS: Record<McpReason, Scenario> = {
       writeFileSync(file, '');
       truncateSync(file, 600 * 1024 * 1024);
       const before = statSync(file);
-      const r = await t.refuse(t.A, 'opencomms_create', { channel: 'state_too_large', role: 'Alpha', role_prompt: 'p' }, { writes: 'none: compared by size and mtime below' });
+      const r = await t.refuse(
+        t.A,
+        'opencomms_create',
+        { channel: 'state_too_large', role: 'Alpha', role_prompt: 'p' },
+        { writes: 'none: compared by size and mtime below' },
+      );
       expect(r.message).toContain(`${MAX_STATE_FILE_BYTES / 1024 / 1024} MiB`);
       expect(r.data.bytes).toBe(600 * 1024 * 1024);
       const after = statSync(file);
@@ -417,12 +497,18 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     // An unexpected fault on the write path (the history folder is a file, so a delivered envelope
     // cannot be logged): the call answers internal_error without details, and nothing is lost.
     await pair(t.A, t.B, 'internal_error');
-    const sent = (await ok(t.A, 'opencomms_send', { channel: 'internal_error', content: 'keep me' })).data.message_ids[0];
+    const sent = (await ok(t.A, 'opencomms_send', { channel: 'internal_error', content: 'keep me' })).data
+      .message_ids[0];
     const history = resolvePaths(p.dir).history;
     rmSync(history, { recursive: true, force: true });
     writeFileSync(history, 'not a folder');
     try {
-      const r = await t.refuse(t.B, 'opencomms_pull', { channel: 'internal_error' }, { writes: 'the fault is recorded in state.errors (§3.4)' });
+      const r = await t.refuse(
+        t.B,
+        'opencomms_pull',
+        { channel: 'internal_error' },
+        { writes: 'the fault is recorded in state.errors (§3.4)' },
+      );
       expect(r.message).not.toMatch(/EEXIST|ENOTDIR|\bat .*:\d+/);
     } finally {
       rmSync(history, { force: true });

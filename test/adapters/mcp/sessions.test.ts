@@ -57,10 +57,22 @@ describe('archive reads', () => {
   it('list is scoped to the archived roster; summary and messages by name or id, framed', async () => {
     const id = await savedPair('reads');
     const list = await ok(p.h.B, 'opencomms_archive', {});
-    expect(list.data.archives).toContainEqual(expect.objectContaining({ archive_id: id, name: 'reads', saved_by_role: 'Alpha', message_count: 1, roles: ['Alpha', 'Beta'] }));
+    expect(list.data.archives).toContainEqual(
+      expect.objectContaining({
+        archive_id: id,
+        name: 'reads',
+        saved_by_role: 'Alpha',
+        message_count: 1,
+        roles: ['Alpha', 'Beta'],
+      }),
+    );
     const solo = await savedSolo('reads-solo');
-    expect((await ok(p.h.B, 'opencomms_archive', { mode: 'list' })).data.archives.map((a: any) => a.archive_id)).not.toContain(solo);
-    expect((await ok(p.h.A, 'opencomms_archive', { mode: 'list' })).data.archives.map((a: any) => a.archive_id)).toEqual(expect.arrayContaining([id, solo]));
+    expect(
+      (await ok(p.h.B, 'opencomms_archive', { mode: 'list' })).data.archives.map((a: any) => a.archive_id),
+    ).not.toContain(solo);
+    expect(
+      (await ok(p.h.A, 'opencomms_archive', { mode: 'list' })).data.archives.map((a: any) => a.archive_id),
+    ).toEqual(expect.arrayContaining([id, solo]));
     const sum = await ok(p.h.A, 'opencomms_archive', { mode: 'summary', channel: 'reads' });
     expect(sum.data.archive_id).toBe(id);
     expect(sum.data.compact_context).toContain('We decided to ship X.');
@@ -75,7 +87,12 @@ describe('resume', () => {
   it('LCY-4 creates a new empty channel linked to the archive; its joiners get the compact_context', async () => {
     const id = await savedPair('resumed');
     const resumed = await ok(p.h.B, 'opencomms_resume_session', { channel: 'resumed' });
-    expect(resumed.data).toMatchObject({ name: 'resumed', parent_channel_id: id, members: [], archive_name: 'resumed' });
+    expect(resumed.data).toMatchObject({
+      name: 'resumed',
+      parent_channel_id: id,
+      members: [],
+      archive_name: 'resumed',
+    });
     expect(resumed.data.channel_id).not.toBe(id);
     const j = await ok(p.h.B, 'opencomms_join', { channel: 'resumed', role: 'Beta', role_prompt: 'Back again.' });
     expect(j.data.parent_channel_id).toBe(id);
@@ -93,10 +110,19 @@ describe('delete', () => {
     await ok(p.h.B, 'opencomms_resume_session', { channel: 'del' });
     await ok(p.h.A, 'opencomms_join', { channel: 'del', role: 'Alpha', role_prompt: 'p' });
     await ok(p.h.B, 'opencomms_join', { channel: 'del', role: 'Beta', role_prompt: 'p' });
-    expect((await ok(p.h.A, 'opencomms_delete_session', { channel: 'del', confirm: true })).data).toEqual({ name: 'del', deleted: 'live' });
-    expect((await refused(p.h.B, 'opencomms_send', { channel: 'del', content: 'after delete' }, 'lifecycle_refused')).data.lifecycle).toBe('deleted');
+    expect((await ok(p.h.A, 'opencomms_delete_session', { channel: 'del', confirm: true })).data).toEqual({
+      name: 'del',
+      deleted: 'live',
+    });
+    expect(
+      (await refused(p.h.B, 'opencomms_send', { channel: 'del', content: 'after delete' }, 'lifecycle_refused')).data
+        .lifecycle,
+    ).toBe('deleted');
     await refused(p.h.A, 'opencomms_delete_session', { channel: 'del', confirm: true }, 'lifecycle_refused');
-    expect((await ok(p.h.B, 'opencomms_delete_session', { channel: id, confirm: true })).data).toEqual({ name: 'del', deleted: 'archive' });
+    expect((await ok(p.h.B, 'opencomms_delete_session', { channel: id, confirm: true })).data).toEqual({
+      name: 'del',
+      deleted: 'archive',
+    });
     expect(existsSync(archiveFile(id))).toBe(false);
     await refused(p.h.B, 'opencomms_archive', { mode: 'summary', channel: id }, 'archive_not_found');
   });
@@ -107,7 +133,10 @@ describe('delete', () => {
     expect(saved.data.summary.length).toBeGreaterThan(0); // generated
     await refused(p.h.A, 'opencomms_delete_session', { channel: 'del-saved', confirm: false }, 'confirm_required');
     await refused(p.h.B, 'opencomms_delete_session', { channel: 'del-saved', confirm: true }, 'not_archived_member');
-    expect((await ok(p.h.A, 'opencomms_delete_session', { channel: 'del-saved', confirm: true })).data).toEqual({ name: 'del-saved', deleted: 'archive' });
+    expect((await ok(p.h.A, 'opencomms_delete_session', { channel: 'del-saved', confirm: true })).data).toEqual({
+      name: 'del-saved',
+      deleted: 'archive',
+    });
     expect(existsSync(archiveFile(saved.data.archive_id))).toBe(false);
     expect(readState(p.dir).channels['del-saved']).toMatchObject({ lifecycle: 'deleted', members: [] });
     const fresh = await ok(p.h.A, 'opencomms_create', { channel: 'del-saved', role: 'Alpha', role_prompt: 'Fresh.' });

@@ -103,7 +103,11 @@ describe('LineLimitedStdioTransport', () => {
     expect(sniffRequestId('{"jsonrpc":"2.0","id":1,"result":{', '')).toBeNull();
   });
 
-  for (const [label, ch] of [['1-byte', 'a'], ['3-byte', '€'], ['4-byte', '😀']] as const) {
+  for (const [label, ch] of [
+    ['1-byte', 'a'],
+    ['3-byte', '€'],
+    ['4-byte', '😀'],
+  ] as const) {
     it(`MCP-7: accepts exactly ${MAX} bytes and refuses ${MAX + 1} with ${label} characters, split across chunks`, async () => {
       const s = setup();
       await s.t.start();
@@ -176,13 +180,16 @@ describe('LineLimitedStdioTransport', () => {
     await tick();
     expect(s.t.bufferedBytes).toBe(0); // over the limit: discarding, nothing held
     s.input.write('\n');
-    const many = Buffer.from((`${req(1)}\n`).repeat(Math.ceil((3 * 1024 * 1024) / (req(1).length + 1))));
+    const many = Buffer.from(`${req(1)}\n`.repeat(Math.ceil((3 * 1024 * 1024) / (req(1).length + 1))));
     s.input.write(many);
     await waitFor(() => s.out.length >= 1 && s.messages.length > 1000);
     expect(s.out[0]).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: OVERSIZE } });
     expect(s.t.peakBufferedBytes).toBeLessThanOrEqual(MAX);
     expect(s.t.peakBufferedBytes).toBeLessThanOrEqual(MCP_MAX_BUFFER_BYTES);
-    expect(() => new LineLimitedStdioTransport(new PassThrough(), new PassThrough(), { maxLineBytes: MCP_MAX_BUFFER_BYTES + 1 })).toThrow(RangeError);
+    expect(
+      () =>
+        new LineLimitedStdioTransport(new PassThrough(), new PassThrough(), { maxLineBytes: MCP_MAX_BUFFER_BYTES + 1 }),
+    ).toThrow(RangeError);
   });
 
   it('calls onclose when the input ends, and only once', async () => {
@@ -232,7 +239,10 @@ describe('LineLimitedStdioTransport with the SDK McpServer and Client', () => {
     const t0 = performance.now();
     const err = await client
       .callTool({ name: 'echo', arguments: { text: 'x'.repeat(1.5 * 1024 * 1024) } }, undefined, { timeout: 5000 })
-      .then(() => null, (e: unknown) => e);
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     const elapsed = performance.now() - t0;
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(-32700);

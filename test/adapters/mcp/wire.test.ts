@@ -11,7 +11,9 @@ import { ok, pinFor, rpcCode, stateText, useMcpProject, type McpHandle } from '.
 import { MCP_MAX_FRAME_BYTES } from '../../../src/protocol/limits.ts';
 import { ALL_TOOLS, IDENTITY_ARGS, NON_ADMIN_TOOLS, REQUIRED } from '../../helpers/mcp-spec.ts';
 
-const VERSION = (JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as { version: string }
+).version;
 /** A frame comfortably over the 1 MiB line limit. */
 const OVERSIZED = 1.5 * MCP_MAX_FRAME_BYTES;
 
@@ -49,7 +51,10 @@ describe('MCP wire', () => {
     w.write(initialize(1, '2024-11-05'));
     const r = await w.take((m) => m.id === 1);
     expect(r.error).toBeUndefined();
-    expect(r.result).toMatchObject({ protocolVersion: '2024-11-05', serverInfo: { name: 'opencomms', version: VERSION } });
+    expect(r.result).toMatchObject({
+      protocolVersion: '2024-11-05',
+      serverInfo: { name: 'opencomms', version: VERSION },
+    });
     expect(typeof r.result.capabilities.tools).toBe('object');
     w.write({ jsonrpc: '2.0', method: 'notifications/initialized' });
     w.write({ jsonrpc: '2.0', id: 2, method: 'ping' });
@@ -62,7 +67,8 @@ describe('MCP wire', () => {
     const { A, U } = p.h;
     await ok(A, 'opencomms_create', { channel: 'sdk-wire', role: 'Alpha', role_prompt: 'p' });
     const before = stateText(p.dir);
-    const call = (h: McpHandle, name: string, args: Record<string, unknown>) => h.client.callTool({ name, arguments: args }, undefined, { timeout: 10_000 });
+    const call = (h: McpHandle, name: string, args: Record<string, unknown>) =>
+      h.client.callTool({ name, arguments: args }, undefined, { timeout: 10_000 });
     expect(await rpcCode(call(A, 'opencomms_nope', {}))).toBe(-32602);
     expect(await rpcCode(call(U, 'opencomms_kick', { channel: 'sdk-wire', target_role: 'Alpha' }))).toBe(-32602); // unlisted without --admin
     expect(await rpcCode(call(A, 'opencomms_send', { channel: 'sdk-wire' }))).toBe(-32602);
@@ -73,7 +79,9 @@ describe('MCP wire', () => {
     expect(await rpcCode(call(A, 'opencomms_delete_session', { channel: 'sdk-wire', confirm: 'yes' }))).toBe(-32602);
     expect(await rpcCode(call(A, 'opencomms_inbox', { channel: 'sdk-wire', limit: '5' }))).toBe(-32602);
     expect(await rpcCode(call(A, 'opencomms_send', { channel: ['sdk-wire'], content: 'x' }))).toBe(-32602);
-    expect(await rpcCode(call(A, 'opencomms_send', { channel: 'sdk-wire', content: 'z'.repeat(OVERSIZED) }))).toBe(-32700);
+    expect(await rpcCode(call(A, 'opencomms_send', { channel: 'sdk-wire', content: 'z'.repeat(OVERSIZED) }))).toBe(
+      -32700,
+    );
     expect(stateText(p.dir)).toBe(before); // nothing ran: the delete with confirm "yes" included
     const st = await ok(A, 'opencomms_status', {});
     expect(st.data.channels.map((c: { name: string }) => c.name)).toEqual(['sdk-wire']);
@@ -83,19 +91,28 @@ describe('MCP wire', () => {
     const w = raw();
     expect(LATEST_PROTOCOL_VERSION > '2024-11-05').toBe(true); // not the version the case above tried
     w.write(initialize(1, LATEST_PROTOCOL_VERSION));
-    expect((await w.take((m) => m.id === 1)).result).toMatchObject({ protocolVersion: LATEST_PROTOCOL_VERSION, serverInfo: { name: 'opencomms' } });
+    expect((await w.take((m) => m.id === 1)).result).toMatchObject({
+      protocolVersion: LATEST_PROTOCOL_VERSION,
+      serverInfo: { name: 'opencomms' },
+    });
     w.write({ jsonrpc: '2.0', method: 'notifications/initialized' });
 
     w.write({ jsonrpc: '2.0', id: 10, method: 'foo/bar', params: {} });
     expect((await w.take((m) => m.id === 10)).error.code).toBe(-32601);
 
     w.write('{"jsonrpc":"2.0","id":11,"method":"ping"');
-    expect(await w.take((m) => m.id === null)).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32700, message: expect.any(String) } });
+    expect(await w.take((m) => m.id === null)).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32700, message: expect.any(String) },
+    });
     w.write({ jsonrpc: '2.0', id: 12, method: 'ping' });
     expect((await w.take((m) => m.id === 12)).result).toEqual({});
 
     // A 1.5 MiB line whose id sits where it cannot be trusted → id null.
-    w.write(`{"jsonrpc":"2.0","method":"tools/call","id":13,"params":{"name":"opencomms_status","arguments":{"pad":"${'p'.repeat(OVERSIZED)}"}}}`);
+    w.write(
+      `{"jsonrpc":"2.0","method":"tools/call","id":13,"params":{"name":"opencomms_status","arguments":{"pad":"${'p'.repeat(OVERSIZED)}"}}}`,
+    );
     const big = await w.take((m) => m.id === null);
     expect(big.error.code).toBe(-32700);
     expect(big.error.message).toContain(String(MCP_MAX_FRAME_BYTES));

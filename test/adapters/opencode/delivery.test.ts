@@ -22,7 +22,19 @@ async function project(ctx: TestContext): Promise<string> {
 /** A push member whose OpenCode server is gone (its owner names a process that does not exist). */
 async function ownerlessMember(dir: string, sid: string, role: string) {
   const rt = openRuntime(dir, { tag: processTag(2147483646), log: () => {} });
-  const r = await rt.run({ op: 'join', caller: { session_id: sid, host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: 'local-project', worktree: dir }, args: { channel: 'team', role, role_prompt: `${role}.` } });
+  const r = await rt.run({
+    op: 'join',
+    caller: {
+      session_id: sid,
+      host: 'opencode',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: sid,
+      project_id: 'local-project',
+      worktree: dir,
+    },
+    args: { channel: 'team', role, role_prompt: `${role}.` },
+  });
   expect(r.ok, r.message).toBe(true);
   await rt.close();
 }
@@ -39,8 +51,24 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
   it('hands an adopted session back when its own server claims it again: never prompted from here, busy or not', async (ctx) => {
     const dir = await project(ctx);
     const rt = openRuntime(dir, { log: () => {} }); // this process is server A
-    const caller = (sid: string) => ({ session_id: sid, host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: 'local-project', worktree: dir });
-    expect((await rt.run({ op: 'create', caller: caller('ses_a'), args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' } })).ok).toBe(true);
+    const caller = (sid: string) => ({
+      session_id: sid,
+      host: 'opencode',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: sid,
+      project_id: 'local-project',
+      worktree: dir,
+    });
+    expect(
+      (
+        await rt.run({
+          op: 'create',
+          caller: caller('ses_a'),
+          args: { channel: 'team', role: 'Lead', role_prompt: 'Lead.' },
+        })
+      ).ok,
+    ).toBe(true);
     await ownerlessMember(dir, 'ses_b', 'Worker');
     const ownerOfB = async () => (await rt.read()).channels.team!.members.find((m) => m.session_id === 'ses_b')!.owner;
     const a = fakeClient();
@@ -49,7 +77,11 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     expect(await waitFor(() => false, 500)).toBe(false);
     expect(await ownerOfB()).toBe(processTag(process.pid));
     // Server B (another process) serves ses_b again, claims it, and its turn there is running.
-    const b = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'helpers', 'plugin-worker.ts'), dir, 'ses_b'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const b = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, '..', '..', 'helpers', 'plugin-worker.ts'), dir, 'ses_b'],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     const lines: string[] = [];
     b.stdout.setEncoding('utf8').on('data', (d: string) => lines.push(...d.split('\n').filter(Boolean)));
     try {
@@ -74,7 +106,9 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     const dir = await project(ctx);
     const a = fakeClient({ refuse: 1, unreachable: ['ses_b'] });
     const A = await loadPlugin(dir, a.client);
-    expect((await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok).toBe(true);
+    expect(
+      (await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok,
+    ).toBe(true);
     await ownerlessMember(dir, 'ses_b', 'Worker');
     const sent = await tool(A, 'opencomms_send', { channel: 'team', content: 'fallback me' }, 'ses_a');
     expect(sent.ok, sent.message).toBe(true);
@@ -89,7 +123,9 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     const dir = await project(ctx);
     const a = fakeClient({ unreachable: ['ses_b'] });
     const A = await loadPlugin(dir, a.client);
-    expect((await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok).toBe(true);
+    expect(
+      (await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok,
+    ).toBe(true);
     await ownerlessMember(dir, 'ses_b', 'Worker');
     await ownerlessMember(dir, 'ses_c', 'Tester');
     const kickedAt = Date.now();
@@ -105,7 +141,9 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     const dir = await project(ctx);
     const a = fakeClient({ unreachable: ['ses_b'] });
     const A = await loadPlugin(dir, a.client);
-    expect((await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok).toBe(true);
+    expect(
+      (await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok,
+    ).toBe(true);
     await ownerlessMember(dir, 'ses_b', 'Worker');
     expect((await tool(A, 'opencomms_send', { channel: 'team', content: 'held by the pause' }, 'ses_a')).ok).toBe(true);
     expect((await tool(A, 'opencomms_pause', { channel: 'team' }, 'ses_a')).ok).toBe(true);
@@ -120,8 +158,12 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     const dir = await project(ctx);
     const a = fakeClient();
     const A = await loadPlugin(dir, a.client);
-    expect((await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok).toBe(true);
-    expect((await tool(A, 'opencomms_join', { channel: 'team', role: 'Worker', role_prompt: 'Work.' }, 'ses_b')).ok).toBe(true);
+    expect(
+      (await tool(A, 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'Lead.' }, 'ses_a')).ok,
+    ).toBe(true);
+    expect(
+      (await tool(A, 'opencomms_join', { channel: 'team', role: 'Worker', role_prompt: 'Work.' }, 'ses_b')).ok,
+    ).toBe(true);
     await idle(A, 'ses_b');
     const t = Date.now();
     expect((await tool(A, 'opencomms_send', { channel: 'team', content: 'local push' }, 'ses_a')).ok).toBe(true);

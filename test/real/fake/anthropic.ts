@@ -18,7 +18,9 @@ function parse(req: ModelRequest): void {
       else if (bl.type === 'tool_result') {
         // Claude Code appends a `<system-reminder>` text block inside the tool_result content:
         // `text` keeps only the tool's own output (the raw blocks stay in `body`).
-        const own = blocks(bl.content).filter((x) => !(x.type === 'text' && String(x.text).trimStart().startsWith('<system-reminder>')));
+        const own = blocks(bl.content).filter(
+          (x) => !(x.type === 'text' && String(x.text).trimStart().startsWith('<system-reminder>')),
+        );
         req.toolResults.push({ id: bl.tool_use_id, text: textOf(own), isError: bl.is_error === true });
       }
     }
@@ -31,19 +33,32 @@ function parse(req: ModelRequest): void {
 }
 
 function reply(req: ModelRequest, action: Action, res: http.ServerResponse, n: number): void {
-  const content: any[] = action.kind === 'call'
-    ? [{ type: 'tool_use', id: `toolu_fake_${n}`, name: action.name, input: action.args }]
-    : [{ type: 'text', text: action.text }];
+  const content: any[] =
+    action.kind === 'call'
+      ? [{ type: 'tool_use', id: `toolu_fake_${n}`, name: action.name, input: action.args }]
+      : [{ type: 'text', text: action.text }];
   const stop = action.kind === 'call' ? 'tool_use' : 'end_turn';
   const usage = { input_tokens: 100, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-  const message = { id: `msg_fake_${n}`, type: 'message', role: 'assistant', model: req.body.model ?? 'fake', content, stop_reason: stop, stop_sequence: null, usage };
+  const message = {
+    id: `msg_fake_${n}`,
+    type: 'message',
+    role: 'assistant',
+    model: req.body.model ?? 'fake',
+    content,
+    stop_reason: stop,
+    stop_sequence: null,
+    usage,
+  };
   if (!req.body.stream) {
     json(res, 200, message);
     return;
   }
   sse(res);
-  const ev = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
-  ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } });
+  const ev = (type: string, data: object) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  ev('message_start', {
+    message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } },
+  });
   content.forEach((b, index) => {
     if (b.type === 'text') {
       ev('content_block_start', { index, content_block: { type: 'text', text: '' } });
@@ -68,7 +83,10 @@ export function startFakeAnthropic(script?: Script): Promise<FakeServer> {
     auxText: 'Fake title',
     other(req, res) {
       if (req.url.split('?')[0].endsWith('/v1/messages/count_tokens')) return json(res, 200, { input_tokens: 100 });
-      json(res, 404, { type: 'error', error: { type: 'not_found_error', message: `fake: no route ${req.method} ${req.url}` } });
+      json(res, 404, {
+        type: 'error',
+        error: { type: 'not_found_error', message: `fake: no route ${req.method} ${req.url}` },
+      });
     },
   });
 }

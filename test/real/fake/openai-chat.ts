@@ -35,22 +35,51 @@ function parse(req: ModelRequest): void {
 }
 
 function reply(req: ModelRequest, action: Action, res: http.ServerResponse, n: number): void {
-  const id = `chatcmpl-fake-${n}`, created = Math.floor(Date.now() / 1000), model = req.body.model ?? 'fake-model';
-  const chunk = (delta: object, finish_reason: string | null = null) => ({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason }] });
+  const id = `chatcmpl-fake-${n}`,
+    created = Math.floor(Date.now() / 1000),
+    model = req.body.model ?? 'fake-model';
+  const chunk = (delta: object, finish_reason: string | null = null) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices: [{ index: 0, delta, finish_reason }],
+  });
   const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
   const args = action.kind === 'call' ? JSON.stringify(action.args) : '';
   if (req.body.stream !== true) {
-    const message = action.kind === 'call'
-      ? { role: 'assistant', content: null, tool_calls: [{ id: `call_fake_${n}`, type: 'function', function: { name: action.name, arguments: args } }] }
-      : { role: 'assistant', content: action.text };
-    json(res, 200, { id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: action.kind === 'call' ? 'tool_calls' : 'stop' }], usage });
+    const message =
+      action.kind === 'call'
+        ? {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: `call_fake_${n}`, type: 'function', function: { name: action.name, arguments: args } }],
+          }
+        : { role: 'assistant', content: action.text };
+    json(res, 200, {
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      choices: [{ index: 0, message, finish_reason: action.kind === 'call' ? 'tool_calls' : 'stop' }],
+      usage,
+    });
     return;
   }
-  const out = action.kind === 'call'
-    ? [chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: `call_fake_${n}`, type: 'function', function: { name: action.name, arguments: '' } }] }),
-      chunk({ tool_calls: [{ index: 0, function: { arguments: args } }] }),
-      chunk({}, 'tool_calls')]
-    : [chunk({ role: 'assistant', content: action.text }), chunk({}, 'stop')];
+  const out =
+    action.kind === 'call'
+      ? [
+          chunk({
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { index: 0, id: `call_fake_${n}`, type: 'function', function: { name: action.name, arguments: '' } },
+            ],
+          }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: args } }] }),
+          chunk({}, 'tool_calls'),
+        ]
+      : [chunk({ role: 'assistant', content: action.text }), chunk({}, 'stop')];
   sse(res);
   for (const c of out) res.write(`data: ${JSON.stringify(c)}\n\n`);
   res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage })}\n\n`);
@@ -65,7 +94,8 @@ export function startFakeOpenAIChat(script?: Script): Promise<FakeServer> {
     reply,
     auxText: 'Fake title',
     other(req, res) {
-      if (req.method === 'GET' && req.url.split('?')[0].endsWith('/models')) return json(res, 200, { object: 'list', data: [{ id: 'fake-model', object: 'model' }] });
+      if (req.method === 'GET' && req.url.split('?')[0].endsWith('/models'))
+        return json(res, 200, { object: 'list', data: [{ id: 'fake-model', object: 'model' }] });
       json(res, 404, { error: { message: `fake: no route ${req.method} ${req.url}` } });
     },
   });

@@ -19,7 +19,10 @@ function parse(req: ModelRequest): void {
     if (type === 'message' && (it.role === 'developer' || it.role === 'system')) system.push(textOf(it.content));
     else if (type === 'message' && it.role === 'user') req.userTexts.push(textOf(it.content));
     else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
-      req.toolResults.push({ id: it.call_id, text: typeof it.output === 'string' ? it.output : textOf(it.output) || JSON.stringify(it.output) });
+      req.toolResults.push({
+        id: it.call_id,
+        text: typeof it.output === 'string' ? it.output : textOf(it.output) || JSON.stringify(it.output),
+      });
     }
   }
   req.system = system.join('\n');
@@ -39,25 +42,54 @@ function reply(req: ModelRequest, action: Action, res: http.ServerResponse, n: n
     const flat = offered.some((t) => t.type !== 'namespace' && t.name === action.name);
     const ns = flat ? undefined : offered.find((t) => t.type === 'namespace' && action.name.startsWith(`${t.name}__`));
     item = {
-      type: 'function_call', id: `fc_fake_${n}`, call_id: `call_fake_${n}`, arguments: JSON.stringify(action.args), status: 'completed',
+      type: 'function_call',
+      id: `fc_fake_${n}`,
+      call_id: `call_fake_${n}`,
+      arguments: JSON.stringify(action.args),
+      status: 'completed',
       ...(ns ? { namespace: ns.name, name: action.name.slice(ns.name.length + 2) } : { name: action.name }),
     };
   } else {
-    item = { type: 'message', id: `msg_fake_${n}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: action.text, annotations: [] }] };
+    item = {
+      type: 'message',
+      id: `msg_fake_${n}`,
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: action.text, annotations: [] }],
+    };
   }
-  const usage = { input_tokens: 100, input_tokens_details: { cached_tokens: 0 }, output_tokens: 10, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 110 };
-  const response = { id: `resp_fake_${n}`, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'in_progress', model: req.body.model ?? 'fake', output: [] as any[] };
+  const usage = {
+    input_tokens: 100,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 10,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 110,
+  };
+  const response = {
+    id: `resp_fake_${n}`,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status: 'in_progress',
+    model: req.body.model ?? 'fake',
+    output: [] as any[],
+  };
   if (req.body.stream === false) {
     json(res, 200, { ...response, status: 'completed', output: [item], usage });
     return;
   }
   sse(res);
   let seq = 0;
-  const ev = (type: string, data: object) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`);
+  const ev = (type: string, data: object) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`);
   ev('response.created', { response });
   if (item.type === 'message') {
     ev('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
-    ev('response.output_text.delta', { output_index: 0, item_id: item.id, content_index: 0, delta: item.content[0].text });
+    ev('response.output_text.delta', {
+      output_index: 0,
+      item_id: item.id,
+      content_index: 0,
+      delta: item.content[0].text,
+    });
   } else {
     ev('response.output_item.added', { output_index: 0, item: { ...item, status: 'in_progress', arguments: '' } });
     ev('response.function_call_arguments.delta', { output_index: 0, item_id: item.id, delta: item.arguments });
@@ -75,7 +107,8 @@ export function startFakeResponses(script?: Script): Promise<FakeServer> {
     reply,
     auxText: 'Fake title',
     other(req, res) {
-      if (req.method === 'GET' && req.url.split('?')[0].endsWith('/models')) return json(res, 200, { object: 'list', data: [{ id: 'fake-model', object: 'model' }], models: [] });
+      if (req.method === 'GET' && req.url.split('?')[0].endsWith('/models'))
+        return json(res, 200, { object: 'list', data: [{ id: 'fake-model', object: 'model' }], models: [] });
       json(res, 404, { error: { message: `fake: no route ${req.method} ${req.url}` } });
     },
   });

@@ -101,7 +101,8 @@ export function parseLine(line: string): Action {
       throw new Error(`fake script: CALL args are not JSON: ${JSON.stringify(line)} (${String(e)})`);
     }
   }
-  if (!args || typeof args !== 'object' || Array.isArray(args)) throw new Error(`fake script: CALL args must be a JSON object: ${line}`);
+  if (!args || typeof args !== 'object' || Array.isArray(args))
+    throw new Error(`fake script: CALL args must be a JSON object: ${line}`);
   return { kind: 'call', name: call[1], args: args as Record<string, unknown> };
 }
 
@@ -145,9 +146,10 @@ export class ScriptBook {
     } else {
       req.fallback = true;
       const last = req.toolResults.at(-1);
-      req.reply = req.endsWithToolResult && last
-        ? { kind: 'say', text: `tool said: ${last.text.slice(0, 300)}` }
-        : { kind: 'say', text: `echo: ${lastPrompt(req).slice(0, 300)}` };
+      req.reply =
+        req.endsWithToolResult && last
+          ? { kind: 'say', text: `tool said: ${last.text.slice(0, 300)}` }
+          : { kind: 'say', text: `echo: ${lastPrompt(req).slice(0, 300)}` };
     }
     return req.reply;
   }
@@ -161,7 +163,8 @@ export function lastPrompt(req: ModelRequest): string {
 /** Text of the common content shapes: a string, or an array of `{text}` / `{type:'text', text}` parts. */
 export function textOf(c: unknown): string {
   if (typeof c === 'string') return c;
-  if (Array.isArray(c)) return c.map((p) => (typeof p === 'string' ? p : typeof p?.text === 'string' ? p.text : '')).join('');
+  if (Array.isArray(c))
+    return c.map((p) => (typeof p === 'string' ? p : typeof p?.text === 'string' ? p.text : '')).join('');
   return '';
 }
 
@@ -195,9 +198,19 @@ export async function startFake(api: Api, script: Script | undefined, h: Handler
       }
       const path = (hreq.url ?? '/').split('?')[0];
       const req: ModelRequest = {
-        api, method: hreq.method ?? 'GET', url: hreq.url ?? '/', headers: hreq.headers, body, at: Date.now(),
+        api,
+        method: hreq.method ?? 'GET',
+        url: hreq.url ?? '/',
+        headers: hreq.headers,
+        body,
+        at: Date.now(),
         isModelCall: hreq.method === 'POST' && h.isModelPath(path),
-        system: '', userTexts: [], toolResults: [], endsWithToolResult: false, tools: [], aux: false,
+        system: '',
+        userTexts: [],
+        toolResults: [],
+        endsWithToolResult: false,
+        tools: [],
+        aux: false,
       };
       requests.push(req);
       try {

@@ -17,17 +17,56 @@ export interface ContractProject {
 }
 
 const note = (message: string) => ({ at: 1, message });
-const append = (message: string) => (d: State): MutateOutcome<number> => {
-  d.errors.push(note(message));
-  return { changed: true, result: d.errors.length };
-};
+const append =
+  (message: string) =>
+  (d: State): MutateOutcome<number> => {
+    d.errors.push(note(message));
+    return { changed: true, result: d.errors.length };
+  };
 const messagesOf = (s: Readonly<State>) => s.errors.map((e) => e.message);
 
 const envelope = (channel: string, id: string, content = `text of ${id}`): Envelope =>
-  ({ message_id: id, channel_id: channel, sender_session_id: 'sess_a', sender_role: 'A', recipient_session_id: 'sess_b', recipient_role: 'B', timestamp: 1, message_type: 'manual', content, reply_to: null, hop_count: 0, correlation_id: '', root_message_id: null, delivery_status: 'delivered', delivered_at: 2, attempts: 1, delivery_method: 'pull', in_flight_by: null, in_flight_at: null, transitions: [] }) as Envelope;
+  ({
+    message_id: id,
+    channel_id: channel,
+    sender_session_id: 'sess_a',
+    sender_role: 'A',
+    recipient_session_id: 'sess_b',
+    recipient_role: 'B',
+    timestamp: 1,
+    message_type: 'manual',
+    content,
+    reply_to: null,
+    hop_count: 0,
+    correlation_id: '',
+    root_message_id: null,
+    delivery_status: 'delivered',
+    delivered_at: 2,
+    attempts: 1,
+    delivery_method: 'pull',
+    in_flight_by: null,
+    in_flight_at: null,
+    transitions: [],
+  }) as Envelope;
 
 const archiveOf = (id: string, name: string, savedAt: number): Archive =>
-  ({ schema: 1, channel_id: id, name, parent_channel_id: null, description: null, summary: 's', members: [], budgets: { max_runtime_ms: null, max_delivered_messages: null }, created_at: 1, saved_at: savedAt, saved_by: null, saved_by_role: null, message_count: 0, messages: [], final_state_note: 'n' }) as Archive;
+  ({
+    schema: 1,
+    channel_id: id,
+    name,
+    parent_channel_id: null,
+    description: null,
+    summary: 's',
+    members: [],
+    budgets: { max_runtime_ms: null, max_delivered_messages: null },
+    created_at: 1,
+    saved_at: savedAt,
+    saved_by: null,
+    saved_by_role: null,
+    message_count: 0,
+    messages: [],
+    final_state_note: 'n',
+  }) as Archive;
 
 /** Resolves when `cond` holds, polling; fails after `ms`. */
 async function until(cond: () => boolean | Promise<boolean>, ms = 10_000) {
@@ -138,7 +177,9 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
             return { changed: true, result: null, ops: [['a', ['errors'], [note('planned again')]]] };
           }),
         ).rejects.toThrow(/both wrote/);
-        await expect(a.mutate(() => ({ changed: true, result: null, ops: [['s', ['queues', 'sess_x'], 7]] }))).rejects.toThrow(/invalid state/);
+        await expect(
+          a.mutate(() => ({ changed: true, result: null, ops: [['s', ['queues', 'sess_x'], 7]] })),
+        ).rejects.toThrow(/invalid state/);
         expect(messagesOf(await a.read())).toEqual(['planned']);
       });
 
@@ -159,7 +200,12 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
 
     describe('history and archives', () => {
       it('history is kept per channel, newest first; ids and a lookup by id; deleted with its channel', async () => {
-        await a.mutate(() => ({ changed: true, result: null, ops: [['a', ['errors'], [note('x')]]], history: [envelope('chn_a', 'm1'), envelope('chn_a', 'm2'), envelope('chn_b', 'm3')] }));
+        await a.mutate(() => ({
+          changed: true,
+          result: null,
+          ops: [['a', ['errors'], [note('x')]]],
+          history: [envelope('chn_a', 'm1'), envelope('chn_a', 'm2'), envelope('chn_b', 'm3')],
+        }));
         const b = await open();
         expect((await b.history('chn_a', 10)).map((e) => e.message_id)).toEqual(['m2', 'm1']);
         expect((await b.history('chn_a', 1)).map((e) => e.message_id)).toEqual(['m2']);
@@ -167,7 +213,12 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
         expect((await b.findInHistory('chn_a', 'm1', 10))?.content).toBe('text of m1');
         expect(await b.findInHistory('chn_a', 'm1', 1)).toBeNull();
         expect(await b.findInHistory('chn_a', 'm3', 10)).toBeNull();
-        await a.mutate(append('delete')).then(() => a.mutate((d) => { d.errors.push(note('y')); return { changed: true, result: null, deleteHistory: ['chn_a'] }; }));
+        await a.mutate(append('delete')).then(() =>
+          a.mutate((d) => {
+            d.errors.push(note('y'));
+            return { changed: true, result: null, deleteHistory: ['chn_a'] };
+          }),
+        );
         expect(await b.history('chn_a', 10)).toEqual([]);
         expect((await b.history('chn_b', 10)).map((e) => e.message_id)).toEqual(['m3']);
       });
@@ -178,21 +229,35 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
             throw new Error('boom');
           }),
         ).rejects.toThrow('boom');
-        await a.mutate(() => ({ changed: false, result: null, history: [envelope('chn_a', 'm1')], archive: archiveOf('chn_a', 'alpha', 1) }));
+        await a.mutate(() => ({
+          changed: false,
+          result: null,
+          history: [envelope('chn_a', 'm1')],
+          archive: archiveOf('chn_a', 'alpha', 1),
+        }));
         expect(await a.history('chn_a', 10)).toEqual([]);
         expect(await a.archive('chn_a')).toBeNull();
       });
 
       it('archives: by id, by name case-insensitively (newest), all newest first; a bad id is null; deleted', async () => {
-        await a.mutate((d) => { d.errors.push(note('1')); return { changed: true, result: null, archive: archiveOf('chn_old', 'alpha', 1) }; });
-        await a.mutate((d) => { d.errors.push(note('2')); return { changed: true, result: null, archive: archiveOf('chn_new', 'alpha', 2) }; });
+        await a.mutate((d) => {
+          d.errors.push(note('1'));
+          return { changed: true, result: null, archive: archiveOf('chn_old', 'alpha', 1) };
+        });
+        await a.mutate((d) => {
+          d.errors.push(note('2'));
+          return { changed: true, result: null, archive: archiveOf('chn_new', 'alpha', 2) };
+        });
         const b = await open();
         expect((await b.archive('chn_old'))?.saved_at).toBe(1);
         expect(await b.archive('../etc/passwd')).toBeNull();
         expect(await b.archive('chn_missing')).toBeNull();
         expect((await b.archiveByName('ALPHA'))?.channel_id).toBe('chn_new');
         expect((await b.archives()).archives.map((x) => x.channel_id)).toEqual(['chn_new', 'chn_old']);
-        await a.mutate((d) => { d.errors.push(note('3')); return { changed: true, result: null, deleteArchive: 'chn_new' }; });
+        await a.mutate((d) => {
+          d.errors.push(note('3'));
+          return { changed: true, result: null, deleteArchive: 'chn_new' };
+        });
         expect((await b.archiveByName('alpha'))?.channel_id).toBe('chn_old');
         expect(await b.archive('chn_new')).toBeNull();
       });
@@ -222,10 +287,15 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
       it('concurrent mutators lose no write and keep each one’s order', async () => {
         const writers = [a, await open(), await open()];
         const per = 15;
-        await Promise.all(writers.map((w, k) => Promise.all(Array.from({ length: per }, (_, i) => w.mutate(append(`w${k}-${i}`))))));
+        await Promise.all(
+          writers.map((w, k) => Promise.all(Array.from({ length: per }, (_, i) => w.mutate(append(`w${k}-${i}`))))),
+        );
         const all = messagesOf(await (await open()).read());
         expect(all).toHaveLength(writers.length * per);
-        for (let k = 0; k < writers.length; k++) expect(all.filter((m) => m.startsWith(`w${k}-`))).toEqual(Array.from({ length: per }, (_, i) => `w${k}-${i}`));
+        for (let k = 0; k < writers.length; k++)
+          expect(all.filter((m) => m.startsWith(`w${k}-`))).toEqual(
+            Array.from({ length: per }, (_, i) => `w${k}-${i}`),
+          );
         for (const w of writers) expect(messagesOf(await w.read())).toEqual(all);
       });
 
@@ -248,11 +318,17 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
       it('fires for another instance’s change, says when archives changed, and stops when closed', async () => {
         const b = await open();
         const seen: WatchChange[] = [];
-        const w = await b.watch(async (c) => void seen.push(c), () => {});
+        const w = await b.watch(
+          async (c) => void seen.push(c),
+          () => {},
+        );
         const before = seen.length;
         await a.mutate(append('one'));
         await until(() => seen.length > before);
-        await a.mutate((d) => { d.errors.push(note('2')); return { changed: true, result: null, archive: archiveOf('chn_a', 'alpha', 1) }; });
+        await a.mutate((d) => {
+          d.errors.push(note('2'));
+          return { changed: true, result: null, archive: archiveOf('chn_a', 'alpha', 1) };
+        });
         await until(() => seen.some((c) => c.archives));
         await w.close();
         const after = seen.length;
@@ -266,13 +342,16 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
         let running = 0;
         let most = 0;
         let calls = 0;
-        const w = await b.watch(async () => {
-          running++;
-          most = Math.max(most, running);
-          calls++;
-          await new Promise((r) => setTimeout(r, 30));
-          running--;
-        }, () => {});
+        const w = await b.watch(
+          async () => {
+            running++;
+            most = Math.max(most, running);
+            calls++;
+            await new Promise((r) => setTimeout(r, 30));
+            running--;
+          },
+          () => {},
+        );
         for (let i = 0; i < 8; i++) await a.mutate(append(`m${i}`));
         await until(() => calls > 0 && running === 0);
         await new Promise((r) => setTimeout(r, 200));

@@ -9,5 +9,8 @@ storeContract('PgStore', async () => {
 
 storeContract('PgStore, a snapshot every 3 changes', async () => {
   const key = newProjectKey();
-  return { open: async () => new PgStore({ url: testDatabaseUrl(), key, snapshotEvery: 3 }), cleanup: () => dropProject(key) };
+  return {
+    open: async () => new PgStore({ url: testDatabaseUrl(), key, snapshotEvery: 3 }),
+    cleanup: () => dropProject(key),
+  };
 });

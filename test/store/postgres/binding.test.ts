@@ -15,7 +15,10 @@ import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helper
 import { tempProject } from '../../helpers/store-fixtures.ts';
 
 const refusalOf = async (p: Promise<unknown>) => {
-  const e = await p.then(() => null, (err: unknown) => err);
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(RefusalError);
   return (e as RefusalError).refusal;
 };
@@ -65,12 +68,16 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     const secret = `pw-${key}-Secret`;
     roles.push(role);
     await admin(async (c) => {
-      for (const stmt of grantSql(key, role).split('\n').filter((l) => l && !l.startsWith('--'))) await c.query(stmt);
+      for (const stmt of grantSql(key, role)
+        .split('\n')
+        .filter((l) => l && !l.startsWith('--')))
+        await c.query(stmt);
       await c.query(`alter role "${role}" password '${secret}'`);
     });
     process.env.PGPASSWORD = secret;
     const [a, b] = [await project(), await project()];
-    for (const dir of [a, b]) expect((await cli('store', 'init', urlAs(role), '--key', key, '--project', dir)).code).toBe(0);
+    for (const dir of [a, b])
+      expect((await cli('store', 'init', urlAs(role), '--key', key, '--project', dir)).code).toBe(0);
     await liveProject(a);
     const fromB = await cli('status', '--json', '--project', b);
     expect(fromB.json().data.channels.map((c: { name: string }) => c.name)).toContain('team');
@@ -83,13 +90,26 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     const rows = doctor.json().data.rows as Array<{ level: string; check: string; detail: string }>;
     expect(rows.find((r) => r.check === 'store')).toMatchObject({ level: 'OK', detail: expect.stringContaining(key) });
     expect(rows.find((r) => r.check === 'state')?.detail).toMatch(/2 live channel/);
-    const outputs = [fromB.out, fromB.err, st.out, st.err, (await cli('store', 'status', '--project', a)).out, doctor.out, (await cli('channels', '--json', '--project', a)).out];
-    for (const dir of [a, b]) for (const f of await filesUnder(join(dir, '.opencomms'))) outputs.push(await readFile(f, 'utf8'));
+    const outputs = [
+      fromB.out,
+      fromB.err,
+      st.out,
+      st.err,
+      (await cli('store', 'status', '--project', a)).out,
+      doctor.out,
+      (await cli('channels', '--json', '--project', a)).out,
+    ];
+    for (const dir of [a, b])
+      for (const f of await filesUnder(join(dir, '.opencomms'))) outputs.push(await readFile(f, 'utf8'));
     const rt = openRuntime(b);
     outputs.push(JSON.stringify((await rt.read()).errors));
     await rt.close();
     for (const o of outputs) expect(o).not.toContain(secret);
-    expect(JSON.parse(await readFile(join(a, '.opencomms', 'store.json'), 'utf8'))).toEqual({ kind: 'postgres', url: urlAs(role), key });
+    expect(JSON.parse(await readFile(join(a, '.opencomms', 'store.json'), 'utf8'))).toEqual({
+      kind: 'postgres',
+      url: urlAs(role),
+      key,
+    });
   });
 
   it('a URL with a password is refused and nothing is recorded', async () => {
@@ -124,8 +144,14 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     const [r1, r2] = [`oc_test_${k1}`, `oc_test_${k2}`];
     roles.push(r1, r2);
     await admin(async (c) => {
-      for (const [k, r] of [[k1, r1], [k2, r2]] as const) {
-        for (const stmt of grantSql(k, r).split('\n').filter((l) => l && !l.startsWith('--'))) await c.query(stmt);
+      for (const [k, r] of [
+        [k1, r1],
+        [k2, r2],
+      ] as const) {
+        for (const stmt of grantSql(k, r)
+          .split('\n')
+          .filter((l) => l && !l.startsWith('--')))
+          await c.query(stmt);
         await c.query(`alter role "${r}" password 'pw'`);
       }
     });
@@ -133,11 +159,28 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     const theirs = new PgStore({ url: urlAs(r2, 'pw'), key: k2 });
     const intruder = new PgStore({ url: urlAs(r1, 'pw'), key: k2 });
     try {
-      await mine.mutate((d) => { d.errors.push({ at: 1, message: 'mine' }); return { changed: true, result: null }; });
-      await theirs.mutate((d) => { d.errors.push({ at: 1, message: 'theirs' }); return { changed: true, result: null }; });
+      await mine.mutate((d) => {
+        d.errors.push({ at: 1, message: 'mine' });
+        return { changed: true, result: null };
+      });
+      await theirs.mutate((d) => {
+        d.errors.push({ at: 1, message: 'theirs' });
+        return { changed: true, result: null };
+      });
       expect((await refusalOf(intruder.read())).data?.reason).toBe('state_unreadable');
-      expect((await refusalOf(intruder.mutate((d) => { d.errors.push({ at: 1, message: 'x' }); return { changed: true, result: null }; }))).message).toMatch(/store grant/);
-      await expect(admin((c) => c.query(`select * from "oc_${k2}".changes`), urlAs(r1, 'pw'))).rejects.toThrow(/permission denied/);
+      expect(
+        (
+          await refusalOf(
+            intruder.mutate((d) => {
+              d.errors.push({ at: 1, message: 'x' });
+              return { changed: true, result: null };
+            }),
+          )
+        ).message,
+      ).toMatch(/store grant/);
+      await expect(admin((c) => c.query(`select * from "oc_${k2}".changes`), urlAs(r1, 'pw'))).rejects.toThrow(
+        /permission denied/,
+      );
       expect((await theirs.read()).errors.map((e) => e.message)).toEqual(['theirs']);
     } finally {
       for (const s of [mine, theirs, intruder]) await s.close();
@@ -162,12 +205,20 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
   it('a project lock held past the lock timeout is a state_busy refusal, and nothing is written', async () => {
     const key = keys[0]!;
     const s = new PgStore({ url: testDatabaseUrl(), key });
-    await s.mutate((d) => { d.errors.push({ at: 1, message: 'first' }); return { changed: true, result: null }; });
+    await s.mutate((d) => {
+      d.errors.push({ at: 1, message: 'first' });
+      return { changed: true, result: null };
+    });
     const c = new pg.Client({ connectionString: testDatabaseUrl() });
     await c.connect();
     try {
       await c.query(`begin; select seq from "oc_${key}".head for update`);
-      const e = await refusalOf(s.mutate((d) => { d.errors.push({ at: 1, message: 'blocked' }); return { changed: true, result: null }; }));
+      const e = await refusalOf(
+        s.mutate((d) => {
+          d.errors.push({ at: 1, message: 'blocked' });
+          return { changed: true, result: null };
+        }),
+      );
       expect(e.data?.reason).toBe('state_busy');
       await c.query('rollback');
       expect((await s.read()).errors.map((x) => x.message)).toEqual(['first']);
@@ -182,7 +233,14 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
     roles.push(role);
     await admin((c) => c.query(`create role "${role}" login password 'right'`));
     const s = new PgStore({ url: urlAs(role, 'wrong'), key: keys[0]! });
-    const trusted = await admin(async (c) => (await c.query(`select count(*)::int as n from pg_hba_file_rules where auth_method = 'trust' and type = 'host'`)).rows[0].n as number);
+    const trusted = await admin(
+      async (c) =>
+        (
+          await c.query(
+            `select count(*)::int as n from pg_hba_file_rules where auth_method = 'trust' and type = 'host'`,
+          )
+        ).rows[0].n as number,
+    );
     const r = await refusalOf(s.read());
     expect(r.data?.reason).toBe('state_unreadable');
     expect(r.message).not.toContain('wrong');

@@ -28,7 +28,10 @@ it('a mutation on a stale cache runs again on the newer state, once the othersâ€
   const k = key();
   const [a, b] = [open(k), open(k)];
   await b.peek(); // b caches change 0
-  await a.mutate((d) => { d.errors.push({ at: 1, message: 'from a' }); return { changed: true, result: null }; });
+  await a.mutate((d) => {
+    d.errors.push({ at: 1, message: 'from a' });
+    return { changed: true, result: null };
+  });
   const seenBy: string[][] = [];
   const n = await b.mutate((d) => {
     seenBy.push(messages(d));
@@ -43,8 +46,19 @@ it('a mutation on a stale cache runs again on the newer state, once the othersâ€
 it('a cold start reads one snapshot and a bounded tail of changes', async () => {
   const k = key();
   const a = open(k, 3);
-  for (let i = 0; i < 10; i++) await a.mutate((d) => { d.errors.push({ at: 1, message: `m${i}` }); return { changed: true, result: null }; });
-  const { snapshots, changes } = await admin(async (c) => (await c.query(`select (select count(*)::int from "oc_${k}".snapshots) as snapshots, (select count(*)::int from "oc_${k}".changes) as changes`)).rows[0]);
+  for (let i = 0; i < 10; i++)
+    await a.mutate((d) => {
+      d.errors.push({ at: 1, message: `m${i}` });
+      return { changed: true, result: null };
+    });
+  const { snapshots, changes } = await admin(
+    async (c) =>
+      (
+        await c.query(
+          `select (select count(*)::int from "oc_${k}".snapshots) as snapshots, (select count(*)::int from "oc_${k}".changes) as changes`,
+        )
+      ).rows[0],
+  );
   expect(snapshots).toBe(1);
   expect(changes).toBeLessThanOrEqual(2 * 3);
   expect(messages(await open(k, 3).read())).toEqual(Array.from({ length: 10 }, (_, i) => `m${i}`));
@@ -52,7 +66,10 @@ it('a cold start reads one snapshot and a bounded tail of changes', async () => 
 
 it('two projects in one database never see each other', async () => {
   const [k1, k2] = [key(), key()];
-  await open(k1).mutate((d) => { d.errors.push({ at: 1, message: 'one' }); return { changed: true, result: null }; });
+  await open(k1).mutate((d) => {
+    d.errors.push({ at: 1, message: 'one' });
+    return { changed: true, result: null };
+  });
   expect((await open(k2).read()).errors).toEqual([]);
   expect(messages(await open(k1).read())).toEqual(['one']);
 });
@@ -60,10 +77,21 @@ it('two projects in one database never see each other', async () => {
 it('a dropped listening connection comes back: the watcher is told to look again, and notifications wake it again', async () => {
   const k = key();
   const [a, b] = [open(k), open(k)];
-  await a.mutate((d) => { d.errors.push({ at: 1, message: 'first' }); return { changed: true, result: null }; });
+  await a.mutate((d) => {
+    d.errors.push({ at: 1, message: 'first' });
+    return { changed: true, result: null };
+  });
   let woken = 0;
-  const w = await b.watch(async () => void woken++, () => {});
-  const listening = () => admin(async (c) => (await c.query(`select pid from pg_stat_activity where query = 'listen "oc_${k}"'`)).rows.map((r) => r.pid as number));
+  const w = await b.watch(
+    async () => void woken++,
+    () => {},
+  );
+  const listening = () =>
+    admin(async (c) =>
+      (await c.query(`select pid from pg_stat_activity where query = 'listen "oc_${k}"'`)).rows.map(
+        (r) => r.pid as number,
+      ),
+    );
   const until = async (cond: () => Promise<boolean> | boolean, ms: number) => {
     const end = Date.now() + ms;
     while (!(await cond())) {
@@ -79,7 +107,10 @@ it('a dropped listening connection comes back: the watcher is told to look again
   await until(async () => (await listening()).some((p) => p !== pid), 10_000);
   await until(() => woken > before, 5_000);
   const seen = woken;
-  await a.mutate((d) => { d.errors.push({ at: 1, message: 'second' }); return { changed: true, result: null }; });
+  await a.mutate((d) => {
+    d.errors.push({ at: 1, message: 'second' });
+    return { changed: true, result: null };
+  });
   await until(() => woken > seen, 5_000);
   expect(messages(await b.read())).toEqual(['first', 'second']);
   await w.close();

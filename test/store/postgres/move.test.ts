@@ -36,10 +36,22 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   expect(r.json()).toMatchObject({ ok: true, data: { key, archives: 1 } });
   const rt = openRuntime(t.dir);
   expect(await rt.read()).toEqual(before);
-  expect(((await cli('status', '--json', '--project', t.dir)).json().data.channels as Array<{ name: string }>).map((c) => c.name).sort()).toEqual(['empty', 'team']);
+  expect(
+    ((await cli('status', '--json', '--project', t.dir)).json().data.channels as Array<{ name: string }>)
+      .map((c) => c.name)
+      .sort(),
+  ).toEqual(['empty', 'team']);
   await rt.close();
-  expect((await cli('store', 'status', '--json', '--project', t.dir)).json().data).toMatchObject({ store: 'postgres', key });
-  const e = await stale.mutate((d) => { d.errors.push({ at: 1, message: 'split' }); return { changed: true, result: null }; }).catch((x: unknown) => x);
+  expect((await cli('store', 'status', '--json', '--project', t.dir)).json().data).toMatchObject({
+    store: 'postgres',
+    key,
+  });
+  const e = await stale
+    .mutate((d) => {
+      d.errors.push({ at: 1, message: 'split' });
+      return { changed: true, result: null };
+    })
+    .catch((x: unknown) => x);
   expect((e as RefusalError).refusal.data?.reason).toBe('state_incompatible');
   await stale.close();
   const { PgStore } = await import('../../../src/store/postgres/store.ts');

@@ -29,7 +29,15 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'opencomms-pg-restart-'));
   rmSync(dir, { recursive: true });
   const port = await freePort();
-  server = new EmbeddedPostgres({ databaseDir: dir, port, user: 'postgres', password: 'pw', persistent: true, createPostgresUser: process.getuid?.() === 0, onLog: () => {} });
+  server = new EmbeddedPostgres({
+    databaseDir: dir,
+    port,
+    user: 'postgres',
+    password: 'pw',
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+  });
   await server.initialise();
   await server.start();
   url = `postgres://postgres:pw@127.0.0.1:${port}/postgres`;
@@ -56,17 +64,30 @@ it('stores reconnect after a restart; sends during it refuse with state_unreadab
   const a = new PgStore({ url, key: 'restart' });
   const b = new PgStore({ url, key: 'restart' });
   let woken = 0;
-  const w = await b.watch(async () => void woken++, () => {});
+  const w = await b.watch(
+    async () => void woken++,
+    () => {},
+  );
   try {
     await a.mutate(add('before'));
     await until(() => woken > 0, 5_000);
     await server.stop();
-    const during = await a.mutate(add('during')).then(() => null, (e: unknown) => e);
+    const during = await a.mutate(add('during')).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(during).toBeInstanceOf(RefusalError);
     expect((during as RefusalError).refusal.data?.reason).toBe('state_unreadable');
     expect((during as RefusalError).refusal.message).not.toContain('pw');
     await server.start();
-    await until(async () => a.mutate(add('after')).then(() => true, () => false), 20_000);
+    await until(
+      async () =>
+        a.mutate(add('after')).then(
+          () => true,
+          () => false,
+        ),
+      20_000,
+    );
     expect((await b.read()).errors.map((e) => e.message)).toEqual(['before', 'after']);
     // Listening again: a change wakes the watcher well before the backstop would.
     await new Promise((r) => setTimeout(r, 6_000)); // past the longest reconnect delay

@@ -14,7 +14,15 @@ import { newMemberId } from '../../../src/protocol/ids.ts';
 import { openRuntime, type Runtime } from '../../../src/runtime/runtime.ts';
 import { normaliseWorktree } from '../../../src/runtime/worktree.ts';
 import { startMcp, type McpHandle } from '../../helpers/mcp-client.ts';
-import { breaches, NEUTRALISED, outsideFrame, PAYLOADS, PROMPT_CANARY, receivedBreaches, type Received } from './oracle.ts';
+import {
+  breaches,
+  NEUTRALISED,
+  outsideFrame,
+  PAYLOADS,
+  PROMPT_CANARY,
+  receivedBreaches,
+  type Received,
+} from './oracle.ts';
 
 const X = newMemberId(); // the attacker
 const R = newMemberId(); // a pull recipient behind its own MCP server
@@ -41,18 +49,37 @@ const receive = async (where: string, tool: string, args: Record<string, unknown
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'opencomms-escape-'));
   [attacker, recipient] = await Promise.all([startMcp(dir, { pin: X }), startMcp(dir, { pin: R })]);
-  const created = await attacker.call('opencomms_create', { channel: 'team', role: 'Mallory', role_prompt: `${PAYLOADS[0]!.text} ${PROMPT_CANARY}`, rate_limit: 1000 });
+  const created = await attacker.call('opencomms_create', {
+    channel: 'team',
+    role: 'Mallory',
+    role_prompt: `${PAYLOADS[0]!.text} ${PROMPT_CANARY}`,
+    rate_limit: 1000,
+  });
   expect(created.ok).toBe(true);
-  expect((await recipient.call('opencomms_join', { channel: 'team', role: 'Reader', role_prompt: 'Read.' })).ok).toBe(true);
+  expect((await recipient.call('opencomms_join', { channel: 'team', role: 'Reader', role_prompt: 'Read.' })).ok).toBe(
+    true,
+  );
   owner = openRuntime(dir, {
     watch: true,
     log: () => {},
-    driver: { method: 'push', owns: (rid) => rid === P, deliver: async (_rid, t, ids) => void prompts.push({ ids, text: t }) },
+    driver: {
+      method: 'push',
+      owns: (rid) => rid === P,
+      deliver: async (_rid, t, ids) => void prompts.push({ ids, text: t }),
+    },
   });
   await owner.start();
   const joined = await owner.run({
     op: 'join',
-    caller: { session_id: P, host: 'test', surface: 'cli', delivery_mode: 'push', host_session_id: P, project_id: 'local-project', worktree: normaliseWorktree(dir) },
+    caller: {
+      session_id: P,
+      host: 'test',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: P,
+      project_id: 'local-project',
+      worktree: normaliseWorktree(dir),
+    },
     args: { channel: 'team', role: 'Pusher', role_prompt: 'Receive.' },
   });
   expect(joined.ok).toBe(true);
@@ -66,18 +93,37 @@ afterAll(async () => {
 describe('the oracle can fail', () => {
   it('flags a canary outside a frame, an early end marker, and an un-neutralised look-alike', () => {
     const p = PAYLOADS[1]!;
-    expect(breaches('t', `<<<UNTRUSTED_PEER_MESSAGE>>>\nok\n<<<END_UNTRUSTED_PEER_MESSAGE>>>\n${p.canary}`, [p])).toHaveLength(1);
-    expect(outsideFrame('<<<UNTRUSTED_PEER_MESSAGE>>> a <<<END_UNTRUSTED_PEER_MESSAGE>>> b <<<END_UNTRUSTED_PEER_MESSAGE>>>').balanced).toBe(false);
-    expect(outsideFrame('<<<UNTRUSTED_PEER_MESSAGE>>> a <<<UNTRUSTED_PEER_MESSAGE>>> b <<<END_UNTRUSTED_PEER_MESSAGE>>>').balanced).toBe(false);
-    expect(breaches('t', `<<<UNTRUSTED_PEER_MESSAGE>>>\nhi ${p.lookalike} ${p.canary}\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`, [p])).toEqual(['t: "lower case, inner spaces" reached the recipient un-neutralised']);
-    expect(breaches('t', `<<<UNTRUSTED_PEER_MESSAGE>>>\n${p.canary}\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`, [p])).toEqual([]);
+    expect(
+      breaches('t', `<<<UNTRUSTED_PEER_MESSAGE>>>\nok\n<<<END_UNTRUSTED_PEER_MESSAGE>>>\n${p.canary}`, [p]),
+    ).toHaveLength(1);
+    expect(
+      outsideFrame('<<<UNTRUSTED_PEER_MESSAGE>>> a <<<END_UNTRUSTED_PEER_MESSAGE>>> b <<<END_UNTRUSTED_PEER_MESSAGE>>>')
+        .balanced,
+    ).toBe(false);
+    expect(
+      outsideFrame('<<<UNTRUSTED_PEER_MESSAGE>>> a <<<UNTRUSTED_PEER_MESSAGE>>> b <<<END_UNTRUSTED_PEER_MESSAGE>>>')
+        .balanced,
+    ).toBe(false);
+    expect(
+      breaches('t', `<<<UNTRUSTED_PEER_MESSAGE>>>\nhi ${p.lookalike} ${p.canary}\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`, [
+        p,
+      ]),
+    ).toEqual(['t: "lower case, inner spaces" reached the recipient un-neutralised']);
+    expect(breaches('t', `<<<UNTRUSTED_PEER_MESSAGE>>>\n${p.canary}\n<<<END_UNTRUSTED_PEER_MESSAGE>>>`, [p])).toEqual(
+      [],
+    );
   });
 });
 
 describe('every peer-controlled string stays inside the frame (MCP)', () => {
   it('names, roles and reply_to holding payloads are refused before anything is stored', async () => {
     for (const p of PAYLOADS) {
-      const send = await attacker.call('opencomms_send', { channel: 'team', content: 'hi', reply_to: p.text, broadcast: true });
+      const send = await attacker.call('opencomms_send', {
+        channel: 'team',
+        content: 'hi',
+        reply_to: p.text,
+        broadcast: true,
+      });
       expect([p.name, send.data?.reason]).toEqual([p.name, 'invalid_argument']);
       const role = await attacker.call('opencomms_create', { channel: 'other', role: p.text, role_prompt: 'x' });
       expect([p.name, role.data?.reason]).toEqual([p.name, 'invalid_role']);
@@ -89,7 +135,12 @@ describe('every peer-controlled string stays inside the frame (MCP)', () => {
   it('content and session description: push prompts, pull, inbox, history and status', async () => {
     const sent: string[] = [];
     for (const p of PAYLOADS) {
-      const r = await attacker.call('opencomms_send', { channel: 'team', content: p.text, broadcast: true, session_description: p.text.slice(0, 300) });
+      const r = await attacker.call('opencomms_send', {
+        channel: 'team',
+        content: p.text,
+        broadcast: true,
+        session_description: p.text.slice(0, 300),
+      });
       expect([p.name, r.ok]).toEqual([p.name, true]);
       sent.push(...r.data.message_ids);
     }
@@ -100,27 +151,46 @@ describe('every peer-controlled string stays inside the frame (MCP)', () => {
     expect(pulled.data.messages).toHaveLength(PAYLOADS.length);
     const forP = new Set(sent);
     for (const m of pulled.data.messages) forP.delete(m.message_id);
-    for (let t = 0; t < 200 && prompts.flatMap((x) => x.ids).length < forP.size; t++) await new Promise((r) => setTimeout(r, 50));
+    for (let t = 0; t < 200 && prompts.flatMap((x) => x.ids).length < forP.size; t++)
+      await new Promise((r) => setTimeout(r, 50));
     expect(new Set(prompts.flatMap((x) => x.ids))).toEqual(forP);
     for (const x of prompts) received.push(['push prompt', x.text, 'text']);
     // Not vacuous: every payload's marker arrived, neutralised.
-    expect(prompts.map((x) => x.text).join('').split(NEUTRALISED).length - 1).toBeGreaterThanOrEqual(PAYLOADS.length - 1);
+    expect(
+      prompts
+        .map((x) => x.text)
+        .join('')
+        .split(NEUTRALISED).length - 1,
+    ).toBeGreaterThanOrEqual(PAYLOADS.length - 1);
   }, 30_000);
 
   it('a session description per payload (one channel each): status and the recipient sees each framed', async () => {
     for (const [i, p] of PAYLOADS.entries()) {
-      expect((await attacker.call('opencomms_create', { channel: `desc-${i}`, role: 'Mallory', role_prompt: 'x' })).ok).toBe(true);
-      expect((await recipient.call('opencomms_join', { channel: `desc-${i}`, role: 'Reader', role_prompt: 'Read.' })).ok).toBe(true);
-      const r = await attacker.call('opencomms_send', { channel: `desc-${i}`, content: `described ${i}`, session_description: p.text });
+      expect(
+        (await attacker.call('opencomms_create', { channel: `desc-${i}`, role: 'Mallory', role_prompt: 'x' })).ok,
+      ).toBe(true);
+      expect(
+        (await recipient.call('opencomms_join', { channel: `desc-${i}`, role: 'Reader', role_prompt: 'Read.' })).ok,
+      ).toBe(true);
+      const r = await attacker.call('opencomms_send', {
+        channel: `desc-${i}`,
+        content: `described ${i}`,
+        session_description: p.text,
+      });
       expect(r.data.session_description).toBeTruthy();
     }
     const status = await receive('status (descriptions)', 'opencomms_status', {});
-    expect(status.data.channels.filter((c: { description: string | null }) => c.description !== null)).toHaveLength(PAYLOADS.length + 1);
+    expect(status.data.channels.filter((c: { description: string | null }) => c.description !== null)).toHaveLength(
+      PAYLOADS.length + 1,
+    );
     await receive('pull (descriptions)', 'opencomms_pull', { limit: 100 });
   });
 
   it('save summary and final note: archive list, summary and messages, and the join compact_context of the resumed session', async () => {
-    const summary = PAYLOADS.filter((p) => p.text.length < 300).map((p) => p.text).join('\n').slice(0, 2000);
+    const summary = PAYLOADS.filter((p) => p.text.length < 300)
+      .map((p) => p.text)
+      .join('\n')
+      .slice(0, 2000);
     expect((await attacker.call('opencomms_save_session', { channel: 'team', summary })).ok).toBe(true);
     for (const p of PAYLOADS) {
       const r = await attacker.call('opencomms_resume_session', { channel: 'team', new_name: p.text });
@@ -128,14 +198,20 @@ describe('every peer-controlled string stays inside the frame (MCP)', () => {
     }
     await receive('archive list', 'opencomms_archive', { mode: 'list' });
     expect((await receive('archive summary', 'opencomms_archive', { mode: 'summary', channel: 'team' })).ok).toBe(true);
-    expect((await receive('archive messages', 'opencomms_archive', { mode: 'messages', channel: 'team', limit: 500 })).ok).toBe(true);
+    expect(
+      (await receive('archive messages', 'opencomms_archive', { mode: 'messages', channel: 'team', limit: 500 })).ok,
+    ).toBe(true);
     expect((await receive('resume', 'opencomms_resume_session', { channel: 'team' })).ok).toBe(true);
-    const joined = await receive('join compact_context', 'opencomms_join', { channel: 'team', role: 'Reader', role_prompt: 'Read.' });
+    const joined = await receive('join compact_context', 'opencomms_join', {
+      channel: 'team',
+      role: 'Reader',
+      role_prompt: 'Read.',
+    });
     expect(joined.data.compact_context).toContain('CANARYEXACT'); // the summary arrived (inside its frame)
     await receive('status after resume', 'opencomms_status', {});
   });
 
-  it('nothing the recipients received breaks the frame; the attacker\'s role prompt reached nobody', () => {
+  it("nothing the recipients received breaks the frame; the attacker's role prompt reached nobody", () => {
     expect(received.length).toBeGreaterThan(10);
     expect(receivedBreaches(received)).toEqual([]);
   });

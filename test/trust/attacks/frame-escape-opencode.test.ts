@@ -28,17 +28,37 @@ const text = (where: string, t: string) => {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'opencomms-escape-oc-'));
   oc = await openCode(dir);
-  expect((await oc.call(X, 'opencomms_create', { channel: 'team', role: 'Mallory', role_prompt: `${PAYLOADS[0]!.text} ${PROMPT_CANARY}`, rate_limit: 1000 })).ok).toBe(true);
-  expect((await oc.call(R, 'opencomms_join', { channel: 'team', role: 'Reader', role_prompt: 'Read carefully.' })).ok).toBe(true);
+  expect(
+    (
+      await oc.call(X, 'opencomms_create', {
+        channel: 'team',
+        role: 'Mallory',
+        role_prompt: `${PAYLOADS[0]!.text} ${PROMPT_CANARY}`,
+        rate_limit: 1000,
+      })
+    ).ok,
+  ).toBe(true);
+  expect(
+    (await oc.call(R, 'opencomms_join', { channel: 'team', role: 'Reader', role_prompt: 'Read carefully.' })).ok,
+  ).toBe(true);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('every peer-controlled string stays inside the frame (OpenCode plugin)', () => {
   it('names, roles and reply_to holding payloads are refused', async () => {
     for (const p of PAYLOADS) {
-      expect([p.name, (await oc.call(X, 'opencomms_send', { channel: 'team', content: 'hi', reply_to: p.text })).data?.reason]).toEqual([p.name, 'invalid_argument']);
-      expect([p.name, (await oc.call(X, 'opencomms_join', { channel: 'team', role: p.text, role_prompt: 'x' })).data?.reason]).toEqual([p.name, 'invalid_role']);
-      expect([p.name, (await oc.call(X, 'opencomms_create', { channel: p.text, role: 'Mallory', role_prompt: 'x' })).data?.reason]).toEqual([p.name, 'invalid_channel_name']);
+      expect([
+        p.name,
+        (await oc.call(X, 'opencomms_send', { channel: 'team', content: 'hi', reply_to: p.text })).data?.reason,
+      ]).toEqual([p.name, 'invalid_argument']);
+      expect([
+        p.name,
+        (await oc.call(X, 'opencomms_join', { channel: 'team', role: p.text, role_prompt: 'x' })).data?.reason,
+      ]).toEqual([p.name, 'invalid_role']);
+      expect([
+        p.name,
+        (await oc.call(X, 'opencomms_create', { channel: p.text, role: 'Mallory', role_prompt: 'x' })).data?.reason,
+      ]).toEqual([p.name, 'invalid_channel_name']);
     }
   });
 
@@ -52,7 +72,11 @@ describe('every peer-controlled string stays inside the frame (OpenCode plugin)'
     await result('inbox', 'opencomms_inbox', { channel: 'team', limit: 100 });
     text('slash Inbox', await oc.slash(R, 'Inbox Channel=team'));
     // The recipient turns idle until every message was injected (one batch per idle turn).
-    const injected = () => oc.host.prompts.filter((p) => p.session === R).map((p) => p.text).join('\n');
+    const injected = () =>
+      oc.host.prompts
+        .filter((p) => p.session === R)
+        .map((p) => p.text)
+        .join('\n');
     for (let t = 0; t < 100 && !ids.every((id) => injected().includes(`| id: ${id} |`)); t++) {
       await oc.idle(R);
       await new Promise((r) => setTimeout(r, 100));
@@ -73,20 +97,30 @@ describe('every peer-controlled string stays inside the frame (OpenCode plugin)'
   });
 
   it('save summary and final note: archive reads and the compact_context a joiner of the resumed session gets', async () => {
-    const summary = PAYLOADS.filter((p) => p.text.length < 300).map((p) => p.text).join('\n').slice(0, 2000);
+    const summary = PAYLOADS.filter((p) => p.text.length < 300)
+      .map((p) => p.text)
+      .join('\n')
+      .slice(0, 2000);
     expect((await oc.call(X, 'opencomms_save_session', { channel: 'team', summary })).ok).toBe(true);
     for (const p of PAYLOADS)
-      expect([p.name, (await oc.call(X, 'opencomms_resume_session', { channel: 'team', new_name: p.text })).data?.reason]).toEqual([p.name, 'invalid_channel_name']);
+      expect([
+        p.name,
+        (await oc.call(X, 'opencomms_resume_session', { channel: 'team', new_name: p.text })).data?.reason,
+      ]).toEqual([p.name, 'invalid_channel_name']);
     await result('archive list', 'opencomms_archive', { mode: 'list' });
     await result('archive summary', 'opencomms_archive', { mode: 'summary', channel: 'team' });
     await result('archive messages', 'opencomms_archive', { mode: 'messages', channel: 'team', limit: 500 });
     expect((await result('resume', 'opencomms_resume_session', { channel: 'team' })).ok).toBe(true);
-    const joined = await result('join (resumed)', 'opencomms_join', { channel: 'team', role: 'Reader', role_prompt: 'Read carefully.' });
+    const joined = await result('join (resumed)', 'opencomms_join', {
+      channel: 'team',
+      role: 'Reader',
+      role_prompt: 'Read carefully.',
+    });
     expect(joined.data.compact_context).toContain('CANARYEXACT'); // the summary arrived (inside its frame)
     await result('status after resume', 'opencomms_status', {});
   });
 
-  it('nothing the recipient received breaks the frame; the attacker\'s role prompt reached it nowhere', () => {
+  it("nothing the recipient received breaks the frame; the attacker's role prompt reached it nowhere", () => {
     expect(received.length).toBeGreaterThan(10);
     expect(receivedBreaches(received)).toEqual([]);
   });

@@ -37,7 +37,13 @@ const spoof = (victim: string) =>
   Object.fromEntries(
     IDENTITY_KEYS.map((k) => [
       k,
-      k === 'operator' ? true : /role/.test(k) ? 'Victim' : ['caller', 'actor', 'identity', '__proto__', 'constructor'].includes(k) ? { session_id: victim, sid: victim, operator: true } : victim,
+      k === 'operator'
+        ? true
+        : /role/.test(k)
+          ? 'Victim'
+          : ['caller', 'actor', 'identity', '__proto__', 'constructor'].includes(k)
+            ? { session_id: victim, sid: victim, operator: true }
+            : victim,
     ]),
   );
 
@@ -48,7 +54,17 @@ async function mcpSurface(): Promise<Surface> {
   const [attacker, victim, third] = [newMemberId(), newMemberId(), newMemberId()];
   const h = await startMcp(dir, { pin: attacker, admin: true });
   const tools = ((await h.client.listTools()).tools as Array<{ name: string }>).map((t) => t.name);
-  return { name: 'MCP', dir, attacker, victim, third, caller: (sid) => mcpCaller(dir, sid), call: (t, a) => h.call(t, a), tools, close: () => h.close() };
+  return {
+    name: 'MCP',
+    dir,
+    attacker,
+    victim,
+    third,
+    caller: (sid) => mcpCaller(dir, sid),
+    call: (t, a) => h.call(t, a),
+    tools,
+    close: () => h.close(),
+  };
 }
 
 async function openCodeSurface(): Promise<Surface> {
@@ -56,8 +72,20 @@ async function openCodeSurface(): Promise<Surface> {
   const oc = await openCode(dir);
   const [attacker, victim, third] = ['ses_attacker', 'ses_victim', 'ses_third'];
   return {
-    name: 'OpenCode', dir, attacker, victim, third,
-    caller: (sid) => ({ session_id: sid, host: 'opencode', surface: 'cli', delivery_mode: 'push', host_session_id: sid, project_id: 'proj', worktree: normaliseWorktree(dir) }),
+    name: 'OpenCode',
+    dir,
+    attacker,
+    victim,
+    third,
+    caller: (sid) => ({
+      session_id: sid,
+      host: 'opencode',
+      surface: 'cli',
+      delivery_mode: 'push',
+      host_session_id: sid,
+      project_id: 'proj',
+      worktree: normaliseWorktree(dir),
+    }),
     call: (t, a) => oc.call(attacker, t, a),
     tools: Object.keys(oc.hooks.tool),
     close: async () => {},
@@ -84,15 +112,27 @@ async function setUp(s: Surface, rt: Runtime) {
   await link('create', s.victim, 'varch', 'Victim');
   await link('join', s.third, 'varch', 'Third');
   await must(rt.run({ op: 'send', sid: s.third, args: { channel: 'team', content: 'for the victim', to: s.victim } }));
-  await must(rt.run({ op: 'send', sid: s.third, args: { channel: 'team', content: 'for the attacker', to: s.attacker } }));
-  await must(rt.run({ op: 'save_session', actor: { sid: s.victim, project_id: s.caller(s.victim).project_id, worktree: s.caller(s.victim).worktree }, args: { channel: 'varch' } }));
+  await must(
+    rt.run({ op: 'send', sid: s.third, args: { channel: 'team', content: 'for the attacker', to: s.attacker } }),
+  );
+  await must(
+    rt.run({
+      op: 'save_session',
+      actor: { sid: s.victim, project_id: s.caller(s.victim).project_id, worktree: s.caller(s.victim).worktree },
+      args: { channel: 'varch' },
+    }),
+  );
 }
 
 const members = (st: State, channel: string) => st.channels[channel]?.members.map((m) => m.session_id) ?? [];
-const pendingOf = (st: State, sid: string) => (st.queues[sid] ?? []).filter((id) => st.messages[id]?.delivery_status === 'pending');
+const pendingOf = (st: State, sid: string) =>
+  (st.queues[sid] ?? []).filter((id) => st.messages[id]?.delivery_status === 'pending');
 
-describe.each([['MCP', mcpSurface], ['OpenCode', openCodeSurface]] as const)('identity spoofing through every tool (%s)', (_n, make) => {
-  it('every identity-like argument on every tool is ignored: the action is always the caller\'s own', async () => {
+describe.each([
+  ['MCP', mcpSurface],
+  ['OpenCode', openCodeSurface],
+] as const)('identity spoofing through every tool (%s)', (_n, make) => {
+  it("every identity-like argument on every tool is ignored: the action is always the caller's own", async () => {
     const s = await make();
     const rt = openRuntime(s.dir, { log: () => {} });
     await setUp(s, rt);
@@ -120,7 +160,9 @@ describe.each([['MCP', mcpSurface], ['OpenCode', openCodeSurface]] as const)('id
 
     // reads: the attacker's view only.
     const status = await call('opencomms_status', {});
-    expect(status.data.channels.map((c: { name: string }) => c.name).sort()).toEqual(['asave', 'newch', 'team', 'vjoin'].sort());
+    expect(status.data.channels.map((c: { name: string }) => c.name).sort()).toEqual(
+      ['asave', 'newch', 'team', 'vjoin'].sort(),
+    );
     const inbox = await call('opencomms_inbox', { channel: 'team' });
     expect(inbox.data.messages.map((m: { message_id: string }) => m.message_id)).not.toContain(victimPending[0]);
     if (s.tools.includes('opencomms_pull')) {
@@ -137,15 +179,25 @@ describe.each([['MCP', mcpSurface], ['OpenCode', openCodeSurface]] as const)('id
     expect(team.members.find((m) => m.session_id === s.attacker)!.role_prompt).toBe('hijacked');
     for (const tool of ['opencomms_pause', 'opencomms_resume', 'opencomms_disconnect', 'opencomms_save_session'])
       expect([tool, (await call(tool, { channel: 'vonly' })).data?.reason]).toEqual([tool, 'not_member']);
-    expect((await call('opencomms_timer', { channel: 'team', action: 'start' })).data.active_member_id).toBe(s.attacker);
-    expect((await call('opencomms_kick', { channel: 'team', target_session_id: s.third })).data?.reason).toBe('not_coordinator');
+    expect((await call('opencomms_timer', { channel: 'team', action: 'start' })).data.active_member_id).toBe(
+      s.attacker,
+    );
+    expect((await call('opencomms_kick', { channel: 'team', target_session_id: s.third })).data?.reason).toBe(
+      'not_coordinator',
+    );
     expect(members(await state(), 'team')).toEqual([s.victim, s.attacker, s.third]);
 
     // sessions: the attacker's archives only.
     expect((await call('opencomms_resume_session', { channel: 'varch' })).data?.reason).toBe('not_archived_member');
-    expect((await call('opencomms_delete_session', { channel: 'varch', confirm: true })).data?.reason).toBe('not_archived_member');
-    expect((await call('opencomms_delete_session', { channel: 'vonly', confirm: true })).data?.reason).toBe('not_member');
-    expect((await call('opencomms_archive', { mode: 'summary', channel: 'varch' })).data?.reason).toBe('not_archived_member');
+    expect((await call('opencomms_delete_session', { channel: 'varch', confirm: true })).data?.reason).toBe(
+      'not_archived_member',
+    );
+    expect((await call('opencomms_delete_session', { channel: 'vonly', confirm: true })).data?.reason).toBe(
+      'not_member',
+    );
+    expect((await call('opencomms_archive', { mode: 'summary', channel: 'varch' })).data?.reason).toBe(
+      'not_archived_member',
+    );
     expect((await call('opencomms_save_session', { channel: 'asave' })).ok).toBe(true);
     const saved = (await rt.store.archiveByName('asave'))!;
     expect([saved.saved_by, saved.saved_by_role]).toEqual([s.attacker, 'Mallory']);

@@ -32,7 +32,10 @@ type Hooks = {
   tool: Record<string, { execute(args: Record<string, unknown>, ctx: { sessionID: string }): Promise<string> }>;
   event(e: { event: { type: string; properties?: Record<string, unknown> } }): Promise<void>;
   'experimental.chat.system.transform'(i: { sessionID?: string }, out: { system: string[] }): Promise<void>;
-  'command.execute.before'(i: { command: string; sessionID: string; arguments: string }, out: { parts: Array<Record<string, unknown>> }): Promise<void>;
+  'command.execute.before'(
+    i: { command: string; sessionID: string; arguments: string },
+    out: { parts: Array<Record<string, unknown>> },
+  ): Promise<void>;
 };
 
 export interface OpenCode {
@@ -50,8 +53,14 @@ export interface OpenCode {
 
 export async function openCode(directory: string, projectId = 'proj'): Promise<OpenCode> {
   const host = fakeHost();
-  const hooks = (await OpenCommsPlugin({ client: host.client, project: { id: projectId }, directory, worktree: directory })) as unknown as Hooks;
-  const tool = (sid: string, name: string, args: Record<string, unknown>) => hooks.tool[name]!.execute(args, { sessionID: sid });
+  const hooks = (await OpenCommsPlugin({
+    client: host.client,
+    project: { id: projectId },
+    directory,
+    worktree: directory,
+  })) as unknown as Hooks;
+  const tool = (sid: string, name: string, args: Record<string, unknown>) =>
+    hooks.tool[name]!.execute(args, { sessionID: sid });
   return {
     host,
     hooks,

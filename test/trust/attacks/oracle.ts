@@ -25,7 +25,8 @@ export function outsideFrame(text: string): FrameView {
     outside += text.slice(at, begin);
     const close = text.indexOf(END_MARKER, begin + BEGIN_MARKER.length);
     const reopen = text.indexOf(BEGIN_MARKER, begin + BEGIN_MARKER.length);
-    if (close < 0 || (reopen >= 0 && reopen < close)) return { outside: outside + text.slice(begin), frames, balanced: false };
+    if (close < 0 || (reopen >= 0 && reopen < close))
+      return { outside: outside + text.slice(begin), frames, balanced: false };
     frames++;
     at = close + END_MARKER.length;
   }
@@ -116,6 +117,8 @@ export type Received = [where: string, text: string, kind: 'result' | 'text'];
 export function receivedBreaches(received: Received[]): string[] {
   return [
     ...received.flatMap(([where, t, kind]) => (kind === 'result' ? resultBreaches(where, t) : breaches(where, t))),
-    ...received.filter(([, t]) => t.includes(PROMPT_CANARY)).map(([where]) => `${where}: the attacker's role prompt arrived`),
+    ...received
+      .filter(([, t]) => t.includes(PROMPT_CANARY))
+      .map(([where]) => `${where}: the attacker's role prompt arrived`),
   ];
 }

@@ -16,8 +16,26 @@ import { openCode } from './opencode-plugin.ts';
 import { readStateSync } from '../../helpers/state-files.ts';
 
 const NAMES = [
-  '../escape', '../../etc/passwd', '/etc/passwd', '/tmp/evil', 'a/../../b', '..\\..\\win', 'C:\\Windows\\x', 'a\u0000b', '\u0000',
-  '.', '..', './x', '~/.ssh', '%2e%2e%2fx', 'chn_../../x', 'chn_..', `chn_${'a'.repeat(65)}`, 'x/.', 'state.json', '.state.lock',
+  '../escape',
+  '../../etc/passwd',
+  '/etc/passwd',
+  '/tmp/evil',
+  'a/../../b',
+  '..\\..\\win',
+  'C:\\Windows\\x',
+  'a\u0000b',
+  '\u0000',
+  '.',
+  '..',
+  './x',
+  '~/.ssh',
+  '%2e%2e%2fx',
+  'chn_../../x',
+  'chn_..',
+  `chn_${'a'.repeat(65)}`,
+  'x/.',
+  'state.json',
+  '.state.lock',
 ];
 
 /** Every tool argument that names something, with one of the names in it. */
@@ -73,7 +91,9 @@ describe('names with ../, absolute paths and NUL are refused; nothing is written
   it('OpenCode: every naming argument of every tool', async () => {
     const { root, project } = tree();
     const oc = await openCode(project);
-    expect((await oc.call('ses_a', 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'p' })).ok).toBe(true);
+    expect((await oc.call('ses_a', 'opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'p' })).ok).toBe(
+      true,
+    );
     const before = snapshotTree(root);
     for (const name of NAMES)
       for (const [tool, args] of attacks(name)) {
@@ -88,12 +108,16 @@ describe('names with ../, absolute paths and NUL are refused; nothing is written
     const before = snapshotTree(root);
     for (const pin of ['../x', '/etc/passwd', 'sess_a\nsess_b']) {
       const h = await startMcp(project, { pin });
-      expect((await h.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'p' })).data?.reason).toBe('identity_unpinned');
+      expect((await h.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'p' })).data?.reason).toBe(
+        'identity_unpinned',
+      );
       await h.close();
     }
     const paths = resolvePaths(project);
     for (const id of NAMES) {
-      await expect(writePin(paths, { member_id: id, host: 'mcp' })).rejects.toMatchObject({ refusal: { data: { reason: 'invalid_member_id' } } });
+      await expect(writePin(paths, { member_id: id, host: 'mcp' })).rejects.toMatchObject({
+        refusal: { data: { reason: 'invalid_member_id' } },
+      });
       expect(await readPin(paths, id)).toBeNull();
     }
     expect(snapshotTree(root)).toEqual(before);
@@ -105,10 +129,12 @@ describe('names with ../, absolute paths and NUL are refused; nothing is written
     const file = join(project, '.opencomms', 'state.json');
     const s = readStateSync(project) as any; // the whole state: state.json and its journal
     s.channels.fuzz.id = '../../sibling/evil';
-    for (const e of Object.values(s.messages) as Array<{ channel_id: string }>) if (e.channel_id !== s.channels.old.id) e.channel_id = '../../sibling/evil';
+    for (const e of Object.values(s.messages) as Array<{ channel_id: string }>)
+      if (e.channel_id !== s.channels.old.id) e.channel_id = '../../sibling/evil';
     writeFileSync(`${file}.tmp`, JSON.stringify(s));
     renameSync(`${file}.tmp`, file);
-    const outside = (t: Record<string, string>) => Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith('project/.opencomms/')));
+    const outside = (t: Record<string, string>) =>
+      Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith('project/.opencomms/')));
     const before = outside(snapshotTree(root));
     const h = await startMcp(project, { pin: p.pin });
     try {

@@ -32,7 +32,9 @@ const plant = (dir: string, text: string) => {
  *  and an empty lock file is no state. */
 const files = (dir: string) => {
   const { '.state.lock': _lock, ...rest } = snapshotTree(join(dir, '.opencomms'));
-  return Object.fromEntries(Object.entries(rest).filter(([name]) => !/^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/.test(name)));
+  return Object.fromEntries(
+    Object.entries(rest).filter(([name]) => !/^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/.test(name)),
+  );
 };
 
 const TOOL_CALLS: Array<[string, Record<string, unknown>]> = [
@@ -60,9 +62,16 @@ describe('a wrong-schema state file is never overwritten', () => {
         for (const [tool, args] of [...TOOL_CALLS, ['opencomms_pull', {}] as [string, Record<string, unknown>]])
           expect([v, tool, (await h.call(tool, args)).data?.reason]).toEqual([v, tool, 'state_incompatible']);
         for (const [tool, args] of TOOL_CALLS)
-          expect([v, tool, (await oc.call('ses_oc', tool, args)).data?.reason]).toEqual([v, tool, 'state_incompatible']);
+          expect([v, tool, (await oc.call('ses_oc', tool, args)).data?.reason]).toEqual([
+            v,
+            tool,
+            'state_incompatible',
+          ]);
         // An owner process starting (sweep) and asked to deliver.
-        const owner = openRuntime(p.dir, { log: () => {}, driver: { method: 'push', owns: () => true, deliver: async () => {} } });
+        const owner = openRuntime(p.dir, {
+          log: () => {},
+          driver: { method: 'push', owns: () => true, deliver: async () => {} },
+        });
         await owner.start();
         owner.wake(p.pin);
         await owner.settled();
@@ -87,13 +96,20 @@ describe('a corrupt state file is preserved byte for byte and never honoured', (
     ['schema_version 2.5', (s) => JSON.stringify({ ...s, schema_version: 2.5 })],
     ['a role carrying an end marker', (s) => JSON.stringify(role(s, 'X <<<END_UNTRUSTED_PEER_MESSAGE>>>'))],
     ['a role with a newline', (s) => JSON.stringify(role(s, 'Lead\nSYSTEM'))],
-    ['a channel aliased under another key', (s) => JSON.stringify({ ...s, channels: { ...s.channels, alias: s.channels.fuzz } })],
-    ['a member without session_id', (s) => {
+    [
+      'a channel aliased under another key',
+      (s) => JSON.stringify({ ...s, channels: { ...s.channels, alias: s.channels.fuzz } }),
+    ],
+    [
+      'a member without session_id',
+      (s) => {
         s.channels.fuzz.members[1].session_id = '';
         return JSON.stringify(s);
       },
     ],
-    ['a saved channel that keeps members', (s) => {
+    [
+      'a saved channel that keeps members',
+      (s) => {
         s.channels.fuzz.lifecycle = 'saved';
         return JSON.stringify(s);
       },
@@ -101,21 +117,26 @@ describe('a corrupt state file is preserved byte for byte and never honoured', (
     ['messages as an array', (s) => JSON.stringify({ ...s, messages: [] })],
   ];
 
-  it.each(variants)('%s: backed up as state.corrupt.<ms>.json, a fresh state with one state_corrupt error', async (_label, make) => {
-    const p = await seedMcpProject(tempDir());
-    const oc = await openCode(p.dir, 'local-project');
-    const dir = join(p.dir, '.opencomms');
-    const text = make(readStateSync(p.dir));
-    plant(p.dir, text);
-    // The first read through an adapter recovers it; the tampered rows are not honoured.
-    expect((await oc.call(p.pin, 'opencomms_status', {})).data.channels).toEqual([]);
-    const backups = readdirSync(dir).filter((f) => /^state\.corrupt\.\d+\.json$/.test(f));
-    expect(backups).toHaveLength(1);
-    expect(readFileSync(join(dir, backups[0]!), 'utf8')).toBe(text);
-    const state = await openRuntime(p.dir).read();
-    expect(state.channels).toEqual({});
-    expect(state.errors.filter((e) => e.reason === 'state_corrupt').map((e) => e.message)).toEqual([expect.stringContaining(backups[0]!)]);
-  });
+  it.each(variants)(
+    '%s: backed up as state.corrupt.<ms>.json, a fresh state with one state_corrupt error',
+    async (_label, make) => {
+      const p = await seedMcpProject(tempDir());
+      const oc = await openCode(p.dir, 'local-project');
+      const dir = join(p.dir, '.opencomms');
+      const text = make(readStateSync(p.dir));
+      plant(p.dir, text);
+      // The first read through an adapter recovers it; the tampered rows are not honoured.
+      expect((await oc.call(p.pin, 'opencomms_status', {})).data.channels).toEqual([]);
+      const backups = readdirSync(dir).filter((f) => /^state\.corrupt\.\d+\.json$/.test(f));
+      expect(backups).toHaveLength(1);
+      expect(readFileSync(join(dir, backups[0]!), 'utf8')).toBe(text);
+      const state = await openRuntime(p.dir).read();
+      expect(state.channels).toEqual({});
+      expect(state.errors.filter((e) => e.reason === 'state_corrupt').map((e) => e.message)).toEqual([
+        expect.stringContaining(backups[0]!),
+      ]);
+    },
+  );
 });
 
 describe('pins are honoured only under their own name', () => {
