@@ -22,3 +22,7 @@ export const PG_BACKSTOP_MS = 15_000;
 /** Waits between attempts to re-establish the listening connection after it dropped: quick at
  *  first (a server restart takes ~1 s), then every 5 s without end. */
 export const PG_RECONNECT_DELAYS_MS = [100, 500, 1_000, 2_000, 5_000] as const;
+
+/** Reloads of the snapshot a mutation may need when the changes its cache lacks were compacted
+ *  away meanwhile: one is the rule (a process far behind), a second means compactions outrun it. */
+export const PG_COMPACTED_RELOADS = 3;

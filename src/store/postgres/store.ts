@@ -17,7 +17,7 @@ import type { InvalidFile } from '../archives.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from '../types.ts';
 import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl } from './connect.ts';
-import { PG_BACKSTOP_MS, PG_SNAPSHOT_EVERY } from './limits.ts';
+import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_SNAPSHOT_EVERY } from './limits.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
 import { PG_LAYOUT, ident, layoutSql, loadSql, schemaOf } from './schema.ts';
@@ -277,26 +277,43 @@ export class PgStore implements Store {
     return { done: false };
   }
 
+  /** The mutation under the project's lock. A cache so far behind that the changes it lacks were
+   *  compacted away reloads the snapshot (outside the lock, which a load's own read-only
+   *  transaction cannot share) and takes the lock again. */
   private async attemptLocked<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+    for (let reloads = 0; ; reloads++) {
+      const step = await this.lockedOnce(fn);
+      if (step.done) return step.answer;
+      if (reloads >= PG_COMPACTED_RELOADS)
+        throw new Error(`the changes of ${this.location} were compacted during every retry of a mutation; retry`);
+      await this.load();
+    }
+  }
+
+  private async lockedOnce<T>(
+    fn: (draft: State) => MutateOutcome<T>,
+  ): Promise<{ done: true; answer: T } | { done: false }> {
     const s = ident(this.schema);
     const c = this.cache!;
     try {
       const [, , since] = (await this.query(
         `begin; select seq from ${s}.head for update; select seq, ops, archives from ${s}.changes where seq > ${Number(c.seq)} order by seq;`,
       )) as unknown as pg.QueryResult<ChangeRow>[];
-      if (!this.applyRows(c, since!.rows))
-        throw new Error(`the changes of ${this.location} were compacted during a mutation; retry`);
+      if (!this.applyRows(c, since!.rows)) {
+        await this.query('rollback');
+        return { done: false };
+      }
       const step = this.prepare(c, fn);
       if ('result' in step) {
         await this.query('rollback');
-        return step.result;
+        return { done: true, answer: step.result };
       }
       const rows = await this.send(step);
       if (rows.length !== 1 || rows[0]!.o_ops !== null)
         throw new Error(`${this.location} moved on while this process held its lock`);
       await this.query('commit');
       await this.committed(c, Number(rows[0]!.o_seq));
-      return step.answer;
+      return { done: true, answer: step.answer };
     } catch (e) {
       await this.client?.query('rollback').catch(() => {});
       throw e;
