@@ -475,8 +475,10 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     const file = statePath(p.dir);
     renameSync(file, `${file}.kept`);
     try {
-      writeFileSync(file, '');
-      truncateSync(file, 600 * 1024 * 1024);
+      // Put in place whole by a rename, as a writer would: an empty file in between is another fault.
+      writeFileSync(`${file}.big`, '');
+      truncateSync(`${file}.big`, 600 * 1024 * 1024);
+      renameSync(`${file}.big`, file);
       const before = statSync(file);
       const r = await t.refuse(
         t.A,
