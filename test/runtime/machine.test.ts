@@ -2,7 +2,7 @@
 // (or forced by OPENCOMMS_MACHINE_ID), process tags that name it, old tags still read, PIDs judged
 // on this machine only, and leases (a snapshot) for other machines.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -25,16 +25,27 @@ const THIS = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
 const NO_PID = 2 ** 22 + 17;
 
 describe('machine id', () => {
-  it('is minted once into $XDG_CONFIG_HOME/opencomms/machine-id and read back the same by every later call', () => {
+  it('comes from the system machine id: every HOME of one machine gets the same, never the raw id', () => {
+    const sys = join(home(), 'machine-id');
+    writeFileSync(sys, '3d1219c7c4c5404aaa1f6d2a48adfda4\n');
+    const a = loadMachineId({ HOME: home() }, [sys]);
+    expect(isMachineId(a)).toBe(true);
+    expect(loadMachineId({ HOME: home(), XDG_CONFIG_HOME: home() }, [sys])).toBe(a);
+    expect(a.replaceAll('-', '')).not.toContain('3d1219c7');
+    writeFileSync(sys, '0123456789abcdef0123456789abcdef\n');
+    expect(loadMachineId({ HOME: home() }, [sys])).not.toBe(a);
+  });
+
+  it('without a system id, is minted once into $XDG_CONFIG_HOME/opencomms/machine-id and read back the same', () => {
     const env = { XDG_CONFIG_HOME: home(), HOME: '/nonexistent' };
-    const first = loadMachineId(env);
+    const first = loadMachineId(env, []);
     expect(isMachineId(first)).toBe(true);
     expect(machineIdFile(env)).toBe(join(env.XDG_CONFIG_HOME, 'opencomms', 'machine-id'));
     expect(readFileSync(machineIdFile(env), 'utf8').trim()).toBe(first);
-    expect(loadMachineId(env)).toBe(first);
+    expect(loadMachineId(env, [])).toBe(first);
   });
 
-  it('falls back to ~/.config, and OPENCOMMS_MACHINE_ID overrides both', () => {
+  it('falls back to ~/.config, and OPENCOMMS_MACHINE_ID overrides every source', () => {
     const h = home();
     expect(machineIdFile({ HOME: h })).toBe(join(h, '.config', 'opencomms', 'machine-id'));
     expect(loadMachineId({ HOME: h, OPENCOMMS_MACHINE_ID: OTHER })).toBe(OTHER);
