@@ -778,7 +778,7 @@ describe('live OpenCode: the OpenComms plugin in the real opencode serve', () =>
     expect(members.filter((m: any) => !m.stale).map((m: any) => Number(m.owner.split('@')[0]))).toEqual([s.pid, s.pid]);
     expect(st.errors.map((e: any) => e.message)).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^Start-up sweep: 1 in-flight envelope\(s\) of ended processes re-queued/),
+        expect.stringMatching(/^Sweep: 1 in-flight envelope\(s\) of ended processes re-queued/),
         expect.stringContaining(`OpenCode session ${C} (Observer on "review") vanished; marked stale, not replaced.`),
       ]),
     );
