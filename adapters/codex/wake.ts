@@ -12,6 +12,7 @@
 // batch is swept back by the next boundary or server. No wake loop: the woken turn leaves nothing
 // pending, and a batch in flight blocks a second one.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Hold } from '../../machines/index.ts';
@@ -24,6 +25,9 @@ import { HOST } from './install.ts';
 import { VERSION } from '../../src/version.ts';
 import { connectAppServer, controlSocket } from './app-server.ts';
 import { wakePrompt } from './wake-trigger.ts';
+
+/** How often a wake held at the last moment by a keystroke looks again whether the user is quiet. */
+const BUSY_RECHECK_MS = 100;
 
 /** How long a queued wake may wait for its turn before its batch goes back to the queue: a busy
  *  turn runs first, and a long one is normal; a wake prompt the user deleted from Codex's queue
@@ -73,6 +77,9 @@ async function queuePrompt(o: WaiterOptions, thread: string, wake: string): Prom
     },
   );
   try {
+    // A key pressed between the drain's hold check and now (the launcher reads the terminal a
+    // moment after tmux or the user sends it) holds the wake too: it goes once the user is quiet.
+    while (o.busy()) await sleep(BUSY_RECHECK_MS);
     const added = await server.request<{ queuedSubmission: { id: string } }>('thread/queue/add', {
       threadId: thread,
       input: [{ type: 'text', text: wakePrompt() }],
