@@ -1,4 +1,4 @@
-// Untrusted-peer framing (FEATURES.md §5.7): ONE implementation for push, spawn, pull, hooks and
+// Untrusted-peer framing (protocol.md "Framing"): ONE implementation for push, spawn, pull, hooks and
 // reads, so peer text reaches a model in exactly one shape wherever it comes from.
 //
 // Two rules keep peer words inside the frame:

@@ -1,4 +1,4 @@
-// The hook runner's full path (FEATURES.md §8.2), loaded only when the fast path saw work: bind the
+// The hook runner's full path (hosts.md "The hook runner"), loaded only when the fast path saw work: bind the
 // session, clear a stale mark, confirm a wake the woken turn shows, sweep the batches of dead
 // processes, and hand pending mail over at this boundary (drain + commit in ONE locked mutation,
 // `delivery_method: push`). Fail-open: any fault answers `{}` and is recorded when the state is writable.

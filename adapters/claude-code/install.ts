@@ -1,4 +1,4 @@
-// `opencomms install claude-code` / `uninstall claude-code` as pure plans (FEATURES.md §8.1, §9):
+// `opencomms install claude-code` / `uninstall claude-code` as pure plans (hosts.md "Installers"; operator.md "Command line"):
 // given the current text of every target file, the new text of each (null = delete) or a refusal.
 // Nothing here touches the disk; adapters/install/files.ts writes the plan atomically.
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// `opencomms install codex` / `uninstall codex` as pure plans (FEATURES.md §8.1, §9, and beyond
+// `opencomms install codex` / `uninstall codex` as pure plans (hosts.md "Installers"; operator.md "Command line", and beyond
 // the seed: Codex 0.171 runs hooks, so the same hook runner is registered in `.codex/hooks.json`).
 // Codex loads project config and project hooks only for a trusted project, and runs a hook only
 // once it is reviewed (`/hooks`) or under `--dangerously-bypass-hook-trust`: the plan says so.

@@ -1,4 +1,4 @@
-// The environment an installed MCP server entry carries (FEATURES.md §8.1, §8.3). The session's own
+// The environment an installed MCP server entry carries (hosts.md "Installers"). The session's own
 // OPENCOMMS_MEMBER_ID decides the member wherever it is set, so two sessions of one host in one
 // project run as two members; the pinned member (from `opencomms install-member`) is the fallback,
 // and a placeholder stands there until one is pinned (doctor reports it, install-member replaces it).
@@ -33,7 +33,7 @@ export const codexMemberEnv = (pin: string | null) => ({
   OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
 });
 
-/** Node flags of an installed MCP server (a departure from §8.1's argv, which starts at the
+/** Node flags of an installed MCP server (a departure from the argv in hosts.md "Installers", which starts at the
  *  bundle): its live heap stays under 10 MB, but V8 sizes the heap by allocation rate and a busy
  *  server grew to ~125 MB RSS after 10k sends. A 256 MB old-space ceiling (room for a 2000-message
  *  archive) and a 2 MB young generation bound it (at 1 MB a pull of 100 spent a third of its time

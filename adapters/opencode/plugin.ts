@@ -1,4 +1,4 @@
-// The OpenCode plugin (classic `Plugin` hooks API of @opencode-ai/plugin 1.18; FEATURES.md §6).
+// The OpenCode plugin (classic `Plugin` hooks API of @opencode-ai/plugin 1.18; protocol.md "OpenCode plugin").
 // Bundled into `.opencode/plugins/opencomms.js` with no bare imports. It exports exactly ONE
 // plugin function. Identity comes from the tool context's `sessionID` only.
 import { resolve } from 'node:path';
@@ -161,7 +161,7 @@ class Instance {
     };
   }
 
-  /** Adapter pre-checks (§3.2 "ADP"), then the engine. */
+  /** Adapter pre-checks (protocol.md "Result shape"), then the engine. */
   async call(def: ToolDef, args: Record<string, unknown>, sid: string): Promise<ToolResult> {
     if (!sid) return refuse('context_missing', 'The host supplied no session id; report an adapter fault.');
     await this.markLocal(sid);

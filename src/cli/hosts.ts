@@ -1,4 +1,4 @@
-// The host commands of the CLI (FEATURES.md §8.1, §8.3, §9): install / uninstall <host>,
+// The host commands of the CLI (hosts.md "Installers"; operator.md "Command line"): install / uninstall <host>,
 // install-member, bind. Each returns a ToolResult and its exit code; the dispatcher only prints.
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -55,7 +55,7 @@ const DETECT_TIMEOUT_MS = 15_000;
 
 export type Detect = (bin: string) => Promise<string | null>;
 
-/** The CLI's version line, or null when it cannot be run (informational, §8.1). */
+/** The CLI's version line, or null when it cannot be run (informational, hosts.md "Installers"). */
 export const detectCli: Detect = (bin) =>
   new Promise((res) => {
     const win = process.platform === 'win32';

@@ -1,9 +1,9 @@
-// Per-host install state as the installers write it (FEATURES.md §6.7, §8.1) and the member ids they
-// name (§8.3). Each host's whole install is checked (config entries, hooks, the bundles they start);
+// Per-host install state as the installers write it (hosts.md "OpenCode", "Installers") and the member ids they
+// name (hosts.md "Installers"). Each host's whole install is checked (config entries, hooks, the bundles they start);
 // a host with none of its entries is "not installed" and never fails; an entry that names a path
 // outside this project (a moved or copied project) fails with the command that repairs it. Doctor
-// reads these files only; it never writes them except the one OpenCode re-registration §9 allows.
-// No id is printed in full (§9, INS-7).
+// reads these files only; it never writes them except the one OpenCode re-registration doctor --fix may make.
+// No id is printed in full (operator.md "Command line").
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { claudeHookGroups, claudePaths, isOurServer as isClaudeServer } from '../../adapters/claude-code/install.ts';
@@ -245,7 +245,7 @@ function identities(project: string): Array<{ host: string; where: string; pinne
   return out;
 }
 
-/** §9: a member id still set to the installer's placeholder FAILs until install-member sets it;
+/** A member id still set to the installer's placeholder FAILs until install-member sets it;
  *  several pinned members of one host whose config can only ever start one of them FAIL too. */
 export function memberIdRows(project: string, pins: Pin[]): Row[] {
   const ids = identities(project);

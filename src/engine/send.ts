@@ -1,4 +1,4 @@
-// send (FEATURES.md §3.2 check order, §4 rules, §5.3 recipient resolution, §5.11 description).
+// send (protocol.md "Check order", "Rules and defaults", "Recipients").
 import { hash } from 'node:crypto';
 import {
   MAX_CONTENT_CHARS,
@@ -223,7 +223,7 @@ export function send(state: State, sid: string, args: SendArgs, env: Env, logged
   return done(state, plan.result, plan.effects, history.length ? { history } : undefined);
 }
 
-/** §5.11: only the first non-blank description is kept; a bad one never refuses the send. */
+/** Only the first non-blank description is kept; a bad one never refuses the send (protocol.md "Rules and defaults"). */
 function describe(ch: Channel, raw: unknown): string | null {
   if (ch.description !== null || typeof raw !== 'string') return null;
   const text = raw.replace(/\s+/g, ' ').trim().slice(0, MAX_DESCRIPTION_CHARS);

@@ -102,7 +102,7 @@ export function stepChannel(c: Channel, event: ChannelEvent): ChannelRefusal | n
   return refusal;
 }
 
-/** The channel machine's `rememberContent` (FEATURES.md §4, duplicate window): `key` at `now`,
+/** The channel machine's `rememberContent` (protocol.md "Rules and defaults", duplicate window): `key` at `now`,
  *  after it the newest MAX_SEEN_CONTENT − 1 keys not yet expired, in send order. Entry by entry,
  *  so the journal gets the key and the keys swept, not the window's 100 keys. */
 function rememberContent(c: Channel, key: string, now: number): Op[] {

@@ -1,4 +1,4 @@
-// A saved session's archive, `archives/<channel_id>.json` (FEATURES.md §2.6).
+// A saved session's archive, `archives/<channel_id>.json` (protocol.md "Archives").
 import * as z from 'zod';
 import { ARCHIVE_ID_RE, CHANNEL_NAME_RE } from './ids.ts';
 import { MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME, MAX_SUMMARY_CHARS } from './limits.ts';

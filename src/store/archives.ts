@@ -1,4 +1,4 @@
-// Saved-session archives, `archives/<channel_id>.json` (FEATURES.md §2.6). Ids are checked
+// Saved-session archives, `archives/<channel_id>.json` (protocol.md "Archives"). Ids are checked
 // against ARCHIVE_ID_RE before any path is built from one. Lists read archive heads from an index
 // (`archives/.index.json`) keyed by each file's identity, so a listing parses only the archives
 // that changed since the index was written, and a lookup by name parses only the archive it

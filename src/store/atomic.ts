@@ -1,4 +1,4 @@
-// Temp-file-and-rename save (FEATURES.md §2.10): readers see the old file or the new one, never half.
+// Temp-file-and-rename save (protocol.md "Writing"): readers see the old file or the new one, never half.
 // The happy path is synchronous: thread-pool hops cost more than a small write and rename; only
 // the retry waits are async.
 import { randomBytes } from 'node:crypto';

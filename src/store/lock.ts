@@ -1,4 +1,4 @@
-// Cross-process lock on `.opencomms/.state.lock` (FEATURES.md §2.10; stack.md §5).
+// Cross-process lock on `.opencomms/.state.lock` (protocol.md "Writing").
 // The lock is a hard link: each process makes one empty token file once (`.state-lock.<pid>.<8
 // hex>.tmp`, the temp-file pattern doctor sweeps when its process is gone) and takes the lock by
 // linking it to `.state.lock`, which exactly one process can do. A link adds a name to an

@@ -1,4 +1,4 @@
-// Reading and writing `state.json` itself: classification of what is on disk (FEATURES.md §2.7)
+// Reading and writing `state.json` itself: classification of what is on disk (protocol.md "Loading (fail-closed)")
 // and the atomic save. No locking and no recovery here; load.ts decides what to do.
 import { close, closeSync, fstat, fstatSync, open, openSync, readFile } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
@@ -130,7 +130,7 @@ export function classify(
     : { ok: false, cause: parsed.cause };
 }
 
-/** Pretty JSON (§2); `journalId` names the journal that continues this snapshot, if any. */
+/** Pretty JSON (protocol.md "State files"); `journalId` names the journal that continues this snapshot, if any. */
 export const serialize = (state: State, journalId: string | null = null): string =>
   [...serializeChunks(state, journalId)].join('');
 

@@ -541,7 +541,7 @@ export class FileStore implements Store {
   }
 
   /** A damaged journal: the state up to the damage is kept, and a new snapshot (with an error
-   *  naming the journal's backup) replaces them (§2.7, for the journal). The journal is copied to
+   *  naming the journal's backup) replaces them (protocol.md "Loading (fail-closed)", for the journal). The journal is copied to
    *  its backup first, the snapshot written next, and the journal removed by that snapshot last:
    *  at every step the old snapshot and its journal, or their replacement, are where a reader
    *  looks for them. */
@@ -613,7 +613,7 @@ export class FileStore implements Store {
   }
 
   /** Writes `state` whole as state.json with a new journal id, and removes the old journals. A
-   *  rename that fails is retried (§2.10) with the cache dropped, so that meanwhile this process
+   *  rename that fails is retried (protocol.md "Writing") with the cache dropped, so that meanwhile this process
    *  reads what is on disk, not what it failed to write; afterwards it reloads. With `seal` (the
    *  ops of the mutation that the snapshot holds and the journal does not), the journal it ends
    *  gets a last line with those ops naming the new file (followSeal), and is kept until the next

@@ -55,7 +55,7 @@ export interface Seen {
 
 export const emptySeen = (): Seen => ({ receipts: new Map(), recipients: new Map(), names: new Map() });
 
-/** Events that hand an envelope over (each counts an attempt, §5.1). */
+/** Events that hand an envelope over (each counts an attempt, protocol.md "The machines"). */
 const HAND_OVERS = new Set(['DRAIN', 'PULL']);
 
 const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);
