@@ -1,7 +1,7 @@
 // Operator-only operations of the CLI and the console (`session …`; operator.md "Command line", "The console"): an
 // empty active session that agents then join, and the reads behind session cards, session detail
 // and the live machine view. The operator sees every channel and archive and is bound by no
-// roster; its project id is a sentinel, so a session's first joiner sets its identity (CON-6).
+// roster; its project id is a sentinel, so a session's first joiner sets its identity.
 import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';

@@ -63,8 +63,7 @@ export const MAX_PERSISTED_MESSAGES = 20_000;
 
 /** Terminal envelopes kept in hot state per channel: none. An envelope leaves state.json for its
  *  channel's append-only history log in the same locked mutation that makes it terminal, so
- *  state.json holds only live mail and a mutation's cost does not grow with history (measured:
- *  20 kept per channel tripled the state and the send latency of a 10-channel project). */
+ *  state.json holds only live mail and a mutation's cost does not grow with history. */
 export const HOT_TERMINAL_PER_CHANNEL = 0;
 
 /** How far back a reply's parent is looked for in the history log: replies answer recent
@@ -78,10 +77,10 @@ export const PARENT_SCAN_LINES = 10_000;
 export const MAX_STATE_FILE_BYTES = 256 * 1024 * 1024;
 
 export const MAX_ERRORS = 200;
-/** Chain roots remembered per channel. The original specification allows up to 500; nothing reads more than the
- *  recent ones, and 500 ids cost 20 KB of hot state per busy channel. Past this cap the list is
- *  cut back to its newest half at once, not by one id per send: a send then appends one id to
- *  the journal instead of rewriting all of them (2.7 KB of a 3.8 KB journal line). */
+/** Chain roots remembered per channel. The original specification allows up to 500; nothing reads
+ *  more than the recent ones, and every id is hot state of a busy channel. Past this cap the list
+ *  is cut back to its newest half at once, not by one id per send: a send then appends one id to
+ *  the journal instead of rewriting all of them. */
 export const MAX_PROCESSED_CORRELATIONS = 128;
 export const MAX_DESCRIPTION_CHARS = 140;
 export const MAX_SUMMARY_CHARS = 2000;

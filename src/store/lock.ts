@@ -2,9 +2,8 @@
 // The lock is a hard link: each process makes one empty token file once (`.state-lock.<pid>.<8
 // hex>.tmp`, the temp-file pattern doctor sweeps when its process is gone) and takes the lock by
 // linking it to `.state.lock`, which exactly one process can do. A link adds a name to an
-// existing inode; creating a file for every lock (the previous O_EXCL scheme) allocated and
-// freed an inode each time, ~70 µs of a 0.2 ms send on ext4 here, and a directory made with
-// mkdir cost ~2 ms on a file system mounted with `discard`. The holder refreshes the lock's
+// existing inode, so taking the lock allocates and frees no inode (an O_EXCL file or a mkdir per
+// lock would, which is a large part of a send's time). The holder refreshes the lock's
 // mtime (the token's mtime is at most LOCK_UPDATE_MS old when it is linked, so a new lock never
 // looks old); a lock not refreshed for LOCK_STALE_MS is stale and may be broken. The holder proves the lock
 // is still its own (same inode, same change time) right before every write, so a holder whose
@@ -65,10 +64,9 @@ export async function withLock<T>(
   // The deadline covers the in-process queue too: a stuck holder fails every waiter at ~5 s,
   // whether it is another process or this one. A nested acquisition (the holder waiting on its
   // own queue) is such a holder: it fails at the deadline, it never hangs. Telling it apart by
-  // async context (AsyncLocalStorage) turns on Node 20's promise hooks for every promise of the
-  // process: the sustained send loop ran 1.07× faster without them. The deadline is on the
-  // monotonic clock: a wall-clock step (NTP, a VM resumed) must not shorten or stretch the wait
-  // (CI once measured 8.6 s of wall clock across a 5 s wait).
+  // async context (AsyncLocalStorage) would turn on Node 20's promise hooks for every promise of
+  // the process, which slows every send. The deadline is on the monotonic clock: a wall-clock step
+  // (NTP, a VM resumed) must not shorten or stretch the wait.
   const deadline = performance.now() + (opts.timeoutMs ?? LOCK_TIMEOUT_MS);
 
   const prev = queues.get(paths.lock);
@@ -336,10 +334,8 @@ function breakIfStale(lock: string): boolean {
 
 /** Resolves when the lock is released, broken or refreshed (or after `maxMs`). The watch is on the
  *  lock itself, that is on its holder's token: removing the lock's name changes the token's link
- *  count, which inotify reports on that file alone, and only while this process waits. A watch
- *  kept on `.opencomms/` (the previous form) woke every process that had ever waited on every
- *  lock taken or released by anyone, twice per mutation: four contending writers woke ~8 times
- *  per lock each, and an idle server on every other server's write. */
+ *  count, which inotify reports on that file alone, and only while this process waits. A watch on
+ *  `.opencomms/` instead would wake every waiter on every write to that directory by anyone. */
 function released(lock: string, maxMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     let fsw: FSWatcher | null = null;

@@ -186,7 +186,7 @@ export class FileStore implements Store {
           return result;
         }
         // The envelopes leaving for the history logs are only stringified, before anything else
-        // touches the state: their plain objects do. A copy (~3 µs each, 100 on a pull of 100) is
+        // touches the state: their plain objects do. A copy (one per envelope of a pull) is
         // needed only where the draft is rolled back and applied again (an archive write) first.
         const history = out.history ?? [];
         const writes: Writes = {
@@ -395,10 +395,10 @@ export class FileStore implements Store {
 
   /** Between calls, what `peek` does, except that a snapshot replaced while the journal this
    *  process holds has no seal yet and the lock is held (a compaction between its rename and its
-   *  seal) is left for the next tick or call. The MCP server follows every 10 ms after a call and
-   *  met that window: it read the new ~8 MB snapshot whole and kept the heap (RSS 89 MB in one
-   *  bench run of eight). A read owes its caller what is on disk and never skips; this answers
-   *  nobody. A process further behind (its journal sealed for a snapshot replaced since) loads. */
+   *  seal) is left for the next tick or call: a follower polling right after a call would otherwise
+   *  read the whole new snapshot inside that window and keep its heap for nothing. A read owes its
+   *  caller what is on disk and never skips; this answers nobody. A process further behind (its
+   *  journal sealed for a snapshot replaced since) loads. */
   async follow(): Promise<void> {
     const r = this.catchUpQuietly();
     if (r === 'current' || (r === 'unsealed' && lockHeld(this.paths))) return;
