@@ -3,7 +3,7 @@
 // plugin function. Identity comes from the tool context's `sessionID` only.
 import { resolve } from 'node:path';
 import type { Caller } from '../../src/engine/index.ts';
-import { BATCH_SEPARATOR } from '../../src/framing.ts';
+import { BATCH_SEPARATOR, frameIdMark } from '../../src/framing.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { memberships } from '../../src/engine/lookup.ts';
@@ -137,7 +137,7 @@ class Instance {
     if (redelivery) {
       const r = await s.messages({ path: { id: rid } }).catch(() => undefined);
       const seen = (r?.data ?? []).flatMap((m) => m.parts.map((p) => p.text ?? '')).join('\n');
-      const held = (id: string) => seen.includes(`| id: ${id} |`);
+      const held = (id: string) => seen.includes(frameIdMark(id));
       if (ids.every(held)) return;
       const frames = splitFrames(text);
       if (ids.some(held) && frames.length === ids.length)

@@ -8,7 +8,7 @@ import { open, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LOCK_STALE_MS } from '../protocol/limits.ts';
-import { inspectState, resolvePaths, type Inspection, type StorePaths } from '../store/index.ts';
+import { inspectState, resolvePaths, TEMP_NAME_RE, type Inspection, type StorePaths } from '../store/index.ts';
 import { processAlive } from '../runtime/runtime.ts';
 
 export type Level = 'OK' | 'WARN' | 'FAIL';
@@ -104,13 +104,12 @@ export interface TempFile {
   pid: number;
   alive: boolean;
 }
-const TEMP_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 
 export async function tempFiles(paths: StorePaths): Promise<TempFile[]> {
   const out: TempFile[] = [];
   for (const dir of [paths.dir, paths.journal, paths.history, paths.archives, paths.pins]) {
     for (const n of await names(dir)) {
-      const m = TEMP_RE.exec(n);
+      const m = TEMP_NAME_RE.exec(n);
       if (!m) continue;
       const pid = Number(m[1]);
       out.push({ file: join(dir, n), pid, alive: processAlive(`${pid}@${hostname()}`) });

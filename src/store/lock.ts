@@ -10,7 +10,6 @@
 // lock was broken notices before it writes, not on its next refresh. Waiters sleep until the
 // lock goes away (a file-system watch on the lock itself while they wait, with a short timer as
 // the fallback) instead of polling at random intervals.
-import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   linkSync,
@@ -26,7 +25,9 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS } from '../protocol/limits.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
+import { TEMP_NAME_RE, tempName } from './atomic.ts';
 import type { StorePaths } from './paths.ts';
+import { pidAlive } from './pid.ts';
 
 export interface HeldLock {
   /** Set when the lock was found broken (gone, or another process's now). */
@@ -155,7 +156,6 @@ interface Token {
 }
 const tokens = new Map<string, Token>();
 let exitHooked = false;
-const TOKEN_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 
 /** The token this process links to take `lock`, made on first use and kept once the process has
  *  written under it (a process that only reads or is refused leaves no file). It is removed when
@@ -166,7 +166,7 @@ function tokenFor(lock: string): Token {
   if (known) return known;
   const dir = dirname(lock);
   const prefix = `.${basename(lock).replace(/^\./, '').replace(/\./g, '-')}.`;
-  const made = join(dir, `${prefix}${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const made = join(dir, tempName(prefix.slice(0, -1)));
   closeSync(openSync(made, 'wx'));
   if (tokens.size === 0 && !exitHooked) {
     exitHooked = true;
@@ -198,7 +198,7 @@ function sweepTokens(dir: string, prefix: string) {
     return;
   }
   for (const n of names) {
-    const pid = n.startsWith(prefix) ? Number(TOKEN_RE.exec(n)?.[1]) : NaN;
+    const pid = n.startsWith(prefix) ? Number(TEMP_NAME_RE.exec(n)?.[1]) : NaN;
     if (!(pid > 0) || pid === process.pid || pidAlive(pid)) continue;
     try {
       // A dead holder's token may still be linked as the lock: that name stays for the stale rule.
@@ -208,15 +208,6 @@ function sweepTokens(dir: string, prefix: string) {
     }
   }
 }
-
-const pidAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /** Identity of the lock: the token's inode and its change time, which the link (and every
  *  refresh) sets. A lock broken and taken by another process has another inode; one broken and
