@@ -56,4 +56,7 @@ export const PROJECT_ARG = '.';
 export const relBundle = (name: string) => `.opencomms/${name}`;
 
 /** argv of the installed MCP server bundle for one host label. */
+/** A host's `opencomms` server entry is ours when it starts our bundle; a hand-written one is the user's. */
+export const isOurServer = (entry: unknown) => entry !== undefined && JSON.stringify(entry).includes(MCP_BUNDLE);
+
 export const serverArgs = (host: string) => [...MCP_NODE_FLAGS, relBundle(MCP_BUNDLE), PROJECT_ARG, '--host', host];
