@@ -117,8 +117,7 @@ export const LOCK_RETRY_MAX_MS = 10;
 /** The journal size after which the next mutation writes the state whole again (a new snapshot):
  *  ~700 sends. Readers replay at most this much on a cold start (the Claude Code hook starts cold
  *  on every prompt), and a snapshot of a busy project (~100 KB) then costs under 1% of the appends
- *  it replaces. A large backlog makes the snapshot dear (10,000 pending: 14 MB, ~86 ms a
- *  compaction); a size that grew with it would lengthen every cold load instead
+ *  it replaces. A large backlog makes each snapshot dear; a size that grew with it would lengthen every cold load instead
  *  (docs/performance.md). */
 export const JOURNAL_COMPACT_BYTES = 1_048_576;
 
