@@ -1,4 +1,4 @@
-// Join commands (FEATURES.md §10.4): what an operator pastes into each host so that its session
+// Join commands (operator.md "Command line"): what an operator pastes into each host so that its session
 // joins a session, one source for `opencomms join-command` and the console.
 import { ok, refuse, type ToolResult } from '../src/protocol/result.ts';
 
@@ -16,7 +16,7 @@ const WHERE: Record<JoinHost, string> = {
   chatgpt: 'in ChatGPT (ask the agent)',
 };
 
-/** Spawn delivery exists only where the host CLI can resume a session (§8.4). */
+/** Spawn delivery exists only where the host CLI can resume a session (hosts.md "spawn_push"). */
 const SPAWN_HOSTS: readonly JoinHost[] = ['claude-code', 'codex'];
 
 export interface JoinCommand {

@@ -1,4 +1,4 @@
-// The agent tool table shared by every host adapter (FEATURES.md §3.2, §7.3): argument schemas,
+// The agent tool table shared by every host adapter (protocol.md "Result shape", "MCP server and wire"): argument schemas,
 // descriptions an agent can act on, required arguments, and the engine command each tool becomes.
 // Identity is never an argument: the adapter supplies it in the ToolContext.
 import * as z from 'zod';

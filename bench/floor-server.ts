@@ -2,7 +2,7 @@
 // transport as `opencomms mcp`, whose `send` appends one JSON line to a file and whose `read`
 // returns the last lines, read backwards from the end (so a read costs what it returns, not the
 // file's length, as OpenComms' reads do). Whatever OpenComms costs beyond this is its own.
-// With --framed, each line also holds the message framed as OpenComms frames it (FEATURES.md §5.7,
+// With --framed, each line also holds the message framed as OpenComms frames it (protocol.md "Framing",
 // by its own framing module) and `read` answers in the shape of `opencomms_pull`: the cost of
 // carrying that answer over MCP, with nothing of a store behind it.
 //   node floor-server.mjs <dir> [--framed]

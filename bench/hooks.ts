@@ -1,4 +1,4 @@
-// The hook runner's cost on every prompt (FEATURES.md §8.2): `node .opencomms/claude-code-hooks.mjs`
+// The hook runner's cost on every prompt (hosts.md "The hook runner"): `node .opencomms/claude-code-hooks.mjs`
 // answering UserPromptSubmit for a bound session with an empty queue, wall time including Node's
 // start-up, as Claude Code pays it. Beside it, a bare `node -e ""` on the same machine (the floor
 // no hook can beat) and the same call with one message waiting (the full path).

@@ -381,7 +381,7 @@ export async function mcpBench() {
       'reported: the part of the pull target (<= 2) its answer alone takes',
       {
         unit: 'ms',
-        what: "the floor's read of 100 answering with the frames and the shape of opencomms_pull (FEATURES.md §5.7), reads alternating with the plain floor's",
+        what: "the floor's read of 100 answering with the frames and the shape of opencomms_pull (docs/protocol.md, Framing), reads alternating with the plain floor's",
         answer_chars: answer.chars,
       },
     );

@@ -1,4 +1,4 @@
-// One channel's lifecycle and the send gates that belong to the channel (FEATURES.md §2.2, §4).
+// One channel's lifecycle and the send gates that belong to the channel (protocol.md "The state", "Rules and defaults").
 // A refused send is a named guard whose transition emits the `refuse` action with the protocol's
 // reason code; the engine reads it from the actions that `transition()` returns.
 import { assign, setup } from 'xstate';

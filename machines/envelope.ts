@@ -1,5 +1,5 @@
-// One envelope's delivery: the state value IS the protocol's `delivery_status` (PROTOCOL.md
-// "Delivery semantics", FEATURES.md §5.1). Pure: no clock, no I/O; every event carries `now`.
+// One envelope's delivery: the state value IS the protocol's `delivery_status` (protocol.md
+// "The machines", "Drain, commit, requeue, sweep"). Pure: no clock, no I/O; every event carries `now`.
 import { assign, setup } from 'xstate';
 import { MAX_DELIVERY_ATTEMPTS } from '../src/protocol/limits.ts';
 

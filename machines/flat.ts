@@ -1,8 +1,7 @@
 // A flat machine's transition, read from its own definition: the same states, events, guards and
 // actions the diagrams and the generated path tests read, evaluated without XState's interpreter.
 // XState's `transition()` resolves a snapshot, builds state-node sets and action queues and
-// clones the snapshot per assign: ~30 µs for an envelope step, ~90 µs for a channel's, paid once
-// per envelope of a pull. These machines are flat (no children, entry/exit actions, delays or
+// clones the snapshot per assign, a cost paid once per envelope of a pull. These machines are flat (no children, entry/exit actions, delays or
 // eventless transitions), so a transition is: the first enabled candidate in document order, its
 // assign actions folded over the context in order, its other actions collected with their
 // params. `compile()` refuses any feature outside that set, so a machine that grows one fails at

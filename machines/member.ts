@@ -1,4 +1,4 @@
-// One membership (FEATURES.md §2.4): linked while the host session is alive, stale once the host
+// One membership (protocol.md "The state"): linked while the host session is alive, stale once the host
 // reports it gone, removed on disconnect or kick. The state value maps to `member.stale`.
 import { assign, setup } from 'xstate';
 

@@ -1,4 +1,4 @@
-// One recipient's delivery line on one channel (FEATURES.md §5.2): whether a push hand-over may
+// One recipient's delivery line on one channel (protocol.md "The machines"): whether a push hand-over may
 // start now, must wait for a due time, or is held. Pure: deadlines live in context, events carry `now`.
 // Every state is recoverable from the stored fields: a batch in flight → delivering, a hold →
 // blocked, a deadline → cooling, nothing → ready.

@@ -1,4 +1,4 @@
-// Untrusted-peer framing (FEATURES.md §5.7): ONE implementation for push, spawn, pull, hooks and
+// Untrusted-peer framing (protocol.md "Framing"): ONE implementation for push, spawn, pull, hooks and
 // reads, so peer text reaches a model in exactly one shape wherever it comes from.
 //
 // Two rules keep peer words inside the frame:
@@ -234,12 +234,17 @@ function notice(e: Envelope, channelName: string): string {
   );
 }
 
+/** The header's id field of an envelope's frame: a text holding it shows that frame. */
+export const frameIdMark = (messageId: string) => `| id: ${messageId} |`;
+/** Whether a text holds any frame header's id field. */
+export const FRAME_ID_MARK_RE = /\| id: ocm_[0-9a-f]+ \|/;
+
 /** One envelope as a model sees it. `channelName` is resolved from the envelope's own channel. */
 export function frameEnvelope(e: Envelope, channelName: string): string {
   const bad = unframeable(e, channelName);
   if (bad) throw bad;
   const header =
-    `[OpenComms] from ${e.sender_role} | type: ${e.message_type} | id: ${e.message_id} | ` +
+    `[OpenComms] from ${e.sender_role} | type: ${e.message_type} ${frameIdMark(e.message_id)} ` +
     `reply_to: ${e.reply_to ?? 'none'} | hop: ${e.hop_count} | channel: ${channelName}`;
   return `${header}\n\n${frameContent(e.content)}\n\n${notice(e, channelName)}`;
 }

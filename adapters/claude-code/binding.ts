@@ -1,4 +1,4 @@
-// Which member a host session is (FEATURES.md §8.2 "Resolve" and "Binding"). A session resolves to
+// Which member a host session is (hosts.md "The hook runner": resolve and binding). A session resolves to
 // the one member whose rows of this host name it; otherwise it may bind, in order: the env pin
 // OPENCOMMS_MEMBER_ID, then the one pinned member of this host that is unbound or stale. Several
 // candidates bind nothing: the user is told how to disambiguate. A's pin never binds for B: a member

@@ -1,9 +1,9 @@
-// The hook runner's full path (FEATURES.md §8.2), loaded only when the fast path saw work: bind the
+// The hook runner's full path (hosts.md "The hook runner"), loaded only when the fast path saw work: bind the
 // session, clear a stale mark, confirm a wake the woken turn shows, sweep the batches of dead
 // processes, and hand pending mail over at this boundary (drain + commit in ONE locked mutation,
 // `delivery_method: push`). Fail-open: any fault answers `{}` and is recorded when the state is writable.
 import { open, readFile } from 'node:fs/promises';
-import { BATCH_SEPARATOR } from '../../src/framing.ts';
+import { BATCH_SEPARATOR, FRAME_ID_MARK_RE, frameIdMark } from '../../src/framing.ts';
 import { MAX_BATCH } from '../../src/protocol/limits.ts';
 import { channelHold } from '../../src/engine/deliver.ts';
 import { hasInFlight } from '../../src/engine/receipts.ts';
@@ -70,9 +70,6 @@ function shownInTranscript(tail: string): string {
     .join('\n');
 }
 
-/** The envelope ids a frame header names (`| id: ocm_… |`), as framing.ts writes them. */
-const idMark = (id: string) => `| id: ${id} |`;
-
 /**
  * A wake waiter handed a batch to this host process (held in flight under its tag). The woken turn
  * carries that text: its UserPromptSubmit `prompt`, or the transcript by its Stop. Seeing it there
@@ -88,9 +85,9 @@ async function confirmWake(rt: Runtime, ctx: HookContext, member: string): Promi
   );
   if (!held.length) return;
   let seen = ctx.input.prompt ?? '';
-  if (!held.every((e) => seen.includes(idMark(e.message_id))))
+  if (!held.every((e) => seen.includes(frameIdMark(e.message_id))))
     seen += shownInTranscript(await transcriptTail(ctx.input.transcript_path));
-  const shown = held.filter((e) => seen.includes(idMark(e.message_id)));
+  const shown = held.filter((e) => seen.includes(frameIdMark(e.message_id)));
   // Committed under the hold the waiter drained them with: a batch swept and handed over again
   // meanwhile is fenced, not committed twice.
   if (shown.length)
@@ -118,7 +115,7 @@ async function sweepDead(rt: Runtime, member: string): Promise<void> {
 
 /** A prompt that carries OpenComms frames is a wake (or a spawned run's batch): the host puts this
  *  hook's context BEFORE it, so newer mail handed over here would be read before older mail. */
-const carriesMail = (prompt: string | undefined) => /\| id: ocm_[0-9a-f]+ \|/.test(prompt ?? '');
+const carriesMail = (prompt: string | undefined) => FRAME_ID_MARK_RE.test(prompt ?? '');
 
 /** Codex shows a Stop hook's reason HTML-escaped inside `<hook_prompt>` (docs/hosts.md): a frame
  *  there would not have the shape the model is told about, so the model is sent to read it. */

@@ -1,4 +1,4 @@
-// What one hook run is about (FEATURES.md §8.2): the mode from argv, the project directory, the host
+// What one hook run is about (hosts.md "The hook runner"): the mode from argv, the project directory, the host
 // label, and the JSON the host wrote on stdin. Node built-ins only: this runs on every prompt.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';

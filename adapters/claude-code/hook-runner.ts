@@ -1,4 +1,4 @@
-// `.opencomms/claude-code-hooks.mjs` (FEATURES.md §8.2): the hook runner Claude Code (and Codex,
+// `.opencomms/claude-code-hooks.mjs` (hosts.md "The hook runner"): the hook runner Claude Code (and Codex,
 // with `--host codex`) runs at every session start, prompt, turn end and session end, and as the
 // waiter that wakes an idle session (`wait`). It runs on every prompt, so the common case (nothing
 // for this session) is answered from a glance at the state with Node built-ins only; the store,

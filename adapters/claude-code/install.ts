@@ -1,4 +1,4 @@
-// `opencomms install claude-code` / `uninstall claude-code` as pure plans (FEATURES.md §8.1, §9):
+// `opencomms install claude-code` / `uninstall claude-code` as pure plans (hosts.md "Installers"; operator.md "Command line"):
 // given the current text of every target file, the new text of each (null = delete) or a refusal.
 // Nothing here touches the disk; adapters/install/files.ts writes the plan atomically.
 import { join } from 'node:path';
@@ -29,6 +29,7 @@ import {
   MEMBER_ID_VAR,
   pinnedIn,
   serverArgs,
+  isOurServer,
 } from '../install/member-env.ts';
 import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
 import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
@@ -122,9 +123,6 @@ const serverEntry = (pin: string | null) => ({
   args: serverArgs(HOST),
   env: claudeMemberEnv(pin),
 });
-
-/** An `opencomms` server entry is ours when it starts our bundle; a hand-written one is the user's. */
-export const isOurServer = (entry: unknown) => entry !== undefined && JSON.stringify(entry).includes(MCP_BUNDLE);
 
 interface Edit {
   text: string;

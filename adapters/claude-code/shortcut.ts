@@ -1,6 +1,7 @@
 // The hook runner's fast path: from an unvalidated glance at the state, is there provably nothing
 // to do for this hook (no mail, nothing to bind, confirm or clear)? Then it answers `{}` without
 // loading the store, the schemas or the machines. Any doubt → the full path decides.
+import { frameIdMark } from '../../src/framing.ts';
 import { MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { processTag } from '../../src/runtime/process.ts';
 import type { Glance } from '../../src/store/glance.ts';
@@ -60,7 +61,7 @@ function confirmOnly(s: RawState, ctx: HookContext): boolean {
     ([, e]) => e?.recipient_session_id === member && e.delivery_status === 'in_flight',
   );
   const tag = processTag(pid);
-  return held.length > 0 && held.every(([id, e]) => e.in_flight_by === tag && prompt.includes(`| id: ${id} |`));
+  return held.length > 0 && held.every(([id, e]) => e.in_flight_by === tag && prompt.includes(frameIdMark(id)));
 }
 
 /** True when the hook can answer `{}` at once (`raw` null: there is no state yet). */

@@ -1,4 +1,4 @@
-// Claude Code's spawn contract (FEATURES.md §8.4): `claude [prepend…] --resume <session> --print <batch>`.
+// Claude Code's spawn contract (hosts.md "spawn_push"): `claude [prepend…] --resume <session> --print <batch>`.
 import type { SpawnContract } from '../../src/runtime/spawn.ts';
 
 export const claudeSpawn: SpawnContract = {

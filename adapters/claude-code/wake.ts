@@ -1,4 +1,4 @@
-// The waiter that wakes an idle Claude Code session (notes/claude-code-wake.md). Registered as an
+// The waiter that wakes an idle Claude Code session (hosts.md "Waking an idle Claude Code session"). Registered as an
 // `asyncRewake` hook on SessionStart and Stop: it runs in the background, sleeps on the state
 // file's watch until mail for this session's member may be handed over (pause, cooldown, budgets
 // and stale rules are the drain's), then writes the framed batch to stderr and exits 2, which

@@ -1,4 +1,4 @@
-// `opencomms install codex` / `uninstall codex` as pure plans (FEATURES.md §8.1, §9, and beyond
+// `opencomms install codex` / `uninstall codex` as pure plans (hosts.md "Installers"; operator.md "Command line", and beyond
 // the seed: Codex 0.171 runs hooks, so the same hook runner is registered in `.codex/hooks.json`).
 // Codex loads project config and project hooks only for a trusted project, and runs a hook only
 // once it is reviewed (`/hooks`) or under `--dangerously-bypass-hook-trust`: the plan says so.
@@ -31,6 +31,7 @@ import {
   PROJECT_ARG,
   relBundle,
   serverArgs,
+  isOurServer,
 } from '../install/member-env.ts';
 import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
 import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
@@ -60,9 +61,6 @@ export function codexHookGroups(platform = process.platform): Record<string, Hoo
 }
 
 const REL = { config: '.codex/config.toml', hooks: '.codex/hooks.json' } as const;
-
-/** Our server entry is the one that starts our bundle; a hand-written `[mcp_servers.opencomms]` is the user's. */
-export const isOurServer = (entry: unknown) => entry !== undefined && JSON.stringify(entry).includes(MCP_BUNDLE);
 
 /** The pinned id an existing entry of ours names (this form or the older literal OPENCOMMS_MEMBER_ID). */
 export function pinnedOf(entry: unknown): string | null {

@@ -1,4 +1,4 @@
-// Codex's spawn contract (FEATURES.md §8.4): `codex [prepend…] exec resume <thread> <batch>`.
+// Codex's spawn contract (hosts.md "spawn_push"): `codex [prepend…] exec resume <thread> <batch>`.
 import type { SpawnContract } from '../../src/runtime/spawn.ts';
 
 export const codexSpawn: SpawnContract = {

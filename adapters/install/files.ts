@@ -1,4 +1,4 @@
-// The one write step of every installer (FEATURES.md §8.1): a plan of whole-file changes computed in
+// The one write step of every installer (hosts.md "Installers"): a plan of whole-file changes computed in
 // memory first, then each file written atomically (temp + fsync + rename + directory fsync); if a
 // later write fails, the files already written are put back as they were (restored, or removed when
 // they were new). Never a partial install. Pure planners live beside each host; this module is the

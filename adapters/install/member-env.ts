@@ -1,4 +1,4 @@
-// The environment an installed MCP server entry carries (FEATURES.md §8.1, §8.3). The session's own
+// The environment an installed MCP server entry carries (hosts.md "Installers"). The session's own
 // OPENCOMMS_MEMBER_ID decides the member wherever it is set, so two sessions of one host in one
 // project run as two members; the pinned member (from `opencomms install-member`) is the fallback,
 // and a placeholder stands there until one is pinned (doctor reports it, install-member replaces it).
@@ -33,20 +33,15 @@ export const codexMemberEnv = (pin: string | null) => ({
   OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
 });
 
-/** Node flags of an installed MCP server (a departure from §8.1's argv, which starts at the
- *  bundle): its live heap stays under 10 MB, but V8 sizes the heap by allocation rate and a busy
- *  server grew to ~125 MB RSS after 10k sends. A 256 MB old-space ceiling (room for a 2000-message
- *  archive) and a 2 MB young generation bound it (at 1 MB a pull of 100 spent a third of its time
- *  in scavenges). `--v8-pool-size=1` keeps one V8 worker thread, not Node's default four, which
- *  holds RSS at 75–78 MB. Not `--single-threaded`, which saved ~3 MB more: it moves the optimizing
- *  compiler onto the main thread, where each optimization of a hot function stalls the call that
- *  triggered it for 3–50 ms (send p99 ~10 ms against ~4.5 ms with one worker, most of it in a
- *  session's first thousand calls). `--interrupt-budget=16384` (V8's default is 67584) lets a
- *  function be optimized after a quarter of the bytecode it otherwise runs first: a tool call runs
- *  hundreds of functions once each, so with the default a server spent its first thousand calls
- *  mostly in the interpreter (send p50 over calls 500–2000, two servers side by side in one
- *  project: 0.68–0.72 → 0.55–0.58 ms). The extra compiles cost ~0.25 s of CPU over a server's
- *  first 600 calls, paid once per session. Measured in `npm run bench` and docs/performance.md. */
+/** Node flags of an installed MCP server (a departure from the argv in hosts.md "Installers", which
+ *  starts at the bundle). V8 sizes the heap by allocation rate, not by the small live heap, so a
+ *  256 MB old-space ceiling (room for a 2000-message archive) and a 2 MB young generation (a smaller
+ *  one spends a pull's time in scavenges) bound a busy server's memory. `--v8-pool-size=1` keeps one
+ *  V8 worker thread, not four; not `--single-threaded`, which moves the optimizing compiler onto
+ *  the main thread, where each optimization stalls the call that triggered it. `--interrupt-budget
+ *  =16384` (a quarter of V8's default) optimizes sooner: a tool call runs hundreds of functions once
+ *  each, and with the default a server spends its first thousand calls in the interpreter. The
+ *  figures are `npm run bench`'s (docs/performance.md). */
 export const MCP_NODE_FLAGS = [
   '--max-semi-space-size=2',
   '--max-old-space-size=256',
@@ -61,4 +56,7 @@ export const PROJECT_ARG = '.';
 export const relBundle = (name: string) => `.opencomms/${name}`;
 
 /** argv of the installed MCP server bundle for one host label. */
+/** A host's `opencomms` server entry is ours when it starts our bundle; a hand-written one is the user's. */
+export const isOurServer = (entry: unknown) => entry !== undefined && JSON.stringify(entry).includes(MCP_BUNDLE);
+
 export const serverArgs = (host: string) => [...MCP_NODE_FLAGS, relBundle(MCP_BUNDLE), PROJECT_ARG, '--host', host];

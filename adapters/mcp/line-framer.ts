@@ -1,4 +1,4 @@
-// The pure half of the MCP stdio transport (FEATURES.md §4 "MCP frame", §7.3 wire table): bytes in,
+// The pure half of the MCP stdio transport (protocol.md "Rules and defaults", "MCP server and wire"): bytes in,
 // frames out, no streams. As the MCP SDK keeps `shared/stdio.ts` (its ReadBuffer) apart from
 // `server/stdio.ts`, this module holds every framing rule and `transport.ts` only moves bytes.
 //

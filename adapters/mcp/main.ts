@@ -1,4 +1,4 @@
-// The MCP server as a program of its own (FEATURES.md §7.1):
+// The MCP server as a program of its own (protocol.md "MCP server and wire"):
 //   node opencomms-mcp.mjs <project-dir> [--host LABEL] [--admin]
 // It is the self-contained bundle an installer copies into `.opencomms/`, and what
 // `opencomms mcp [--project DIR]` runs: hosts start one per session, so it loads nothing else.

@@ -1,5 +1,5 @@
 // Request params checked against the schema of the method this server handles, before the SDK
-// sees them (FEATURES.md §7.3: a wrong JSON type is -32602). The SDK parses params inside its
+// sees them (protocol.md "MCP server and wire": a wrong JSON type is -32602). The SDK parses params inside its
 // handler wrapper and answers a failure with -32603 Internal error and a dump of the zod issues:
 // that is neither the contract's code nor a message an agent can act on.
 import {

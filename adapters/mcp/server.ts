@@ -1,4 +1,4 @@
-// `opencomms mcp`: one stdio MCP server serving exactly ONE pinned member (FEATURES.md §7).
+// `opencomms mcp`: one stdio MCP server serving exactly ONE pinned member (protocol.md "MCP server and wire").
 // McpServer lists the tools from their zod shapes; tools/call is answered by our own handler so
 // that a missing or mistyped argument is a JSON-RPC -32602, not an isError result.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -89,7 +89,7 @@ const identityNotMember = () =>
     'Your pinned member id is on no channel roster (kicked, disconnected or reset). Join a channel again with opencomms_join.',
   );
 
-/** The identity gate of §7.2, then the engine. */
+/** The identity gate (protocol.md "Result shape"), then the engine. */
 async function call(
   rt: Runtime,
   tool: ToolDef,
@@ -125,7 +125,7 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   }
   const pin = readPin(env);
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
-  // Spawn delivery runs for this instance's own sends and their re-drains (§7.1, §8.4).
+  // Spawn delivery runs for this instance's own sends and their re-drains (protocol.md "MCP server and wire"; hosts.md "spawn_push").
   const spawn = spawnDriver(o.project, env);
   const rt = openRuntime(o.project, { log, spawn, follow: true });
   // The start-up sweep runs while the client initializes and lists tools; calls wait for it.

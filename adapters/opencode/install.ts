@@ -1,4 +1,4 @@
-// `opencomms install opencode` (FEATURES.md §6.7): writes the self-contained plugin bundle and
+// `opencomms install opencode` (hosts.md "OpenCode"): writes the self-contained plugin bundle and
 // registers it in opencode.json(c). Every config is parsed before the first write: a malformed
 // one means zero writes, bundle included. The entry is one element added to the user's `plugin`
 // array (its comments, trailing comma and layout stay); a `"plugin": "x"` string becomes an array
@@ -139,7 +139,7 @@ function unregister(
   return out === NEW_CONFIG && created(rec, HOST, rel) ? null : out;
 }
 
-/** `opencomms uninstall opencode` (FEATURES.md §9): the `plugin` entry and our bundle go; the rest stays. */
+/** `opencomms uninstall opencode` (operator.md "Command line"): the `plugin` entry and our bundle go; the rest stays. */
 export async function uninstallOpenCode(project: string): Promise<ToolResult> {
   const jsonc = join(project, 'opencode.jsonc');
   const configPath = existsSync(jsonc) ? jsonc : join(project, 'opencode.json');

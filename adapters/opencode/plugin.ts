@@ -1,9 +1,9 @@
-// The OpenCode plugin (classic `Plugin` hooks API of @opencode-ai/plugin 1.18; FEATURES.md §6).
+// The OpenCode plugin (classic `Plugin` hooks API of @opencode-ai/plugin 1.18; protocol.md "OpenCode plugin").
 // Bundled into `.opencode/plugins/opencomms.js` with no bare imports. It exports exactly ONE
 // plugin function. Identity comes from the tool context's `sessionID` only.
 import { resolve } from 'node:path';
 import type { Caller } from '../../src/engine/index.ts';
-import { BATCH_SEPARATOR } from '../../src/framing.ts';
+import { BATCH_SEPARATOR, frameIdMark } from '../../src/framing.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { memberships } from '../../src/engine/lookup.ts';
@@ -137,7 +137,7 @@ class Instance {
     if (redelivery) {
       const r = await s.messages({ path: { id: rid } }).catch(() => undefined);
       const seen = (r?.data ?? []).flatMap((m) => m.parts.map((p) => p.text ?? '')).join('\n');
-      const held = (id: string) => seen.includes(`| id: ${id} |`);
+      const held = (id: string) => seen.includes(frameIdMark(id));
       if (ids.every(held)) return;
       const frames = splitFrames(text);
       if (ids.some(held) && frames.length === ids.length)
@@ -161,7 +161,7 @@ class Instance {
     };
   }
 
-  /** Adapter pre-checks (§3.2 "ADP"), then the engine. */
+  /** Adapter pre-checks (protocol.md "Result shape"), then the engine. */
   async call(def: ToolDef, args: Record<string, unknown>, sid: string): Promise<ToolResult> {
     if (!sid) return refuse('context_missing', 'The host supplied no session id; report an adapter fault.');
     await this.markLocal(sid);

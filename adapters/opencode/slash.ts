@@ -1,4 +1,4 @@
-// `/OpenComms <Subcommand> [Key=Value …] [free text]` (FEATURES.md §6.6): deterministic parsing
+// `/OpenComms <Subcommand> [Key=Value …] [free text]` (hosts.md "OpenCode"): deterministic parsing
 // into an engine-bound tool call, and a plain-text rendering of the result's data.
 import type { ToolResult } from '../../src/protocol/result.ts';
 

@@ -1,4 +1,4 @@
-// `npm run soak`: a crash soak of one project (issue 8, Prove 1). Four writer processes and two
+// `npm run soak`: a crash soak of one project. Four writer processes and two
 // push owners work on one project while a random one of them is SIGKILLed at random moments and
 // restarted; a checker process loads the state through a fresh store all along. Then the killing
 // stops, everyone drains, a final sweep runs, and one JSON line says what was lost, duplicated,

@@ -1,5 +1,5 @@
 // What every command module gets: where to write, which project, how to answer. One place for
-// the `--json` document, the exit codes of §9 and the operator identity of the CLI.
+// the `--json` document, the exit codes (operator.md "Command line") and the operator identity of the CLI.
 import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -18,7 +18,7 @@ export const processIo: Io = {
   err: (t) => void process.stderr.write(t),
 };
 
-/** §9 exit codes: 0 success; 1 any refusal, failure, usage error or unknown command. */
+/** Exit codes (operator.md "Command line"): 0 success; 1 any refusal, failure, usage error or unknown command. */
 export const EXIT_OK = 0;
 export const EXIT_FAIL = 1;
 
@@ -87,7 +87,7 @@ function existingDir(dir: string): string {
   return dir;
 }
 
-/** The CLI acts as the operator with the `cli-local-project` sentinel (§5.10). */
+/** The CLI acts as the operator with the `cli-local-project` sentinel (protocol.md "Timer, kick, sessions"). */
 export const cliOperator = (project: string) => operatorActor(project, CLI_PROJECT_ID);
 
 /** Runs `fn` with a runtime on the project and always closes it. */

@@ -1,4 +1,4 @@
-// The host commands of the CLI (FEATURES.md §8.1, §8.3, §9): install / uninstall <host>,
+// The host commands of the CLI (hosts.md "Installers"; operator.md "Command line"): install / uninstall <host>,
 // install-member, bind. Each returns a ToolResult and its exit code; the dispatcher only prints.
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -7,7 +7,6 @@ import {
   HOST as CLAUDE,
   claudePaths,
   claudeUses,
-  isOurServer as isClaudeServer,
   pinnedOf as claudePinnedOf,
   planClaudeInstall,
   planClaudeUninstall,
@@ -16,7 +15,6 @@ import {
   HOST as CODEX,
   codexPaths,
   codexUses,
-  isOurServer as isCodexServer,
   pinnedOf as codexPinnedOf,
   planCodexInstall,
   planCodexUninstall,
@@ -33,6 +31,7 @@ import {
   pinnedIn,
   PINNED_ID_VAR,
   ROLE_PLACEHOLDER,
+  isOurServer,
 } from '../../adapters/install/member-env.ts';
 import { isRefusal, malformed, type InstallPlan } from '../../adapters/install/plan.ts';
 import { HOST_LABEL_RE, isMemberId, MEMBER_ID_RE, newMemberId } from '../protocol/ids.ts';
@@ -55,7 +54,7 @@ const DETECT_TIMEOUT_MS = 15_000;
 
 export type Detect = (bin: string) => Promise<string | null>;
 
-/** The CLI's version line, or null when it cannot be run (informational, §8.1). */
+/** The CLI's version line, or null when it cannot be run (informational, hosts.md "Installers"). */
 export const detectCli: Detect = (bin) =>
   new Promise((res) => {
     const win = process.platform === 'win32';
@@ -244,13 +243,13 @@ export async function installAll(project: string, o: HostOptions = {}): Promise<
 async function configuredMember(project: string, host: typeof CLAUDE | typeof CODEX): Promise<string | null> {
   if (host === CLAUDE) {
     const mcp = parseObject((await readTargets([claudePaths(project).mcp])).get(claudePaths(project).mcp) ?? '');
-    return isObject(mcp?.mcpServers) && isClaudeServer(mcp.mcpServers.opencomms)
+    return isObject(mcp?.mcpServers) && isOurServer(mcp.mcpServers.opencomms)
       ? claudePinnedOf(mcp.mcpServers.opencomms)
       : null;
   }
   const toml = parseToml((await readTargets([codexPaths(project).config])).get(codexPaths(project).config) ?? '');
   const entry = toml ? serverOf(toml.value) : undefined;
-  return isCodexServer(entry) ? codexPinnedOf(entry) : null;
+  return isOurServer(entry) ? codexPinnedOf(entry) : null;
 }
 
 /** `opencomms uninstall` with no host: each host's uninstall, stopping at the first refusal. */

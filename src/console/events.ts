@@ -1,9 +1,9 @@
-// Server-sent events of the console (FEATURES.md §10.2 GET /api/events): `hello` on connect,
+// Server-sent events of the console (GET /api/events; operator.md "The console"): `hello` on connect,
 // `refresh` whenever the state or an archive changed (any process: the store's watch) or the
 // console itself acted, and a `: ping` comment every SSE_PING_MS so idle connections stay open.
 import type { ServerResponse } from 'node:http';
 
-/** §4 Console: a ping every 10 s, well inside the idle timeouts of browsers and proxies. */
+/** A ping every 10 s, well inside the idle timeouts of browsers and proxies (protocol.md "Rules and defaults"). */
 export const SSE_PING_MS = 10_000;
 
 export type RefreshReason =

@@ -1,4 +1,4 @@
-// The console's protections (FEATURES.md §10.1), as pure checks on a request's method and headers:
+// The console's protections (operator.md "The console"), as pure checks on a request's method and headers:
 // a Host header that is not loopback (DNS rebinding) and a cross-site write (CSRF) are refused.
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);

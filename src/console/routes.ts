@@ -1,4 +1,4 @@
-// The console API (FEATURES.md §10.2): each route is one engine operation through the runtime, as
+// The console API (operator.md "The console"): each route is one engine operation through the runtime, as
 // the operator (project id `gui-local-project`). Success answers 200 with the ToolResult; an
 // operation refusal answers 400 with it (`data.reason`).
 import { DEFAULT_JOIN_HOST, joinCommandResult } from '../../adapters/join-commands.ts';

@@ -1,4 +1,4 @@
-// `opencomms gui` / `serve` (FEATURES.md §10): node:http on a loopback address, one project, one
+// `opencomms gui` / `serve` (operator.md "The console"): node:http on a loopback address, one project, one
 // embedded page. Every request passes the Host and cross-site checks (403, recorded in
 // state.errors), a body cap (413), the route table (404 names method and path), and never shows
 // a stack trace (500, details in state.errors and on stderr). The page is refreshed by SSE when
@@ -19,7 +19,7 @@ import { match } from './routes.ts';
 /** Longest header text copied into an error entry: enough to recognise the origin, no more. */
 const LOGGED_HEADER_CHARS = 200;
 
-/** Everything the page may load comes from this server (§10: no CDN, no external request). */
+/** Everything the page may load comes from this server (operator.md "The console": no CDN, no external request). */
 const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",

@@ -1,6 +1,6 @@
-// `opencomms doctor [--fix]` (FEATURES.md §9): one row per check, `[OK]` / `[WARN]` / `[FAIL]`.
-// `--fix` does only what §9 allows: remove stale locks and temp files of ended processes, sweep
-// in-flight mail of ended processes (§5.4), and re-register a missing config entry for an
+// `opencomms doctor [--fix]` (operator.md "Command line"): one row per check, `[OK]` / `[WARN]` / `[FAIL]`.
+// `--fix` does only what operator.md "Command line" allows: remove stale locks and temp files of ended processes, sweep
+// in-flight mail of ended processes (protocol.md "Drain, commit, requeue, sweep"), and re-register a missing config entry for an
 // installed OpenCode plugin bundle. It never installs an integration and never runs install-member.
 import { statSync } from 'node:fs';
 import { rm, unlink } from 'node:fs/promises';
@@ -27,7 +27,7 @@ import {
 import { claudeRows, codexRows, memberIdRows, opencodeRows } from './hosts.ts';
 import { boundStore } from './store.ts';
 
-/** The oldest Node this package supports (package.json `engines`; chokidar 5 needs it). */
+/** The oldest Node this package supports; keep equal to package.json `engines`. */
 export const MIN_NODE = [20, 19, 0] as const;
 
 export interface DoctorReport {
@@ -268,7 +268,7 @@ export async function diagnose(project: string, now: number): Promise<Row[]> {
   ];
 }
 
-/** Applies the fixes §9 allows; returns what it did. */
+/** Applies the fixes doctor may make (operator.md "Command line"); returns what it did. */
 export async function repair(project: string, now: number): Promise<string[]> {
   const paths = resolvePaths(project);
   const fixed: string[] = [];

@@ -1,14 +1,14 @@
-// The store's files as doctor sees them (FEATURES.md §2, §9): state load without recovering
+// The store's files as doctor sees them (protocol.md "State files"; operator.md "Command line"): state load without recovering
 // anything, corrupt backups, the migration marker, the lock and temp-file leftovers. Doctor
 // diagnoses the embedded file store, so it is the one operator tool that names its files; it
-// never changes them except through the fixes §9 allows (fix.ts).
+// never changes them except through the fixes of `doctor --fix` (doctor.ts; operator.md "Command line").
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { open, readdir, readFile, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LOCK_STALE_MS } from '../protocol/limits.ts';
-import { inspectState, resolvePaths, type Inspection, type StorePaths } from '../store/index.ts';
+import { inspectState, resolvePaths, TEMP_NAME_RE, type Inspection, type StorePaths } from '../store/index.ts';
 import { processAlive } from '../runtime/runtime.ts';
 
 export type Level = 'OK' | 'WARN' | 'FAIL';
@@ -19,14 +19,14 @@ export interface Row {
 }
 export const row = (level: Level, check: string, detail: string): Row => ({ level, check, detail });
 
-/** Doctor never prints a member id in full (§9, INS-7): the first SHORT_ID_CHARS and `...`. */
+/** Doctor never prints a member id in full (operator.md "Command line"): the first SHORT_ID_CHARS and `...`. */
 const SHORT_ID_CHARS = 12;
 export const shortId = (id: string) => (id.length > SHORT_ID_CHARS ? `${id.slice(0, SHORT_ID_CHARS)}...` : id);
 
 export type StateLoad = Inspection;
 
 /** Loads the state the way every load does (state.json and its journal), but recovers nothing:
- *  damage is reported, not replaced (the next operation preserves and replaces it, §2.7). */
+ *  damage is reported, not replaced (the next operation preserves and replaces it, protocol.md "Loading (fail-closed)"). */
 export const loadState = (paths: StorePaths): Promise<StateLoad> => inspectState(paths.project);
 
 export async function migrationMarker(project: string): Promise<string | null> {
@@ -97,20 +97,19 @@ export async function lockAge(paths: StorePaths, now: number): Promise<number | 
 }
 export const isStaleLock = (age: number | null) => age !== null && age > LOCK_STALE_MS;
 
-/** Temp files of atomic saves (`<prefix>.<pid>.<8 hex>.tmp`, §2) left behind by a process that
+/** Temp files of atomic saves (`<prefix>.<pid>.<8 hex>.tmp`, protocol.md "State files") left behind by a process that
  *  is gone; a live writer's temp file is its save in progress. */
 export interface TempFile {
   file: string;
   pid: number;
   alive: boolean;
 }
-const TEMP_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 
 export async function tempFiles(paths: StorePaths): Promise<TempFile[]> {
   const out: TempFile[] = [];
   for (const dir of [paths.dir, paths.journal, paths.history, paths.archives, paths.pins]) {
     for (const n of await names(dir)) {
-      const m = TEMP_RE.exec(n);
+      const m = TEMP_NAME_RE.exec(n);
       if (!m) continue;
       const pid = Number(m[1]);
       out.push({ file: join(dir, n), pid, alive: processAlive(`${pid}@${hostname()}`) });

@@ -1,14 +1,14 @@
-// Per-host install state as the installers write it (FEATURES.md §6.7, §8.1) and the member ids they
-// name (§8.3). Each host's whole install is checked (config entries, hooks, the bundles they start);
+// Per-host install state as the installers write it (hosts.md "OpenCode", "Installers") and the member ids they
+// name (hosts.md "Installers"). Each host's whole install is checked (config entries, hooks, the bundles they start);
 // a host with none of its entries is "not installed" and never fails; an entry that names a path
 // outside this project (a moved or copied project) fails with the command that repairs it. Doctor
-// reads these files only; it never writes them except the one OpenCode re-registration §9 allows.
-// No id is printed in full (§9, INS-7).
+// reads these files only; it never writes them except the one OpenCode re-registration doctor --fix may make.
+// No id is printed in full (operator.md "Command line").
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
-import { claudeHookGroups, claudePaths, isOurServer as isClaudeServer } from '../../adapters/claude-code/install.ts';
+import { claudeHookGroups, claudePaths } from '../../adapters/claude-code/install.ts';
 import { parseToml, serverOf } from '../../adapters/codex/config-toml.ts';
-import { codexHookGroups, codexPaths, isOurServer as isCodexServer } from '../../adapters/codex/install.ts';
+import { codexHookGroups, codexPaths } from '../../adapters/codex/install.ts';
 import { HOOK_RUNNER, RUNNER_BUNDLES, MCP_BUNDLE } from '../../adapters/install/bundles.ts';
 import { isObject, parseObject, type JsonObject } from '../../adapters/install/json.ts';
 import {
@@ -18,6 +18,7 @@ import {
   PINNED_ID_VAR,
   pinnedIn,
   relBundle,
+  isOurServer,
 } from '../../adapters/install/member-env.ts';
 import { bundleState, planConfig, PLUGIN_PATH } from '../../adapters/opencode/install.ts';
 import type { Pin } from '../store/index.ts';
@@ -129,7 +130,7 @@ function claudeFacts(project: string): HostFacts {
   const events = Object.keys(claudeHookGroups());
   const hooked = hookedEvents(settings.kind === 'ok' ? settings.value : null, events);
   const entry = mcp.kind === 'ok' && isObject(mcp.value.mcpServers) ? mcp.value.mcpServers.opencomms : undefined;
-  const ours = isClaudeServer(entry);
+  const ours = isOurServer(entry);
   const parts: Record<string, boolean> = {
     [`hooks in .claude/settings.json (${events.length} events)`]: hooked.length === events.length,
     'mcpServers.opencomms in .mcp.json': ours,
@@ -160,7 +161,7 @@ function codexFacts(project: string): HostFacts {
   const events = Object.keys(codexHookGroups());
   const hooked = hookedEvents(hooks.kind === 'ok' ? hooks.value : null, events);
   const entry = toml ? serverOf(toml.value) : undefined;
-  const ours = isCodexServer(entry);
+  const ours = isOurServer(entry);
   const parts: Record<string, boolean> = {
     '[mcp_servers.opencomms] in .codex/config.toml': ours,
     [`hooks in .codex/hooks.json (${events.length} events)`]: hooked.length === events.length,
@@ -220,7 +221,7 @@ function identities(project: string): Array<{ host: string; where: string; pinne
   const out = [];
   const mcp = readJson(claudePaths(project).mcp);
   const claude = mcp.kind === 'ok' && isObject(mcp.value.mcpServers) ? mcp.value.mcpServers.opencomms : undefined;
-  if (isClaudeServer(claude) && isObject(claude)) {
+  if (isOurServer(claude) && isObject(claude)) {
     const v = isObject(claude.env) ? claude.env[MEMBER_ID_VAR] : undefined;
     out.push({
       host: 'claude-code',
@@ -231,7 +232,7 @@ function identities(project: string): Array<{ host: string; where: string; pinne
   }
   const toml = parseToml(readText(codexPaths(project).config) ?? '');
   const codex = toml ? serverOf(toml.value) : undefined;
-  if (isCodexServer(codex) && isObject(codex)) {
+  if (isOurServer(codex) && isObject(codex)) {
     const env = isObject(codex.env) ? codex.env : {};
     const passes =
       Array.isArray(codex.env_vars) && codex.env_vars.includes(MEMBER_ID_VAR) && env[MEMBER_ID_VAR] === undefined;
@@ -245,7 +246,7 @@ function identities(project: string): Array<{ host: string; where: string; pinne
   return out;
 }
 
-/** §9: a member id still set to the installer's placeholder FAILs until install-member sets it;
+/** A member id still set to the installer's placeholder FAILs until install-member sets it;
  *  several pinned members of one host whose config can only ever start one of them FAIL too. */
 export function memberIdRows(project: string, pins: Pin[]): Row[] {
   const ids = identities(project);

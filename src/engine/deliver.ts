@@ -1,4 +1,4 @@
-// Two-phase delivery (PROTOCOL.md "Delivery semantics", FEATURES.md §5.1, §5.4, §5.6):
+// Two-phase delivery (protocol.md "The machines", "Drain, commit, requeue, sweep"):
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
 import type { Hold } from '../../machines/index.ts';
@@ -75,7 +75,7 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
     const at = placement(state, e);
     let status: DeliveryStatus = e.delivery_status;
     if (!at) status = stepEnvelope(state.messages[id]!, { type: 'REJECT', now });
-    // §5.1 order: a paused or budget-held channel keeps its mail pending (it must not age out
+    // Order (protocol.md "The machines"): a paused or budget-held channel keeps its mail pending (it must not age out
     // while held). Only envelopes old enough to be past a window are offered to the machine,
     // so a drain's cost follows the stale ones, not the queue's length.
     else {

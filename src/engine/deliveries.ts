@@ -1,4 +1,4 @@
-// The live machine view of one session (FEATURES.md §10.3), derived purely from state and `now`:
+// The live machine view of one session (operator.md "The console"), derived purely from state and `now`:
 // per envelope its machine state, attempts, age against the window and what holds it; per
 // recipient its recipient-machine state. The console, `opencomms watch` and the tests all call
 // these functions, so what the operator sees is exactly what the engine would decide.
@@ -23,7 +23,7 @@ export type HoldReason =
 /** The recipient machine's state as the operator reads it: `blocked:<why>` names the hold. */
 export type RecipientState = Exclude<RecipientLine, 'blocked'> | `blocked:${HoldReason}`;
 
-/** §10.3 agent states: Offline = stale; Working = pending or in-flight mail addressed to it on
+/** Agent states (operator.md "The console"): Offline = stale; Working = pending or in-flight mail addressed to it on
  *  that channel; Idle otherwise. */
 export type AgentState = 'Offline' | 'Working' | 'Idle';
 export const AGENT_STATE_HELP =
@@ -128,7 +128,7 @@ export function holdOf(ch: Channel, m: Member, now: number): HoldReason | null {
   if (channel === 'paused' || channel === 'budget') return channel;
   if (m.stale) return 'stale_member';
   const caps = m.endpoint_capabilities;
-  // spawn_push needs resume + push and a bound host session (§8.4 gate; the host check is the adapter's).
+  // spawn_push needs resume + push and a bound host session (the gate of hosts.md "spawn_push"; the host check is the adapter's).
   if (m.delivery_mode === 'spawn_push' && (!caps.resume || !caps.push || !m.host_session_id)) return 'ineligible';
   if (!caps.push) return caps.pull ? 'awaiting_pull' : 'ineligible';
   const due = Math.max(ch.cooldown_until[m.session_id] ?? 0, ch.retry_at[m.session_id] ?? 0);

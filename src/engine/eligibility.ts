@@ -1,5 +1,5 @@
-// Who may be resumed by a host CLI (FEATURES.md §8.4 eligibility gate) and, from that, how long a
-// member's mail may wait before it ages out (§1.1). Host-neutral: the shell says which host labels
+// Who may be resumed by a host CLI (the eligibility gate, hosts.md "spawn_push") and, from that, how long a
+// member's mail may wait before it ages out (protocol.md "Delivery modes"). Host-neutral: the shell says which host labels
 // it can resume (`Env.spawnHosts`); the engine only compares labels.
 import type { Member } from '../protocol/schema.ts';
 

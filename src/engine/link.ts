@@ -1,4 +1,4 @@
-// create and join (FEATURES.md §3.2, §3.3 check order).
+// create and join (protocol.md "Result shape", "Check order").
 import {
   DEFAULT_MAX_HOPS,
   DEFAULT_MAX_MEMBERS,
@@ -74,7 +74,7 @@ export function newMember(
   };
 }
 
-/** A fresh active channel with every default (§2.2). */
+/** A fresh active channel with every default (protocol.md "The state"). */
 export function newChannel(
   fields: Pick<Channel, 'id' | 'name' | 'project_id' | 'worktree' | 'created_at'> & Partial<Channel>,
 ): Channel {
@@ -101,7 +101,7 @@ export const channelOf = (
   });
 
 /** A name a new channel cannot take: held by an active channel, or by a saved one (resume it);
- *  a deleted tombstone's name is free (§2.3). */
+ *  a deleted tombstone's name is free (protocol.md "Timer, kick, sessions"). */
 export function nameTaken(state: State, name: string, next: string): Refusal | null {
   const existing = state.channels[name];
   if (existing?.lifecycle === 'active') return refuse('channel_exists', `Channel "${name}" already exists. ${next}`);

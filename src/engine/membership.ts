@@ -238,7 +238,7 @@ export function setStale(
   );
 }
 
-/** A host session ended (FEATURES.md §8.2 SessionEnd): its members are marked stale, except a
+/** A host session ended (SessionEnd, hosts.md "The hook runner"): its members are marked stale, except a
  *  spawn_push member, whose session ends after every spawned run and is resumed for its next batch:
  *  its end is not the member leaving. */
 export const endSession = (state: State, hostSession: string, env: Env): Outcome =>

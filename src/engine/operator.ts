@@ -1,7 +1,7 @@
-// Operator-only operations of the CLI and the console (FEATURES.md §9 `session …`, §10.2): an
+// Operator-only operations of the CLI and the console (`session …`; operator.md "Command line", "The console"): an
 // empty active session that agents then join, and the reads behind session cards, session detail
 // and the live machine view. The operator sees every channel and archive and is bound by no
-// roster; its project id is a sentinel, so a session's first joiner sets its identity (CON-6).
+// roster; its project id is a sentinel, so a session's first joiner sets its identity.
 import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
@@ -69,7 +69,7 @@ export interface AgentView {
 const agentsOf = (state: Readonly<State>, ch: Channel, index: MailIndex): AgentView[] =>
   ch.members.map((m) => ({ ...memberRow(m), state: agentState(state, ch, m, index) }));
 
-/** One live session card (§10.2 GET /api/sessions); `index` is built once for every card. */
+/** One live session card (GET /api/sessions; operator.md "The console"); `index` is built once for every card. */
 export const liveCard = (state: Readonly<State>, ch: Channel, index: MailIndex = mailIndex(state)) => ({
   name: ch.name,
   channel_id: ch.id,
@@ -83,7 +83,7 @@ export const liveCard = (state: Readonly<State>, ch: Channel, index: MailIndex =
 export type LiveCard = ReturnType<typeof liveCard>;
 export type ArchiveCard = ReturnType<typeof archiveSummary>;
 
-/** Every live session (tombstones skipped, §2.3) and every archive, newest first (§3.5: the
+/** Every live session (tombstones skipped, protocol.md "Timer, kick, sessions") and every archive, newest first (protocol.md "Result shape": the
  *  operator sees all). `archives` come from the store, newest first. */
 export function sessionList(state: State, archives: readonly ArchiveHead[]): Outcome {
   const index = mailIndex(state);
@@ -151,7 +151,7 @@ export function sessionGet(state: State, args: { channel: unknown }, archive: Ar
   return answered(state, ok(`Saved session "${archive.name}" (${archive.message_count} messages).`, detail));
 }
 
-/** The live machine view of one session (§10.3); `logged` = its newest history-log envelopes. */
+/** The live machine view of one session (operator.md "The console"); `logged` = its newest history-log envelopes. */
 export function deliveries(
   state: State,
   args: { channel: unknown },

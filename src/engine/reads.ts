@@ -1,4 +1,4 @@
-// status, inbox, history: reads that change nothing (FEATURES.md §3.2, §3.5, §5.6).
+// status, inbox, history: reads that change nothing (protocol.md "Result shape", "Drain, commit, requeue, sweep").
 import { frameContent, headerFieldProblem, UNTRUSTED_NOTICE } from '../framing.ts';
 import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT, STATUS_ERRORS_SHOWN } from '../protocol/limits.ts';
 import { ok } from '../protocol/result.ts';

@@ -1,4 +1,4 @@
-// Recipient resolution (FEATURES.md §5.3), shared by send and the timer's `switch`.
+// Recipient resolution (protocol.md "Recipients"), shared by send and the timer's `switch`.
 import { refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Member } from '../protocol/schema.ts';
 import { memberLabel } from './lookup.ts';
@@ -6,7 +6,7 @@ import { memberLabel } from './lookup.ts';
 /** How much of a caller's `to` is echoed back in a refusal: a role or id is at most 64 chars. */
 const MAX_ECHOED_CHARS = 64;
 
-/** §5.3: `to` / `broadcast` / the single peer; never a guess on 3+ members. */
+/** `to` / `broadcast` / the single peer; never a guess on 3+ members. */
 export function resolveRecipients(ch: Channel, me: Member, to: unknown, broadcast: boolean): Member[] | Refusal {
   const others = ch.members.filter((m) => m.session_id !== me.session_id);
   const roster = { members: others.map(memberLabel) };

@@ -95,7 +95,7 @@ export function enforceRetention(state: State, now: number, touched?: Iterable<E
   if (touched) moved.push(...moveTerminal(state, Object.values(raw(state.messages))));
   const ids = Object.keys(raw(state.messages));
   if (ids.length > MAX_PERSISTED_MESSAGES) {
-    // §4 Retention: over the cap, terminal envelopes go first (oldest first), then the oldest pending.
+    // Retention (protocol.md "Rules and defaults"): over the cap, terminal envelopes go first (oldest first), then the oldest pending.
     const all = ids.map((id) => state.messages[id]!);
     const terminal = all
       .filter((e) => TERMINAL_STATUSES.includes(e.delivery_status))

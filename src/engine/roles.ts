@@ -1,4 +1,4 @@
-// The role block a member's own model sees (FEATURES.md §1 "Role prompt", §6.2, §8.2): one section
+// The role block a member's own model sees (protocol.md "Words", "OpenCode plugin"; hosts.md "The hook runner"): one section
 // per membership, never sent to peers. Hosts inject it where they can (system text, hook context).
 import { ROLE_HEADER } from '../protocol/limits.ts';
 import type { State } from '../protocol/schema.ts';

@@ -1,4 +1,4 @@
-// Saved sessions: save, resume, delete, archive reads (FEATURES.md §2.3, §2.6, §5.10).
+// Saved sessions: save, resume, delete, archive reads (protocol.md "Timer, kick, sessions", "Archives").
 // Archives are read by the shell and passed in; an archive to write comes back in `writes`, and
 // the store writes it before it saves the tombstone, so a crash never loses the saved messages.
 import { frameContent, frameWritten, UNTRUSTED_NOTICE } from '../framing.ts';
@@ -169,7 +169,7 @@ function resumeName(state: State, archive: Archive, raw: unknown): string | Refu
     return free(name) ? name : refuse('channel_exists', `Channel "${name}" already exists. Choose another new_name.`);
   }
   const base = archive.name.slice(0, MAX_CHANNEL_NAME - 3);
-  // `base`, then MAX_RESUME_LADDER suffixed rungs: base-r2 … base-r9 (§4 Resume ladder).
+  // `base`, then MAX_RESUME_LADDER suffixed rungs: base-r2 … base-r9 (the resume ladder, protocol.md "Rules and defaults").
   for (let i = 1; i <= MAX_RESUME_LADDER + 1; i++) {
     const name = i === 1 ? archive.name : `${base}-r${i}`;
     if (free(name)) return name;

@@ -1,4 +1,4 @@
-// The size pre-check of spawn delivery (FEATURES.md §8.4 step 2): on a copy of the state, without
+// The size pre-check of spawn delivery (hosts.md "spawn_push"): on a copy of the state, without
 // draining anything, which batch a drain would hand over within the argv budget.
 import { drain } from './deliver.ts';
 import type { State } from '../protocol/schema.ts';

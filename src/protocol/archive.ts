@@ -1,4 +1,4 @@
-// A saved session's archive, `archives/<channel_id>.json` (FEATURES.md §2.6).
+// A saved session's archive, `archives/<channel_id>.json` (protocol.md "Archives").
 import * as z from 'zod';
 import { ARCHIVE_ID_RE, CHANNEL_NAME_RE } from './ids.ts';
 import { MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME, MAX_SUMMARY_CHARS } from './limits.ts';
@@ -29,6 +29,13 @@ export const ArchiveSchema = z.looseObject({
 });
 export type Archive = z.infer<typeof ArchiveSchema>;
 export type ArchiveInput = z.input<typeof ArchiveSchema>;
+
+/** The newest of `newestFirst` whose name matches `name` case-insensitively: what a saved
+ *  session's name resolves to when several archives share it. */
+export function archiveNamed<A extends { name: string }>(newestFirst: readonly A[], name: string): A | undefined {
+  const wanted = name.trim().toLowerCase();
+  return newestFirst.find((a) => a.name.toLowerCase() === wanted);
+}
 
 /** An archive without its messages: what lists, lookups by name and session cards read. */
 export const ArchiveHeadSchema = ArchiveSchema.omit({ messages: true });

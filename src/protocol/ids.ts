@@ -12,8 +12,8 @@ export const CHANNEL_NAME_RE = /^[a-z0-9][a-z0-9\-_]*$/;
 export const ROLE_RE = /^[A-Za-z][A-Za-z0-9 _-]{0,31}$/;
 export const HOST_LABEL_RE = /^[a-z][a-z0-9-]{0,31}$/;
 
-/** Random bytes are drawn from a pool refilled 4 KiB at a time (as uuid does): one
- *  `randomBytes(16)` per id was ~8 µs, three ids a send. */
+/** Random bytes are drawn from a pool refilled 4 KiB at a time (as uuid does): a `randomBytes`
+ *  call per id costs more than the id, and a send makes three. */
 const POOL_BYTES = 4096;
 const pool = Buffer.alloc(POOL_BYTES);
 let used = POOL_BYTES;

@@ -1,5 +1,5 @@
 // Every limit and default of the protocol, each with the reason for its number.
-// FEATURES.md §4 is the contract; where this file departs from it, the comment says why.
+// protocol.md "Rules and defaults" states these values; where this file departs from it, the comment says why.
 
 export const SCHEMA_VERSION = 2;
 
@@ -18,7 +18,7 @@ export const MAX_MAX_MEMBERS = 32;
 export const DEFAULT_RATE_LIMIT = 20;
 export const MIN_RATE_LIMIT = 1;
 export const MAX_RATE_LIMIT = 1000;
-/** Fixed rate window (§4): the count restarts when `now − window_start > 60000`. */
+/** Fixed rate window (protocol.md "Rules and defaults"): the count restarts when `now − window_start > 60000`. */
 export const RATE_WINDOW_MS = 60_000;
 
 /** Duplicate-window keys kept per channel, newest first. At the default rate (20 per minute)
@@ -54,8 +54,8 @@ export const MAX_PULL_LIMIT = 100;
  *  watch); 5 s means nobody owns the session. */
 export const CROSS_SERVER_FALLBACK_MS = 5000;
 
-/** Live envelopes kept at most; past it the oldest pending is pruned (with an error). FEATURES.md
- *  says 2000, a bound on what every mutation rewrote when state.json was rewritten whole. With
+/** Live envelopes kept at most; past it the oldest pending is pruned (with an error). The original
+ *  specification says 2000, a bound on what every mutation rewrote when state.json was rewritten whole. With
  *  the journal a live envelope costs a mutation nothing, so the cap only bounds memory (~1 KB an
  *  envelope in every process that holds the state): 20,000 lets a member that is away for a day
  *  keep its mail (a backlog of 10,000 is a benchmark figure), where 2000 dropped accepted mail. */
@@ -63,8 +63,7 @@ export const MAX_PERSISTED_MESSAGES = 20_000;
 
 /** Terminal envelopes kept in hot state per channel: none. An envelope leaves state.json for its
  *  channel's append-only history log in the same locked mutation that makes it terminal, so
- *  state.json holds only live mail and a mutation's cost does not grow with history (measured:
- *  20 kept per channel tripled the state and the send latency of a 10-channel project). */
+ *  state.json holds only live mail and a mutation's cost does not grow with history. */
 export const HOT_TERMINAL_PER_CHANNEL = 0;
 
 /** How far back a reply's parent is looked for in the history log: replies answer recent
@@ -78,10 +77,10 @@ export const PARENT_SCAN_LINES = 10_000;
 export const MAX_STATE_FILE_BYTES = 256 * 1024 * 1024;
 
 export const MAX_ERRORS = 200;
-/** Chain roots remembered per channel. FEATURES.md allows up to 500; nothing reads more than the
- *  recent ones, and 500 ids cost 20 KB of hot state per busy channel. Past this cap the list is
- *  cut back to its newest half at once, not by one id per send: a send then appends one id to
- *  the journal instead of rewriting all of them (2.7 KB of a 3.8 KB journal line). */
+/** Chain roots remembered per channel. The original specification allows up to 500; nothing reads
+ *  more than the recent ones, and every id is hot state of a busy channel. Past this cap the list
+ *  is cut back to its newest half at once, not by one id per send: a send then appends one id to
+ *  the journal instead of rewriting all of them. */
 export const MAX_PROCESSED_CORRELATIONS = 128;
 export const MAX_DESCRIPTION_CHARS = 140;
 export const MAX_SUMMARY_CHARS = 2000;
@@ -106,7 +105,7 @@ export const MAX_RESUME_LADDER = 8;
 export const MAX_CHANNEL_NAME = 64;
 
 /** Lock: a waiter gives up after 5 s (`state_busy`) and retries at most every 10 ms.
- *  FEATURES.md says a lock is stale after 15 s; we break it after 3 s instead, because a waiter
+ *  The original specification says a lock is stale after 15 s; we break it after 3 s instead, because a waiter
  *  that gives up at 5 s could never break a 15 s-stale lock, and a SIGKILLed holder must not stall
  *  others for more than a few seconds. A live holder refreshes its lock every second, so only a
  *  holder whose event loop is blocked for 3 s could lose it. */
@@ -118,8 +117,7 @@ export const LOCK_RETRY_MAX_MS = 10;
 /** The journal size after which the next mutation writes the state whole again (a new snapshot):
  *  ~700 sends. Readers replay at most this much on a cold start (the Claude Code hook starts cold
  *  on every prompt), and a snapshot of a busy project (~100 KB) then costs under 1% of the appends
- *  it replaces. A large backlog makes the snapshot dear (10,000 pending: 14 MB, ~86 ms a
- *  compaction); a size that grew with it would lengthen every cold load instead
+ *  it replaces. A large backlog makes each snapshot dear; a size that grew with it would lengthen every cold load instead
  *  (docs/performance.md). */
 export const JOURNAL_COMPACT_BYTES = 1_048_576;
 

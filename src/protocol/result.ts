@@ -1,4 +1,4 @@
-// ToolResult: the one answer shape of every operation (FEATURES.md §3.1). Errors are data.
+// ToolResult: the one answer shape of every operation (protocol.md "Result shape"). Errors are data.
 
 export const REASONS = [
   'channel_not_found',

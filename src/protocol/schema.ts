@@ -1,6 +1,6 @@
-// zod schemas of state v2 (FEATURES.md §2, PROTOCOL.md "Message envelope").
-// Required fields are the structural rules of §2.7 (a breach = corrupt file); everything else is
-// backfilled with its default on load (§2.8). Objects are loose so additive fields survive.
+// zod schemas of state v2 (protocol.md "State files", "The state").
+// Required fields are the structural rules of protocol.md "Loading (fail-closed)" (a breach = corrupt file); everything else is
+// backfilled with its default on load (protocol.md "Loading (fail-closed)"). Objects are loose so additive fields survive.
 import * as z from 'zod';
 import {
   DEFAULT_MAX_HOPS,
@@ -24,7 +24,7 @@ export type DeliveryMode = (typeof DELIVERY_MODES)[number];
 export const CAPABILITY_KEYS = ['push', 'pull', 'resume', 'queue_while_busy', 'interrupt'] as const;
 export type Capabilities = Record<(typeof CAPABILITY_KEYS)[number], boolean>;
 
-/** §1.2: capabilities derived from the delivery mode. */
+/** Capabilities derived from the delivery mode. */
 export const MODE_CAPABILITIES: Record<DeliveryMode, Capabilities> = {
   push: { push: true, pull: true, resume: false, queue_while_busy: true, interrupt: false },
   spawn_push: { push: true, pull: true, resume: true, queue_while_busy: false, interrupt: false },
@@ -36,7 +36,7 @@ export const MODE_CAPABILITIES: Record<DeliveryMode, Capabilities> = {
 
 export type StalePolicy = { mode: 'window'; window_ms: number } | { mode: 'none'; window_ms: null };
 
-/** §1.1: push and spawn_push age out after the window; everything else never does. */
+/** Push and spawn_push age out after the window; everything else never does (protocol.md "Delivery modes"). */
 export function stalePolicyFor(mode: string): StalePolicy {
   return mode === 'push' || mode === 'spawn_push'
     ? { mode: 'window', window_ms: STALE_EVENT_MS }
@@ -209,7 +209,7 @@ export function parseState(raw: unknown): ParseOutcome {
     if (ch.lifecycle !== 'active' && ch.members.length > 0)
       return { ok: false, cause: `channels.${key}: a ${ch.lifecycle} channel has members` };
   }
-  // delivered_total backfill (§2.8): the channel's hand-overs still visible in state.
+  // delivered_total backfill (protocol.md "Loading (fail-closed)"): the channel's hand-overs still visible in state.
   const handed: Record<string, number> = {};
   for (const e of Object.values(s.messages))
     if (e.delivery_status === 'delivered' || e.delivery_status === 'in_flight')

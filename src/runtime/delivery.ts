@@ -1,4 +1,4 @@
-// The one delivery policy of every host (FEATURES.md §5.2–§5.5, §6.3, §8.4): which recipients this
+// The one delivery policy of every host (protocol.md "Owner-side delivery"; hosts.md "spawn_push"): which recipients this
 // process delivers to, when, and by which route. Adapters only translate to their host:
 //   own     sessions this process hosts (OpenCode push, a Claude Code wake waiter);
 //   spawn   spawn_push members resumed with a host CLI, for this process's own sends and re-drains;
@@ -26,14 +26,14 @@ export interface DeliveryDriver {
   /** Resolves when the host accepted the batch; throws when it did not. `redelivery`: part of the
    *  batch was handed over before (crash window), so the host may already hold it. */
   deliver(rid: string, text: string, messageIds: string[], redelivery: boolean): Promise<void>;
-  /** May prompt a push session nobody hosts (degraded, §5.5). */
+  /** May prompt a push session nobody hosts (degraded, protocol.md "Owner-side delivery"). */
   crossServer?: boolean;
   /** The host confirms the hand-over later (a hook of the woken turn commits it): the batch stays
    *  in flight, tagged with the runtime's process tag, until then. */
   confirmsLater?: boolean;
 }
 
-/** The spawn_push route (§8.4): a driver that resumes sessions with a host CLI. */
+/** The spawn_push route (hosts.md "spawn_push"): a driver that resumes sessions with a host CLI. */
 export interface SpawnDriver extends DeliveryDriver {
   readonly method: 'spawn_push';
   /** Host labels it has an argv contract for (the engine's eligibility gate reads them). */
@@ -142,7 +142,7 @@ export class Deliveries {
   }
 
   /**
-   * Start-up roster check (§6.4): every member of `hosts` on this worktree and this machine is
+   * Start-up roster check (protocol.md "OpenCode plugin"): every member of `hosts` on this worktree and this machine is
    * looked up in the host (another machine's sessions are not this host's to judge).
    * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
    * ownerless (its process is gone) → this process hosts it until its own process claims it back.
@@ -193,7 +193,7 @@ export class Deliveries {
     if (this.driver?.crossServer && rows.some((m) => m.delivery_mode === 'push')) this.fallback(rid);
   }
 
-  /** §5.5: after the delay, if the mail still waits, nobody alive owns the session and the host
+  /** After the delay (protocol.md "Owner-side delivery"), if the mail still waits, nobody alive owns the session and the host
    *  does not report it busy, deliver it from here. */
   private fallback(rid: string) {
     const t = setTimeout(() => {
@@ -266,7 +266,7 @@ export class Deliveries {
         held,
       });
       if (out) this.run(out.effects);
-      // §5.5: a failed cross-server hand-over gets ONE retry with the same allowance.
+      // A failed cross-server hand-over gets ONE retry with the same allowance.
       if (route === 'cross') this.routes.set(fx.recipient, 'cross-retry');
       return;
     }

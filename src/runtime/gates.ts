@@ -1,4 +1,4 @@
-// The roster rule both adapters apply before the engine (FEATURES.md §3.2 "ADP", §3.3, §7.2):
+// The roster rule both adapters apply before the engine (protocol.md "Check order", "Result shape"):
 // a caller on no live roster is refused with the adapter's own reason (MCP `identity_not_member`,
 // OpenCode `not_linked`), except that a channel-scoped call naming a tombstone is left to the
 // engine, whose `lifecycle_refused` takes precedence.

@@ -1,12 +1,11 @@
 // Runtime timings, each with the reason for its number.
 
 /** A following process (RuntimeOptions.follow) catches up this often while it waits for its
- *  next call, for the first FOLLOW_QUIET_MS; then every FOLLOW_IDLE_MAX_MS. A read right after
- *  a burst of another server's writes (a pull once mail arrived) finds at most this much of them
- *  left to apply: after 100 sends, the pull of 100 over MCP took 5.2 ms with 50 here, 3.9 with
- *  10, and no less with 5 (interleaved runs). A catch-up with nothing new is two `stat`s (~10 µs:
- *  a tenth of a percent of a core over that first second), and a line costs the same whenever it
- *  is applied, so a busy server does no more work, only earlier. */
+ *  next call, for the first FOLLOW_QUIET_MS; then every FOLLOW_IDLE_MAX_MS. A read right after a
+ *  burst of another server's writes then finds at most this much of them left to apply; a shorter
+ *  period makes that read no faster (docs/performance.md). A catch-up with nothing new is two
+ *  `stat`s, and a journal line costs the same whenever it is applied, so a busy server does no more
+ *  work, only earlier. */
 export const FOLLOW_IDLE_MS = 10;
 /** An agent's next call mostly comes within a second of its last; a server quiet for longer
  *  wakes once a second for two stats. */

@@ -3,6 +3,7 @@
 // machines had ids (`"<pid>@<hostname>"`) is judged as then: by PID when the hostname is this
 // one's, else assumed alive.
 import { hostname } from 'node:os';
+import { pidAlive } from '../store/pid.ts';
 import { isMachineId, MACHINE_ID } from './machine.ts';
 
 export const processTag = (pid: number = process.pid, machine: string = MACHINE_ID) =>
@@ -29,17 +30,6 @@ export function parseTag(tag: string): ParsedTag {
 export function onThisMachine(tag: string, machine: string = MACHINE_ID): boolean {
   const t = parseTag(tag);
   return t.machine === null ? t.hostname === hostname() : t.machine === machine;
-}
-
-/** A process of this machine is alive if signal 0 reaches it. */
-function pidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Which processes of other machines hold a lease now, on the store's clock (lease.ts). */

@@ -229,7 +229,7 @@ export class Runtime {
     this.idle.unref?.();
   }
 
-  /** §3.2: an unexpected fault answers `internal_error`; its details go to the log and to
+  /** An unexpected fault answers `internal_error`; its details go to the log and to
    *  `state.errors` like every other failure, never into the message. */
   private async internalError(op: string, e: unknown): Promise<Refusal> {
     const detail = e instanceof Error ? e.message : String(e);

@@ -1,4 +1,4 @@
-// Spawn delivery (FEATURES.md §8.4), host-neutral: resume a member's host session with its CLI and
+// Spawn delivery (hosts.md "spawn_push"), host-neutral: resume a member's host session with its CLI and
 // the framed batch as ONE argv element, always last. execFile with no shell: peer text is never
 // parsed by anything. Adapters give the argv contract per host label; this file owns the gate, the
 // executable override, the size check before draining and the error records (never argv, never
@@ -143,11 +143,11 @@ export class Spawner implements SpawnDriver {
     await this.runtime.run({ op: 'record_error', entry: { at: this.runtime.env().now, message, session_id: rid } });
   }
 
-  /** §8.4 steps 2: the gate, then the size check on pending mail without draining. */
+  /** The gate, then the size check on pending mail without draining. */
   async bounds(rid: string): Promise<DrainOptions | null> {
     const state = await this.runtime.read();
     const row = this.eligibleRow(state, rid);
-    if (!row) return null; // ineligible: the mail waits for opencomms_pull and never ages out (§1.1)
+    if (!row) return null; // ineligible: the mail waits for opencomms_pull and never ages out (protocol.md "Delivery modes")
     const cmd = await this.command(row.host, rid);
     if (!cmd) return null;
     const maxBytes = this.argBudget(cmd, this.o.contracts[row.host]!.args(row.host_session_id!, ''));
@@ -171,7 +171,7 @@ export class Spawner implements SpawnDriver {
     return Math.max(0, SPAWN_CMDLINE_MAX_WIN32 - fixed);
   }
 
-  /** §8.4 steps 4–6: resume the session with the batch; exit 0 = the host took it. */
+  /** Resume the session with the batch; exit 0 = the host took it. */
   async deliver(rid: string, text: string): Promise<void> {
     const state = await this.runtime.read();
     const row = this.eligibleRow(state, rid);

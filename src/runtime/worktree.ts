@@ -1,4 +1,4 @@
-// Worktree spellings (FEATURES.md §6.5): every adapter hands the engine one normalised absolute
+// Worktree spellings (protocol.md "OpenCode plugin"): every adapter hands the engine one normalised absolute
 // path, so the engine's plain string comparison is the "same worktree" rule.
 import { realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';

@@ -1,4 +1,4 @@
-// Saved-session archives, `archives/<channel_id>.json` (FEATURES.md §2.6). Ids are checked
+// Saved-session archives, `archives/<channel_id>.json` (protocol.md "Archives"). Ids are checked
 // against ARCHIVE_ID_RE before any path is built from one. Lists read archive heads from an index
 // (`archives/.index.json`) keyed by each file's identity, so a listing parses only the archives
 // that changed since the index was written, and a lookup by name parses only the archive it
@@ -9,6 +9,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isArchiveId } from '../protocol/ids.ts';
 import {
+  archiveNamed,
   ArchiveHeadSchema,
   ArchiveSchema,
   type Archive,
@@ -247,9 +248,7 @@ async function writeIndex(paths: Pick<StorePaths, 'archives'>): Promise<void> {
 
 /** The newest archive (by saved_at) whose name matches case-insensitively; only that one is read whole. */
 export async function findArchiveByName(paths: Pick<StorePaths, 'archives'>, name: string): Promise<Archive | null> {
-  const wanted = name.trim().toLowerCase();
-  const { archives } = await listArchives(paths);
-  const head = archives.find((a) => a.name.toLowerCase() === wanted);
+  const head = archiveNamed((await listArchives(paths)).archives, name);
   return head ? readArchive(paths, head.channel_id) : null;
 }
 

@@ -1,4 +1,4 @@
-// Temp-file-and-rename save (FEATURES.md §2.10): readers see the old file or the new one, never half.
+// Temp-file-and-rename save (protocol.md "Writing"): readers see the old file or the new one, never half.
 // The happy path is synchronous: thread-pool hops cost more than a small write and rename; only
 // the retry waits are async.
 import { randomBytes } from 'node:crypto';
@@ -42,6 +42,8 @@ function writeText(fd: number, text: string | Buffer | Iterable<string>) {
   if (batch.length) writeAll(fd, Buffer.from(batch.join('')));
 }
 
+/** A temp file's name as `tempName` makes it; group 1 is the writer's PID. */
+export const TEMP_NAME_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 export const tempName = (prefix: string) => `${prefix}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
 
 /** One attempt, synchronously (no await, so nothing else of this process runs in between);

@@ -29,9 +29,8 @@ interface OpenLog {
 
 /** The logs this process appended to, kept open (an open and a close per log cost more than the
  *  append), each with its size after our last append: a log still that size ends with our
- *  newline and needs no read of its last byte (reading it and then writing cost ~15 µs of the
- *  ~25 an append took here, and a pull from twelve channels appends to twelve logs). Logs are
- *  written under the state lock only, so another size means another process appended or a crash
+ *  newline and needs no read of its last byte, which would cost more than the append itself and
+ *  a pull appends to one log per channel. Logs are written under the state lock only, so another size means another process appended or a crash
  *  tore a line. The descriptor keeps its inode: a log deleted under it (another process deleted
  *  the channel) has no link left, and is opened again by name. In least-recently-used order. */
 const openLogs = new Map<string, OpenLog>();

@@ -8,7 +8,7 @@ export { PgStore } from './postgres/store.ts';
 export type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
 export type { StorePaths } from './paths.ts';
-export { writeAtomic } from './atomic.ts';
+export { TEMP_NAME_RE, writeAtomic } from './atomic.ts';
 export type { WriteAtomicOptions } from './atomic.ts';
 export { stateBusy, withLock } from './lock.ts';
 export { DAMAGE_REASONS } from './damage.ts';

@@ -1,7 +1,7 @@
-// Fail-closed load of the snapshot (FEATURES.md §2.7): absent → empty, unless a journal says there
+// Fail-closed load of the snapshot (protocol.md "Loading (fail-closed)"): absent → empty, unless a journal says there
 // was one (lost → refusal, journal untouched); unreadable/incompatible → refusal, file untouched;
 // corrupt → copied aside and replaced by a fresh state, under the lock only.
-// Then the schema-1 migration check (§2.9), from every entry point. The journal that continues a
+// Then the schema-1 migration check (protocol.md "Loading (fail-closed)"), from every entry point. The journal that continues a
 // snapshot is the store's business (store.ts).
 import { readdirSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';

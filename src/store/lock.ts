@@ -1,17 +1,15 @@
-// Cross-process lock on `.opencomms/.state.lock` (FEATURES.md §2.10; stack.md §5).
+// Cross-process lock on `.opencomms/.state.lock` (protocol.md "Writing").
 // The lock is a hard link: each process makes one empty token file once (`.state-lock.<pid>.<8
 // hex>.tmp`, the temp-file pattern doctor sweeps when its process is gone) and takes the lock by
 // linking it to `.state.lock`, which exactly one process can do. A link adds a name to an
-// existing inode; creating a file for every lock (the previous O_EXCL scheme) allocated and
-// freed an inode each time, ~70 µs of a 0.2 ms send on ext4 here, and a directory made with
-// mkdir cost ~2 ms on a file system mounted with `discard`. The holder refreshes the lock's
+// existing inode, so taking the lock allocates and frees no inode (an O_EXCL file or a mkdir per
+// lock would, which is a large part of a send's time). The holder refreshes the lock's
 // mtime (the token's mtime is at most LOCK_UPDATE_MS old when it is linked, so a new lock never
 // looks old); a lock not refreshed for LOCK_STALE_MS is stale and may be broken. The holder proves the lock
 // is still its own (same inode, same change time) right before every write, so a holder whose
 // lock was broken notices before it writes, not on its next refresh. Waiters sleep until the
 // lock goes away (a file-system watch on the lock itself while they wait, with a short timer as
 // the fallback) instead of polling at random intervals.
-import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   linkSync,
@@ -27,7 +25,9 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS } from '../protocol/limits.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
+import { TEMP_NAME_RE, tempName } from './atomic.ts';
 import type { StorePaths } from './paths.ts';
+import { pidAlive } from './pid.ts';
 
 export interface HeldLock {
   /** Set when the lock was found broken (gone, or another process's now). */
@@ -65,10 +65,9 @@ export async function withLock<T>(
   // The deadline covers the in-process queue too: a stuck holder fails every waiter at ~5 s,
   // whether it is another process or this one. A nested acquisition (the holder waiting on its
   // own queue) is such a holder: it fails at the deadline, it never hangs. Telling it apart by
-  // async context (AsyncLocalStorage) turns on Node 20's promise hooks for every promise of the
-  // process: the sustained send loop ran 1.07× faster without them. The deadline is on the
-  // monotonic clock: a wall-clock step (NTP, a VM resumed) must not shorten or stretch the wait
-  // (CI once measured 8.6 s of wall clock across a 5 s wait).
+  // async context (AsyncLocalStorage) would turn on Node 20's promise hooks for every promise of
+  // the process, which slows every send. The deadline is on the monotonic clock: a wall-clock step
+  // (NTP, a VM resumed) must not shorten or stretch the wait.
   const deadline = performance.now() + (opts.timeoutMs ?? LOCK_TIMEOUT_MS);
 
   const prev = queues.get(paths.lock);
@@ -157,7 +156,6 @@ interface Token {
 }
 const tokens = new Map<string, Token>();
 let exitHooked = false;
-const TOKEN_RE = /^\.[A-Za-z-]+\.(\d+)\.[0-9a-f]{8}\.tmp$/;
 
 /** The token this process links to take `lock`, made on first use and kept once the process has
  *  written under it (a process that only reads or is refused leaves no file). It is removed when
@@ -168,7 +166,7 @@ function tokenFor(lock: string): Token {
   if (known) return known;
   const dir = dirname(lock);
   const prefix = `.${basename(lock).replace(/^\./, '').replace(/\./g, '-')}.`;
-  const made = join(dir, `${prefix}${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const made = join(dir, tempName(prefix.slice(0, -1)));
   closeSync(openSync(made, 'wx'));
   if (tokens.size === 0 && !exitHooked) {
     exitHooked = true;
@@ -200,7 +198,7 @@ function sweepTokens(dir: string, prefix: string) {
     return;
   }
   for (const n of names) {
-    const pid = n.startsWith(prefix) ? Number(TOKEN_RE.exec(n)?.[1]) : NaN;
+    const pid = n.startsWith(prefix) ? Number(TEMP_NAME_RE.exec(n)?.[1]) : NaN;
     if (!(pid > 0) || pid === process.pid || pidAlive(pid)) continue;
     try {
       // A dead holder's token may still be linked as the lock: that name stays for the stale rule.
@@ -210,15 +208,6 @@ function sweepTokens(dir: string, prefix: string) {
     }
   }
 }
-
-const pidAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /** Identity of the lock: the token's inode and its change time, which the link (and every
  *  refresh) sets. A lock broken and taken by another process has another inode; one broken and
@@ -336,10 +325,8 @@ function breakIfStale(lock: string): boolean {
 
 /** Resolves when the lock is released, broken or refreshed (or after `maxMs`). The watch is on the
  *  lock itself, that is on its holder's token: removing the lock's name changes the token's link
- *  count, which inotify reports on that file alone, and only while this process waits. A watch
- *  kept on `.opencomms/` (the previous form) woke every process that had ever waited on every
- *  lock taken or released by anyone, twice per mutation: four contending writers woke ~8 times
- *  per lock each, and an idle server on every other server's write. */
+ *  count, which inotify reports on that file alone, and only while this process waits. A watch on
+ *  `.opencomms/` instead would wake every waiter on every write to that directory by anyone. */
 function released(lock: string, maxMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
     let fsw: FSWatcher | null = null;

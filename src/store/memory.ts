@@ -3,7 +3,7 @@
 // watchers told of every change) with no file system, for tests of the engine-and-runtime path and
 // for embedding. Several instances share one project through `sibling()`, as processes share a
 // project directory.
-import type { Archive } from '../protocol/archive.ts';
+import { type Archive, archiveNamed } from '../protocol/archive.ts';
 import { applyOps, detach, track } from '../protocol/draft.ts';
 import { emptyState, type Envelope, type State } from '../protocol/schema.ts';
 import type { InvalidFile } from './archives.ts';
@@ -147,8 +147,7 @@ export class MemoryStore implements Store {
   }
 
   async archiveByName(name: string): Promise<Archive | null> {
-    const wanted = name.trim().toLowerCase();
-    return (await this.archives()).archives.find((a) => a.name.toLowerCase() === wanted) ?? null;
+    return archiveNamed((await this.archives()).archives, name) ?? null;
   }
 
   async archives(): Promise<{ archives: Archive[]; invalid: InvalidFile[] }> {

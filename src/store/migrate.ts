@@ -1,4 +1,4 @@
-// Schema 1 → 2 migration (FEATURES.md §2.9). Runs inside load, under the lock, at most once.
+// Schema 1 → 2 migration (protocol.md "Loading (fail-closed)"). Runs inside load, under the lock, at most once.
 import { existsSync } from 'node:fs';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { ROLE_RE, newChannelId } from '../protocol/ids.ts';

@@ -23,7 +23,7 @@ export interface StorePaths {
 }
 
 export const STORE_DIR = '.opencomms';
-/** The schema-1 product's directory and the host label its migrated rows get (§1.4, §2.9). The only
+/** The schema-1 product's directory and the host label its migrated rows get (protocol.md "Host labels", "Loading (fail-closed)"). The only
  *  place the store names it: the core-names-no-host grep has to allow exactly these two. */
 export const LEGACY_DIR = '.opencode-comms';
 export const LEGACY_HOST = 'opencode-comms';

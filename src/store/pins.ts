@@ -1,4 +1,4 @@
-// Member pins, `pins/<member_id>.json` (FEATURES.md §2, §7.2), and the read-only legacy
+// Member pins, `pins/<member_id>.json` (protocol.md "State files", "Result shape"), and the read-only legacy
 // `member-pin.json`. Ids are checked against MEMBER_ID_RE before any path is built from one.
 import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';

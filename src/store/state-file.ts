@@ -1,4 +1,4 @@
-// Reading and writing `state.json` itself: classification of what is on disk (FEATURES.md §2.7)
+// Reading and writing `state.json` itself: classification of what is on disk (protocol.md "Loading (fail-closed)")
 // and the atomic save. No locking and no recovery here; load.ts decides what to do.
 import { close, closeSync, fstat, fstatSync, open, openSync, readFile } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
@@ -130,15 +130,14 @@ export function classify(
     : { ok: false, cause: parsed.cause };
 }
 
-/** Pretty JSON (§2); `journalId` names the journal that continues this snapshot, if any. */
+/** Pretty JSON (protocol.md "State files"); `journalId` names the journal that continues this snapshot, if any. */
 export const serialize = (state: State, journalId: string | null = null): string =>
   [...serializeChunks(state, journalId)].join('');
 
 /** The text `serialize` returns, in pieces: a map of the state's (`messages`, `queues`, ...)
- *  SERIALIZE_BATCH entries at a time. A compaction writes these as they come: built whole, the
- *  text of a state with 8,000 envelopes pending (~12 MB, and its bytes again for the write) left
- *  the server's RSS 10–20 MB higher for good, past the 80 MB target, however small the state
- *  became after. */
+ *  SERIALIZE_BATCH entries at a time. A compaction writes these as they come: a large state's text
+ *  built whole (and its bytes again for the write) would grow the server's heap for good, however
+ *  small the state becomes after. */
 export function* serializeChunks(state: State, journalId: string | null = null): Generator<string> {
   // The journal id first, for a reader's eye. Its file is created before the snapshot (store.ts).
   const head = { schema_version: state.schema_version, journal_id: journalId, journal_created: true };

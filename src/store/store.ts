@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { applyOps, detach, raw, track, type Draft, type Op } from '../protocol/draft.ts';
+import { applyOps, detach, raw, type Op } from '../protocol/draft.ts';
 import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
 import { emptyState, type State } from '../protocol/schema.ts';
 import type { Envelope } from '../protocol/schema.ts';
@@ -47,6 +47,7 @@ import { sameKey, statKey, type FileKey } from './file-key.ts';
 import { pinFile, readStateFile, serialize, serializeChunks, storeStats, unpin, type Pinned } from './state-file.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
+import { checkedChanges, runOnDraft } from './mutation.ts';
 import { checkOps } from './validate.ts';
 import { watchStateFile } from './watch.ts';
 
@@ -172,36 +173,18 @@ export class FileStore implements Store {
             ),
           );
         const state = await this.locked(lock);
-        const draft = track(state);
-        let out: MutateOutcome<T>;
-        try {
-          out = fn(draft.root);
-        } catch (e) {
-          draft.rollback();
-          throw e;
-        }
-        const result = detach(out.result);
-        if (!out.changed) {
-          draft.rollback();
-          return result;
-        }
+        const run = runOnDraft(state, fn);
+        if (!run.out) return run.result;
+        const { result, out, draft } = run;
         // The envelopes leaving for the history logs are only stringified, before anything else
-        // touches the state: their plain objects do. A copy (~3 µs each, 100 on a pull of 100) is
+        // touches the state: their plain objects do. A copy (one per envelope of a pull) is
         // needed only where the draft is rolled back and applied again (an archive write) first.
         const history = out.history ?? [];
         const writes: Writes = {
           history: out.archive ? detach(history) : history.map(raw),
           archive: detach(out.archive),
         };
-        const { written, undo } = out.ops
-          ? this.applyPlanned(state, draft, out.ops)
-          : { written: draft.ops(), undo: () => draft.rollback() };
-        const checked = checkOps(state, written, true);
-        if (checked.problem) {
-          undo();
-          throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
-        }
-        const { ops } = checked;
+        const { ops, undo } = checkedChanges(state, draft, out.ops);
         // What the files written before the state take back should the state write fail: a
         // failed operation leaves no trace.
         const takeBack: Array<() => void> = [];
@@ -243,13 +226,6 @@ export class FileStore implements Store {
 
   /** A mutation that planned its changes as operations (a send) changed nothing through its
    *  draft: they are applied to the state here, as a replay applies them, and put back by `undo`. */
-  private applyPlanned(state: State, draft: Draft<State>, planned: readonly Op[]) {
-    const stray = draft.ops().length;
-    draft.rollback();
-    if (stray) throw new Error('a mutation both wrote through its draft and planned operations; nothing was written');
-    return { written: planned, undo: applyOps(state, planned) };
-  }
-
   /** A watch may start before anything exists (a console on a fresh project): it keeps trying to
    *  watch the directories on its rescan, and creates nothing (a bare start writes no file). */
   watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
@@ -395,10 +371,10 @@ export class FileStore implements Store {
 
   /** Between calls, what `peek` does, except that a snapshot replaced while the journal this
    *  process holds has no seal yet and the lock is held (a compaction between its rename and its
-   *  seal) is left for the next tick or call. The MCP server follows every 10 ms after a call and
-   *  met that window: it read the new ~8 MB snapshot whole and kept the heap (RSS 89 MB in one
-   *  bench run of eight). A read owes its caller what is on disk and never skips; this answers
-   *  nobody. A process further behind (its journal sealed for a snapshot replaced since) loads. */
+   *  seal) is left for the next tick or call: a follower polling right after a call would otherwise
+   *  read the whole new snapshot inside that window and keep its heap for nothing. A read owes its
+   *  caller what is on disk and never skips; this answers nobody. A process further behind (its
+   *  journal sealed for a snapshot replaced since) loads. */
   async follow(): Promise<void> {
     const r = this.catchUpQuietly();
     if (r === 'current' || (r === 'unsealed' && lockHeld(this.paths))) return;
@@ -541,7 +517,7 @@ export class FileStore implements Store {
   }
 
   /** A damaged journal: the state up to the damage is kept, and a new snapshot (with an error
-   *  naming the journal's backup) replaces them (§2.7, for the journal). The journal is copied to
+   *  naming the journal's backup) replaces them (protocol.md "Loading (fail-closed)", for the journal). The journal is copied to
    *  its backup first, the snapshot written next, and the journal removed by that snapshot last:
    *  at every step the old snapshot and its journal, or their replacement, are where a reader
    *  looks for them. */
@@ -613,7 +589,7 @@ export class FileStore implements Store {
   }
 
   /** Writes `state` whole as state.json with a new journal id, and removes the old journals. A
-   *  rename that fails is retried (§2.10) with the cache dropped, so that meanwhile this process
+   *  rename that fails is retried (protocol.md "Writing") with the cache dropped, so that meanwhile this process
    *  reads what is on disk, not what it failed to write; afterwards it reloads. With `seal` (the
    *  ops of the mutation that the snapshot holds and the journal does not), the journal it ends
    *  gets a last line with those ops naming the new file (followSeal), and is kept until the next

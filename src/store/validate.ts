@@ -1,5 +1,5 @@
 // What a mutation wrote, checked before it is written (and what a journal entry wrote, checked as
-// it is replayed): the structural rules of FEATURES.md §2.7 and the schemas, applied to the
+// it is replayed): the structural rules of protocol.md "Loading (fail-closed)" and the schemas, applied to the
 // entities and fields the operations touched, not to the whole state. A send touches a few
 // fields of one channel and adds an envelope; checking those costs microseconds, where checking
 // the channel whole cost a tenth of a send.
@@ -33,7 +33,7 @@ function gainedDefaults(input: unknown, output: unknown): boolean {
   return false;
 }
 
-/** §2.8 `delivered_total`, as a load computes it for a channel written without one. */
+/** `delivered_total` (protocol.md "Loading (fail-closed)"), as a load computes it for a channel written without one. */
 const handedOver = (state: State, channelId: string) =>
   Object.values(raw(state.messages)).filter(
     (e) => e.channel_id === channelId && (e.delivery_status === 'delivered' || e.delivery_status === 'in_flight'),
@@ -84,7 +84,7 @@ export function checkOps(state: State, ops: readonly Op[], backfill: boolean): {
           if (!r.success) return fail(issue(path.join('.'), r));
         }
       } else if (item && op[0] === 'a') {
-        // A send appends one id to a list of up to 128: checking the list whole was 11 µs.
+        // A send appends one id to a list of up to 128: only the appended ids are checked.
         for (const x of op[2]) {
           const r = item.safeParse(x);
           if (!r.success) return fail(issue(path.join('.'), r));
@@ -173,7 +173,7 @@ function checkField(collection: 'channels' | 'messages', key: string, entity: Ob
   return null;
 }
 
-/** §2.7 rules a channel's schema cannot state: the key is its name; a tombstone has no members. */
+/** Rules of protocol.md "Loading (fail-closed)" a channel's schema cannot state: the key is its name; a tombstone has no members. */
 function channelRule(key: string, ch: Obj): string | null {
   if (ch.name !== key) return `channels.${key}: key does not equal name "${String(ch.name)}"`;
   if (ch.lifecycle !== 'active' && Array.isArray(ch.members) && ch.members.length > 0)

@@ -1,7 +1,7 @@
 // Owner-side wake: calls `onChange` when another process changed the state, i.e. appended to the
 // journal (journal/<id>.jsonl) or replaced the snapshot (state.json), or wrote or removed an
 // archive; plus a periodic rescan as a safety net. Node's own fs.watch (inotify on Linux): one
-// event per write, no polling, no throttle. No debounce either: FEATURES.md suggests 150 ms, but
+// event per write, no polling, no throttle. No debounce either, because
 // wake latency is a product figure; a change that arrives while a scan runs is coalesced into one
 // follow-up scan instead.
 import { watch, type FSWatcher } from 'node:fs';
@@ -10,7 +10,7 @@ import type { StorePaths } from './paths.ts';
 import type { Watch, WatchChange } from './types.ts';
 
 /** Safety-net rescan for a missed event, and the retry of a watch that could not be set up (the
- *  directory does not exist yet): FEATURES.md's polling fallback interval. A rescan of a state
+ *  directory does not exist yet): the polling fallback interval. A rescan of a state
  *  this process already holds costs two stats. */
 export const RESCAN_INTERVAL_MS = 500;
 

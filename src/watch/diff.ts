@@ -55,12 +55,31 @@ export interface Seen {
 
 export const emptySeen = (): Seen => ({ receipts: new Map(), recipients: new Map(), names: new Map() });
 
-/** Events that hand an envelope over (each counts an attempt, §5.1). */
+/** Events that hand an envelope over (each counts an attempt, protocol.md "The machines"). */
 const HAND_OVERS = new Set(['DRAIN', 'PULL']);
 
 const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);
 
 /** A recipient's line as watch shows it: a stale member is `stale` whatever its mail does. */
+type RecipientLine = Extract<WatchLine, { kind: 'recipient' }>;
+
+/** A recipient's move; `key` is `<channel id>:<session id>`, as recipientStates keys it. */
+const recipientLine = (
+  at: number,
+  key: string,
+  r: { channel: string; role: string },
+  from: RecipientLine['from'],
+  to: RecipientLine['to'],
+): RecipientLine => ({
+  kind: 'recipient',
+  at,
+  channel: r.channel,
+  session_id: key.slice(key.indexOf(':') + 1),
+  role: r.role,
+  from,
+  to,
+});
+
 function recipientStates(state: Readonly<State>, now: number) {
   const out = new Map<string, { channel: string; role: string; state: RecipientState | 'stale' }>();
   const index = mailIndex(state);
@@ -160,28 +179,10 @@ export function diff(
   if (!silent) {
     for (const [key, r] of recipients) {
       const before = seen.recipients.get(key);
-      if (before?.state !== r.state)
-        lines.push({
-          kind: 'recipient',
-          at: now,
-          channel: r.channel,
-          session_id: key.slice(key.indexOf(':') + 1),
-          role: r.role,
-          from: before?.state ?? null,
-          to: r.state,
-        });
+      if (before?.state !== r.state) lines.push(recipientLine(now, key, r, before?.state ?? null, r.state));
     }
     for (const [key, r] of seen.recipients)
-      if (!recipients.has(key))
-        lines.push({
-          kind: 'recipient',
-          at: now,
-          channel: r.channel,
-          session_id: key.slice(key.indexOf(':') + 1),
-          role: r.role,
-          from: r.state,
-          to: 'removed',
-        });
+      if (!recipients.has(key)) lines.push(recipientLine(now, key, r, r.state, 'removed'));
   }
   lines.sort((a, b) => a.at - b.at);
   return { lines, seen: { receipts, recipients, names } };

@@ -1,4 +1,4 @@
-// `opencomms channels [--json]` and `opencomms members <channel> [--json]` (FEATURES.md §9):
+// `opencomms channels [--json]` and `opencomms members <channel> [--json]` (operator.md "Command line"):
 // the live channels, and one channel's roster.
 import type { LiveCard, SessionDetail } from '../../engine/operator.ts';
 import { refuse } from '../../protocol/result.ts';

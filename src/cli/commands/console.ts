@@ -1,4 +1,4 @@
-// `opencomms gui` / `opencomms serve` (FEATURES.md §9, §10): the web console on a loopback address.
+// `opencomms gui` / `opencomms serve` (operator.md "Command line", "The console"): the web console on a loopback address.
 // `gui` also opens the browser (unless --no-open / --server); `serve` never does. A busy port or a
 // non-loopback --bind exits 1. The server is loaded only when it runs: every `opencomms` start
 // (an MCP server's included) stays lean.

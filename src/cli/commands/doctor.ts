@@ -1,4 +1,4 @@
-// `opencomms doctor [--fix] [--json]` (FEATURES.md §9): rows of [OK] / [WARN] / [FAIL]; exit 1 if
+// `opencomms doctor [--fix] [--json]` (operator.md "Command line"): rows of [OK] / [WARN] / [FAIL]; exit 1 if
 // any FAIL remains.
 import type { DoctorReport } from '../../doctor/doctor.ts';
 import { RefusalError, type Refusal } from '../../protocol/result.ts';

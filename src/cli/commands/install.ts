@@ -1,4 +1,4 @@
-// The host commands (FEATURES.md §6.7, §8.1, §8.3, §9): `install <host>`, `uninstall <host>`,
+// The host commands (hosts.md "OpenCode", "Installers"; operator.md "Command line"): `install <host>`, `uninstall <host>`,
 // `install-member`, `bind`. The work is in ../hosts.ts (loaded when one of them runs); this module
 // only declares them to the parser and prints their answer.
 import type { CliCommand } from '../command.ts';

@@ -1,5 +1,5 @@
-// `opencomms join-command <session> [--host H] [--role R] [--json]` (alias `join`; FEATURES.md §9,
-// §10.4): what to paste into a host so its session joins. The session must be live.
+// `opencomms join-command <session> [--host H] [--role R] [--json]` (alias `join`; operator.md "Command line",
+// operator.md "Command line"): what to paste into a host so its session joins. The session must be live.
 import {
   DEFAULT_JOIN_HOST,
   JOIN_HOSTS,

@@ -1,4 +1,4 @@
-// `opencomms mcp [--host LABEL] [--admin]` (FEATURES.md §7): the MCP stdio server for one member.
+// `opencomms mcp [--host LABEL] [--admin]` (protocol.md "MCP server and wire"): the MCP stdio server for one member.
 import type { CliCommand } from '../command.ts';
 import { projectOf } from '../context.ts';
 

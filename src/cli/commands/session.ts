@@ -1,4 +1,4 @@
-// `opencomms session list|get|create|save|delete|resume` (FEATURES.md §9, §5.10): the operator's
+// `opencomms session list|get|create|save|delete|resume` (operator.md "Command line"; protocol.md "Timer, kick, sessions"): the operator's
 // session lifecycle. Every change is one engine operation through the runtime, as the operator
 // (project id `cli-local-project`, worktree = the project).
 import type { Command } from 'commander';

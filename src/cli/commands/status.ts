@@ -1,4 +1,4 @@
-// `opencomms status [--json]` (FEATURES.md §9): the operator's view of every live channel.
+// `opencomms status [--json]` (operator.md "Command line"): the operator's view of every live channel.
 import type { StatusReport } from '../../engine/reads.ts';
 import { VERSION } from '../../version.ts';
 import { migrationMarker } from '../../doctor/files.ts';

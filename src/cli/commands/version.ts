@@ -1,4 +1,4 @@
-// `opencomms version [--json]` (FEATURES.md §9).
+// `opencomms version [--json]` (operator.md "Command line").
 import { ok } from '../../protocol/result.ts';
 import { SCHEMA_VERSION } from '../../protocol/limits.ts';
 import { VERSION } from '../../version.ts';

@@ -1,4 +1,4 @@
-// `opencomms watch [--channel NAME] [--json]` (beyond FEATURES.md §9, like `kubectl get -w`): one
+// `opencomms watch [--channel NAME] [--json]` (operator.md "Command line"; like `kubectl get -w`): one
 // line per envelope / recipient / member machine transition as it happens in any process, until
 // Ctrl-C. `--json`: one JSON object per line, for scripts.
 import { normaliseChannelName } from '../../engine/lookup.ts';

@@ -1,4 +1,4 @@
-// The OpenComms console page (FEATURES.md §10.3). Plain ES module, no build, no CDN. Every view is
+// The OpenComms console page (operator.md "The console"). Plain ES module, no build, no CDN. Every view is
 // re-read from the API on each SSE `refresh` (the page never polls); every peer-written string is
 // put in the page as text, never as markup. The machine diagrams are SVG the server draws; the
 // current state of the selected envelope or recipient gets the `current` class.

@@ -1,5 +1,5 @@
-// How the PostgreSQL store reaches its server, with authentication by construction (PROTOCOL.md:
-// any networked transport requires it): a server off loopback is used only over TLS whose
+// How the PostgreSQL store reaches its server, with authentication by construction (protocol.md
+// "Security": any networked transport requires it): a server off loopback is used only over TLS whose
 // certificate is verified (sslmode verify-full or verify-ca) and with credentials, and a URL
 // that breaks the rule is refused before any connection is made. Passwords never come from
 // `.opencomms/`: the environment (PGPASSWORD, or a password in OPENCOMMS_DATABASE_URL), ~/.pgpass

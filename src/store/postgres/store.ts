@@ -9,12 +9,13 @@
 import pg from 'pg';
 import type { Archive } from '../../protocol/archive.ts';
 import { ArchiveSchema } from '../../protocol/archive.ts';
-import { applyOps, detach, raw, track, type Op } from '../../protocol/draft.ts';
+import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
 import { isArchiveId } from '../../protocol/ids.ts';
 import { RefusalError, refuse } from '../../protocol/result.ts';
 import { emptyState, type Envelope, type State } from '../../protocol/schema.ts';
 import type { InvalidFile } from '../archives.ts';
 import type { MutateOutcome, Store, Watch, WatchChange } from '../types.ts';
+import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl } from './connect.ts';
 import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_SNAPSHOT_EVERY } from './limits.ts';
@@ -344,33 +345,11 @@ export class PgStore implements Store {
     c: Cache,
     fn: (draft: State) => MutateOutcome<T>,
   ): { result: T } | { query: pg.QueryConfig; undo: () => void; answer: T } {
-    const draft = track(c.state);
-    let out: MutateOutcome<T>;
-    try {
-      out = fn(draft.root);
-    } catch (e) {
-      draft.rollback();
-      throw e;
-    }
-    const answer = detach(out.result);
-    if (!out.changed) {
-      draft.rollback();
-      return { result: answer };
-    }
-    let written: readonly Op[] = draft.ops();
-    let undo = () => draft.rollback();
-    if (out.ops) {
-      const stray = written.length;
-      draft.rollback();
-      if (stray) throw new Error('a mutation both wrote through its draft and planned operations; nothing was written');
-      written = out.ops;
-      undo = applyOps(c.state, out.ops);
-    }
-    const checked = checkOps(c.state, written, true);
-    if (checked.problem) {
-      undo();
-      throw new Error(`refusing to save an invalid state (${checked.problem}); nothing was written`);
-    }
+    const run = runOnDraft(c.state, fn);
+    if (!run.out) return { result: run.result };
+    const { result: answer, out, draft } = run;
+    const checked = checkedChanges(c.state, draft, out.ops);
+    const { undo } = checked;
     let archive: Archive | null = null;
     try {
       archive = out.archive ? ArchiveSchema.parse(detach(out.archive)) : null;
