@@ -23,7 +23,9 @@ export async function withReadOnly<T>(dir: string, fn: () => Promise<T>): Promis
       execFileSync('mount', ['-o', 'remount,ro,bind', dir]);
       return await fn();
     } finally {
-      execFileSync('umount', [dir]);
+      // Lazily: a server under test may still hold a read handle it opened through the mount;
+      // new opens reach the writable directory at once, as after a remount read-write.
+      execFileSync('umount', ['-l', dir]);
     }
   }
   const modes = modesUnder(dir);
