@@ -3,6 +3,7 @@
 // mail may be handed over (wake.ts). The launcher never writes to the pseudo-terminal on its
 // own: it only watches when the user last typed and when the screen last changed, which is the
 // busy hold of the delivery policy (never wake while the user types or a turn runs).
+import { readFileSync } from 'node:fs';
 import { spawn as ptySpawn, type IPty } from '@lydell/node-pty';
 import { startWaiter, type Waiter } from './wake.ts';
 
@@ -29,6 +30,24 @@ export interface LaunchOptions {
   env: NodeJS.ProcessEnv;
   /** Diagnostics (never message text); nothing is written to the user's terminal. */
   log(line: string): void;
+}
+
+/** How often the launcher looks whether Codex itself has ended. */
+const CHILD_WATCH_MS = 250;
+
+/** The exit code of a process that has ended (a zombie not yet reaped: its status from
+ *  /proc/<pid>/stat; reaped and gone: 1), or null while it runs. */
+function endedWith(pid: number): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return 1;
+  }
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  if (fields[0] !== 'Z') return null;
+  const status = Number(fields.at(-1));
+  return status & 0x7f ? 128 + (status & 0x7f) : (status >> 8) & 0xff;
 }
 
 /** Runs Codex to its end; resolves with the exit code the launcher should exit with. */
@@ -78,9 +97,19 @@ export async function launchCodex(o: LaunchOptions): Promise<number> {
   const handlers = FORWARDED.map((sig) => [sig, forward(sig)] as const);
   for (const [sig, h] of handlers) process.on(sig, h);
 
-  const exited = new Promise<number>((resolve) =>
-    pty.onExit(({ exitCode, signal }) => resolve(signal ? 128 + signal : exitCode)),
-  );
+  const exited = new Promise<number>((resolve) => {
+    pty.onExit(({ exitCode, signal }) => resolve(signal ? 128 + signal : exitCode));
+    // node-pty reports an exit only once the terminal closes too, which a process that inherited
+    // it (Codex's background server) can hold open: the process itself is watched as well.
+    const watch = setInterval(() => {
+      const code = endedWith(pty.pid);
+      if (code !== null) {
+        clearInterval(watch);
+        resolve(code);
+      }
+    }, CHILD_WATCH_MS);
+    watch.unref();
+  });
   if (o.args.some((a) => EMBEDDED_FLAGS.includes(a)))
     o.log(`not waking: ${EMBEDDED_FLAGS.join(', ')} runs Codex without its background server`);
   else {
