@@ -4,7 +4,7 @@
 // readers for the wake waiters' registrations.
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { startMcp, type McpHandle } from '../helpers/mcp-client.ts';
@@ -13,6 +13,7 @@ import {
   REAL_DIR,
   REPO_ROOT,
   bin,
+  claudeArgs,
   codexArgs,
   configureClaude,
   configureCodex,
@@ -21,6 +22,7 @@ import {
   namespaced,
   run,
   trustClaudeProject,
+  trustCodexProject,
   type Sandbox,
 } from './env.ts';
 import { startFakeAnthropic, startFakeResponses } from './fake/index.ts';
@@ -39,6 +41,44 @@ export async function opencomms(sb: Sandbox, ...args: string[]) {
   });
   expect(r.code, describeRun(r)).toBe(0);
   return r.stdout;
+}
+
+type Runtime = ReturnType<typeof openRuntime>;
+
+/** The peer creates channel `team` as its Lead (a rate limit high enough for a burst). */
+export async function leadTeam(peer: Peer) {
+  const created = await peer.call('opencomms_create', {
+    channel: 'team',
+    role: 'Lead',
+    role_prompt: 'You lead.',
+    rate_limit: 200,
+  });
+  expect(created.ok, JSON.stringify(created)).toBe(true);
+}
+
+/** `member` joins `team` as its MCP server would: host `host`, not yet bound to a host session. */
+export async function joinTeam(
+  rt: Runtime,
+  sb: Sandbox,
+  member: string,
+  host: string,
+  role: { role: string; role_prompt: string },
+  delivery_mode: 'pull' | 'spawn_push' = 'pull',
+) {
+  const joined = await rt.run({
+    op: 'join',
+    caller: {
+      session_id: member,
+      host,
+      surface: 'mcp',
+      delivery_mode,
+      host_session_id: null,
+      project_id: 'local-project',
+      worktree: sb.proj,
+    },
+    args: { channel: 'team', ...role },
+  });
+  expect(joined.ok, joined.message).toBe(true);
 }
 
 /** The ids of the OpenComms frames in a text (`| id: ocm_… |` headers). */
@@ -206,10 +246,7 @@ export async function wakeRig(
   trustClaudeProject(sb, env, ['opencomms']);
   const peer = defer(await startPeer(sb, newPin(), 'team'), (p) => p.close());
   // A rate above the default 20 sends a minute: the figures script sends (and acknowledges) 40+.
-  expect(
-    (await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 }))
-      .ok,
-  ).toBe(true);
+  await leadTeam(peer);
   const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
   const row = async () => (await rt.read()).channels.team?.members.find((m) => m.session_id === member);
   const term = defer(
@@ -315,28 +352,15 @@ export async function spawnRig(
   if (o.hooks) {
     await opencomms(sb, 'install', host);
     if (claude) trustClaudeProject(sb, env, ['opencomms']);
-    else
-      appendFileSync(
-        join(env.CODEX_HOME!, 'config.toml'),
-        `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
-      );
+    else trustCodexProject(sb, env);
   }
   const first = claude
-    ? await run(
-        bin('claude'),
-        [
-          '-p',
-          'EARLIER-RUN hello',
-          '--output-format',
-          'stream-json',
-          '--verbose',
-          '--model',
-          'claude-sonnet-4-5',
-          '--max-turns',
-          '2',
-        ],
-        { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] },
-      )
+    ? await run(bin('claude'), claudeArgs('EARLIER-RUN hello', { maxTurns: 2, persist: true }), {
+        cwd: sb.proj,
+        env,
+        timeoutMs: 60_000,
+        forward: [fake.port],
+      })
     : await run(bin('codex'), codexArgs('EARLIER-RUN hello', trust), {
         cwd: sb.proj,
         env,
@@ -361,27 +385,11 @@ export async function spawnRig(
     }),
     (p) => p.close(),
   );
-  expect(
-    (await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 }))
-      .ok,
-  ).toBe(true);
+  await leadTeam(peer);
   const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
   const member = newPin();
   // As `opencomms mcp --host <host>` makes a member that asked for spawn_push.
-  const joined = await rt.run({
-    op: 'join',
-    caller: {
-      session_id: member,
-      host,
-      surface: 'mcp',
-      delivery_mode: 'spawn_push',
-      host_session_id: null,
-      project_id: 'local-project',
-      worktree: sb.proj,
-    },
-    args: { channel: 'team', role: 'Worker', role_prompt: 'You work.' },
-  });
-  expect(joined.ok, joined.message).toBe(true);
+  await joinTeam(rt, sb, member, host, { role: 'Worker', role_prompt: 'You work.' }, 'spawn_push');
   await opencomms(sb, 'install-member', '--host', host, '--id', member);
   await opencomms(sb, 'bind', '--host', host, '--session', session, '--id', member);
   const committed = async (id: string) => {

@@ -5,10 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useCleanups } from './cleanups.ts';
-import { bin, configureClaude, describeRun, jsonLines, run, trustClaudeProject } from './env.ts';
+import { bin, claudeArgs, configureClaude, describeRun, jsonLines, run, trustClaudeProject } from './env.ts';
 import { startFakeAnthropic } from './fake/index.ts';
 import type { ModelRequest } from './fake/index.ts';
-import { frameIds, newestUserText, opencomms, startPeer } from './claude-harness.ts';
+import { frameIds, joinTeam, leadTeam, newestUserText, opencomms, startPeer } from './claude-harness.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 
 const { defer, sandbox } = useCleanups();
@@ -38,42 +38,18 @@ describe('claude -p with the installed hooks', () => {
     const env = configureClaude(sb, fake);
     trustClaudeProject(sb, env, ['opencomms']);
     const peer = defer(await startPeer(sb, PEER, 'team'), (p) => p.close());
-    expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.' })).ok).toBe(
-      true,
-    );
+    await leadTeam(peer);
     // The member joined earlier (as its MCP server does: host claude-code, pull, not yet bound).
     const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
-    const joined = await rt.run({
-      op: 'join',
-      caller: {
-        session_id: CLAUDE,
-        host: 'claude-code',
-        surface: 'mcp',
-        delivery_mode: 'pull',
-        host_session_id: null,
-        project_id: 'local-project',
-        worktree: sb.proj,
-      },
-      args: { channel: 'team', role: 'Builder', role_prompt: 'ROLE-PROMPT-BUILDER: you build.' },
-    });
-    expect(joined.ok, joined.message).toBe(true);
+    await joinTeam(rt, sb, CLAUDE, 'claude-code', { role: 'Builder', role_prompt: 'ROLE-PROMPT-BUILDER: you build.' });
     const queued = await peer.send('queued before the session started');
 
-    const r = await run(
-      bin('claude'),
-      [
-        '-p',
-        'hello',
-        '--output-format',
-        'stream-json',
-        '--verbose',
-        '--model',
-        'claude-sonnet-4-5',
-        '--max-turns',
-        '4',
-      ],
-      { cwd: sb.proj, env, timeoutMs: 60_000, forward: [fake.port] },
-    );
+    const r = await run(bin('claude'), claudeArgs('hello', { maxTurns: 4, persist: true }), {
+      cwd: sb.proj,
+      env,
+      timeoutMs: 60_000,
+      forward: [fake.port],
+    });
     expect(r.code, describeRun(r)).toBe(0);
     expect(r.ms, 'the waiter must not keep -p alive').toBeLessThan(30_000);
     const turns = fake.turns();

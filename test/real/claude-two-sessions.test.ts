@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { useCleanups } from './cleanups.ts';
 import { bin, configureClaude, trustClaudeProject } from './env.ts';
 import { startFakeAnthropic } from './fake/index.ts';
-import { acknowledge, framesRead, opencomms, startPeer, until } from './claude-harness.ts';
+import { acknowledge, framesRead, leadTeam, opencomms, startPeer, until } from './claude-harness.ts';
 import { startTerminal } from './tmux.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 
@@ -31,16 +31,7 @@ describe('Claude Code 2.1.332, interactive: two sessions, two members', () => {
     writeFileSync(mcpPath, JSON.stringify(mcp, null, 2));
 
     const peer = defer(await startPeer(sb, pin(), 'team'), (p) => p.close());
-    expect(
-      (
-        await peer.call('opencomms_create', {
-          channel: 'team',
-          role: 'Lead',
-          role_prompt: 'You lead.',
-          rate_limit: 200,
-        })
-      ).ok,
-    ).toBe(true);
+    await leadTeam(peer);
     const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
     const row = async (id: string) => (await rt.read()).channels.team?.members.find((m) => m.session_id === id);
 

@@ -3,14 +3,12 @@
 // user's review in /hooks). The thread binds to the pinned Codex member at SessionStart, and mail
 // queued for it reaches the model as context at that turn boundary, exactly once.
 import { randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useCleanups } from './cleanups.ts';
-import { bin, codexArgs, configureCodex, describeRun, jsonLines, run } from './env.ts';
+import { bin, codexArgs, configureCodex, describeRun, jsonLines, run, trustCodexProject, type Sandbox } from './env.ts';
 import { startFakeResponses } from './fake/index.ts';
-import type { ModelRequest } from './fake/index.ts';
-import { frameIds, opencomms, startPeer } from './claude-harness.ts';
+import type { FakeServer, ModelRequest } from './fake/index.ts';
+import { frameIds, joinTeam, leadTeam, opencomms, startPeer } from './claude-harness.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 
 const { defer, sandbox } = useCleanups();
@@ -22,40 +20,28 @@ const developerTexts = (r: ModelRequest): string[] =>
     .filter((i) => i.role === 'developer')
     .flatMap((i) => (i.content as any[]).map((c) => c.text as string));
 
+/** A trusted project with OpenComms installed for Codex, a pinned Codex member in `team`, and a
+ *  peer leading it. */
+async function codexMember(sb: Sandbox, fake: FakeServer, rolePrompt: string) {
+  const env = configureCodex(sb, fake);
+  trustCodexProject(sb, env);
+  const CODEX = pin();
+  await opencomms(sb, 'install', 'codex');
+  await opencomms(sb, 'install-member', '--host', 'codex', '--id', CODEX);
+  const peer = defer(await startPeer(sb, pin(), 'team'), (p) => p.close());
+  await leadTeam(peer);
+  const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
+  await joinTeam(rt, sb, CODEX, 'codex', { role: 'Coder', role_prompt: rolePrompt });
+  return { env, peer, rt, CODEX };
+}
+
 describe('Codex with the installed hook runner', () => {
   it('binds the thread and hands queued mail over as context at the turn boundary, once', async () => {
     const sb = sandbox('oc-codex-hooks');
     const fake = defer(await startFakeResponses(['SAY first turn', 'SAY second turn', 'SAY third turn']), (f) =>
       f.close(),
     );
-    const env = configureCodex(sb, fake);
-    appendFileSync(
-      join(env.CODEX_HOME!, 'config.toml'),
-      `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
-    );
-    const CODEX = pin(),
-      PEER = pin();
-    await opencomms(sb, 'install', 'codex');
-    await opencomms(sb, 'install-member', '--host', 'codex', '--id', CODEX);
-    const peer = defer(await startPeer(sb, PEER, 'team'), (p) => p.close());
-    expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.' })).ok).toBe(
-      true,
-    );
-    const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
-    const joined = await rt.run({
-      op: 'join',
-      caller: {
-        session_id: CODEX,
-        host: 'codex',
-        surface: 'mcp',
-        delivery_mode: 'pull',
-        host_session_id: null,
-        project_id: 'local-project',
-        worktree: sb.proj,
-      },
-      args: { channel: 'team', role: 'Coder', role_prompt: 'ROLE-PROMPT-CODER: you code.' },
-    });
-    expect(joined.ok, joined.message).toBe(true);
+    const { env, peer, rt, CODEX } = await codexMember(sb, fake, 'ROLE-PROMPT-CODER: you code.');
     const queued = await peer.send('queued for codex');
 
     const trust = ['--dangerously-bypass-hook-trust'];
@@ -117,34 +103,7 @@ describe('Codex with the installed hook runner', () => {
       ]),
       (f) => f.close(),
     );
-    const env = configureCodex(sb, fake);
-    appendFileSync(
-      join(env.CODEX_HOME!, 'config.toml'),
-      `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
-    );
-    const CODEX = pin(),
-      PEER = pin();
-    await opencomms(sb, 'install', 'codex');
-    await opencomms(sb, 'install-member', '--host', 'codex', '--id', CODEX);
-    const peer = defer(await startPeer(sb, PEER, 'team'), (p) => p.close());
-    expect((await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.' })).ok).toBe(
-      true,
-    );
-    const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
-    const joined = await rt.run({
-      op: 'join',
-      caller: {
-        session_id: CODEX,
-        host: 'codex',
-        surface: 'mcp',
-        delivery_mode: 'pull',
-        host_session_id: null,
-        project_id: 'local-project',
-        worktree: sb.proj,
-      },
-      args: { channel: 'team', role: 'Coder', role_prompt: 'You code.' },
-    });
-    expect(joined.ok, joined.message).toBe(true);
+    const { env, peer, rt } = await codexMember(sb, fake, 'You code.');
     const trust = ['--dangerously-bypass-hook-trust'];
     const r1 = await run(bin('codex'), codexArgs('hello codex', trust), {
       cwd: sb.proj,
@@ -181,41 +140,7 @@ describe('Codex with the installed hook runner', () => {
   it('a burst of ten queued for the thread reaches the model at the next boundary, oldest first, each once', async () => {
     const sb = sandbox('oc-codex-burst');
     const fake = defer(await startFakeResponses(['SAY first turn', 'SAY second turn']), (f) => f.close());
-    const env = configureCodex(sb, fake);
-    appendFileSync(
-      join(env.CODEX_HOME!, 'config.toml'),
-      `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
-    );
-    const CODEX = pin(),
-      PEER = pin();
-    await opencomms(sb, 'install', 'codex');
-    await opencomms(sb, 'install-member', '--host', 'codex', '--id', CODEX);
-    const peer = defer(await startPeer(sb, PEER, 'team'), (p) => p.close());
-    expect(
-      (
-        await peer.call('opencomms_create', {
-          channel: 'team',
-          role: 'Lead',
-          role_prompt: 'You lead.',
-          rate_limit: 200,
-        })
-      ).ok,
-    ).toBe(true);
-    const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
-    const joined = await rt.run({
-      op: 'join',
-      caller: {
-        session_id: CODEX,
-        host: 'codex',
-        surface: 'mcp',
-        delivery_mode: 'pull',
-        host_session_id: null,
-        project_id: 'local-project',
-        worktree: sb.proj,
-      },
-      args: { channel: 'team', role: 'Coder', role_prompt: 'You code.' },
-    });
-    expect(joined.ok, joined.message).toBe(true);
+    const { env, peer, rt } = await codexMember(sb, fake, 'You code.');
     const ids: string[] = [];
     for (let i = 1; i <= 10; i++) ids.push((await peer.send(`S${String(i).padStart(2, '0')}`)).id);
 

@@ -6,14 +6,14 @@
 // once. Typing holds the wake and a half-typed line survives it; pause holds it; Esc and Ctrl-C
 // act as in plain Codex; a SIGKILLed launcher or Codex leaves no process and no mail taken.
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn as ptySpawn } from '@lydell/node-pty';
 import { describe, expect, it } from 'vitest';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { useCleanups } from './cleanups.ts';
-import { OPENCOMMS, frameIds, opencomms, startPeer, until, type Defer } from './claude-harness.ts';
-import { bin, configureCodex, namespaced, type Sandbox } from './env.ts';
+import { OPENCOMMS, frameIds, joinTeam, leadTeam, opencomms, startPeer, until, type Defer } from './claude-harness.ts';
+import { bin, configureCodex, namespaced, trustCodexProject, type Sandbox } from './env.ts';
 import { startFakeResponses, type ModelRequest } from './fake/index.ts';
 import { startTerminal, type Terminal } from './tmux.ts';
 
@@ -95,10 +95,7 @@ async function rig(sb: Sandbox, defer: Defer) {
     (f) => f.close(),
   );
   const env = configureCodex(sb, fake);
-  appendFileSync(
-    join(env.CODEX_HOME!, 'config.toml'),
-    `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
-  );
+  trustCodexProject(sb, env);
   defer(sb, () => {
     for (const p of daemons(sb)) {
       try {
@@ -113,25 +110,9 @@ async function rig(sb: Sandbox, defer: Defer) {
   await opencomms(sb, 'install', 'codex');
   await opencomms(sb, 'install-member', '--host', 'codex', '--id', member);
   const peer = defer(await startPeer(sb, lead, 'team'), (p) => p.close());
-  expect(
-    (await peer.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'You lead.', rate_limit: 200 }))
-      .ok,
-  ).toBe(true);
+  await leadTeam(peer);
   const rt = defer(openRuntime(sb.proj, { log: () => {} }), (r) => r.close());
-  const joined = await rt.run({
-    op: 'join',
-    caller: {
-      session_id: member,
-      host: 'codex',
-      surface: 'mcp',
-      delivery_mode: 'pull',
-      host_session_id: null,
-      project_id: 'local-project',
-      worktree: sb.proj,
-    },
-    args: { channel: 'team', role: 'Coder', role_prompt: 'You code.' },
-  });
-  expect(joined.ok, joined.message).toBe(true);
+  await joinTeam(rt, sb, member, 'codex', { role: 'Coder', role_prompt: 'You code.' });
   const launcherLog = join(sb.root, 'launcher.log');
   const termEnv = {
     ...env,

@@ -10,6 +10,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import {
+  appendFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -483,10 +484,19 @@ export function trustClaudeProject(sb: Sandbox, env: Record<string, string>, ser
   );
 }
 
-/** `claude -p` arguments: stream-json output, a fixed model id, no session files. */
+/** Codex trusts the project, so it loads the project's `.codex/` config and hooks. */
+export function trustCodexProject(sb: Sandbox, env: Record<string, string>) {
+  appendFileSync(
+    join(env.CODEX_HOME!, 'config.toml'),
+    `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
+  );
+}
+
+/** `claude -p` arguments: stream-json output, a fixed model id, no session files unless `persist`
+ *  (a hook reads the session's transcript; a later run resumes it). */
 export function claudeArgs(
   prompt: string,
-  opts: { mcpConfig?: string; allowedTools?: string[]; maxTurns?: number; extra?: string[] } = {},
+  opts: { mcpConfig?: string; allowedTools?: string[]; maxTurns?: number; extra?: string[]; persist?: boolean } = {},
 ): string[] {
   return [
     '-p',
@@ -498,7 +508,7 @@ export function claudeArgs(
     'claude-sonnet-4-5',
     '--max-turns',
     String(opts.maxTurns ?? 4),
-    '--no-session-persistence',
+    ...(opts.persist ? [] : ['--no-session-persistence']),
     ...(opts.mcpConfig ? ['--mcp-config', opts.mcpConfig, '--strict-mcp-config'] : []),
     ...(opts.allowedTools?.length ? ['--allowedTools', opts.allowedTools.join(',')] : []),
     ...(opts.extra ?? []),

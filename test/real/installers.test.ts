@@ -10,6 +10,7 @@ import { useCleanups } from './cleanups.ts';
 import {
   TOY_SERVER,
   bin,
+  claudeArgs,
   codexArgs,
   configureClaude,
   configureCodex,
@@ -68,21 +69,12 @@ describe("installers on the real clients' own config files", () => {
     expect(files(sb.proj, Object.keys(installed))).toEqual(installed);
 
     // Claude Code: both servers connect, the user's hook still runs next to ours.
-    const c = await run(
-      bin('claude'),
-      [
-        '-p',
-        'hello',
-        '--output-format',
-        'stream-json',
-        '--verbose',
-        '--model',
-        'claude-sonnet-4-5',
-        '--max-turns',
-        '2',
-      ],
-      { cwd: sb.proj, env: claudeEnv, timeoutMs: 60_000, forward: [claudeFake.port] },
-    );
+    const c = await run(bin('claude'), claudeArgs('hello', { maxTurns: 2, persist: true }), {
+      cwd: sb.proj,
+      env: claudeEnv,
+      timeoutMs: 60_000,
+      forward: [claudeFake.port],
+    });
     expect(c.code, describeRun(c)).toBe(0);
     const servers = jsonLines(c.stdout).find((l) => l.type === 'system' && l.subtype === 'init')?.mcp_servers ?? [];
     expect(servers.map((s: any) => [s.name, s.status]).sort()).toEqual([

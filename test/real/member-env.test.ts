@@ -5,11 +5,21 @@
 // row says which identity the server had. Claude Code 2.1.332 expands `${OPENCOMMS_MEMBER_ID:-<pin>}`
 // in `.mcp.json`; Codex 0.171.0 passes the variable through `env_vars`.
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useCleanups } from './cleanups.ts';
-import { bin, codexArgs, configureClaude, configureCodex, describeRun, run, trustClaudeProject } from './env.ts';
+import {
+  bin,
+  claudeArgs,
+  codexArgs,
+  configureClaude,
+  configureCodex,
+  describeRun,
+  run,
+  trustClaudeProject,
+  trustCodexProject,
+} from './env.ts';
 import { startFakeAnthropic, startFakeResponses } from './fake/index.ts';
 import { opencomms } from './claude-harness.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
@@ -48,17 +58,7 @@ describe('each session runs as its own member', () => {
     await opencomms(sb, 'install-member', '--id', first);
     const recipe = await opencomms(sb, 'install-member', '--id', second);
     expect(recipe).toContain(`OPENCOMMS_MEMBER_ID=${second} claude`);
-    const args = (prompt: string) => [
-      '-p',
-      prompt,
-      '--output-format',
-      'stream-json',
-      '--verbose',
-      '--model',
-      'claude-sonnet-4-5',
-      '--max-turns',
-      '3',
-    ];
+    const args = (prompt: string) => claudeArgs(prompt, { maxTurns: 3, persist: true });
     const a = await run(bin('claude'), args('[conv-A] create'), {
       cwd: sb.proj,
       env,
@@ -87,10 +87,7 @@ describe('each session runs as its own member', () => {
       (f) => f.close(),
     );
     const env = configureCodex(sb, fake);
-    appendFileSync(
-      join(env.CODEX_HOME!, 'config.toml'),
-      `\n[projects.${JSON.stringify(sb.proj)}]\ntrust_level = "trusted"\n`,
-    );
+    trustCodexProject(sb, env);
     const [first, second] = [pin(), pin()];
     await opencomms(sb, 'install', 'codex');
     await opencomms(sb, 'install-member', '--host', 'codex', '--id', first);
