@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseState } from '../../src/protocol/schema.ts';
 import { Runtime, type RuntimeOptions } from '../../src/runtime/runtime.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { DurableLog, type CheckRecord, type PromptRecord, type WriterRecord } from './records.ts';
 import { CHANNELS, MEMBERS, SOAK_COMPACT_BYTES, contentToken, rng, type Rng } from './plan.ts';
 

@@ -6,8 +6,7 @@
 import { type Archive, archiveNamed } from '../protocol/archive.ts';
 import { applyOps, detach, track } from '../protocol/draft.ts';
 import { emptyState, type Envelope, type State } from '../protocol/schema.ts';
-import type { InvalidFile } from './archives.ts';
-import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
+import type { InvalidFile, MutateOutcome, Store, Watch, WatchChange } from './types.ts';
 import { checkOps } from './validate.ts';
 import { Watcher } from './watcher.ts';
 

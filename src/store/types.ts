@@ -5,7 +5,12 @@
 import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import type { Op } from '../protocol/draft.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
-import type { InvalidFile } from './archives.ts';
+
+/** A record the store holds but cannot read (an archive or a pin): named, with why, for doctor. */
+export interface InvalidFile {
+  file: string;
+  cause: string;
+}
 
 export interface MutateOutcome<T> {
   changed: boolean;

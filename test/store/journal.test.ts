@@ -4,8 +4,8 @@ import { linkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { storeStats } from '../../src/store/state-file.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { storeStats } from '../../src/store/file/state-file.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { counterOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;

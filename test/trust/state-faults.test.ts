@@ -109,8 +109,8 @@ describe('item 4: nothing is created by a refused call or by starting a server',
     expect(readdirSync(dir)).toEqual([]);
     // The first successful mutation creates the directory and its .gitignore (§2).
     expect((await h.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'p' })).ok).toBe(true);
-    // A server that has written keeps its lock token (src/store/lock.ts) until it exits. The
-    // snapshot's journal is created with it (src/store/store.ts, `journal_created`).
+    // A server that has written keeps its lock token (src/store/file/lock.ts) until it exits. The
+    // snapshot's journal is created with it (src/store/file/store.ts, `journal_created`).
     const token = /^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/;
     expect(
       readdirSync(join(dir, '.opencomms'))

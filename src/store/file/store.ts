@@ -14,10 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { applyOps, detach, raw, type Op } from '../protocol/draft.ts';
-import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
-import { emptyState, type State } from '../protocol/schema.ts';
-import type { Envelope } from '../protocol/schema.ts';
+import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
+import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../../protocol/limits.ts';
+import { emptyState, type State } from '../../protocol/schema.ts';
+import type { Envelope } from '../../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
 import {
@@ -42,13 +42,13 @@ import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs } f
 import { loadLockFree, loadLocked, lostSnapshot, type Snapshot } from './load.ts';
 import { lockHeld, withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
-import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
+import { ensureDir, resolvePaths, type StorePaths } from '../paths.ts';
 import { sameKey, statKey, type FileKey } from './file-key.ts';
 import { pinFile, readStateFile, serialize, serializeChunks, storeStats, unpin, type Pinned } from './state-file.ts';
-import { RefusalError, refuse } from '../protocol/result.ts';
-import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
-import { checkedChanges, runOnDraft } from './mutation.ts';
-import { checkOps } from './validate.ts';
+import { RefusalError, refuse } from '../../protocol/result.ts';
+import type { MutateOutcome, Store, Watch, WatchChange } from '../types.ts';
+import { checkedChanges, runOnDraft } from '../mutation.ts';
+import { checkOps } from '../validate.ts';
 import { watchStateFile } from './watch.ts';
 
 /** `default` survives a killed process (whole lines, atomic renames); `durable` also survives a
@@ -163,7 +163,7 @@ export class FileStore implements Store {
     return withLock(
       this.paths,
       async (lock) => {
-        // Moved to another store (store/postgres/move.ts writes the binding under this lock): the
+        // Moved to another store (store/move.ts writes the binding under this lock): the
         // files are retired, and a write here would fork the project.
         if (existsSync(this.paths.binding))
           throw new RefusalError(

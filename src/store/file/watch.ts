@@ -6,8 +6,8 @@
 // follow-up scan instead.
 import { watch, type FSWatcher } from 'node:fs';
 import { basename } from 'node:path';
-import type { StorePaths } from './paths.ts';
-import type { Watch, WatchChange } from './types.ts';
+import type { StorePaths } from '../paths.ts';
+import type { Watch, WatchChange } from '../types.ts';
 
 /** Safety-net rescan for a missed event, and the retry of a watch that could not be set up (the
  *  directory does not exist yet): the polling fallback interval. A rescan of a state
