@@ -127,7 +127,7 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
   // Spawn delivery runs for this instance's own sends and their re-drains (protocol.md "MCP server and wire"; hosts.md "spawn_push").
   const spawn = spawnDriver(o.project, env);
-  const rt = openRuntime(o.project, { log, spawn, follow: true });
+  const rt = openRuntime(o.project, { log, spawn, catchUpWhileIdle: true });
   // The start-up sweep runs while the client initializes and lists tools; calls wait for it.
   const started = rt.start();
   log(

@@ -4,7 +4,7 @@
 //     send and each pull durably right after the call returns. Stdin `quiet` stops sending (it
 //     answers `quiet`); `finish` pulls until nothing is left and exits.
 //   owner <project> <records> <name> <inc> <seed> <latencyMs>: a push member's owner process (a
-//     Runtime with a file watch and a DeliveryDriver) whose driver records every prompt it
+//     Runtime delivering on change, with a DeliveryDriver) whose driver records every prompt it
 //     accepts before `deliver` resolves, then takes up to <latencyMs> like a host would. Stdin
 //     `finish` closes the runtime and exits.
 //   checker <project> <records>: reads the state through a fresh store until stdin says `finish`;
@@ -156,7 +156,7 @@ async function owner(rid: string) {
   const out = new DurableLog(join(records!, `${rid}.prompts.jsonl`));
   const latency = Number(tuning ?? 40);
   const rt = openRuntime(project!, {
-    watch: true,
+    deliverOnChange: true,
     log,
     driver: {
       method: 'push',

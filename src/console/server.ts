@@ -2,13 +2,13 @@
 // embedded page. Every request passes the Host and cross-site checks (403, recorded in
 // state.errors), a body cap (413), the route table (404 names method and path), and never shows
 // a stack trace (500, details in state.errors and on stderr). The page is refreshed by SSE when
-// any process changes the state or an archive (the store's watch).
+// any process changes the state or an archive (the store's subscription).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { openRuntime, type Runtime } from '../runtime/runtime.ts';
 import { GUI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
-import type { Watch } from '../store/index.ts';
+import type { Subscription } from '../store/index.ts';
 import { VERSION } from '../version.ts';
 import { loadAssets } from './assets.ts';
 import { EventHub } from './events.ts';
@@ -178,7 +178,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
   // Any process's change (or an archive's) refreshes the page; an unchanged state (the store's
   // periodic rescan) sends nothing.
   let last: string | null = null;
-  let watch: Watch | null = null;
+  let subscription: Subscription | null = null;
   const revision = () => rt.store.revision().catch((e: Error) => e.message);
   const onChange = async (change: { archives: boolean }) => {
     const now = await revision();
@@ -196,9 +196,9 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
       });
     });
     last = await revision();
-    watch = await rt.store.watch(onChange, log);
+    subscription = await rt.store.subscribe(onChange, log);
   } catch (e) {
-    await watch?.close();
+    await subscription?.close();
     server.close();
     await rt.close();
     throw e;
@@ -208,7 +208,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     port,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
     async close() {
-      await watch?.close();
+      await subscription?.close();
       events.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

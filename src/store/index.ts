@@ -5,7 +5,7 @@ export { MemoryStore } from './memory.ts';
 export { openStore, readBinding, writeBinding } from './binding.ts';
 export type { Binding } from './binding.ts';
 export { PgStore } from './postgres/store.ts';
-export type { InvalidFile, MutateOutcome, Store, Watch, WatchChange } from './types.ts';
+export type { InvalidFile, MutateOutcome, Store, Subscription, StoreChange } from './types.ts';
 export { ensureDir, resolvePaths, LEGACY_DIR, LEGACY_HOST, STORE_DIR } from './paths.ts';
 export type { StorePaths } from './paths.ts';
 export { TEMP_NAME_RE, writeAtomic } from './file/atomic.ts';

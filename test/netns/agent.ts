@@ -38,7 +38,7 @@ let holding = false;
 const held: Array<() => void> = [];
 
 const rt = new Runtime(new PgStore({ url: `postgres://postgres@127.0.0.1:${localPort}/test`, key }), {
-  watch: true,
+  deliverOnChange: true,
   log: (line) => say({ log: line }),
   driver: {
     method: 'push',

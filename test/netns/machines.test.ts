@@ -38,7 +38,7 @@ const shown = (m: Machine) => {
 };
 
 async function state(): Promise<State> {
-  await view.follow();
+  await view.catchUp();
   return view.read();
 }
 
