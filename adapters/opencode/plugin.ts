@@ -104,10 +104,10 @@ class Instance {
     });
   }
 
-  /** The session is live in this server: it is hosted (and claimed) here. An unreadable state
+  /** The session is live in this server: it is served (and claimed) here. An unreadable state
    *  (incompatible, busy) is answered by the tool call itself, as a refusal. */
   markLocal(sid: string) {
-    return this.runtime.host(sid).catch(() => {});
+    return this.runtime.serve(sid).catch(() => {});
   }
 
   setStatus(sid: string, s: 'idle' | 'busy') {

@@ -31,7 +31,8 @@ const SECURITY_HEADERS = {
 export interface ConsoleOptions {
   project: string;
   port?: number;
-  host?: string;
+  /** The address the server listens on (default 127.0.0.1). */
+  bindAddress?: string;
   log?: (line: string) => void;
 }
 
@@ -115,7 +116,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     const path = url.pathname;
     const why = forbidden({
       method,
-      host: header(req, 'host'),
+      hostHeader: header(req, 'host'),
       origin: header(req, 'origin'),
       referer: header(req, 'referer'),
       secFetchSite: header(req, 'sec-fetch-site'),
@@ -186,11 +187,11 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     last = now;
   };
 
-  const host = opts.host ?? '127.0.0.1';
+  const bindAddress = opts.bindAddress ?? '127.0.0.1';
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(opts.port ?? DEFAULT_PORT, host, () => {
+      server.listen(opts.port ?? DEFAULT_PORT, bindAddress, () => {
         server.off('error', reject);
         resolve();
       });
@@ -206,7 +207,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
+    url: `http://${bindAddress.includes(':') ? `[${bindAddress}]` : bindAddress}:${port}/`,
     async close() {
       await subscription?.close();
       events.close();

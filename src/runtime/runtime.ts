@@ -331,9 +331,9 @@ export class Runtime {
     this.inflight.add(t);
   }
 
-  /** The host reports this session in this process (see Deliveries.host). */
-  host(sid: string): Promise<void> {
-    return this.deliveries.host(sid);
+  /** The host reports this session in this process (see Deliveries.serve). */
+  serve(sid: string): Promise<void> {
+    return this.deliveries.serve(sid);
   }
 
   /** Drains a recipient this process owns, now (an idle event, a re-check). */
