@@ -40,7 +40,7 @@ export const watch: CliCommand = {
         }
         // The signal handlers come before the ready line: whoever reads it may stop us at once.
         const stopped = new Promise<void>((resolve) => {
-          const alive = setInterval(() => {}, 2 ** 30); // the watch itself holds no reference that keeps Node running
+          const alive = setInterval(() => {}, 2 ** 30); // the subscription itself holds no reference that keeps Node running
           for (const sig of ['SIGINT', 'SIGTERM'] as const)
             process.once(sig, () => {
               clearInterval(alive);

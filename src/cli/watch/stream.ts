@@ -1,4 +1,4 @@
-// The shell of `opencomms watch`: the store's watch wakes it whenever any process changed the
+// The shell of `opencomms watch`: the store's subscription wakes it whenever any process changed the
 // state (no polling loop of its own); it reads what the pure diff needs (the state, the history
 // tails of the channels that changed, and the record of any envelope that left live state, each
 // log read once per wake-up) and hands out the lines.
