@@ -1,6 +1,6 @@
 // The PostgreSQL store's figures beside a floor measured in the same run on the same server: a
 // send through the runtime (engine + store, in process) against one INSERT of the same message
-// in autocommit, taken in turns; and the wake of a watcher in another store instance through
+// in autocommit, taken in turns; and the wake of a subscriber in another store instance through
 // LISTEN/NOTIFY. One JSON line per figure.
 //   OPENCOMMS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/postgres.ts
 import { randomBytes } from 'node:crypto';
@@ -78,11 +78,11 @@ async function main() {
   await admin.end();
 }
 
-/** A mutation committed by one instance until the watch callback of another runs. */
+/** A mutation committed by one instance until the subscriber callback of another runs. */
 async function wake(rt: Runtime) {
   const other = new PgStore({ url, key });
   let resolve: (() => void) | null = null;
-  const w = await other.watch(
+  const w = await other.subscribe(
     async () => resolve?.(),
     () => {},
   );
@@ -96,7 +96,7 @@ async function wake(rt: Runtime) {
     resolve = null;
   }
   const s = stats(samples);
-  emit('pg: send committed in A -> watch callback in B (NOTIFY)', {
+  emit('pg: send committed in A -> subscriber callback in B (NOTIFY)', {
     p50_ms: round(s.p50, 3),
     p99_ms: round(s.p99, 3),
     target: 'p50 <= 10 ms, p99 <= 30 ms',

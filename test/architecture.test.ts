@@ -1,5 +1,6 @@
 // Architecture rules that a grep can prove: the functional core has no clock, no I/O and no
-// timers; it names no host; and no code assigns an envelope's status outside the machines.
+// timers; it names no host; no code assigns an envelope's status outside the machines; and the store
+// interface and the PostgreSQL store import nothing of the file store.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,4 +48,23 @@ describe('envelope status', () => {
     const writers = offenders(['src', 'adapters'], /Object\.assign\(e, r\.record\)/);
     expect(writers.map((w) => w.where.split(':')[0])).toEqual(['src/engine/transitions.ts']);
   });
+});
+
+describe('store interface', () => {
+  // The interface and the networked store stand without the file store: its compaction, lock files,
+  // backups and temp files are its own, so a store that keeps no files carries none of them.
+  const fileStoreImport = /from ['"][^'"]*\/file\/[^'"]*['"]|import\(['"][^'"]*\/file\//;
+  it('src/store/types.ts imports nothing of the file store', () =>
+    expect(offenders(['src/store'], fileStoreImport).filter((o) => o.where.startsWith('src/store/types.ts:'))).toEqual(
+      [],
+    ));
+  it('src/store/postgres/ imports nothing of the file store', () =>
+    expect(offenders(['src/store/postgres'], fileStoreImport)).toEqual([]));
+  it('the file store lives in src/store/file/', () =>
+    expect(files('src/store').filter((f) => /(^|\/)(lock|journal|atomic|state-file)\.ts$/.test(f))).toEqual([
+      'src/store/file/atomic.ts',
+      'src/store/file/journal.ts',
+      'src/store/file/lock.ts',
+      'src/store/file/state-file.ts',
+    ]));
 });

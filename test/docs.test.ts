@@ -13,7 +13,7 @@ import * as consoleLimits from '../src/console/limits.ts';
 import * as protocolLimits from '../src/protocol/limits.ts';
 import { REASONS } from '../src/protocol/result.ts';
 import * as runtimeLimits from '../src/runtime/limits.ts';
-import * as storeWatch from '../src/store/watch.ts';
+import * as storeWatch from '../src/store/file/subscribe.ts';
 
 const root = join(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');

@@ -5,7 +5,7 @@
 // schemas and machines load (from the second file) only when there is work. Fail-open: always exit 0 with `{}` on a fault.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { glance } from '../../src/store/glance.ts';
+import { glance } from '../../src/store/file/glance.ts';
 import { HOOK_RUNNER_FULL } from '../install/bundle-names.ts';
 import { hookContext, readStdin, type HookContext } from './hook-input.ts';
 import { triage } from './shortcut.ts';

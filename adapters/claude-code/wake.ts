@@ -1,6 +1,6 @@
 // The waiter that wakes an idle Claude Code session (hosts.md "Waking an idle Claude Code session"). Registered as an
-// `asyncRewake` hook on SessionStart and Stop: it runs in the background, sleeps on the state
-// file's watch until mail for this session's member may be handed over (pause, cooldown, budgets
+// `asyncRewake` hook on SessionStart and Stop: it runs in the background, sleeps on the store's
+// subscription until mail for this session's member may be handed over (pause, cooldown, budgets
 // and stale rules are the drain's), then writes the framed batch to stderr and exits 2, which
 // makes Claude Code start a turn with it.
 //
@@ -118,7 +118,7 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
   const ready = () => alive(claudePid) && reg.mine();
 
   const rt = openRuntime(ctx.project, {
-    watch: true,
+    deliverOnChange: true,
     tag: processTag(claudePid),
     spawnHosts: SPAWN_HOSTS,
     log,

@@ -106,7 +106,7 @@ export async function startWaiter(o: WaiterOptions): Promise<Waiter | null> {
   /** The last drain was held by the launcher: it drains again once the user and screen are quiet. */
   let held = false;
   const rt: Runtime = openRuntime(o.project, {
-    watch: true,
+    deliverOnChange: true,
     spawnHosts: SPAWN_HOSTS,
     log: o.log,
     driver: {

@@ -6,7 +6,7 @@
 // the file keeps its permission bits (a 0600 file may hold another server's secret).
 import { open, lstat, mkdir, readFile, readlink, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { tempName } from '../../src/store/atomic.ts';
+import { tempName } from '../../src/store/file/atomic.ts';
 
 /** The new content of one file, or `null` to delete it. */
 export interface FileChange {

@@ -28,7 +28,7 @@ export interface McpOptions {
 /** A pin is the member id this process serves: the session's OPENCOMMS_MEMBER_ID, else the one an
  *  installer names in OPENCOMMS_PINNED_MEMBER_ID (a host that cannot default one variable to
  *  another); blank or malformed counts as none. */
-export function readPin(env: NodeJS.ProcessEnv): string | null {
+export function memberIdFromEnv(env: NodeJS.ProcessEnv): string | null {
   const raw = env.OPENCOMMS_MEMBER_ID?.trim() || env.OPENCOMMS_PINNED_MEMBER_ID?.trim() || '';
   return raw && MEMBER_ID_RE.test(raw) ? raw : null;
 }
@@ -123,11 +123,11 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
     log(`refusing to start: --host "${host}" is not a valid host label (lowercase, letter first, not "generic")`);
     return 1;
   }
-  const pin = readPin(env);
+  const pin = memberIdFromEnv(env);
   const projectId = env.OPENCOMMS_PROJECT_ID?.trim() || 'local-project';
   // Spawn delivery runs for this instance's own sends and their re-drains (protocol.md "MCP server and wire"; hosts.md "spawn_push").
   const spawn = spawnDriver(o.project, env);
-  const rt = openRuntime(o.project, { log, spawn, follow: true });
+  const rt = openRuntime(o.project, { log, spawn, catchUpWhileIdle: true });
   // The start-up sweep runs while the client initializes and lists tools; calls wait for it.
   const started = rt.start();
   log(

@@ -54,7 +54,7 @@ const OPENCODE_HOSTS = new Set(['opencode', 'generic', 'opencode-comms']);
 const failed = (r: { error?: unknown } | undefined) => !r || r.error !== undefined;
 
 /** One instance per state dir and process: the host may load the file twice (directory and
- *  config entry); the second load shares the first runtime, watcher and sweep. The delivery policy
+ *  config entry); the second load shares the first runtime, subscription and sweep. The delivery policy
  *  (ownership, fallback, retries) is the runtime's; this class only translates to OpenCode. */
 class Instance {
   readonly runtime: Runtime;
@@ -76,12 +76,12 @@ class Instance {
     this.runtime = openRuntime(input.directory, {
       driver,
       spawn: spawnDriver(input.directory),
-      watch: true,
+      deliverOnChange: true,
       log: this.log,
     });
   }
 
-  /** Start-up after the host is serving: sweep, validate the roster against the host, watch. */
+  /** Start-up after the host is serving: sweep, validate the roster against the host, subscribe. */
   async start() {
     await this.runtime.start();
     await this.runtime.deliveries.reconcile({
@@ -104,10 +104,10 @@ class Instance {
     });
   }
 
-  /** The session is live in this server: it is hosted (and claimed) here. An unreadable state
+  /** The session is live in this server: it is served (and claimed) here. An unreadable state
    *  (incompatible, busy) is answered by the tool call itself, as a refusal. */
   markLocal(sid: string) {
-    return this.runtime.host(sid).catch(() => {});
+    return this.runtime.serve(sid).catch(() => {});
   }
 
   setStatus(sid: string, s: 'idle' | 'busy') {

@@ -4,7 +4,7 @@
 //     send and each pull durably right after the call returns. Stdin `quiet` stops sending (it
 //     answers `quiet`); `finish` pulls until nothing is left and exits.
 //   owner <project> <records> <name> <inc> <seed> <latencyMs>: a push member's owner process (a
-//     Runtime with a file watch and a DeliveryDriver) whose driver records every prompt it
+//     Runtime delivering on change, with a DeliveryDriver) whose driver records every prompt it
 //     accepts before `deliver` resolves, then takes up to <latencyMs> like a host would. Stdin
 //     `finish` closes the runtime and exits.
 //   checker <project> <records>: reads the state through a fresh store until stdin says `finish`;
@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseState } from '../../src/protocol/schema.ts';
 import { Runtime, type RuntimeOptions } from '../../src/runtime/runtime.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { DurableLog, type CheckRecord, type PromptRecord, type WriterRecord } from './records.ts';
 import { CHANNELS, MEMBERS, SOAK_COMPACT_BYTES, contentToken, rng, type Rng } from './plan.ts';
 
@@ -156,7 +156,7 @@ async function owner(rid: string) {
   const out = new DurableLog(join(records!, `${rid}.prompts.jsonl`));
   const latency = Number(tuning ?? 40);
   const rt = openRuntime(project!, {
-    watch: true,
+    deliverOnChange: true,
     log,
     driver: {
       method: 'push',

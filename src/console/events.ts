@@ -1,5 +1,5 @@
 // Server-sent events of the console (GET /api/events; operator.md "The console"): `hello` on connect,
-// `refresh` whenever the state or an archive changed (any process: the store's watch) or the
+// `refresh` whenever the state or an archive changed (any process: the store's subscription) or the
 // console itself acted, and a `: ping` comment every SSE_PING_MS so idle connections stay open.
 import type { ServerResponse } from 'node:http';
 

@@ -14,8 +14,8 @@ function hostOnly(value: string): string {
   return colon === -1 ? v : v.slice(0, colon);
 }
 
-export const isLoopbackHost = (host: string | undefined): boolean =>
-  host !== undefined && LOOPBACK_HOSTS.has(hostOnly(host));
+export const isLoopbackHost = (hostHeader: string | undefined): boolean =>
+  hostHeader !== undefined && LOOPBACK_HOSTS.has(hostOnly(hostHeader));
 
 function isLoopbackOrigin(value: string): boolean {
   try {
@@ -28,7 +28,7 @@ function isLoopbackOrigin(value: string): boolean {
 
 export interface RequestHead {
   method: string;
-  host?: string;
+  hostHeader?: string;
   origin?: string;
   referer?: string;
   secFetchSite?: string;
@@ -36,8 +36,8 @@ export interface RequestHead {
 
 /** Why the request is refused with 403, or null. Any port is accepted: the check is about names. */
 export function forbidden(r: RequestHead): string | null {
-  if (!isLoopbackHost(r.host))
-    return `Host header ${JSON.stringify(r.host ?? '')} is not 127.0.0.1, localhost or [::1]`;
+  if (!isLoopbackHost(r.hostHeader))
+    return `Host header ${JSON.stringify(r.hostHeader ?? '')} is not 127.0.0.1, localhost or [::1]`;
   if (!MUTATING.has(r.method)) return null;
   if (r.secFetchSite !== undefined && SAME_SITE_FETCH.has(r.secFetchSite)) return null;
   if (r.origin !== undefined)

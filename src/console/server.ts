@@ -2,13 +2,13 @@
 // embedded page. Every request passes the Host and cross-site checks (403, recorded in
 // state.errors), a body cap (413), the route table (404 names method and path), and never shows
 // a stack trace (500, details in state.errors and on stderr). The page is refreshed by SSE when
-// any process changes the state or an archive (the store's watch).
+// any process changes the state or an archive (the store's subscription).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { openRuntime, type Runtime } from '../runtime/runtime.ts';
 import { GUI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
-import type { Watch } from '../store/index.ts';
+import type { Subscription } from '../store/index.ts';
 import { VERSION } from '../version.ts';
 import { loadAssets } from './assets.ts';
 import { EventHub } from './events.ts';
@@ -31,7 +31,8 @@ const SECURITY_HEADERS = {
 export interface ConsoleOptions {
   project: string;
   port?: number;
-  host?: string;
+  /** The address the server listens on (default 127.0.0.1). */
+  bindAddress?: string;
   log?: (line: string) => void;
 }
 
@@ -115,7 +116,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     const path = url.pathname;
     const why = forbidden({
       method,
-      host: header(req, 'host'),
+      hostHeader: header(req, 'host'),
       origin: header(req, 'origin'),
       referer: header(req, 'referer'),
       secFetchSite: header(req, 'sec-fetch-site'),
@@ -178,7 +179,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
   // Any process's change (or an archive's) refreshes the page; an unchanged state (the store's
   // periodic rescan) sends nothing.
   let last: string | null = null;
-  let watch: Watch | null = null;
+  let subscription: Subscription | null = null;
   const revision = () => rt.store.revision().catch((e: Error) => e.message);
   const onChange = async (change: { archives: boolean }) => {
     const now = await revision();
@@ -186,19 +187,19 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     last = now;
   };
 
-  const host = opts.host ?? '127.0.0.1';
+  const bindAddress = opts.bindAddress ?? '127.0.0.1';
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(opts.port ?? DEFAULT_PORT, host, () => {
+      server.listen(opts.port ?? DEFAULT_PORT, bindAddress, () => {
         server.off('error', reject);
         resolve();
       });
     });
     last = await revision();
-    watch = await rt.store.watch(onChange, log);
+    subscription = await rt.store.subscribe(onChange, log);
   } catch (e) {
-    await watch?.close();
+    await subscription?.close();
     server.close();
     await rt.close();
     throw e;
@@ -206,9 +207,9 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
   const port = (server.address() as AddressInfo).port;
   return {
     port,
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/`,
+    url: `http://${bindAddress.includes(':') ? `[${bindAddress}]` : bindAddress}:${port}/`,
     async close() {
-      await watch?.close();
+      await subscription?.close();
       events.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

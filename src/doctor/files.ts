@@ -5,11 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { open, readdir, readFile, stat, unlink } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { LOCK_STALE_MS } from '../protocol/limits.ts';
 import { inspectState, resolvePaths, TEMP_NAME_RE, type Inspection, type StorePaths } from '../store/index.ts';
-import { processAlive } from '../runtime/runtime.ts';
+import { pidAlive } from '../store/pid.ts';
 
 export type Level = 'OK' | 'WARN' | 'FAIL';
 export interface Row {
@@ -112,7 +111,7 @@ export async function tempFiles(paths: StorePaths): Promise<TempFile[]> {
       const m = TEMP_NAME_RE.exec(n);
       if (!m) continue;
       const pid = Number(m[1]);
-      out.push({ file: join(dir, n), pid, alive: processAlive(`${pid}@${hostname()}`) });
+      out.push({ file: join(dir, n), pid, alive: pidAlive(pid) });
     }
   }
   return out;

@@ -361,7 +361,7 @@ export function requeueDelivery(
 }
 
 /** Releases the sessions owned by processes that are gone: ownerless, they go to the process
- *  that hosts them next (its claim) or to the cross-server fallback. Returns how many. */
+ *  that serves them next (its claim) or to the cross-server fallback. Returns how many. */
 function releaseOwners(state: State, alive: (by: string) => boolean): number {
   let released = 0;
   for (const ch of Object.values(raw(state.channels))) {

@@ -66,7 +66,7 @@ export function newMember(
     surface: caller.surface,
     delivery_mode: caller.delivery_mode,
     host_session_id: caller.host_session_id,
-    // The linking process hosts a push session; pull members are never prompted.
+    // The linking process serves a push session; pull members are never prompted.
     owner: caller.delivery_mode === 'push' ? by : null,
     machine,
     stale_policy: stalePolicyFor(caller.delivery_mode),

@@ -244,7 +244,7 @@ export function setStale(
 export const endSession = (state: State, hostSession: string, env: Env): Outcome =>
   setStale(state, hostSession, true, env, (m) => m.delivery_mode === 'spawn_push');
 
-/** This process hosts the session (owner-side rule): its memberships name this process. */
+/** This process serves the session (owner-side rule): its memberships name this process. */
 export function claim(state: State, session: string, env: Env): Outcome {
   let changed = false;
   for (const ch of Object.values(state.channels))

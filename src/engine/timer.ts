@@ -19,7 +19,7 @@ function elapsedAt(t: Timer, now: number): Record<string, number> {
 
 /** The clock stopped (the running segment added to its owner), and started for `start` at `now`
  *  when given: one write of the channel's timer (a path relative to the channel), read from the
- *  plain channel. Whole, not field by field: a follower replays one operation, not three. */
+ *  plain channel. Whole, not field by field: a process catching up replays one operation, not three. */
 export function clockOps(ch: Channel, now: number, start: string | null = null): Op[] {
   const t = raw(ch).timer;
   return [

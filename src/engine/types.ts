@@ -25,7 +25,7 @@ export interface OperatorCaller {
 /** Everything an operation needs from outside the state, so the engine stays pure. */
 export interface Env {
   now: number;
-  /** `"<pid>@<hostname>"` of the process running the operation (in_flight_by). */
+  /** The process tag (`"<pid>@<hostname>/<machine id>"`) of the process running the operation (in_flight_by). */
   by: string;
   /** Mints ids (`ocm_`, `chn_`, `cor_`); the shell passes a random source, tests a counter. */
   mint: (prefix: 'ocm' | 'chn' | 'cor') => string;

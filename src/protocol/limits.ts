@@ -50,8 +50,8 @@ export const MAX_DELIVERY_ATTEMPTS = 5;
 export const MAX_BATCH = 20;
 export const MAX_PULL_LIMIT = 100;
 
-/** Cross-server fallback for ownerless push members: the owner normally wakes within ms (file
- *  watch); 5 s means nobody owns the session. */
+/** Cross-server fallback for ownerless push members: the owner normally wakes within ms (its
+ *  subscription); 5 s means nobody owns the session. */
 export const CROSS_SERVER_FALLBACK_MS = 5000;
 
 /** Live envelopes kept at most; past it the oldest pending is pruned (with an error). The original

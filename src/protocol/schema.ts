@@ -96,10 +96,10 @@ export const MemberSchema = z
     surface: z.string(),
     delivery_mode: z.string(),
     host_session_id: z.string().nullable().default(null),
-    /** Additive: `"<pid>@<host>"` of the process that hosts this push session (owner-side rule);
+    /** Additive: the process tag (`"<pid>@<hostname>/<machine id>"`, runtime/process.ts) of the process that serves this push session (owner-side rule);
      *  null or a dead process = ownerless. */
     owner: z.string().nullable().default(null),
-    /** Additive: the machine id of the machine that hosts this session (src/runtime/machine.ts);
+    /** Additive: the machine id of the machine that serves this session (src/runtime/machine.ts);
      *  null = recorded before machines had ids, taken as every machine's. */
     machine: z.string().nullable().default(null),
     capabilities: CapabilitiesSchema.partial().nullable().optional(),

@@ -1,8 +1,8 @@
 // The one delivery policy of every host (protocol.md "Owner-side delivery"; hosts.md "spawn_push"): which recipients this
 // process delivers to, when, and by which route. Adapters only translate to their host:
-//   own     sessions this process hosts (OpenCode push, a Claude Code wake waiter);
+//   own     sessions this process serves (OpenCode push, a Claude Code wake waiter);
 //   spawn   spawn_push members resumed with a host CLI, for this process's own sends and re-drains;
-//   cross   push sessions nobody hosts, CROSS_SERVER_FALLBACK_MS after this process queued mail for
+//   cross   push sessions nobody serves, CROSS_SERVER_FALLBACK_MS after this process queued mail for
 //           them, and ONE retry DELIVERY_RETRY_MS after such a hand-over failed.
 // Per recipient one drain/hand-over cycle at a time (the in-flight guard), the batch persisted in
 // flight before the host sees it, then commit, requeue, or (a host that confirms later) neither.
@@ -19,14 +19,14 @@ import type { State } from '../protocol/schema.ts';
 export interface DeliveryDriver {
   readonly method: 'push' | 'spawn_push';
   /** Whether this process delivers to `rid`. Without it: the sessions the host reported here
-   *  (`Runtime.host`) whose recorded owner is this process, or nobody alive. */
+   *  (`Runtime.serve`) whose recorded owner is this process, or nobody alive. */
   owns?(rid: string, state: Readonly<State>): boolean;
   /** A hold only the host knows (the session is busy), checked right before each drain. */
   hold?(rid: string): Hold | null | Promise<Hold | null>;
   /** Resolves when the host accepted the batch; throws when it did not. `redelivery`: part of the
    *  batch was handed over before (crash window), so the host may already hold it. */
   deliver(rid: string, text: string, messageIds: string[], redelivery: boolean): Promise<void>;
-  /** May prompt a push session nobody hosts (degraded, protocol.md "Owner-side delivery"). */
+  /** May prompt a push session nobody serves (degraded, protocol.md "Owner-side delivery"). */
   crossServer?: boolean;
   /** The host confirms the hand-over later (a hook of the woken turn commits it): the batch stays
    *  in flight, tagged with the runtime's process tag, until then. */
@@ -78,8 +78,8 @@ export class Deliveries {
   private readonly delivering = new Set<string>();
   private readonly redrain = new Set<string>();
   /** Sessions the host reported in this process. */
-  private readonly hosted = new Set<string>();
-  /** Recipients this process delivers to without hosting them, and by which route. */
+  private readonly served = new Set<string>();
+  /** Recipients this process delivers to without serving them, and by which route. */
   private readonly routes = new Map<string, Exclude<Route, 'own'>>();
   private readonly fallbacks = new Set<NodeJS.Timeout>();
   private timer: NodeJS.Timeout | null = null;
@@ -116,11 +116,11 @@ export class Deliveries {
   // ---------------------------------------------------------------------------------------------
   // Ownership
 
-  /** The host reports `sid` here (an event, a tool call, a prompt): this process hosts it now and
+  /** The host reports `sid` here (an event, a tool call, a prompt): this process serves it now and
    *  claims it in state unless it already owns it. Another process claiming it later takes it over:
    *  `owns` stops answering true here as soon as the state names a live other owner. */
-  async host(sid: string): Promise<void> {
-    this.hosted.add(sid);
+  async serve(sid: string): Promise<void> {
+    this.served.add(sid);
     const state = await this.rt.peek();
     if (onLiveRoster(state, sid) && memberships(state, sid).some(({ m }) => m.owner !== this.rt.tag))
       await this.rt.run({ op: 'claim', session: sid });
@@ -135,7 +135,7 @@ export class Deliveries {
     const d = this.driver;
     if (!d) return false;
     if (d.owns) return d.owns(rid, state);
-    if (!this.hosted.has(rid)) return false;
+    if (!this.served.has(rid)) return false;
     return memberships(state, rid).every(
       ({ m }) => m.owner === null || m.owner === this.rt.tag || !this.rt.alive(m.owner),
     );
@@ -145,7 +145,7 @@ export class Deliveries {
    * Start-up roster check (protocol.md "OpenCode plugin"): every member of `hosts` on this worktree and this machine is
    * looked up in the host (another machine's sessions are not this host's to judge).
    * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
-   * ownerless (its process is gone) → this process hosts it until its own process claims it back.
+   * ownerless (its process is gone) → this process serves it until its own process claims it back.
    */
   async reconcile(o: {
     hosts: ReadonlySet<string>;
@@ -171,7 +171,7 @@ export class Deliveries {
             entry(`${o.label} session ${id} (${m.role} on "${ch.name}") vanished; marked stale, not replaced.`),
           );
         } else if (r !== 'alive') await this.rt.run(entry(`Could not look up ${o.label} session ${id}: ${r.error}`));
-        else if (!m.owner || !this.rt.alive(m.owner)) await this.host(m.session_id);
+        else if (!m.owner || !this.rt.alive(m.owner)) await this.serve(m.session_id);
       }
     }
   }

@@ -1,16 +1,16 @@
 // Runtime timings, each with the reason for its number.
 
-/** A following process (RuntimeOptions.follow) catches up this often while it waits for its
- *  next call, for the first FOLLOW_QUIET_MS; then every FOLLOW_IDLE_MAX_MS. A read right after a
+/** A process catching up while idle (RuntimeOptions.catchUpWhileIdle) does so this often while it waits for its
+ *  next call, for the first CATCH_UP_QUIET_MS; then every CATCH_UP_IDLE_MAX_MS. A read right after a
  *  burst of another server's writes then finds at most this much of them left to apply; a shorter
  *  period makes that read no faster (docs/performance.md). A catch-up with nothing new is two
  *  `stat`s, and a journal line costs the same whenever it is applied, so a busy server does no more
  *  work, only earlier. */
-export const FOLLOW_IDLE_MS = 10;
+export const CATCH_UP_IDLE_MS = 10;
 /** An agent's next call mostly comes within a second of its last; a server quiet for longer
  *  wakes once a second for two stats. */
-export const FOLLOW_QUIET_MS = 1_000;
-export const FOLLOW_IDLE_MAX_MS = 1_000;
+export const CATCH_UP_QUIET_MS = 1_000;
+export const CATCH_UP_IDLE_MAX_MS = 1_000;
 
 /** History-log envelopes read for one `history` call: the most a page (100) can show, plus
  *  slack for de-duplication against hot state. */

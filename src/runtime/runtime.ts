@@ -1,5 +1,5 @@
 // The imperative shell around the engine: lock → load → engine → save → unlock → effects, and the
-// file-watch wake that lets an owner process deliver mail another process queued. Who gets mail
+// wake on the store's subscription that lets an owner process deliver mail another process queued. Who gets mail
 // when, by which route, is the delivery policy's (delivery.ts). A Runtime owns no state the file
 // does not hold (caches aside).
 import { channelNamed } from '../engine/lookup.ts';
@@ -8,14 +8,14 @@ import { apply, compactContext, plan, type Command, type Env, type Outcome } fro
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
-import { openStore, type Store, type Watch } from '../store/index.ts';
+import { openStore, type Store, type Subscription } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
 import {
   DELIVERY_VIEW_LOGGED,
-  FOLLOW_IDLE_MAX_MS,
-  FOLLOW_IDLE_MS,
-  FOLLOW_QUIET_MS,
+  CATCH_UP_IDLE_MAX_MS,
+  CATCH_UP_IDLE_MS,
+  CATCH_UP_QUIET_MS,
   HISTORY_READ_MAX,
 } from './limits.ts';
 import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
@@ -36,15 +36,15 @@ export interface RuntimeOptions {
   spawn?: SpawnDriver;
   /** Host labels whose sessions can be resumed, for the stale rule (section 1.1) where no spawner runs. */
   spawnHosts?: readonly string[];
-  /** Watch state.json and drain local recipients when another process queues mail. */
-  watch?: boolean;
+  /** Subscribe to the store and drain local recipients when another process queues mail. */
+  deliverOnChange?: boolean;
   /** A long-lived process whose calls come and go (the MCP server): while it waits for its next
-   *  call it applies what other processes wrote, every FOLLOW_IDLE_MS at first and then less
+   *  call it applies what other processes wrote, every CATCH_UP_IDLE_MS at first and then less
    *  often, so that a call after a pause does not wait for the pause's writes (a pull of 100
    *  after another server's 100 sends spent ~2–4 ms replaying them). On a timer, not on every
-   *  write through a file watch, which would wake every server of a project on every write,
+   *  write through a subscription, which would wake every server of a project on every write,
    *  servers that may never be called included (docs/performance.md). */
-  follow?: boolean;
+  catchUpWhileIdle?: boolean;
   now?: () => number;
   log?: (line: string) => void;
   /** The process tag in-flight batches are held under (default this process). A Claude Code wake
@@ -79,7 +79,7 @@ const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
   prefix === 'ocm' ? newMessageId() : prefix === 'chn' ? newChannelId() : newCorrelationId();
 
 export class Runtime {
-  private watcher: Watch | null = null;
+  private subscription: Subscription | null = null;
   private idle: NodeJS.Timeout | null = null;
   private closed = false;
   /** This process's lease, when the store is shared by machines (started by `start`). */
@@ -136,7 +136,7 @@ export class Runtime {
   }
 
   /** Start-up: take a lease when the store is shared by machines, sweep the in-flight mail of dead
-   *  processes, then watch and deliver what is due. */
+   *  processes, then subscribe and deliver what is due. */
   async start(): Promise<void> {
     if (this.store.leases) {
       this.lease = new LeaseKeeper(this.store.leases, this.tag, this.machine, {
@@ -161,17 +161,18 @@ export class Runtime {
         break;
       }
     }
-    if (this.opts.watch && this.opts.driver) this.watcher = await this.store.watch(() => this.scan(), this.log);
+    if (this.opts.deliverOnChange && this.opts.driver)
+      this.subscription = await this.store.subscribe(() => this.scan(), this.log);
     await this.lease?.check();
     await this.scan();
-    this.followIn(FOLLOW_IDLE_MS);
+    this.catchUpIn(CATCH_UP_IDLE_MS);
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.idle) clearTimeout(this.idle);
     this.deliveries.close();
-    await this.watcher?.close();
+    await this.subscription?.close();
     await this.settled();
     await this.lease?.close();
     await this.store.close();
@@ -207,23 +208,26 @@ export class Runtime {
       if (e instanceof RefusalError) return e.refusal;
       return unwritableStore(e, this.store.location) ?? this.internalError(cmd.op, e);
     } finally {
-      this.followIn(FOLLOW_IDLE_MS);
+      this.catchUpIn(CATCH_UP_IDLE_MS);
     }
   }
 
-  /** (Re)starts the catch-ups of a following process after a call: every FOLLOW_IDLE_MS during
-   *  the first FOLLOW_QUIET_MS of quiet, then every FOLLOW_IDLE_MAX_MS. A state that cannot be
+  /** (Re)starts the catch-ups of a process catching up while idle, after a call: every CATCH_UP_IDLE_MS during
+   *  the first CATCH_UP_QUIET_MS of quiet, then every CATCH_UP_IDLE_MAX_MS. A state that cannot be
    *  read now is not logged here: the next call meets it and answers with the refusal. */
-  private followIn(ms: number, quietSince = Date.now()) {
-    if (!this.opts.follow || this.closed) return;
+  private catchUpIn(ms: number, quietSince = Date.now()) {
+    if (!this.opts.catchUpWhileIdle || this.closed) return;
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => {
       this.idle = null;
       void this.store
-        .follow()
+        .catchUp()
         .catch(() => {})
         .then(() =>
-          this.followIn(Date.now() - quietSince < FOLLOW_QUIET_MS ? FOLLOW_IDLE_MS : FOLLOW_IDLE_MAX_MS, quietSince),
+          this.catchUpIn(
+            Date.now() - quietSince < CATCH_UP_QUIET_MS ? CATCH_UP_IDLE_MS : CATCH_UP_IDLE_MAX_MS,
+            quietSince,
+          ),
         );
     }, ms);
     this.idle.unref?.();
@@ -327,9 +331,9 @@ export class Runtime {
     this.inflight.add(t);
   }
 
-  /** The host reports this session in this process (see Deliveries.host). */
-  host(sid: string): Promise<void> {
-    return this.deliveries.host(sid);
+  /** The host reports this session in this process (see Deliveries.serve). */
+  serve(sid: string): Promise<void> {
+    return this.deliveries.serve(sid);
   }
 
   /** Drains a recipient this process owns, now (an idle event, a re-check). */

@@ -9,7 +9,7 @@ import { ensureDir, resolvePaths } from './paths.ts';
 import { clientConfig, describeUrl, urlHasPassword } from './postgres/connect.ts';
 import { schemaOf } from './postgres/schema.ts';
 import { PgStore } from './postgres/store.ts';
-import { FileStore } from './store.ts';
+import { FileStore } from './file/store.ts';
 import type { Store } from './types.ts';
 
 export type Binding = { kind: 'file' } | { kind: 'postgres'; url: string; key: string };
@@ -83,10 +83,10 @@ function refusingStore(location: string, e: RefusalError): Store {
     location,
     read: no,
     peek: no,
-    follow: no,
+    catchUp: no,
     revision: no,
     mutate: no,
-    watch: no,
+    subscribe: no,
     history: no,
     historyIds: no,
     findInHistory: no,

@@ -1,15 +1,14 @@
 // The Store interface in memory: the same contract as FileStore (private drafts, nothing written on
 // a throw or an unchanged outcome, what is written checked first, history and archives kept aside,
-// watchers told of every change) with no file system, for tests of the engine-and-runtime path and
+// subscribers told of every change) with no file system, for tests of the engine-and-runtime path and
 // for embedding. Several instances share one project through `sibling()`, as processes share a
 // project directory.
 import { type Archive, archiveNamed } from '../protocol/archive.ts';
 import { applyOps, detach, track } from '../protocol/draft.ts';
 import { emptyState, type Envelope, type State } from '../protocol/schema.ts';
-import type { InvalidFile } from './archives.ts';
-import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
+import type { InvalidFile, MutateOutcome, Store, Subscription, StoreChange } from './types.ts';
 import { checkOps } from './validate.ts';
-import { Watcher } from './watcher.ts';
+import { Subscriber } from './subscriber.ts';
 
 /** What the instances of one project share. */
 class MemoryProject {
@@ -19,7 +18,7 @@ class MemoryProject {
   tail: Promise<unknown> = Promise.resolve();
   readonly logs = new Map<string, Envelope[]>();
   readonly saved = new Map<string, Archive>();
-  readonly watchers = new Set<Watcher>();
+  readonly subscribers = new Set<Subscriber>();
 
   constructor(initial: State) {
     this.state = structuredClone(initial);
@@ -29,7 +28,7 @@ class MemoryProject {
 export class MemoryStore implements Store {
   readonly location = 'memory';
   private readonly project: MemoryProject;
-  private readonly mine = new Set<Watcher>();
+  private readonly mine = new Set<Subscriber>();
 
   constructor(initial: State | MemoryProject = emptyState()) {
     this.project = initial instanceof MemoryProject ? initial : new MemoryProject(initial);
@@ -60,8 +59,8 @@ export class MemoryStore implements Store {
     return this.state;
   }
 
-  /** Nothing to follow: every instance reads the one shared state. */
-  async follow(): Promise<void> {}
+  /** Nothing to catch up on: every instance reads the one shared state. */
+  async catchUp(): Promise<void> {}
 
   async revision(): Promise<string> {
     return String(this.project.revisions);
@@ -94,23 +93,23 @@ export class MemoryStore implements Store {
       if (out.deleteArchive) this.saved.delete(out.deleteArchive);
       for (const id of out.deleteHistory ?? []) this.logs.delete(id);
       const archives = out.archive !== undefined || out.deleteArchive !== undefined;
-      for (const w of p.watchers) w.tell({ archives });
+      for (const w of p.subscribers) w.tell({ archives });
       return result;
     });
     p.tail = run.catch(() => {});
     return run;
   }
 
-  async watch(
-    onChange: (change: WatchChange) => Promise<void>,
+  async subscribe(
+    onChange: (change: StoreChange) => Promise<void>,
     log: (line: string) => void = () => {},
-  ): Promise<Watch> {
-    const w = new Watcher(onChange, log);
-    this.project.watchers.add(w);
+  ): Promise<Subscription> {
+    const w = new Subscriber(onChange, log);
+    this.project.subscribers.add(w);
     this.mine.add(w);
     return {
       close: async () => {
-        this.project.watchers.delete(w);
+        this.project.subscribers.delete(w);
         this.mine.delete(w);
       },
     };
@@ -156,7 +155,7 @@ export class MemoryStore implements Store {
   }
 
   async close(): Promise<void> {
-    for (const w of this.mine) this.project.watchers.delete(w);
+    for (const w of this.mine) this.project.subscribers.delete(w);
     this.mine.clear();
   }
 }

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import * as z from 'zod';
 import { HOST_LABEL_RE, MEMBER_ID_RE, isMemberId } from '../protocol/ids.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
-import { writeAtomic } from './atomic.ts';
-import type { InvalidFile } from './archives.ts';
+import { writeAtomic } from './file/atomic.ts';
+import type { InvalidFile } from './types.ts';
 import type { StorePaths } from './paths.ts';
 
 export const PinSchema = z.object({

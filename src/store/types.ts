@@ -5,7 +5,12 @@
 import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import type { Op } from '../protocol/draft.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
-import type { InvalidFile } from './archives.ts';
+
+/** A record the store holds but cannot read (an archive or a pin): named, with why, for doctor. */
+export interface InvalidFile {
+  file: string;
+  cause: string;
+}
 
 export interface MutateOutcome<T> {
   changed: boolean;
@@ -22,12 +27,12 @@ export interface MutateOutcome<T> {
   deleteHistory?: string[];
 }
 
-export interface Watch {
+export interface Subscription {
   close(): Promise<void>;
 }
 
-/** What a watch callback is told besides "look again". */
-export interface WatchChange {
+/** What a subscriber callback is told besides "look again". */
+export interface StoreChange {
   /** An archive was written or removed since the last call (the state itself may be unchanged:
    *  an archive restored from a backup, or removed by hand). */
   archives: boolean;
@@ -63,15 +68,15 @@ export interface Store {
   /** Background catch-up between calls, so the next call finds less to do: what `peek` does,
    *  except that it may leave work to the next call (a snapshot being replaced at this moment).
    *  It answers nobody; a read never skips. */
-  follow(): Promise<void>;
+  catchUp(): Promise<void>;
   /** A token that changes whenever the state changes (the live object itself may not). */
   revision(): Promise<string>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a
    *  change, and nothing at all if it throws. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T>;
   /** Calls `onChange` (never concurrently with itself) whenever another process may have changed
-   *  the state or its archives; resolves once watching. */
-  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch>;
+   *  the state or its archives; resolves once subscribed. */
+  subscribe(onChange: (change: StoreChange) => Promise<void>, log: (line: string) => void): Promise<Subscription>;
   /** A channel's envelopes that left live state, newest first, one per message id. */
   history(channelId: string, limit: number): Promise<Envelope[]>;
   /** Every distinct message id in a channel's history. */

@@ -7,7 +7,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { archiveStats } from '../../src/store/archives.ts';
+import { archiveStats } from '../../src/store/file/archives.ts';
 import { resolvePaths } from '../../src/store/index.ts';
 import { cli } from './fixtures.ts';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Caller } from '../../src/engine/index.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
-import type { WatchLine } from '../../src/watch/diff.ts';
+import type { WatchLine } from '../../src/cli/watch/diff.ts';
 import { BIN, start, type Proc } from '../helpers/process.ts';
 import { cli, incompatibleState } from './fixtures.ts';
 

@@ -83,11 +83,11 @@ describe('CON-4 cross-site writes (CSRF)', () => {
 
   it('the checks as a pure function', () => {
     expect(isLoopbackHost(undefined)).toBe(false);
-    expect(forbidden({ method: 'PATCH', host: 'localhost', origin: 'https://evil.example' })).toMatch(
+    expect(forbidden({ method: 'PATCH', hostHeader: 'localhost', origin: 'https://evil.example' })).toMatch(
       /cross-site PATCH/,
     );
-    expect(forbidden({ method: 'PUT', host: 'localhost', referer: 'http://[::1]:9/x' })).toBeNull();
-    expect(forbidden({ method: 'GET', host: 'localhost', origin: 'https://evil.example' })).toBeNull();
+    expect(forbidden({ method: 'PUT', hostHeader: 'localhost', referer: 'http://[::1]:9/x' })).toBeNull();
+    expect(forbidden({ method: 'GET', hostHeader: 'localhost', origin: 'https://evil.example' })).toBeNull();
   });
 });
 

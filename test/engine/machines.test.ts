@@ -1,4 +1,4 @@
-// Members across machines: a member records the machine that hosts its session; the worktree
+// Members across machines: a member records the machine that serves its session; the worktree
 // check binds joiners on a machine the channel has members on, so a checkout of the same project at
 // another path on another machine joins the same channel.
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Things that arrive over time (SSE events, watch calls) and a wait for the first one that matches,
+// Things that arrive over time (SSE events, subscriber calls) and a wait for the first one that matches,
 // whether it has arrived already or is still to come.
 export class Arrivals<T> {
   readonly items: T[] = [];

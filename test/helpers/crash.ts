@@ -1,14 +1,14 @@
 // Crash states beyond kill -9, after the ALICE study (Pillai et al., OSDI 2014): the file-system
-// operations an operation issues through the store's seam (src/store/fs.ts) are recorded, and
+// operations an operation issues through the store's seam (src/store/file/fs.ts) are recorded, and
 // every state a POSIX file system may leave at a power loss is built and loaded. A state is a
 // prefix of the operations with any of them that no fsync forced yet lost (in any combination:
 // POSIX orders nothing without fsync), and the last write kept torn. A kill -9 loses nothing the
 // kernel took: its states are the prefixes themselves.
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { storeFs } from '../../src/store/fs.ts';
+import { storeFs } from '../../src/store/file/fs.ts';
 import { resolvePaths } from '../../src/store/paths.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { sample, type Bench } from './faults.ts';
 import { live, pull, send, type Proc } from './mail.ts';
 

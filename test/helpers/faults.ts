@@ -1,5 +1,5 @@
 // Fault injection for the store's write path, the way SQLite tests every I/O error: every call an
-// operation makes through the store's file-system seam (src/store/fs.ts) is recorded; then the
+// operation makes through the store's file-system seam (src/store/file/fs.ts) is recorded; then the
 // operation is run again once per call position and fault, with that call made to fail, and the
 // invariants are checked after the fault is removed. Used by test/store/faults.test.ts (bounded,
 // seeded) and `npm run soak -- --faults` (every point, more scenarios).
@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { storeFs, type StoreFs } from '../../src/store/fs.ts';
+import { storeFs, type StoreFs } from '../../src/store/file/fs.ts';
 import { resolvePaths } from '../../src/store/paths.ts';
 import { CHANNEL, live, pair, proc, pull, send, type Proc } from './mail.ts';
 

@@ -4,7 +4,7 @@
 import type { Caller } from '../../src/engine/index.ts';
 import type { ToolResult } from '../../src/protocol/result.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
-import { FileStore, type FileStoreOptions } from '../../src/store/store.ts';
+import { FileStore, type FileStoreOptions } from '../../src/store/file/store.ts';
 
 export const caller = (session_id: string, delivery_mode = 'pull'): Caller => ({
   session_id,

@@ -1,7 +1,7 @@
 // Child process for the runtime's multi-process tests and benchmarks.
 //   send <project> <sid> <channel> <count> <barrier> [to]: waits for the barrier file, sends <count>
 //     messages "<sid>#<i>", prints "sent <n>".
-//   owner <project> <rid,rid,...> [hang]: a Runtime with a file watch and a driver that owns these
+//   owner <project> <rid,rid,...> [hang]: a Runtime delivering on change, with a driver that owns these
 //     recipients; prints one JSON line per prompt `{rid, ids, at}` (at = wall-clock ms). With
 //     `hang`, the first prompt never resolves (the crash window between drain and commit).
 import { access } from 'node:fs/promises';
@@ -39,7 +39,7 @@ if (mode === 'send') {
   const hang = rest[1] === 'hang';
   let prompts = 0;
   const rt = openRuntime(project, {
-    watch: true,
+    deliverOnChange: true,
     log: (l) => process.stderr.write(`${l}\n`),
     driver: {
       method: 'push',

@@ -15,7 +15,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '../..');
 
 /** The entries of a directory without this process's lock token: a live process keeps one in
- *  `.opencomms/` (src/store/lock.ts); anything else left behind is a leftover. */
+ *  `.opencomms/` (src/store/file/lock.ts); anything else left behind is a leftover. */
 export const entriesOf = async (dir: string) =>
   (await readdir(dir)).filter((n) => !n.startsWith(`.state-lock.${process.pid}.`));
 

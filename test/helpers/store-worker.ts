@@ -5,8 +5,8 @@
 //   hold-until <project> <file>: the same, but releases the lock once <file> exists, then exits.
 import { access } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FileStore } from '../../src/store/store.ts';
-import { withLock } from '../../src/store/lock.ts';
+import { FileStore } from '../../src/store/file/store.ts';
+import { withLock } from '../../src/store/file/lock.ts';
 import { ensureDir, resolvePaths } from '../../src/store/paths.ts';
 import { counterOf, incrementCounter } from './store-fixtures.ts';
 

@@ -1,5 +1,5 @@
 // One agent on one machine of the network-namespace proof (machines.test.ts): a long-lived process
-// that hosts one push session over a PostgreSQL store reached through its namespace's own network
+// that serves one push session over a PostgreSQL store reached through its namespace's own network
 // stack. It reaches the server as every OpenComms process does, on loopback: a forwarder inside the
 // namespace carries 127.0.0.1:<port> over the veth pair to the test's forwarder in the root
 // namespace. Commands arrive on stdin, one JSON object a line; reports leave on stdout the same way.
@@ -38,7 +38,7 @@ let holding = false;
 const held: Array<() => void> = [];
 
 const rt = new Runtime(new PgStore({ url: `postgres://postgres@127.0.0.1:${localPort}/test`, key }), {
-  watch: true,
+  deliverOnChange: true,
   log: (line) => say({ log: line }),
   driver: {
     method: 'push',
@@ -74,9 +74,9 @@ async function handle(cmd: { op: string; [k: string]: unknown }) {
       });
     case 'join':
       return rt.run({ op: 'join', caller, args: { channel: cmd.channel, role, role_prompt: `Act as ${role}.` } });
-    case 'host':
-      await rt.host(sid);
-      return { hosted: sid };
+    case 'serve':
+      await rt.serve(sid);
+      return { served: sid };
     case 'send':
       return rt.run({ op: 'send', sid, args: { channel: cmd.channel, content: cmd.content, to: cmd.to } });
     case 'hold':

@@ -1,5 +1,5 @@
 // Several machines, one project, proven on separate network stacks: two machines as Linux network
-// namespaces, each with its own agent process hosting one push session from a checkout at its own
+// namespaces, each with its own agent process serving one push session from a checkout at its own
 // path, sharing one PostgreSQL store. Mail flows both ways exactly once in FIFO order; a machine killed whole while it holds
 // in-flight mail loses nothing (after its lease expires the mail goes back to its queue and is
 // delivered once the recipient is back); a partition longer than the lease has the mail swept and
@@ -38,7 +38,7 @@ const shown = (m: Machine) => {
 };
 
 async function state(): Promise<State> {
-  await view.follow();
+  await view.catchUp();
   return view.read();
 }
 
@@ -110,8 +110,8 @@ beforeAll(async () => {
   expect(await agentA.call('create', { channel: CHANNEL })).toMatchObject({ ok: true });
   agentB = await boot(b, 'sess_b', 'Reviewer');
   expect(await agentB.call('join', { channel: CHANNEL })).toMatchObject({ ok: true });
-  await agentA.call('host');
-  await agentB.call('host');
+  await agentA.call('serve');
+  await agentB.call('serve');
 });
 
 afterAll(async () => {
@@ -225,10 +225,10 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     expect(Date.now() - killed).toBeLessThanOrEqual(LEASE_MS + 2_000);
     const s = await state();
     expect(s.channels[CHANNEL]!.members.find((m) => m.session_id === 'sess_b')!.owner).toBeNull();
-    // The machine comes back (same machine id, a new process) and hosts its session again.
+    // The machine comes back (same machine id, a new process) and serves its session again.
     await b.up();
     agentB = await boot(b, 'sess_b', 'Reviewer');
-    await agentB.call('host');
+    await agentB.call('serve');
     await until(
       'delivered once B is back',
       async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),

@@ -24,7 +24,7 @@ const gateFor = (sid: string, channel: string) => (state: Readonly<State>) =>
 
 /** A memory store that counts lock-free reads and can answer them with an old state (what a
  *  process sees before it catches up with another's write). */
-class Watched extends MemoryStore {
+class Counted extends MemoryStore {
   peeks = 0;
   stale: Readonly<State> | null = null;
   override async peek(): Promise<Readonly<State>> {
@@ -34,7 +34,7 @@ class Watched extends MemoryStore {
 }
 
 async function channelOfTwo() {
-  const store = new Watched();
+  const store = new Counted();
   const rt = new Runtime(store, { log: () => {} });
   expect(
     (await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } })).ok,
@@ -55,7 +55,7 @@ it('§7.2 a sender who left after the last look is refused by the gate under the
 
 it('a gated send reads the state only under its lock: no look before it, none to route its wake', async () => {
   const notified: string[] = [];
-  const store = new Watched();
+  const store = new Counted();
   const rt = new Runtime(store, {
     log: () => {},
     // An active driver that owns nobody: every Wake effect is routed (and read for) in notify.

@@ -136,7 +136,7 @@ describe('runtime across processes', () => {
     const [id] = (r.data as { message_ids: string[] }).message_ids;
     const sentAt = Date.now();
     const line = await owner.waitFor((l) => l.includes(id!), 5000);
-    expect(JSON.parse(line).at - sentAt).toBeLessThan(400); // the watch, not the 500 ms rescan
+    expect(JSON.parse(line).at - sentAt).toBeLessThan(400); // the subscription's event, not the 500 ms rescan
     await new Promise((res) => setTimeout(res, 200));
     expect((await envelope(rt, id!)).delivery_status).toBe('delivered');
     await rt.close();

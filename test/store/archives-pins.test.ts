@@ -1,8 +1,14 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from '../../src/store/archives.ts';
-import type { ArchiveInput } from '../../src/store/archives.ts';
+import {
+  deleteArchive,
+  findArchiveByName,
+  listArchives,
+  readArchive,
+  writeArchive,
+} from '../../src/store/file/archives.ts';
+import type { ArchiveInput } from '../../src/store/file/archives.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
 import { listPins, readPin, writePin } from '../../src/store/pins.ts';
 import { member, useTempProject } from '../helpers/store-fixtures.ts';

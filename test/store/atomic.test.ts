@@ -2,9 +2,9 @@ import { renameSync } from 'node:fs';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { writeAtomic } from '../../src/store/atomic.ts';
-import { storeFs } from '../../src/store/fs.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { writeAtomic } from '../../src/store/file/atomic.ts';
+import { storeFs } from '../../src/store/file/fs.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { counterOf, entriesOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;

@@ -17,9 +17,9 @@ import {
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RefusalError } from '../../src/protocol/result.ts';
-import { storeFs } from '../../src/store/fs.ts';
-import { glance } from '../../src/store/glance.ts';
-import { inspectState } from '../../src/store/store.ts';
+import { storeFs } from '../../src/store/file/fs.ts';
+import { glance } from '../../src/store/file/glance.ts';
+import { inspectState } from '../../src/store/file/store.ts';
 import { tempProject } from '../helpers/store-fixtures.ts';
 import { live, pair, proc, pull, send, type Proc } from '../helpers/mail.ts';
 

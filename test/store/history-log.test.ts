@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Envelope } from '../../src/protocol/schema.ts';
 import { EnvelopeSchema } from '../../src/protocol/schema.ts';
-import { appendHistory, deleteHistory, MAX_OPEN_LOGS, readHistory } from '../../src/store/history-log.ts';
+import { appendHistory, deleteHistory, MAX_OPEN_LOGS, readHistory } from '../../src/store/file/history-log.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { useTempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;

@@ -4,8 +4,8 @@ import { linkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { storeStats } from '../../src/store/state-file.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { storeStats } from '../../src/store/file/state-file.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { counterOf, incrementCounter, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
@@ -243,22 +243,22 @@ describe('following a compaction by its seal', () => {
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
-  it('follow() leaves a snapshot replaced with no seal while the lock is held, and follows the seal once written', async () => {
+  it('catchUp() leaves a snapshot replaced with no seal while the lock is held, and follows the seal once written', async () => {
     const { reader, seal } = await readerBeforeSeal();
     const parses = storeStats.parses;
     const followed = storeStats.sealsFollowed;
     const release = holdLockElsewhere(); // the compacting writer, between its rename and its seal
-    await reader.follow();
+    await reader.catchUp();
     expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed]);
     await seal();
-    await reader.follow();
+    await reader.catchUp();
     expect([storeStats.parses, storeStats.sealsFollowed]).toEqual([parses, followed + 1]);
     release();
     expect(await reader.read()).toEqual(await loadFresh());
     expect(storeStats.parses).toBe(parses + 1); // loadFresh's own parse, none by the reader
   });
 
-  it('follow() two compactions behind loads, even while the lock is held: no seal it holds can lead it', async () => {
+  it('catchUp() two compactions behind loads, even while the lock is held: no seal it holds can lead it', async () => {
     const writer = open({ compactBytes: 300 });
     const reader = open();
     await writer.mutate(incrementCounter);
@@ -268,7 +268,7 @@ describe('following a compaction by its seal', () => {
     const parses = storeStats.parses;
     const release = holdLockElsewhere();
     try {
-      await reader.follow();
+      await reader.catchUp();
       expect(storeStats.parses).toBe(parses + 1);
     } finally {
       release();
@@ -276,10 +276,10 @@ describe('following a compaction by its seal', () => {
     expect(await reader.read()).toEqual(await loadFresh());
   });
 
-  it('follow() reads a replaced snapshot whole when nobody holds the lock (a compaction that never sealed)', async () => {
+  it('catchUp() reads a replaced snapshot whole when nobody holds the lock (a compaction that never sealed)', async () => {
     const { reader } = await readerBeforeSeal();
     const parses = storeStats.parses;
-    await reader.follow();
+    await reader.catchUp();
     expect(storeStats.parses).toBe(parses + 1);
     expect(await reader.read()).toEqual(await loadFresh());
   });

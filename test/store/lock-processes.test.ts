@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { counterOf, incrementCounter, spawnWorker, useTempProject } from '../helpers/store-fixtures.ts';
 import type { Worker } from '../helpers/store-fixtures.ts';
 

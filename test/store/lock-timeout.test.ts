@@ -2,7 +2,7 @@ import { access } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { RefusalError } from '../../src/protocol/result.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { incrementCounter, spawnWorker, useTempProject } from '../helpers/store-fixtures.ts';
 import type { Worker } from '../helpers/store-fixtures.ts';
 

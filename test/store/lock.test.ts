@@ -4,9 +4,9 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { LOCK_STALE_MS } from '../../src/protocol/limits.ts';
-import { withLock } from '../../src/store/lock.ts';
+import { withLock } from '../../src/store/file/lock.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { incrementCounter, useTempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
@@ -163,7 +163,7 @@ describe('the lock is a link to this process token', () => {
 
   it("a process's token goes when it exits, and a killed process's token when the next process makes its own", () => {
     const script = (kill: boolean) =>
-      `import { withLock } from ${JSON.stringify(join(import.meta.dirname, '../../src/store/lock.ts'))};
+      `import { withLock } from ${JSON.stringify(join(import.meta.dirname, '../../src/store/file/lock.ts'))};
        await withLock(${JSON.stringify(paths)}, async (lock) => lock.assertHeld());
        ${kill ? "process.kill(process.pid, 'SIGKILL');" : ''}`;
     const run = (kill: boolean) =>

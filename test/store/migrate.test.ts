@@ -1,8 +1,8 @@
 import { access, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileStore } from '../../src/store/store.ts';
-import { V1_ROLE_PROMPT, forgetMigrationMemo } from '../../src/store/migrate.ts';
+import { FileStore } from '../../src/store/file/store.ts';
+import { V1_ROLE_PROMPT, forgetMigrationMemo } from '../../src/store/file/migrate.ts';
 import { channel, entriesOf, incrementCounter, member, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;

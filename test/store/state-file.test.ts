@@ -4,8 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { writeAtomicSync } from '../../src/store/atomic.ts';
-import { serialize, serializeChunks } from '../../src/store/state-file.ts';
+import { writeAtomicSync } from '../../src/store/file/atomic.ts';
+import { serialize, serializeChunks } from '../../src/store/file/state-file.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { tempProject } from '../helpers/store-fixtures.ts';
 

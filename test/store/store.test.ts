@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RefusalError } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
-import { FileStore } from '../../src/store/store.ts';
-import { storeStats } from '../../src/store/state-file.ts';
+import { FileStore } from '../../src/store/file/store.ts';
+import { storeStats } from '../../src/store/file/state-file.ts';
 import { channel, counterOf, entriesOf, incrementCounter, member, tempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;

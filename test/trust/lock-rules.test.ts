@@ -4,9 +4,9 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, openSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { withLock } from '../../src/store/lock.ts';
+import { withLock } from '../../src/store/file/lock.ts';
 import type { StorePaths } from '../../src/store/paths.ts';
-import { FileStore } from '../../src/store/store.ts';
+import { FileStore } from '../../src/store/file/store.ts';
 import { counterOf, incrementCounter, useTempProject } from '../helpers/store-fixtures.ts';
 
 let dir: string;
@@ -65,7 +65,7 @@ describe('a broken lock is noticed before the write', () => {
 describe('every save is validated, in production too', () => {
   it('outside vitest (no VITEST, no OPENCOMMS_VALIDATE_SAVE) an invalid state is refused and nothing is written', () => {
     const script = `
-      import { FileStore } from ${JSON.stringify(join(import.meta.dirname, '../../src/store/store.ts'))};
+      import { FileStore } from ${JSON.stringify(join(import.meta.dirname, '../../src/store/file/store.ts'))};
       const store = new FileStore(${JSON.stringify(dir)});
       await store.mutate((d) => { d.errors = [{ at: 0, message: 'valid' }]; return { changed: true, result: 1 }; });
       try {

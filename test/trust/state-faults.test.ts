@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OpenCommsPlugin } from '../../adapters/opencode/plugin.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { emptyState } from '../../src/protocol/schema.ts';
-import { MemoryStore, type MutateOutcome, type Store, type WatchChange } from '../../src/store/index.ts';
+import { MemoryStore, type MutateOutcome, type Store, type StoreChange } from '../../src/store/index.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { startMcp, type McpHandle } from '../helpers/mcp-client.ts';
 
@@ -109,8 +109,8 @@ describe('item 4: nothing is created by a refused call or by starting a server',
     expect(readdirSync(dir)).toEqual([]);
     // The first successful mutation creates the directory and its .gitignore (§2).
     expect((await h.call('opencomms_create', { channel: 'team', role: 'Lead', role_prompt: 'p' })).ok).toBe(true);
-    // A server that has written keeps its lock token (src/store/lock.ts) until it exits. The
-    // snapshot's journal is created with it (src/store/store.ts, `journal_created`).
+    // A server that has written keeps its lock token (src/store/file/lock.ts) until it exits. The
+    // snapshot's journal is created with it (src/store/file/store.ts, `journal_created`).
     const token = /^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/;
     expect(
       readdirSync(join(dir, '.opencomms'))
@@ -137,7 +137,7 @@ class FaultyOnce implements Store {
   constructor(private readonly inner = new MemoryStore(emptyState())) {}
   read = () => this.inner.read();
   peek = () => this.inner.peek();
-  follow = () => this.inner.follow();
+  catchUp = () => this.inner.catchUp();
   revision = () => this.inner.revision();
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     if (!this.failed) {
@@ -146,7 +146,7 @@ class FaultyOnce implements Store {
     }
     return this.inner.mutate(fn);
   }
-  watch = (onChange: (change: WatchChange) => Promise<void>) => this.inner.watch(onChange);
+  subscribe = (onChange: (change: StoreChange) => Promise<void>) => this.inner.subscribe(onChange);
   history = (c: string, l: number) => this.inner.history(c, l);
   historyIds = (c: string) => this.inner.historyIds(c);
   findInHistory = (c: string, m: string, n: number) => this.inner.findInHistory(c, m, n);

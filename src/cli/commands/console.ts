@@ -50,7 +50,7 @@ async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
   const { startConsole } = await import('../../console/server.ts');
   let server;
   try {
-    server = await startConsole({ project, port, host: o.bind, log });
+    server = await startConsole({ project, port, bindAddress: o.bind, log });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     ctx.io.err(

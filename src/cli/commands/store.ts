@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { ok, refuse, RefusalError, type ToolResult } from '../../protocol/result.ts';
 import { readBinding, writeBinding } from '../../store/binding.ts';
 import { describeUrl } from '../../store/postgres/connect.ts';
-import { moveToPostgres } from '../../store/postgres/move.ts';
+import { moveToPostgres } from '../../store/move.ts';
 import { ident, schemaOf } from '../../store/postgres/schema.ts';
 import { PgStore, type PgStatus } from '../../store/postgres/store.ts';
 import type { CliCommand } from '../command.ts';

@@ -19,15 +19,15 @@ export const watch: CliCommand = {
           ctx.io.err(`opencomms: "${o.channel}" is not a channel name (lowercase letters, digits, "-", "_").\n`);
           return ctx.exit(EXIT_FAIL);
         }
-        const [{ renderLine }, { follow }] = await Promise.all([
-          import('../../watch/diff.ts'),
-          import('../../watch/follow.ts'),
+        const [{ renderLine }, { streamChanges }] = await Promise.all([
+          import('../watch/diff.ts'),
+          import('../watch/stream.ts'),
         ]);
         const project = projectOf(cmd);
         const rt = openRuntime(project, { log: (l) => ctx.io.err(`[opencomms] ${l}\n`) });
         let w;
         try {
-          w = await follow(rt.store, {
+          w = await streamChanges(rt.store, {
             channel,
             log: (l) => ctx.io.err(`[opencomms] ${l}\n`),
             onLines: (lines) =>
@@ -40,7 +40,7 @@ export const watch: CliCommand = {
         }
         // The signal handlers come before the ready line: whoever reads it may stop us at once.
         const stopped = new Promise<void>((resolve) => {
-          const alive = setInterval(() => {}, 2 ** 30); // the watch itself holds no reference that keeps Node running
+          const alive = setInterval(() => {}, 2 ** 30); // the subscription itself holds no reference that keeps Node running
           for (const sig of ['SIGINT', 'SIGTERM'] as const)
             process.once(sig, () => {
               clearInterval(alive);

@@ -1,11 +1,11 @@
 // The listening connection of a PostgreSQL store: LISTEN on the project's channel, whose
 // notifications carry the new sequence number (and ` a` when archives changed), never message
 // text. A notification is a hint: one sent while this connection is down is lost, so after every
-// (re)connection each watcher is told to look again, and a backstop query of the head every
+// (re)connection each subscriber is told to look again, and a backstop query of the head every
 // PG_BACKSTOP_MS covers the rest.
 import pg from 'pg';
-import type { Watch, WatchChange } from '../types.ts';
-import { Watcher } from '../watcher.ts';
+import type { StoreChange, Subscription } from '../types.ts';
+import { Subscriber } from '../subscriber.ts';
 import { PG_BACKSTOP_MS, PG_RECONNECT_DELAYS_MS } from './limits.ts';
 import { ident } from './schema.ts';
 
@@ -20,7 +20,7 @@ export class Listener {
   private failures = 0;
   private retry: NodeJS.Timeout | null = null;
   private backstop: NodeJS.Timeout | null = null;
-  private readonly watchers = new Set<Watcher>();
+  private readonly subscribers = new Set<Subscriber>();
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -83,21 +83,24 @@ export class Listener {
     this.retry.unref();
   }
 
-  private tellAll(change: WatchChange) {
-    for (const w of this.watchers) w.tell(change);
+  private tellAll(change: StoreChange) {
+    for (const w of this.subscribers) w.tell(change);
   }
 
   /** Resolves once listening (or trying to: a server down now is retried without end). */
-  async watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
-    const w = new Watcher(onChange, log);
+  async subscribe(
+    onChange: (change: StoreChange) => Promise<void>,
+    log: (line: string) => void,
+  ): Promise<Subscription> {
+    const w = new Subscriber(onChange, log);
     await this.start();
-    this.watchers.add(w);
+    this.subscribers.add(w);
     this.backstop ??= setInterval(() => void this.poll(), PG_BACKSTOP_MS);
     this.backstop.unref();
     return {
       close: async () => {
-        this.watchers.delete(w);
-        if (!this.watchers.size && this.backstop) {
+        this.subscribers.delete(w);
+        if (!this.subscribers.size && this.backstop) {
           clearInterval(this.backstop);
           this.backstop = null;
         }
@@ -123,7 +126,7 @@ export class Listener {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.watchers.clear();
+    this.subscribers.clear();
     if (this.retry) clearTimeout(this.retry);
     if (this.backstop) clearInterval(this.backstop);
     const c = this.client;

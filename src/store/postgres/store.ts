@@ -5,7 +5,7 @@
 // another process committed first, the statement returns those changes instead; they are applied
 // and the mutation runs again on the state they make (the engine is pure, so running it again is
 // what it would have done had it come later). Reads catch up first (one query); the background
-// follow queries only when a notification, a reconnect or the backstop says there is news.
+// catch-up queries only when a notification, a reconnect or the backstop says there is news.
 import pg from 'pg';
 import type { Archive } from '../../protocol/archive.ts';
 import { ArchiveSchema } from '../../protocol/archive.ts';
@@ -13,8 +13,7 @@ import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
 import { isArchiveId } from '../../protocol/ids.ts';
 import { RefusalError, refuse } from '../../protocol/result.ts';
 import { emptyState, type Envelope, type State } from '../../protocol/schema.ts';
-import type { InvalidFile } from '../archives.ts';
-import type { MutateOutcome, Store, Watch, WatchChange } from '../types.ts';
+import type { InvalidFile, MutateOutcome, Store, Subscription, StoreChange } from '../types.ts';
 import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl } from './connect.ts';
@@ -171,7 +170,7 @@ export class PgStore implements Store {
 
   /** Queries only when there may be news: a notification beyond what is applied, a listening
    *  connection that is not up (notifications may be lost), or the backstop's interval passed. */
-  follow(): Promise<void> {
+  catchUp(): Promise<void> {
     void this.listener.start();
     const c = this.cache;
     const l = this.listener;
@@ -382,11 +381,11 @@ export class PgStore implements Store {
     }).catch(() => {});
   }
 
-  // ---- watching --------------------------------------------------------------------------------
+  // ---- subscribing -----------------------------------------------------------------------------
 
   /** Never refuses: a server down now is listened to once it is up (calls meanwhile refuse). */
-  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
-    return this.listener.watch(onChange, log);
+  subscribe(onChange: (change: StoreChange) => Promise<void>, log: (line: string) => void): Promise<Subscription> {
+    return this.listener.subscribe(onChange, log);
   }
 
   // ---- history and archives ----------------------------------------------------------------------

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, wr
 import { describe, expect, it } from 'vitest';
 import { REASONS } from '../../../src/protocol/result.ts';
 import { resolvePaths } from '../../../src/store/paths.ts';
-import { withLock } from '../../../src/store/lock.ts';
+import { withLock } from '../../../src/store/file/lock.ts';
 import { LOCK_TIMEOUT_MS, MAX_STATE_FILE_BYTES } from '../../../src/protocol/limits.ts';
 import { withReadOnly } from '../../helpers/read-only.ts';
 import {

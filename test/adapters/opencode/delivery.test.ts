@@ -119,7 +119,7 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     expect(second!.text).toContain('fallback me');
   }, 20_000);
 
-  it('a kick notice to a session nobody hosts is delivered by the 5 s fallback', async (ctx) => {
+  it('a kick notice to a session nobody serves is delivered by the 5 s fallback', async (ctx) => {
     const dir = await project(ctx);
     const a = fakeClient({ unreachable: ['ses_b'] });
     const A = await loadPlugin(dir, a.client);
@@ -154,7 +154,7 @@ describe.concurrent('the plugin on the shared delivery policy', () => {
     expect(to(a.prompts, 'ses_b')[0]!.text).toContain('held by the pause');
   }, 25_000);
 
-  it('an idle event still delivers at once to a session this server hosts', async (ctx) => {
+  it('an idle event still delivers at once to a session this server serves', async (ctx) => {
     const dir = await project(ctx);
     const a = fakeClient();
     const A = await loadPlugin(dir, a.client);

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Archive } from '../../../src/protocol/archive.ts';
 import { RefusalError, refuse } from '../../../src/protocol/result.ts';
 import { emptyState, type Envelope, type State } from '../../../src/protocol/schema.ts';
-import type { MutateOutcome, Store, WatchChange } from '../../../src/store/types.ts';
+import type { MutateOutcome, Store, StoreChange } from '../../../src/store/types.ts';
 
 export interface ContractProject {
   /** A new instance on this test's project. */
@@ -299,11 +299,11 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
         for (const w of writers) expect(messagesOf(await w.read())).toEqual(all);
       });
 
-      it('follow resolves and the next peek is current', async () => {
+      it('catchUp resolves and the next peek is current', async () => {
         const b = await open();
         await b.peek();
         await a.mutate(append('news'));
-        await b.follow();
+        await b.catchUp();
         expect(messagesOf(await b.peek())).toEqual(['news']);
       });
 
@@ -314,11 +314,11 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
       });
     });
 
-    describe('watch', () => {
+    describe('subscribe', () => {
       it('fires for another instance’s change, says when archives changed, and stops when closed', async () => {
         const b = await open();
-        const seen: WatchChange[] = [];
-        const w = await b.watch(
+        const seen: StoreChange[] = [];
+        const w = await b.subscribe(
           async (c) => void seen.push(c),
           () => {},
         );
@@ -342,7 +342,7 @@ export function storeContract(name: string, makeProject: () => Promise<ContractP
         let running = 0;
         let most = 0;
         let calls = 0;
-        const w = await b.watch(
+        const w = await b.subscribe(
           async () => {
             running++;
             most = Math.max(most, running);

@@ -1,4 +1,4 @@
-import { FileStore } from '../../../src/store/store.ts';
+import { FileStore } from '../../../src/store/file/store.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';
 import { storeContract } from './contract.ts';
 

@@ -74,7 +74,7 @@ it('two projects in one database never see each other', async () => {
   expect(messages(await open(k1).read())).toEqual(['one']);
 });
 
-it('a dropped listening connection comes back: the watcher is told to look again, and notifications wake it again', async () => {
+it('a dropped listening connection comes back: the subscriber is told to look again, and notifications wake it again', async () => {
   const k = key();
   const [a, b] = [open(k), open(k)];
   await a.mutate((d) => {
@@ -82,7 +82,7 @@ it('a dropped listening connection comes back: the watcher is told to look again
     return { changed: true, result: null };
   });
   let woken = 0;
-  const w = await b.watch(
+  const w = await b.subscribe(
     async () => void woken++,
     () => {},
   );

@@ -4,7 +4,7 @@
 import { afterEach, expect, it } from 'vitest';
 import type { RefusalError } from '../../../src/protocol/result.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
-import { FileStore } from '../../../src/store/store.ts';
+import { FileStore } from '../../../src/store/file/store.ts';
 import { cli, liveProject } from '../../cli/fixtures.ts';
 import { dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';

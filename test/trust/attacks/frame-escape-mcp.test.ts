@@ -60,7 +60,7 @@ beforeAll(async () => {
     true,
   );
   owner = openRuntime(dir, {
-    watch: true,
+    deliverOnChange: true,
     log: () => {},
     driver: {
       method: 'push',

@@ -27,7 +27,7 @@ const plant = (dir: string, text: string) => {
   renameSync(`${file}.planted`, file);
 };
 
-/** Every file of `.opencomms/` but the lock and the lock tokens of processes (src/store/lock.ts):
+/** Every file of `.opencomms/` but the lock and the lock tokens of processes (src/store/file/lock.ts):
  *  a process starting up holds the lock for a moment, a writer keeps its token until it exits,
  *  and an empty lock file is no state. */
 const files = (dir: string) => {

@@ -2,8 +2,8 @@
 // terminal envelopes found in the history log, mail that appeared and settled between two looks,
 // purges on save/delete, recipient and member lines, and a bounded memory of what was reported.
 import { describe, expect, it } from 'vitest';
-import { diff, emptySeen, renderLine, type Seen, type WatchLine } from '../../src/watch/diff.ts';
-import { idsOf, mustPrompt, operatorActor, Sim } from '../engine/fixtures.ts';
+import { diff, emptySeen, renderLine, type Seen, type WatchLine } from '../../../src/cli/watch/diff.ts';
+import { idsOf, mustPrompt, operatorActor, Sim } from '../../engine/fixtures.ts';
 
 /** A watcher over a Sim: each look() reads the state and, like the shell, the log tails. */
 function watcher(sim: Sim) {

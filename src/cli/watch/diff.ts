@@ -4,8 +4,8 @@
 // state.json for its history log, and the shell passes it in `logged`. Recipient and member lines
 // compare the derived recipient-machine state (the console's, engine/deliveries.ts) and the
 // member machine state before and after.
-import { TERMINAL_STATUSES, type Envelope, type State } from '../protocol/schema.ts';
-import { mailIndex, recipientView, type RecipientState } from '../engine/deliveries.ts';
+import { TERMINAL_STATUSES, type Envelope, type State } from '../../protocol/schema.ts';
+import { mailIndex, recipientView, type RecipientState } from '../../engine/deliveries.ts';
 
 export type WatchLine =
   | {

@@ -7,17 +7,17 @@
 import { readdirSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
-import { RefusalError, refuse } from '../../protocol/result.ts';
-import type { Envelope, State } from '../../protocol/schema.ts';
-import { listArchives } from '../archives.ts';
-import { readBinding, writeBinding } from '../binding.ts';
-import { readHistory } from '../history-log.ts';
-import { withLock } from '../lock.ts';
-import { resolvePaths, type StorePaths } from '../paths.ts';
-import { FileStore } from '../store.ts';
-import { asRefusal, clientConfig, describeUrl } from './connect.ts';
-import { ident, schemaOf } from './schema.ts';
-import { PgStore } from './store.ts';
+import { RefusalError, refuse } from '../protocol/result.ts';
+import type { Envelope, State } from '../protocol/schema.ts';
+import { listArchives } from './file/archives.ts';
+import { readBinding, writeBinding } from './binding.ts';
+import { readHistory } from './file/history-log.ts';
+import { withLock } from './file/lock.ts';
+import { resolvePaths, type StorePaths } from './paths.ts';
+import { FileStore } from './file/store.ts';
+import { asRefusal, clientConfig, describeUrl } from './postgres/connect.ts';
+import { ident, schemaOf } from './postgres/schema.ts';
+import { PgStore } from './postgres/store.ts';
 
 export interface Moved {
   channels: number;

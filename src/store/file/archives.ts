@@ -7,7 +7,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isArchiveId } from '../protocol/ids.ts';
+import { isArchiveId } from '../../protocol/ids.ts';
 import {
   archiveNamed,
   ArchiveHeadSchema,
@@ -15,20 +15,16 @@ import {
   type Archive,
   type ArchiveHead,
   type ArchiveInput,
-} from '../protocol/archive.ts';
+} from '../../protocol/archive.ts';
 export { ArchiveSchema, type Archive, type ArchiveHead, type ArchiveInput };
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
 import { FILE_KEY_FIELDS } from './file-key.ts';
 import { makeDir, storeFs } from './fs.ts';
-import type { StorePaths } from './paths.ts';
+import type { StorePaths } from '../paths.ts';
+import type { InvalidFile } from '../types.ts';
 
 /** Whole archives parsed by this process (tests check that reads stay lazy). */
 export const archiveStats = { parsed: 0 };
-
-export interface InvalidFile {
-  file: string;
-  cause: string;
-}
 
 const archiveFile = (paths: Pick<StorePaths, 'archives'>, id: string) => join(paths.archives, `${id}.json`);
 

@@ -1,18 +1,18 @@
-// A watch callback of a store without files (memory, PostgreSQL), never run concurrently with
+// A subscription callback of a store without files (memory, PostgreSQL), never run concurrently with
 // itself as the Store interface promises: news during a run is kept and delivered, merged, right
 // after it.
-import type { WatchChange } from './types.ts';
+import type { StoreChange } from './types.ts';
 
-export class Watcher {
+export class Subscriber {
   private running = false;
-  private pending: WatchChange | null = null;
+  private pending: StoreChange | null = null;
 
   constructor(
-    private readonly onChange: (change: WatchChange) => Promise<void>,
+    private readonly onChange: (change: StoreChange) => Promise<void>,
     private readonly log: (line: string) => void,
   ) {}
 
-  tell(change: WatchChange) {
+  tell(change: StoreChange) {
     this.pending = { archives: (this.pending?.archives ?? false) || change.archives };
     if (!this.running) void this.drain();
   }
@@ -25,7 +25,7 @@ export class Watcher {
       try {
         await this.onChange(change);
       } catch (e) {
-        this.log(`watch callback failed: ${e instanceof Error ? e.message : String(e)}`);
+        this.log(`subscriber callback failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
     this.running = false;

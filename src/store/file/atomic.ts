@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
+import { RENAME_RETRY_DELAYS_MS } from '../../protocol/limits.ts';
 import { storeFs, syncDir, writeAll } from './fs.ts';
 
 export interface WriteAtomicOptions {

@@ -1,10 +1,10 @@
-// Store.watch: a watcher started on a fresh project sees state.json appear; it is told when an
+// Store.subscribe: a subscription started on a fresh project sees state.json appear; it is told when an
 // archive was written or removed (the console refreshes on archive-only changes, CON-5), by the
 // file store and by the memory store alike.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ArchiveSchema, FileStore, MemoryStore, type WatchChange } from '../../src/store/index.ts';
+import { ArchiveSchema, FileStore, MemoryStore, type StoreChange } from '../../src/store/index.ts';
 import { Arrivals } from '../helpers/arrivals.ts';
 import { incrementCounter, useTempProject } from '../helpers/store-fixtures.ts';
 
@@ -13,19 +13,19 @@ useTempProject((p) => void (dir = p.dir));
 
 /** Collects calls; `next(pred)` resolves at the first matching call (seen or to come). */
 function recorder() {
-  const calls = new Arrivals<WatchChange>('watch call');
+  const calls = new Arrivals<StoreChange>('subscriber call');
   return {
     calls: calls.items,
-    onChange: async (c: WatchChange) => calls.push(c),
-    next: (pred: (c: WatchChange) => boolean, from = 0) => calls.next(pred, 3000, from),
+    onChange: async (c: StoreChange) => calls.push(c),
+    next: (pred: (c: StoreChange) => boolean, from = 0) => calls.next(pred, 3000, from),
   };
 }
 
-describe('FileStore.watch', () => {
+describe('FileStore.subscribe', () => {
   it('sees the first state.json of a fresh project, and reports archive files written or removed', async () => {
     const store = new FileStore(dir);
     const r = recorder();
-    const w = await store.watch(r.onChange, () => {});
+    const w = await store.subscribe(r.onChange, () => {});
     try {
       await new FileStore(dir).mutate(incrementCounter);
       await r.next(() => true);
@@ -50,11 +50,11 @@ describe('FileStore.watch', () => {
   });
 });
 
-describe('MemoryStore.watch', () => {
-  it('tells watchers whether a mutation wrote or removed an archive', async () => {
+describe('MemoryStore.subscribe', () => {
+  it('tells subscribers whether a mutation wrote or removed an archive', async () => {
     const store = new MemoryStore();
     const r = recorder();
-    await store.watch(r.onChange);
+    await store.subscribe(r.onChange);
     await store.mutate(incrementCounter);
     const archive = ArchiveSchema.parse({
       schema: 1,

@@ -6,12 +6,12 @@
 import { readdirSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
-import { refuse, RefusalError } from '../protocol/result.ts';
+import { refuse, RefusalError } from '../../protocol/result.ts';
 import { writeAtomic } from './atomic.ts';
 import { storeFs } from './fs.ts';
-import { emptyState, type State } from '../protocol/schema.ts';
+import { emptyState, type State } from '../../protocol/schema.ts';
 import { migrateV1, migrationPending } from './migrate.ts';
-import type { StorePaths } from './paths.ts';
+import type { StorePaths } from '../paths.ts';
 import { readStateFile, saveState, serialize, unpin } from './state-file.ts';
 import type { Pinned, SaveOptions } from './state-file.ts';
 

@@ -3,10 +3,10 @@
 import { open, readFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isArchiveId } from '../protocol/ids.ts';
-import { EnvelopeSchema } from '../protocol/schema.ts';
-import type { Envelope } from '../protocol/schema.ts';
-import type { StorePaths } from './paths.ts';
+import { isArchiveId } from '../../protocol/ids.ts';
+import { EnvelopeSchema } from '../../protocol/schema.ts';
+import type { Envelope } from '../../protocol/schema.ts';
+import type { StorePaths } from '../paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
 import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs, writeAll } from './fs.ts';
 

@@ -1,9 +1,9 @@
-// The shell of `opencomms watch`: the store's watch wakes it whenever any process changed the
+// The shell of `opencomms watch`: the store's subscription wakes it whenever any process changed the
 // state (no polling loop of its own); it reads what the pure diff needs (the state, the history
 // tails of the channels that changed, and the record of any envelope that left live state, each
 // log read once per wake-up) and hands out the lines.
-import type { Envelope, State } from '../protocol/schema.ts';
-import type { Store, Watch } from '../store/index.ts';
+import type { Envelope, State } from '../../protocol/schema.ts';
+import type { Store, Subscription } from '../../store/index.ts';
 import { diff, emptySeen, type Seen, type WatchLine } from './diff.ts';
 
 /** Newest history-log envelopes read per changed channel: they catch mail that was sent and went
@@ -15,7 +15,7 @@ export const WATCH_LOG_TAIL = 50;
  *  larger burst of mail never seen live followed it. */
 export const WATCH_FIND_SCAN = 10_000;
 
-export interface FollowOptions {
+export interface StreamOptions {
   /** Only this channel's lines (a normalised name). */
   channel?: string;
   now?: () => number;
@@ -68,7 +68,7 @@ function changedChannels(prev: Readonly<State>, next: Readonly<State>): Set<stri
   );
 }
 
-export async function follow(store: Store, opts: FollowOptions): Promise<Watch> {
+export async function streamChanges(store: Store, opts: StreamOptions): Promise<Subscription> {
   const now = opts.now ?? Date.now;
   let prev = await store.read(); // a copy: the live state changes in place
   let revision = await store.revision();
@@ -91,5 +91,5 @@ export async function follow(store: Store, opts: FollowOptions): Promise<Watch> 
     const lines = opts.channel ? r.lines.filter((l) => l.channel === opts.channel) : r.lines;
     if (lines.length) opts.onLines(lines);
   };
-  return store.watch(onChange, opts.log);
+  return store.subscribe(onChange, opts.log);
 }

@@ -1,13 +1,13 @@
 // Schema 1 → 2 migration (protocol.md "Loading (fail-closed)"). Runs inside load, under the lock, at most once.
 import { existsSync } from 'node:fs';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
-import { ROLE_RE, newChannelId } from '../protocol/ids.ts';
-import { MAX_ERRORS, SENTINEL_PROJECT_IDS } from '../protocol/limits.ts';
-import { emptyState, parseState } from '../protocol/schema.ts';
-import type { ErrorEntry, State } from '../protocol/schema.ts';
+import { ROLE_RE, newChannelId } from '../../protocol/ids.ts';
+import { MAX_ERRORS, SENTINEL_PROJECT_IDS } from '../../protocol/limits.ts';
+import { emptyState, parseState } from '../../protocol/schema.ts';
+import type { ErrorEntry, State } from '../../protocol/schema.ts';
 import { writeAtomic } from './atomic.ts';
-import { LEGACY_DIR, LEGACY_HOST } from './paths.ts';
-import type { StorePaths } from './paths.ts';
+import { LEGACY_DIR, LEGACY_HOST } from '../paths.ts';
+import type { StorePaths } from '../paths.ts';
 import { statKey, type FileKey } from './file-key.ts';
 import { saveState, serialize } from './state-file.ts';
 import type { Pinned, SaveOptions } from './state-file.ts';

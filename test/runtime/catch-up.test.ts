@@ -1,12 +1,12 @@
-// A following runtime (the MCP server's, RuntimeOptions.follow) applies what other processes
-// write while it waits for its next call; one that does not follow applies it at its next call.
+// A runtime that catches up while idle (the MCP server's, RuntimeOptions.catchUpWhileIdle) applies what other processes
+// write while it waits for its next call; one that does not applies it at its next call.
 import { afterEach, expect, it, vi } from 'vitest';
 import type { Caller } from '../../src/engine/index.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
-import { FOLLOW_IDLE_MS } from '../../src/runtime/limits.ts';
+import { CATCH_UP_IDLE_MS } from '../../src/runtime/limits.ts';
 import { useProject } from '../helpers/project.ts';
 
-const project = useProject('oc-follow-');
+const project = useProject('oc-catch-up-');
 const opened: Runtime[] = [];
 afterEach(async () => {
   for (const rt of opened.splice(0)) await rt.close();
@@ -24,9 +24,9 @@ const caller = (session_id: string): Caller => ({
 
 /** A writer and a reader on one project; after the reader's last call the writer sends. Returns
  *  the reader, its live state (changed in place by its catch-ups) and the new message's id. */
-async function sendWhileReaderWaits(follow: boolean) {
+async function sendWhileReaderWaits(catchUpWhileIdle: boolean) {
   const writer = openRuntime(project.dir, { log: () => {} });
-  const reader = openRuntime(project.dir, { log: () => {}, follow });
+  const reader = openRuntime(project.dir, { log: () => {}, catchUpWhileIdle });
   opened.push(writer, reader);
   await writer.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
   await reader.start();
@@ -40,14 +40,14 @@ async function sendWhileReaderWaits(follow: boolean) {
   return { reader, live, id };
 }
 
-it("a following runtime applies another process's send before its next call", async () => {
+it("a runtime catching up while idle applies another process's send before its next call", async () => {
   const { live, id } = await sendWhileReaderWaits(true);
   await vi.waitFor(() => expect(live.messages[id]?.content).toBe('hello'), { timeout: 2_000, interval: 10 });
 });
 
-it('a runtime that does not follow applies it at its next call, not before', async () => {
+it('a runtime that does not catch up while idle applies it at its next call, not before', async () => {
   const { reader, live, id } = await sendWhileReaderWaits(false);
-  await new Promise((r) => setTimeout(r, 6 * FOLLOW_IDLE_MS)); // six catch-ups of a following one
+  await new Promise((r) => setTimeout(r, 6 * CATCH_UP_IDLE_MS)); // six catch-ups of one that did
   expect(live.messages[id]).toBeUndefined();
   await reader.store.peek();
   expect(live.messages[id]?.content).toBe('hello');

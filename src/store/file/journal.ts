@@ -14,8 +14,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Op } from '../protocol/draft.ts';
-import type { StorePaths } from './paths.ts';
+import type { Op } from '../../protocol/draft.ts';
+import type { StorePaths } from '../paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
 import { FILE_KEY_FIELDS, type FileKey } from './file-key.ts';
 import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs, writeAll } from './fs.ts';

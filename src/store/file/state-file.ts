@@ -3,14 +3,14 @@
 import { close, closeSync, fstat, fstatSync, open, openSync, readFile } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import { promisify } from 'node:util';
-import { MAX_STATE_FILE_BYTES, SCHEMA_VERSION } from '../protocol/limits.ts';
-import { RefusalError, refuse } from '../protocol/result.ts';
-import { parseState } from '../protocol/schema.ts';
-import type { State } from '../protocol/schema.ts';
+import { MAX_STATE_FILE_BYTES, SCHEMA_VERSION } from '../../protocol/limits.ts';
+import { RefusalError, refuse } from '../../protocol/result.ts';
+import { parseState } from '../../protocol/schema.ts';
+import type { State } from '../../protocol/schema.ts';
 import { writeAtomic } from './atomic.ts';
 import { keyOf, type FileKey } from './file-key.ts';
 import { JOURNAL_ID_RE } from './journal.ts';
-import type { StorePaths } from './paths.ts';
+import type { StorePaths } from '../paths.ts';
 
 const pOpen = promisify(open);
 const pFstat = promisify(fstat) as (fd: number, o: { bigint: true }) => Promise<BigIntStats>;

@@ -14,10 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { applyOps, detach, raw, type Op } from '../protocol/draft.ts';
-import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../protocol/limits.ts';
-import { emptyState, type State } from '../protocol/schema.ts';
-import type { Envelope } from '../protocol/schema.ts';
+import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
+import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../../protocol/limits.ts';
+import { emptyState, type State } from '../../protocol/schema.ts';
+import type { Envelope } from '../../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
 import {
@@ -42,14 +42,14 @@ import { closeQuietly, codeOf, makeDir, openAppend, StoreWriteError, storeFs } f
 import { loadLockFree, loadLocked, lostSnapshot, type Snapshot } from './load.ts';
 import { lockHeld, withLock, type HeldLock } from './lock.ts';
 import { migrationPending } from './migrate.ts';
-import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
+import { ensureDir, resolvePaths, type StorePaths } from '../paths.ts';
 import { sameKey, statKey, type FileKey } from './file-key.ts';
 import { pinFile, readStateFile, serialize, serializeChunks, storeStats, unpin, type Pinned } from './state-file.ts';
-import { RefusalError, refuse } from '../protocol/result.ts';
-import type { MutateOutcome, Store, Watch, WatchChange } from './types.ts';
-import { checkedChanges, runOnDraft } from './mutation.ts';
-import { checkOps } from './validate.ts';
-import { watchStateFile } from './watch.ts';
+import { RefusalError, refuse } from '../../protocol/result.ts';
+import type { MutateOutcome, Store, Subscription, StoreChange } from '../types.ts';
+import { checkedChanges, runOnDraft } from '../mutation.ts';
+import { checkOps } from '../validate.ts';
+import { subscribeToFiles } from './subscribe.ts';
 
 /** `default` survives a killed process (whole lines, atomic renames); `durable` also survives a
  *  power loss (every write fsynced), like SQLite's synchronous=NORMAL and FULL. */
@@ -107,7 +107,7 @@ export class FileStore implements Store {
   private note: { reason: string; message: string } | null = null;
   /** A writer that finds the lock held applies what the holders before it appended meanwhile,
    *  instead of after taking it: with four writers that was three lines of every turn. */
-  private readonly lockOptions = { whileBusy: () => void this.catchUpQuietly() };
+  private readonly lockOptions = { whileBusy: () => void this.advance() };
 
   constructor(
     projectDir: string,
@@ -163,7 +163,7 @@ export class FileStore implements Store {
     return withLock(
       this.paths,
       async (lock) => {
-        // Moved to another store (store/postgres/move.ts writes the binding under this lock): the
+        // Moved to another store (store/move.ts writes the binding under this lock): the
         // files are retired, and a write here would fork the project.
         if (existsSync(this.paths.binding))
           throw new RefusalError(
@@ -226,10 +226,10 @@ export class FileStore implements Store {
 
   /** A mutation that planned its changes as operations (a send) changed nothing through its
    *  draft: they are applied to the state here, as a replay applies them, and put back by `undo`. */
-  /** A watch may start before anything exists (a console on a fresh project): it keeps trying to
+  /** A subscription may start before anything exists (a console on a fresh project): it keeps trying to
    *  watch the directories on its rescan, and creates nothing (a bare start writes no file). */
-  watch(onChange: (change: WatchChange) => Promise<void>, log: (line: string) => void): Promise<Watch> {
-    return watchStateFile(this.paths, onChange, log);
+  subscribe(onChange: (change: StoreChange) => Promise<void>, log: (line: string) => void): Promise<Subscription> {
+    return subscribeToFiles(this.paths, onChange, log);
   }
 
   history(channelId: string, limit: number): Promise<Envelope[]> {
@@ -275,7 +275,7 @@ export class FileStore implements Store {
   private async current(): Promise<State> {
     if (this.options.fastPath === false) this.drop();
     for (;;) {
-      const hit = this.catchUp();
+      const hit = this.fromCache();
       if (hit) return hit;
       const seen = this.cache;
       const snap = this.damage === null && this.note === null ? await loadLockFree(this.paths) : null;
@@ -295,7 +295,7 @@ export class FileStore implements Store {
    *  under this process recorded. */
   private async locked(lock: HeldLock): Promise<State> {
     if (this.options.fastPath === false) this.drop();
-    const hit = this.note === null ? this.catchUp() : null;
+    const hit = this.note === null ? this.fromCache() : null;
     if (hit && this.atEnd()) return hit;
     if (this.damage === null) {
       const snap = await loadLocked(this.paths, { guard: () => lock.assertHeld() });
@@ -346,8 +346,8 @@ export class FileStore implements Store {
   /** The cached state with what other processes appended since applied; null when it must be
    *  loaded again (the snapshot changed with no seal to follow: the cache is dropped) or repaired
    *  (a damaged journal: the cache, good part applied, is kept for the repair). */
-  private catchUp(): State | null {
-    if (this.catchUpQuietly() === 'current') {
+  private fromCache(): State | null {
+    if (this.advance() === 'current') {
       storeStats.cacheHits++;
       return this.cache!.state;
     }
@@ -371,12 +371,12 @@ export class FileStore implements Store {
 
   /** Between calls, what `peek` does, except that a snapshot replaced while the journal this
    *  process holds has no seal yet and the lock is held (a compaction between its rename and its
-   *  seal) is left for the next tick or call: a follower polling right after a call would otherwise
+   *  seal) is left for the next tick or call: a process catching up right after a call would otherwise
    *  read the whole new snapshot inside that window and keep its heap for nothing. A read owes its
    *  caller what is on disk and never skips; this answers nobody. A process further behind (its
    *  journal sealed for a snapshot replaced since) loads. */
-  async follow(): Promise<void> {
-    const r = this.catchUpQuietly();
+  async catchUp(): Promise<void> {
+    const r = this.advance();
     if (r === 'current' || (r === 'unsealed' && lockHeld(this.paths))) return;
     await this.current();
   }
@@ -384,10 +384,10 @@ export class FileStore implements Store {
   /** Journal lines applied and a compaction's seal followed, never a load: 'current' then;
    *  'unsealed' when the snapshot was replaced and the journal held has no seal yet; 'load' for
    *  anything else (nothing cached, a seal for another snapshot, a damaged journal). Every read
-   *  starts with it (`catchUp`), the background follow too, and it runs each time this process
+   *  starts with it (`fromCache`), the background catch-up too, and it runs each time this process
    *  finds the lock held: the holders' lines are applied before it takes the lock. A load there cost four MCP writers a sixth of their rate (it met compactions
    *  between their rename and their seal); under the lock the load is done anyway. */
-  private catchUpQuietly(): 'current' | 'unsealed' | 'load' {
+  private advance(): 'current' | 'unsealed' | 'load' {
     const c = this.cache;
     if (!c || this.damage !== null) return 'load';
     const key = statKey(this.paths.state);

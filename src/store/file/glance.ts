@@ -4,9 +4,9 @@
 // validates. Node built-ins only. Anything it cannot read plainly is `unknown`, and the caller
 // takes the full path: a glance must never miss mail.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { applyOps, type Op } from '../protocol/draft.ts';
+import { applyOps, type Op } from '../../protocol/draft.ts';
 import { journalFile } from './journal.ts';
-import { resolvePaths } from './paths.ts';
+import { resolvePaths } from '../paths.ts';
 
 export type Glance = { kind: 'absent' } | { kind: 'unknown' } | { kind: 'state'; state: Record<string, unknown> };
 

@@ -23,11 +23,11 @@ import {
   type FSWatcher,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS } from '../protocol/limits.ts';
-import { RefusalError, refuse } from '../protocol/result.ts';
+import { LOCK_RETRY_MAX_MS, LOCK_STALE_MS, LOCK_TIMEOUT_MS, LOCK_UPDATE_MS } from '../../protocol/limits.ts';
+import { RefusalError, refuse } from '../../protocol/result.ts';
 import { TEMP_NAME_RE, tempName } from './atomic.ts';
-import type { StorePaths } from './paths.ts';
-import { pidAlive } from './pid.ts';
+import type { StorePaths } from '../paths.ts';
+import { pidAlive } from '../pid.ts';
 
 export interface HeldLock {
   /** Set when the lock was found broken (gone, or another process's now). */

@@ -5,17 +5,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Caller } from '../../src/engine/index.ts';
-import { newCorrelationId, newMessageId } from '../../src/protocol/ids.ts';
-import type { Envelope } from '../../src/protocol/schema.ts';
-import { Runtime } from '../../src/runtime/runtime.ts';
-import { FileStore, type Store, type Watch } from '../../src/store/index.ts';
-import type { WatchLine } from '../../src/watch/diff.ts';
-import { follow } from '../../src/watch/follow.ts';
-import { Arrivals } from '../helpers/arrivals.ts';
+import type { Caller } from '../../../src/engine/index.ts';
+import { newCorrelationId, newMessageId } from '../../../src/protocol/ids.ts';
+import type { Envelope } from '../../../src/protocol/schema.ts';
+import { Runtime } from '../../../src/runtime/runtime.ts';
+import { FileStore, type Store, type Subscription } from '../../../src/store/index.ts';
+import type { WatchLine } from '../../../src/cli/watch/diff.ts';
+import { streamChanges } from '../../../src/cli/watch/stream.ts';
+import { Arrivals } from '../../helpers/arrivals.ts';
 
 let dir: string;
-beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-follow-'))));
+beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-streamChanges-'))));
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
 const member = (session_id: string, delivery_mode: string): Caller => ({
@@ -64,8 +64,8 @@ function counting(inner: Store) {
     n.logReads++;
     return inner.findInHistory(id, mid, scan);
   };
-  store.watch = (onChange, log): Promise<Watch> =>
-    inner.watch(async (c) => {
+  store.subscribe = (onChange, log): Promise<Subscription> =>
+    inner.subscribe(async (c) => {
       n.wakes++;
       return onChange(c);
     }, log);
@@ -111,7 +111,7 @@ describe('watch under a burst', () => {
 
     const { store, n } = counting(new FileStore(dir));
     const delivered = new Arrivals<string>('delivered line');
-    const w = await follow(store, {
+    const w = await streamChanges(store, {
       log: () => {},
       onLines: (lines: WatchLine[]) => {
         for (const l of lines) if (l.kind === 'envelope' && l.to === 'delivered') delivered.push(l.message_id);

@@ -6,19 +6,19 @@
 // follow-up scan instead.
 import { watch, type FSWatcher } from 'node:fs';
 import { basename } from 'node:path';
-import type { StorePaths } from './paths.ts';
-import type { Watch, WatchChange } from './types.ts';
+import type { StorePaths } from '../paths.ts';
+import type { StoreChange, Subscription } from '../types.ts';
 
 /** Safety-net rescan for a missed event, and the retry of a watch that could not be set up (the
  *  directory does not exist yet): the polling fallback interval. A rescan of a state
  *  this process already holds costs two stats. */
 export const RESCAN_INTERVAL_MS = 500;
 
-export async function watchStateFile(
+export async function subscribeToFiles(
   paths: StorePaths,
-  onChange: (change: WatchChange) => Promise<void>,
+  onChange: (change: StoreChange) => Promise<void>,
   log: (l: string) => void,
-): Promise<Watch> {
+): Promise<Subscription> {
   let running: Promise<void> | null = null;
   let again = false;
   let archives = false;
