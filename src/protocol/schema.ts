@@ -185,6 +185,18 @@ export interface State {
   errors: ErrorEntry[];
 }
 
+/** The fields of a live envelope that the mail counts read. */
+export type MailFields = Pick<Envelope, 'channel_id' | 'recipient_session_id' | 'delivery_status'>;
+
+/** What the session reads (cards, detail, agent states) need of a state: its channels and queues,
+ *  and of each live envelope only its mail fields. A whole State is one; so is the file store's
+ *  sessions index, which keeps no more (store/sessions-index.ts). */
+export interface SessionsState {
+  readonly channels: Readonly<Record<string, Channel>>;
+  readonly messages: Readonly<Record<string, MailFields>>;
+  readonly queues: Readonly<Record<string, readonly string[]>>;
+}
+
 export const emptyState = (): State => ({
   schema_version: SCHEMA_VERSION,
   channels: {},

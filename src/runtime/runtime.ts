@@ -7,7 +7,8 @@ import { raw } from '../protocol/draft.ts';
 import { apply, compactContext, plan, type Command, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
-import type { State } from '../protocol/schema.ts';
+import type { SessionsState, State } from '../protocol/schema.ts';
+import { getSession, listSessions } from '../engine/operator.ts';
 import { openStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import type { Archive } from '../protocol/archive.ts';
@@ -64,10 +65,10 @@ const READ_ONLY = new Set<Command['op']>([
   'history',
   'archive',
   'read_state',
-  'session_list',
-  'session_get',
   'deliveries',
 ]);
+
+type SessionRead = Extract<Command, { op: 'session_list' | 'session_get' }>;
 
 /** What a locked engine step hands back to the shell. */
 type Answer = Pick<Outcome, 'result' | 'effects'>;
@@ -197,6 +198,8 @@ export class Runtime {
         if (refusal) throw new RefusalError(refusal);
         return state;
       };
+      if (cmd.op === 'session_list' || cmd.op === 'session_get')
+        return await this.readSessions(cmd, gate ? look : () => this.store.sessions?.() ?? this.store.peek());
       const prepared = await this.prepare(cmd, look);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
       if (READ_ONLY.has(cmd.op)) return apply((await look()) as State, prepared, this.env()).result;
@@ -279,16 +282,6 @@ export class Runtime {
       case 'delete_session':
         await look();
         return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
-      case 'session_list':
-        await look();
-        return { ...cmd, archives: (await this.store.archives()).archives };
-      case 'session_get': {
-        // A live session shows the compact context of the archive it was resumed from.
-        const ch = channelNamed(await look(), cmd.args.channel);
-        if (ch?.lifecycle === 'active')
-          return { ...cmd, archive: ch.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null };
-        return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
-      }
       case 'deliveries': {
         const ch = channelNamed(await look(), cmd.args.channel);
         return ch ? { ...cmd, logged: await this.store.history(ch.id, DELIVERY_VIEW_LOGGED) } : cmd;
@@ -302,6 +295,22 @@ export class Runtime {
       default:
         return cmd;
     }
+  }
+
+  /** The session reads: from what they show (the store's sessions index, where it keeps one)
+   *  when no gate needs the whole state, and only the archives they name. */
+  private async readSessions(cmd: SessionRead, look: () => Promise<SessionsState>): Promise<ToolResult> {
+    const state = await look();
+    if (cmd.op === 'session_list') return listSessions(state, (await this.store.archives()).archives);
+    // A live session shows the compact context of the archive it was resumed from.
+    const ch = channelNamed(state, cmd.args.channel);
+    const archive =
+      ch?.lifecycle === 'active'
+        ? ch.parent_channel_id
+          ? await this.store.archive(ch.parent_channel_id)
+          : null
+        : await this.archiveFor(cmd.args.channel);
+    return getSession(state, cmd.args, archive);
   }
 
   private async archiveFor(raw: unknown): Promise<Archive | null> {

@@ -4,7 +4,7 @@
 // LISTEN/NOTIFY for wake) implements the same methods later. Only the edges build a concrete store.
 import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import type { Op } from '../protocol/draft.ts';
-import type { Envelope, State } from '../protocol/schema.ts';
+import type { Envelope, SessionsState, State } from '../protocol/schema.ts';
 import type { InvalidFile } from './archives.ts';
 
 export interface MutateOutcome<T> {
@@ -64,6 +64,10 @@ export interface Store {
    *  except that it may leave work to the next call (a snapshot being replaced at this moment).
    *  It answers nobody; a read never skips. */
   follow(): Promise<void>;
+  /** What the session reads need of the current state (channels, queues, each live envelope's
+   *  mail fields), read-only like `peek`: a store that can answer it without loading the whole
+   *  state has it. */
+  sessions?(): Promise<SessionsState>;
   /** A token that changes whenever the state changes (the live object itself may not). */
   revision(): Promise<string>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a
