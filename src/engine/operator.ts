@@ -2,7 +2,7 @@
 // empty active session that agents then join, and the reads behind session cards, session detail
 // and the live machine view. The operator sees every channel and archive and is bound by no
 // roster; its project id is a sentinel, so a session's first joiner sets its identity.
-import type { Archive, ArchiveHead } from '../protocol/archive.ts';
+import type { ArchiveHead } from '../protocol/archive.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
 import { ok, type Refusal, type ToolResult } from '../protocol/result.ts';
@@ -122,14 +122,14 @@ export type SessionDetail = (
  * from), or a saved session's archive view, where every agent is Offline. `archive` is, for a
  * live session, its parent's archive; otherwise the archive the name or id resolves to.
  */
-export const sessionGet = (state: State, args: { channel: unknown }, archive: Archive | null): Outcome =>
+export const sessionGet = (state: State, args: { channel: unknown }, archive: ArchiveHead | null): Outcome =>
   answered<object>(state, getSession(state, args, archive));
 
 /** sessionGet's answer from what the session reads need of a state (the store's sessions index). */
 export function getSession(
   state: SessionsState,
   args: { channel: unknown },
-  archive: Archive | null,
+  archive: ArchiveHead | null,
 ): ToolResult<SessionDetail> | Refusal {
   const name = normaliseChannelName(args.channel);
   const ch = name === null ? undefined : state.channels[name];

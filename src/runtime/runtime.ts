@@ -11,7 +11,7 @@ import type { SessionsState, State } from '../protocol/schema.ts';
 import { getSession, listSessions } from '../engine/operator.ts';
 import { openStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
-import type { Archive } from '../protocol/archive.ts';
+import { archiveNamed, type Archive, type ArchiveHead } from '../protocol/archive.ts';
 import {
   DELIVERY_VIEW_LOGGED,
   FOLLOW_IDLE_MAX_MS,
@@ -298,19 +298,21 @@ export class Runtime {
   }
 
   /** The session reads: from what they show (the store's sessions index, where it keeps one)
-   *  when no gate needs the whole state, and only the archives they name. */
+   *  when no gate needs the whole state, and archive heads only (what a session card or a saved
+   *  session's detail shows; never an archive's messages). */
   private async readSessions(cmd: SessionRead, look: () => Promise<SessionsState>): Promise<ToolResult> {
     const state = await look();
-    if (cmd.op === 'session_list') return listSessions(state, (await this.store.archives()).archives);
+    const heads = (await this.store.archives()).archives;
+    if (cmd.op === 'session_list') return listSessions(state, heads);
     // A live session shows the compact context of the archive it was resumed from.
     const ch = channelNamed(state, cmd.args.channel);
-    const archive =
-      ch?.lifecycle === 'active'
-        ? ch.parent_channel_id
-          ? await this.store.archive(ch.parent_channel_id)
-          : null
-        : await this.archiveFor(cmd.args.channel);
-    return getSession(state, cmd.args, archive);
+    let head: ArchiveHead | undefined;
+    if (ch?.lifecycle === 'active') head = heads.find((h) => h.channel_id === ch.parent_channel_id);
+    else {
+      const key = typeof cmd.args.channel === 'string' ? cmd.args.channel.trim() : '';
+      if (key) head = isArchiveId(key) ? heads.find((h) => h.channel_id === key) : archiveNamed(heads, key);
+    }
+    return getSession(state, cmd.args, head ?? null);
   }
 
   private async archiveFor(raw: unknown): Promise<Archive | null> {

@@ -67,10 +67,14 @@ export function readSessionsIndex(paths: StorePaths): { state: SessionsState; at
 /** Writes the index for `state` as it stands at `at`. Best effort: a failed write (a read-only
  *  project) only costs the next fresh reader a full load. */
 export function writeSessionsIndex(paths: StorePaths, state: SessionsState, at: Position): void {
-  const messages: Record<string, [string, string, string]> = {};
+  // Envelopes grouped by their mail fields: a group's ids share one object when read back.
+  const groups = new Map<string, [string, string, string, string[]]>();
   for (const id in state.messages) {
     const e = state.messages[id]!;
-    messages[id] = [e.channel_id, e.recipient_session_id, e.delivery_status];
+    const k = `${e.channel_id}\n${e.recipient_session_id}\n${e.delivery_status}`;
+    const g = groups.get(k);
+    if (g) g[3].push(id);
+    else groups.set(k, [e.channel_id, e.recipient_session_id, e.delivery_status, [id]]);
   }
   const doc = {
     v: VERSION,
@@ -82,7 +86,7 @@ export function writeSessionsIndex(paths: StorePaths, state: SessionsState, at: 
     tail: at.tail.toString('hex'),
     channels: state.channels,
     queues: state.queues,
-    messages,
+    mail: [...groups.values()],
   };
   try {
     writeAtomicSync(join(paths.dir, INDEX_FILE), JSON.stringify(doc), { tmpPrefix: '.sessions', delays: [] });
@@ -104,8 +108,8 @@ function parse(paths: StorePaths): Indexed | null {
   } catch {
     return null;
   }
-  const { key: k, journal_id: journalId, created, offset, count, tail, channels, queues, messages } = doc;
-  if (!isObj(k) || !isObj(channels) || !isObj(queues) || !isObj(messages)) return null;
+  const { key: k, journal_id: journalId, created, offset, count, tail, channels, queues, mail } = doc;
+  if (!isObj(k) || !isObj(channels) || !isObj(queues) || !Array.isArray(mail)) return null;
   if (!(journalId === null || typeof journalId === 'string') || typeof created !== 'boolean') return null;
   if (!isCount(offset) || !isCount(count) || typeof tail !== 'string' || !/^([0-9a-f]{2})*$/.test(tail)) return null;
   const key = {} as FileKey;
@@ -114,22 +118,22 @@ function parse(paths: StorePaths): Indexed | null {
     if (typeof v !== 'string' || !/^\d{1,30}$/.test(v)) return null;
     key[f] = BigInt(v);
   }
-  const mail: Record<string, MailFields> = {};
-  for (const id in messages) {
-    const m = messages[id];
-    if (!Array.isArray(m) || m.length !== 3 || !m.every((x) => typeof x === 'string')) return null;
-    const [channel_id, recipient_session_id, status] = m as string[];
-    mail[id] = {
-      channel_id,
-      recipient_session_id,
-      delivery_status: status as MailFields['delivery_status'],
-    } as MailFields;
+  const messages: Record<string, MailFields> = {};
+  for (const g of mail as unknown[]) {
+    if (!Array.isArray(g) || g.length !== 4 || !Array.isArray(g[3])) return null;
+    const fields = mailOf({ channel_id: g[0], recipient_session_id: g[1], delivery_status: g[2] });
+    if (!fields) return null;
+    Object.freeze(fields); // shared by the group: a change replaces it (applyEntry)
+    for (const id of g[3] as unknown[]) {
+      if (typeof id !== 'string') return null;
+      messages[id] = fields;
+    }
   }
   return {
     state: {
       channels: channels as Record<string, Channel>,
       queues: queues as Record<string, string[]>,
-      messages: mail,
+      messages,
     },
     at: { key, journalId, created, offset, count, tail: Buffer.from(tail, 'hex') },
   };
@@ -168,7 +172,7 @@ function applyEntry(state: Indexed['state'], entry: Entry): boolean {
       if (!mail) return false;
       if (!MAIL_FIELDS.has(field)) continue;
       if (op[0] !== 's' || op[1].length !== 3 || typeof op[2] !== 'string') return false;
-      (mail as Record<string, string>)[field] = op[2];
+      state.messages[id] = { ...mail, [field]: op[2] };
     }
     return true;
   } catch {
