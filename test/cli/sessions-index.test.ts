@@ -2,6 +2,8 @@
 // process from the sessions index (`.opencomms/sessions.json`) and the journal lines appended
 // since, not from a whole-state load, and give exactly the answer a whole-state read gives:
 // after writes, after compactions, and after a crash that left the index stale, torn or missing.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { copyFile, mkdtemp, readdir, readFile, rm, truncate, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +12,7 @@ import type { Command } from '../../src/engine/index.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { FileStore, resolvePaths } from '../../src/store/index.ts';
 import { storeStats } from '../../src/store/state-file.ts';
+import { CHANNEL, pair, proc } from '../helpers/mail.ts';
 import { cli, IDS, liveProject } from './fixtures.ts';
 
 let dir: string;
@@ -40,10 +43,10 @@ const READS: Array<[string[], Command]> = [
 ];
 
 /** Every read as the CLI answers it equals the answer from the whole state, loaded and validated. */
-async function expectSameAsFullLoad() {
+async function expectSameAsFullLoad(reads = READS) {
   const full = new Runtime(new FileStore(dir, { fastPath: false }), { log: () => {} });
   try {
-    for (const [argv, cmd] of READS) {
+    for (const [argv, cmd] of reads) {
       const want = JSON.parse(JSON.stringify(await full.run(cmd)));
       const got = (await cli(...argv, '--project', dir, '--json')).json();
       if (argv[0] === 'channels' || argv[0] === 'members') expect(got.ok).toBe(want.ok);
@@ -136,4 +139,42 @@ describe('the sessions index', () => {
     await truncate(join(journal, file!), 10);
     await expectSameAsFullLoad();
   });
+
+  it('reads racing a writer process and compactions all answer, and the last equals a full load', async () => {
+    const p = proc(dir);
+    await pair(p);
+    await p.close();
+    await list(); // the index, before the writer starts
+    // The sends run in a process of their own, as in production (no VITEST re-read of every write).
+    const env = { ...process.env };
+    delete env.VITEST;
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, '..', 'helpers', 'send-worker.ts'), dir, '0', '150'],
+      { env, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    child.stdout.on('data', (b) => void (out += b));
+    const exited = once(child, 'exit');
+    let running = true;
+    void exited.then(() => void (running = false));
+    const compactor = new FileStore(dir);
+    let reads = 0;
+    try {
+      while (running) {
+        const r = (await list()).json();
+        expect(r.ok).toBe(true);
+        expect(r.data.live.map((c: { name: string }) => c.name)).toContain(CHANNEL);
+        if (++reads % 4 === 0) await compactor.compact();
+      }
+    } finally {
+      await compactor.close();
+    }
+    await exited;
+    const answers = JSON.parse(out.trim().split('\n').at(-1)!) as Array<{ ok: boolean }>;
+    expect(answers.filter((a) => a.ok)).toHaveLength(150);
+    expect(reads).toBeGreaterThan(1);
+    const get: [string[], Command] = [['session', 'get', CHANNEL], { op: 'session_get', args: { channel: CHANNEL } }];
+    await expectSameAsFullLoad([READS[0]!, get]);
+  }, 120_000);
 });
