@@ -3,7 +3,7 @@
 // recipient its recipient-machine state. The console, `opencomms watch` and the tests all call
 // these functions, so what the operator sees is exactly what the engine would decide.
 import { MAX_DELIVERY_ATTEMPTS } from '../protocol/limits.ts';
-import type { Channel, Envelope, MailFields, Member, SessionsState, State } from '../protocol/schema.ts';
+import type { Channel, Envelope, Member, SessionsState, State } from '../protocol/schema.ts';
 import { channelHold } from './deliver.ts';
 import { recipientLine, type RecipientLine } from './transitions.ts';
 
@@ -86,19 +86,16 @@ export interface MailCount {
 /** The live mail of a state grouped once: a view over many members (session cards, status,
  *  watch's recipient lines) looks each one up here instead of scanning every live envelope per
  *  member, so its cost follows the mail once, not the mail times the members. */
-export interface MailIndex<E = Envelope> {
+export interface MailIndex {
   /** Channel id → its live envelopes, in state order. */
-  byChannel: ReadonlyMap<string, E[]>;
+  byChannel: ReadonlyMap<string, Envelope[]>;
   count(channelId: string, sid: string): MailCount;
 }
 
 const NO_MAIL: MailCount = Object.freeze({ pending: 0, in_flight: 0, queued: false });
 
-export function mailIndex<E extends MailFields = Envelope>(state: {
-  readonly messages: Readonly<Record<string, E>>;
-  readonly queues: Readonly<Record<string, readonly string[]>>;
-}): MailIndex<E> {
-  const byChannel = new Map<string, E[]>();
+export function mailIndex(state: Readonly<State>): MailIndex {
+  const byChannel = new Map<string, Envelope[]>();
   // channel id → session id → counts: nested maps, no key string built per envelope.
   const counts = new Map<string, Map<string, MailCount>>();
   const at = (channelId: string, sid: string) => {
@@ -141,16 +138,28 @@ export function holdOf(ch: Channel, m: Member, now: number): HoldReason | null {
   return null;
 }
 
+/** Working (AgentState): mail addressed to the member on that channel is queued or in flight. */
+const isWorking = (c: MailCount) => c.queued || c.in_flight > 0;
+
+/** What the session reads show of a whole state: its channels, and each member's Working flag
+ *  as agentState decides it. */
+export function sessionsOf(state: Readonly<State>): SessionsState {
+  const index = mailIndex(state);
+  return {
+    channels: state.channels,
+    working: (channelId, sid) => isWorking(index.count(channelId, sid)),
+  };
+}
+
 /** `index`: the state's mail index, built once by a caller that asks for many members. */
 export function agentState(
-  state: SessionsState,
+  state: Readonly<State>,
   ch: Channel,
   m: Member,
-  index: MailIndex<MailFields> = mailIndex(state),
+  index: MailIndex = mailIndex(state),
 ): AgentState {
   if (m.stale) return 'Offline';
-  const c = index.count(ch.id, m.session_id);
-  return c.queued || c.in_flight > 0 ? 'Working' : 'Idle';
+  return isWorking(index.count(ch.id, m.session_id)) ? 'Working' : 'Idle';
 }
 
 export function recipientView(

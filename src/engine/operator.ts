@@ -6,15 +6,8 @@ import type { ArchiveHead } from '../protocol/archive.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
 import { ok, type Refusal, type ToolResult } from '../protocol/result.ts';
-import type { Channel, Envelope, MailFields, SessionsState, State } from '../protocol/schema.ts';
-import {
-  AGENT_STATE_HELP,
-  agentState,
-  deliveryView,
-  mailIndex,
-  type AgentState,
-  type MailIndex,
-} from './deliveries.ts';
+import type { Channel, Envelope, SessionsState, State } from '../protocol/schema.ts';
+import { AGENT_STATE_HELP, deliveryView, sessionsOf, type AgentState } from './deliveries.ts';
 import { channelOf, clampOptions, nameTaken } from './link.ts';
 import { memberRow } from './reads.ts';
 import { channelNotFound, invalidChannelName, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
@@ -66,11 +59,14 @@ export interface AgentView {
   state: AgentState;
 }
 
-const agentsOf = (state: SessionsState, ch: Channel, index: MailIndex<MailFields>): AgentView[] =>
-  ch.members.map((m) => ({ ...memberRow(m), state: agentState(state, ch, m, index) }));
+const agentsOf = (state: SessionsState, ch: Channel): AgentView[] =>
+  ch.members.map((m) => ({
+    ...memberRow(m),
+    state: m.stale ? 'Offline' : state.working(ch.id, m.session_id) ? 'Working' : 'Idle',
+  }));
 
-/** One live session card (GET /api/sessions; operator.md "The console"); `index` is built once for every card. */
-export const liveCard = (state: SessionsState, ch: Channel, index: MailIndex<MailFields> = mailIndex(state)) => ({
+/** One live session card (GET /api/sessions; operator.md "The console"). */
+export const liveCard = (state: SessionsState, ch: Channel) => ({
   name: ch.name,
   channel_id: ch.id,
   lifecycle: ch.lifecycle,
@@ -78,7 +74,7 @@ export const liveCard = (state: SessionsState, ch: Channel, index: MailIndex<Mai
   description: ch.description,
   max_members: ch.max_members,
   paused: ch.paused,
-  agents: agentsOf(state, ch, index),
+  agents: agentsOf(state, ch),
 });
 export type LiveCard = ReturnType<typeof liveCard>;
 export type ArchiveCard = ReturnType<typeof archiveSummary>;
@@ -86,15 +82,14 @@ export type ArchiveCard = ReturnType<typeof archiveSummary>;
 /** Every live session (tombstones skipped, protocol.md "Timer, kick, sessions") and every archive, newest first (protocol.md "Result shape": the
  *  operator sees all). `archives` come from the store, newest first. */
 export const sessionList = (state: State, archives: readonly ArchiveHead[]): Outcome =>
-  answered(state, listSessions(state, archives));
+  answered(state, listSessions(sessionsOf(state), archives));
 
 /** sessionList's answer from what the session reads need of a state (the store's sessions index). */
 export function listSessions(state: SessionsState, archives: readonly ArchiveHead[]) {
-  const index = mailIndex(state);
   const live = Object.values(state.channels)
     .filter((c) => c.lifecycle === 'active')
     .sort((a, b) => a.name.localeCompare(b.name))
-    .map((c) => liveCard(state, c, index));
+    .map((c) => liveCard(state, c));
   const archived = archives.map((a) => archiveSummary(a));
   return ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived });
 }
@@ -123,7 +118,7 @@ export type SessionDetail = (
  * live session, its parent's archive; otherwise the archive the name or id resolves to.
  */
 export const sessionGet = (state: State, args: { channel: unknown }, archive: ArchiveHead | null): Outcome =>
-  answered<object>(state, getSession(state, args, archive));
+  answered<object>(state, getSession(sessionsOf(state), args, archive));
 
 /** sessionGet's answer from what the session reads need of a state (the store's sessions index). */
 export function getSession(

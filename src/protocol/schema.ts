@@ -188,13 +188,12 @@ export interface State {
 /** The fields of a live envelope that the mail counts read. */
 export type MailFields = Pick<Envelope, 'channel_id' | 'recipient_session_id' | 'delivery_status'>;
 
-/** What the session reads (cards, detail, agent states) need of a state: its channels and queues,
- *  and of each live envelope only its mail fields. A whole State is one; so is the file store's
- *  sessions index, which keeps no more (store/sessions-index.ts). */
+/** What the session reads (cards, detail, agent states) show of a state: its channels, and
+ *  whether a member has mail queued or in flight on a channel (its agent is Working). Built from
+ *  a whole state (engine `sessionsOf`) or from the file store's sessions index. */
 export interface SessionsState {
   readonly channels: Readonly<Record<string, Channel>>;
-  readonly messages: Readonly<Record<string, MailFields>>;
-  readonly queues: Readonly<Record<string, readonly string[]>>;
+  working(channelId: string, sid: string): boolean;
 }
 
 export const emptyState = (): State => ({

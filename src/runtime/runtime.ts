@@ -9,6 +9,7 @@ import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
 import type { SessionsState, State } from '../protocol/schema.ts';
 import { getSession, listSessions } from '../engine/operator.ts';
+import { sessionsOf } from '../engine/deliveries.ts';
 import { openStore, type Store, type Watch } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { archiveNamed, type Archive, type ArchiveHead } from '../protocol/archive.ts';
@@ -199,7 +200,10 @@ export class Runtime {
         return state;
       };
       if (cmd.op === 'session_list' || cmd.op === 'session_get')
-        return await this.readSessions(cmd, gate ? look : () => this.store.sessions?.() ?? this.store.peek());
+        return await this.readSessions(
+          cmd,
+          async () => (gate ? null : await this.store.sessions?.()) ?? sessionsOf(await look()),
+        );
       const prepared = await this.prepare(cmd, look);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
       if (READ_ONLY.has(cmd.op)) return apply((await look()) as State, prepared, this.env()).result;

@@ -1,11 +1,13 @@
-// The sessions index, `.opencomms/sessions.json`: what the session reads need of the live state
-// (channels, queues, and per live envelope its channel, recipient and status), with the snapshot
-// and journal position it reflects. A fresh process (a CLI read) answers from it plus the journal
-// lines appended since, instead of loading and validating the whole state. It is a cache: it is
-// used only while state.json is the very file it names (or the one a compaction seal at the end of
-// its journal names) and the journal still holds the bytes it read up to; anything else (missing,
-// unparsable, another snapshot, a cut or broken journal) is a full load, which writes it again.
-// Written whole by rename, so a reader never sees half of one.
+// The sessions index, `.opencomms/sessions.json`: what the session reads show of the live state
+// (the channels, and which members have mail queued or in flight), with the snapshot and journal
+// position it reflects, and the mail it was computed from (each live envelope's channel,
+// recipient and status, and the queues), kept as one string that is parsed only when journal
+// lines since touch the mail. A fresh process (a CLI read) answers from it plus those lines,
+// instead of loading and validating the whole state. It is a cache: it is used only while
+// state.json is the very file it names (or the one a compaction seal at the end of its journal
+// names) and the journal still holds the bytes it read up to; anything else (missing, unparsable,
+// another snapshot, a cut or broken journal) is a full load, which writes it again. Written whole
+// by rename, so a reader never sees half of one.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyOps, type Op } from '../protocol/draft.ts';
@@ -16,7 +18,7 @@ import { journalFile, readJournal, sealOf, type Entry } from './journal.ts';
 import type { StorePaths } from './paths.ts';
 
 const INDEX_FILE = 'sessions.json';
-const VERSION = 1;
+const VERSION = 2;
 /** Compaction seals followed in one read before it gives up and loads (each one is a snapshot
  *  written while this read ran). */
 const MAX_SEALS = 3;
@@ -32,50 +34,93 @@ export interface Position {
   tail: Buffer;
 }
 
+/** The mail the working flags are computed from. */
+export interface Mail {
+  messages: Readonly<Record<string, MailFields>>;
+  queues: Readonly<Record<string, readonly string[]>>;
+}
+
+/** The index as read: `mail` stays the text it was written as until a journal line touches it. */
 interface Indexed {
-  state: { channels: Record<string, Channel>; queues: Record<string, string[]>; messages: Record<string, MailFields> };
+  channels: Record<string, Channel>;
+  working: Set<string>;
+  mail: string | { messages: Record<string, MailFields>; queues: Record<string, string[]> };
   at: Position;
 }
 
-/** The file's sessions state brought up to date with the journal, and the journal bytes read past
- *  the index; null when only a full load can answer. */
-export function readSessionsIndex(paths: StorePaths): { state: SessionsState; at: Position; behind: number } | null {
-  const indexed = parse(paths);
-  if (!indexed) return null;
-  let { at } = indexed;
+const pair = (channelId: string, sid: string) => `${channelId}\n${sid}`;
+
+/** Members whose agent is Working (operator.md "The console"): mail addressed to them on that
+ *  channel is in flight, or their queue holds an envelope of that channel. */
+function workingOf(mail: Mail): Set<string> {
+  const working = new Set<string>();
+  const { messages, queues } = mail;
+  for (const id in messages) {
+    const e = messages[id]!;
+    if (e.delivery_status === 'in_flight') working.add(pair(e.channel_id, e.recipient_session_id));
+  }
+  for (const sid in queues)
+    for (const id of queues[sid]!) {
+      const e = messages[id];
+      if (e) working.add(pair(e.channel_id, sid));
+    }
+  return working;
+}
+
+const viewOf = (x: Indexed): SessionsState => ({
+  channels: x.channels,
+  working: (channelId, sid) => x.working.has(pair(channelId, sid)),
+});
+
+/** The sessions state as of the index and the journal lines since, the journal bytes read past
+ *  the index, and what to write should the caller keep it; null when only a full load can answer. */
+export function readSessionsIndex(
+  paths: StorePaths,
+): { state: SessionsState; behind: number; write: () => void } | null {
+  const x = parse(paths);
+  if (!x) return null;
   let behind = 0;
+  const found = () => ({
+    state: viewOf(x),
+    behind,
+    write: () => writeIndex(paths, x.channels, x.working, x.mail, x.at),
+  });
   for (let seals = 0; seals <= MAX_SEALS; seals++) {
+    const { at } = x;
     const key = statKey(paths.state);
     if (!key) return null;
-    if (!at.journalId) return sameKey(key, at.key) ? { state: indexed.state, at, behind } : null;
+    if (!at.journalId) return sameKey(key, at.key) ? found() : null;
     const r = readJournal(journalFile(paths, at.journalId), at.offset, at.count + 1, at.tail);
-    if (r.kind === 'absent')
-      return sameKey(key, at.key) && at.offset === 0 && !at.created ? { state: indexed.state, at, behind } : null;
-    if (r.kind !== 'ok') return null;
-    if (!r.entries.every((e) => applyEntry(indexed.state, e))) return null;
+    if (r.kind === 'absent') return sameKey(key, at.key) && at.offset === 0 && !at.created ? found() : null;
+    if (r.kind !== 'ok' || !applyEntries(x, r.entries)) return null;
     behind += r.offset - at.offset;
-    at = { ...at, offset: r.offset, count: at.count + r.entries.length, tail: r.tail };
+    x.at = { ...at, offset: r.offset, count: at.count + r.entries.length, tail: r.tail };
     const last = r.entries.at(-1);
     const seal = last ? sealOf(last) : null;
-    if (!seal) return sameKey(key, at.key) ? { state: indexed.state, at, behind } : null;
+    if (!seal) return sameKey(key, x.at.key) ? found() : null;
     // A compaction ended this journal: the state now is the snapshot the seal names.
-    at = { key: seal.key, journalId: seal.journal, created: true, offset: 0, count: 0, tail: Buffer.alloc(0) };
+    x.at = { key: seal.key, journalId: seal.journal, created: true, offset: 0, count: 0, tail: Buffer.alloc(0) };
   }
   return null;
 }
 
-/** Writes the index for `state` as it stands at `at`. Best effort: a failed write (a read-only
- *  project) only costs the next fresh reader a full load. */
-export function writeSessionsIndex(paths: StorePaths, state: SessionsState, at: Position): void {
-  // Envelopes grouped by their mail fields: a group's ids share one object when read back.
-  const groups = new Map<string, [string, string, string, string[]]>();
-  for (const id in state.messages) {
-    const e = state.messages[id]!;
-    const k = `${e.channel_id}\n${e.recipient_session_id}\n${e.delivery_status}`;
-    const g = groups.get(k);
-    if (g) g[3].push(id);
-    else groups.set(k, [e.channel_id, e.recipient_session_id, e.delivery_status, [id]]);
-  }
+/** Writes the index of a state (as a full load left it) at `at`. */
+export function writeSessionsIndex(
+  paths: StorePaths,
+  state: { channels: Readonly<Record<string, Channel>> } & Mail,
+  at: Position,
+): void {
+  writeIndex(paths, state.channels, workingOf(state), state, at);
+}
+
+/** Best effort: a failed write (a read-only project) only costs the next fresh reader a full load. */
+function writeIndex(
+  paths: StorePaths,
+  channels: Readonly<Record<string, Channel>>,
+  working: Set<string>,
+  mail: string | Mail,
+  at: Position,
+): void {
   const doc = {
     v: VERSION,
     key: Object.fromEntries(FILE_KEY_FIELDS.map((f) => [f, at.key[f].toString()])),
@@ -84,9 +129,9 @@ export function writeSessionsIndex(paths: StorePaths, state: SessionsState, at: 
     offset: at.offset,
     count: at.count,
     tail: at.tail.toString('hex'),
-    channels: state.channels,
-    queues: state.queues,
-    mail: [...groups.values()],
+    channels,
+    working: [...working].map((p) => p.split('\n')),
+    mail: typeof mail === 'string' ? mail : mailText(mail),
   };
   try {
     writeAtomicSync(join(paths.dir, INDEX_FILE), JSON.stringify(doc), { tmpPrefix: '.sessions', delays: [] });
@@ -95,8 +140,23 @@ export function writeSessionsIndex(paths: StorePaths, state: SessionsState, at: 
   }
 }
 
+/** Envelopes grouped by their mail fields (a group's ids share one object when read back), and
+ *  the queues. */
+function mailText(mail: Mail): string {
+  const groups = new Map<string, [string, string, string, string[]]>();
+  for (const id in mail.messages) {
+    const e = mail.messages[id]!;
+    const k = `${e.channel_id}\n${e.recipient_session_id}\n${e.delivery_status}`;
+    const g = groups.get(k);
+    if (g) g[3].push(id);
+    else groups.set(k, [e.channel_id, e.recipient_session_id, e.delivery_status, [id]]);
+  }
+  return JSON.stringify({ groups: [...groups.values()], queues: mail.queues });
+}
+
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 
 /** The index as written, or null for anything else (no file, torn by a disk, another version). */
 function parse(paths: StorePaths): Indexed | null {
@@ -108,8 +168,8 @@ function parse(paths: StorePaths): Indexed | null {
   } catch {
     return null;
   }
-  const { key: k, journal_id: journalId, created, offset, count, tail, channels, queues, mail } = doc;
-  if (!isObj(k) || !isObj(channels) || !isObj(queues) || !Array.isArray(mail)) return null;
+  const { key: k, journal_id: journalId, created, offset, count, tail, channels, working, mail } = doc;
+  if (!isObj(k) || !isObj(channels) || !Array.isArray(working) || typeof mail !== 'string') return null;
   if (!(journalId === null || typeof journalId === 'string') || typeof created !== 'boolean') return null;
   if (!isCount(offset) || !isCount(count) || typeof tail !== 'string' || !/^([0-9a-f]{2})*$/.test(tail)) return null;
   const key = {} as FileKey;
@@ -118,25 +178,38 @@ function parse(paths: StorePaths): Indexed | null {
     if (typeof v !== 'string' || !/^\d{1,30}$/.test(v)) return null;
     key[f] = BigInt(v);
   }
-  const messages: Record<string, MailFields> = {};
-  for (const g of mail as unknown[]) {
-    if (!Array.isArray(g) || g.length !== 4 || !Array.isArray(g[3])) return null;
-    const fields = mailOf({ channel_id: g[0], recipient_session_id: g[1], delivery_status: g[2] });
-    if (!fields) return null;
-    Object.freeze(fields); // shared by the group: a change replaces it (applyEntry)
-    for (const id of g[3] as unknown[]) {
-      if (typeof id !== 'string') return null;
-      messages[id] = fields;
-    }
+  const pairs = new Set<string>();
+  for (const p of working as unknown[]) {
+    if (!isStrings(p) || p.length !== 2) return null;
+    pairs.add(pair(p[0]!, p[1]!));
   }
   return {
-    state: {
-      channels: channels as Record<string, Channel>,
-      queues: queues as Record<string, string[]>,
-      messages,
-    },
+    channels: channels as Record<string, Channel>,
+    working: pairs,
+    mail,
     at: { key, journalId, created, offset, count, tail: Buffer.from(tail, 'hex') },
   };
+}
+
+/** The mail as written, or null when it is malformed. */
+function parseMail(text: string): Exclude<Indexed['mail'], string> | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObj(raw) || !Array.isArray(raw.groups) || !isObj(raw.queues)) return null;
+  const messages: Record<string, MailFields> = {};
+  for (const g of raw.groups as unknown[]) {
+    if (!Array.isArray(g) || g.length !== 4 || !isStrings(g[3])) return null;
+    const fields = mailOf({ channel_id: g[0], recipient_session_id: g[1], delivery_status: g[2] });
+    if (!fields) return null;
+    Object.freeze(fields); // shared by the group: a change replaces it (applyEntries)
+    for (const id of g[3]) messages[id] = fields;
+  }
+  for (const sid in raw.queues) if (!isStrings(raw.queues[sid])) return null;
+  return { messages, queues: raw.queues as Record<string, string[]> };
 }
 
 const MAIL_FIELDS = new Set<string>(['channel_id', 'recipient_session_id', 'delivery_status']);
@@ -149,33 +222,50 @@ const mailOf = (e: unknown): MailFields | null => {
   return { channel_id, recipient_session_id, delivery_status };
 };
 
-/** One journal entry applied to the sessions state: channels and queues as the store applies
- *  them, envelopes cut to their mail fields, the rest skipped. false when the entry does not fit
- *  the state as indexed (the full load then judges it). */
-function applyEntry(state: Indexed['state'], entry: Entry): boolean {
+/** Journal entries applied: channels as the store applies them; when one touches the mail, the
+ *  mail parsed, envelopes cut to their mail fields and the working flags computed again; the rest
+ *  skipped. false when an entry does not fit the state as indexed (the full load then judges it). */
+function applyEntries(x: Indexed, entries: readonly Entry[]): boolean {
+  const touches = entries.some((e) => e.ops.some((op) => op[1][0] === 'messages' || op[1][0] === 'queues'));
+  if (touches && typeof x.mail === 'string') {
+    const mail = parseMail(x.mail);
+    if (!mail) return false;
+    x.mail = mail;
+  }
   try {
-    for (const op of entry.ops as Op[]) {
-      const [collection, id, field] = op[1];
-      if (collection === 'channels' || collection === 'queues') {
-        applyOps(state, [op]);
-        continue;
-      }
-      if (collection !== 'messages') continue;
-      if (id === undefined) return false;
-      if (field === undefined) {
-        if (op[0] === 'd') delete state.messages[id];
-        else if (op[0] === 's' && mailOf(op[2])) state.messages[id] = mailOf(op[2])!;
-        else return false;
-        continue;
-      }
-      const mail = state.messages[id];
-      if (!mail) return false;
-      if (!MAIL_FIELDS.has(field)) continue;
-      if (op[0] !== 's' || op[1].length !== 3 || typeof op[2] !== 'string') return false;
-      state.messages[id] = { ...mail, [field]: op[2] };
-    }
-    return true;
+    for (const entry of entries) if (!applyOpsTo(x, entry.ops as Op[])) return false;
   } catch {
     return false;
   }
+  if (touches) x.working = workingOf(x.mail as Mail);
+  return true;
+}
+
+function applyOpsTo(x: Indexed, ops: readonly Op[]): boolean {
+  for (const op of ops) {
+    const [collection, id, field] = op[1];
+    if (collection === 'channels') {
+      applyOps(x, [op]);
+      continue;
+    }
+    if (collection !== 'messages' && collection !== 'queues') continue;
+    const mail = x.mail as Exclude<Indexed['mail'], string>;
+    if (collection === 'queues') {
+      applyOps(mail, [op]);
+      continue;
+    }
+    if (id === undefined) return false;
+    if (field === undefined) {
+      if (op[0] === 'd') delete mail.messages[id];
+      else if (op[0] === 's' && mailOf(op[2])) mail.messages[id] = mailOf(op[2])!;
+      else return false;
+      continue;
+    }
+    const e = mail.messages[id];
+    if (!e) return false;
+    if (!MAIL_FIELDS.has(field)) continue;
+    if (op[0] !== 's' || op[1].length !== 3 || typeof op[2] !== 'string') return false;
+    mail.messages[id] = { ...e, [field]: op[2] };
+  }
+  return true;
 }

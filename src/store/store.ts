@@ -139,14 +139,14 @@ export class FileStore implements Store {
     return this.current();
   }
 
-  /** A process holding the state answers from it. A fresh one (a CLI read) answers from the
-   *  sessions index and the journal lines since, when the index still describes the files;
-   *  otherwise it loads the state whole and writes the index for the next one. */
-  async sessions(): Promise<SessionsState> {
-    if (this.cache || this.options.fastPath === false) return this.current();
+  /** A fresh process (a CLI read) answers from the sessions index and the journal lines since,
+   *  when the index still describes the files. null: read the state (a process holding it, or an
+   *  index that does not describe the files; that load writes the index for the next one). */
+  async sessions(): Promise<SessionsState | null> {
+    if (this.cache || this.options.fastPath === false) return null;
     const indexed = readSessionsIndex(this.paths);
     if (indexed) {
-      if (indexed.behind >= SESSIONS_INDEX_BEHIND_BYTES) writeSessionsIndex(this.paths, indexed.state, indexed.at);
+      if (indexed.behind >= SESSIONS_INDEX_BEHIND_BYTES) indexed.write();
       return indexed.state;
     }
     const state = await this.current();
@@ -155,7 +155,7 @@ export class FileStore implements Store {
       const { journalId, created, offset, count, tail } = c;
       writeSessionsIndex(this.paths, state, { key: c.pin.key, journalId, created, offset, count, tail });
     }
-    return state;
+    return null;
   }
 
   async revision(): Promise<string> {

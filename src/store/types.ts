@@ -64,10 +64,9 @@ export interface Store {
    *  except that it may leave work to the next call (a snapshot being replaced at this moment).
    *  It answers nobody; a read never skips. */
   follow(): Promise<void>;
-  /** What the session reads need of the current state (channels, queues, each live envelope's
-   *  mail fields), read-only like `peek`: a store that can answer it without loading the whole
-   *  state has it. */
-  sessions?(): Promise<SessionsState>;
+  /** What the session reads show of the current state, where the store can answer it without
+   *  loading the whole state; null (or no such method): read the state. */
+  sessions?(): Promise<SessionsState | null>;
   /** A token that changes whenever the state changes (the live object itself may not). */
   revision(): Promise<string>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a
