@@ -1,8 +1,8 @@
 // The sessions index, `.opencomms/sessions.json`: what the session reads show of the live state
 // (the channels, and which members have mail queued or in flight), with the snapshot and journal
-// position it reflects, and the mail it was computed from (each live envelope's channel,
-// recipient and status, and the queues), kept as one string that is parsed only when journal
-// lines since touch the mail. A fresh process (a CLI read) answers from it plus those lines,
+// position it reflects, on its first line; then the mail it was computed from (each live
+// envelope's channel, recipient and status, and the queues), parsed only when journal lines
+// since touch the mail. A fresh process (a CLI read) answers from it plus those lines,
 // instead of loading and validating the whole state. It is a cache: it is used only while
 // state.json is the very file it names (or the one a compaction seal at the end of its journal
 // names) and the journal still holds the bytes it read up to; anything else (missing, unparsable,
@@ -40,11 +40,11 @@ export interface Mail {
   queues: Readonly<Record<string, readonly string[]>>;
 }
 
-/** The index as read: `mail` stays the text it was written as until a journal line touches it. */
+/** The index as read: `mail` stays the bytes it was written as until a journal line touches it. */
 interface Indexed {
   channels: Record<string, Channel>;
   working: Set<string>;
-  mail: string | { messages: Record<string, MailFields>; queues: Record<string, string[]> };
+  mail: Buffer | { messages: Record<string, MailFields>; queues: Record<string, string[]> };
   at: Position;
 }
 
@@ -118,10 +118,11 @@ function writeIndex(
   paths: StorePaths,
   channels: Readonly<Record<string, Channel>>,
   working: Set<string>,
-  mail: string | Mail,
+  mail: Buffer | Mail,
   at: Position,
 ): void {
-  const doc = {
+  const body = Buffer.isBuffer(mail) ? mail : Buffer.from(mailText(mail));
+  const head = {
     v: VERSION,
     key: Object.fromEntries(FILE_KEY_FIELDS.map((f) => [f, at.key[f].toString()])),
     journal_id: at.journalId,
@@ -131,10 +132,13 @@ function writeIndex(
     tail: at.tail.toString('hex'),
     channels,
     working: [...working].map((p) => p.split('\n')),
-    mail: typeof mail === 'string' ? mail : mailText(mail),
+    mail_bytes: body.length,
   };
   try {
-    writeAtomicSync(join(paths.dir, INDEX_FILE), JSON.stringify(doc), { tmpPrefix: '.sessions', delays: [] });
+    writeAtomicSync(join(paths.dir, INDEX_FILE), Buffer.concat([Buffer.from(`${JSON.stringify(head)}\n`), body]), {
+      tmpPrefix: '.sessions',
+      delays: [],
+    });
   } catch {
     // see above
   }
@@ -161,15 +165,20 @@ const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x)
 /** The index as written, or null for anything else (no file, torn by a disk, another version). */
 function parse(paths: StorePaths): Indexed | null {
   let doc: Record<string, unknown>;
+  let body: Buffer;
   try {
-    const raw: unknown = JSON.parse(readFileSync(join(paths.dir, INDEX_FILE), 'utf8'));
+    const bytes = readFileSync(join(paths.dir, INDEX_FILE));
+    const nl = bytes.indexOf(10);
+    if (nl < 0) return null;
+    const raw: unknown = JSON.parse(bytes.toString('utf8', 0, nl));
     if (!isObj(raw) || raw.v !== VERSION) return null;
     doc = raw;
+    body = bytes.subarray(nl + 1);
   } catch {
     return null;
   }
-  const { key: k, journal_id: journalId, created, offset, count, tail, channels, working, mail } = doc;
-  if (!isObj(k) || !isObj(channels) || !Array.isArray(working) || typeof mail !== 'string') return null;
+  const { key: k, journal_id: journalId, created, offset, count, tail, channels, working, mail_bytes } = doc;
+  if (!isObj(k) || !isObj(channels) || !Array.isArray(working) || mail_bytes !== body.length) return null;
   if (!(journalId === null || typeof journalId === 'string') || typeof created !== 'boolean') return null;
   if (!isCount(offset) || !isCount(count) || typeof tail !== 'string' || !/^([0-9a-f]{2})*$/.test(tail)) return null;
   const key = {} as FileKey;
@@ -186,16 +195,16 @@ function parse(paths: StorePaths): Indexed | null {
   return {
     channels: channels as Record<string, Channel>,
     working: pairs,
-    mail,
+    mail: body,
     at: { key, journalId, created, offset, count, tail: Buffer.from(tail, 'hex') },
   };
 }
 
 /** The mail as written, or null when it is malformed. */
-function parseMail(text: string): Exclude<Indexed['mail'], string> | null {
+function parseMail(bytes: Buffer): Exclude<Indexed['mail'], Buffer> | null {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(bytes.toString('utf8'));
   } catch {
     return null;
   }
@@ -227,7 +236,7 @@ const mailOf = (e: unknown): MailFields | null => {
  *  skipped. false when an entry does not fit the state as indexed (the full load then judges it). */
 function applyEntries(x: Indexed, entries: readonly Entry[]): boolean {
   const touches = entries.some((e) => e.ops.some((op) => op[1][0] === 'messages' || op[1][0] === 'queues'));
-  if (touches && typeof x.mail === 'string') {
+  if (touches && Buffer.isBuffer(x.mail)) {
     const mail = parseMail(x.mail);
     if (!mail) return false;
     x.mail = mail;
@@ -249,7 +258,7 @@ function applyOpsTo(x: Indexed, ops: readonly Op[]): boolean {
       continue;
     }
     if (collection !== 'messages' && collection !== 'queues') continue;
-    const mail = x.mail as Exclude<Indexed['mail'], string>;
+    const mail = x.mail as Exclude<Indexed['mail'], Buffer>;
     if (collection === 'queues') {
       applyOps(mail, [op]);
       continue;
