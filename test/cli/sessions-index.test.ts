@@ -140,6 +140,25 @@ describe('the sessions index', () => {
     await expectSameAsFullLoad();
   });
 
+  it('a read writes the index again only when it applied 256 KiB or more of journal past it', async () => {
+    await list();
+    await writer.close();
+    writer = writerOn(new FileStore(dir)); // no compaction for a MiB of journal
+    const send = async (content: string) => {
+      clock += 10_000;
+      await must(writer.run({ op: 'send', sid: IDS.lead, args: { channel: 'team', content, to: 'Reviewer' } }));
+    };
+    const before = await readFile(indexFile());
+    await send('a short one');
+    await list();
+    expect((await readFile(indexFile())).equals(before)).toBe(true);
+    for (let i = 0; i < 40; i++) await send(`${i} ${'x'.repeat(8000)}`);
+    await list();
+    expect((await readFile(indexFile())).equals(before)).toBe(false);
+    expect(await loads(list)).toBe(0);
+    await expectSameAsFullLoad();
+  });
+
   it('reads racing a writer process and compactions all answer, and the last equals a full load', async () => {
     const p = proc(dir);
     await pair(p);
