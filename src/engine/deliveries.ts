@@ -3,7 +3,7 @@
 // recipient its recipient-machine state. The console, `opencomms watch` and the tests all call
 // these functions, so what the operator sees is exactly what the engine would decide.
 import { MAX_DELIVERY_ATTEMPTS } from '../protocol/limits.ts';
-import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
+import type { Channel, Envelope, Member, SessionsState, State } from '../protocol/schema.ts';
 import { channelHold } from './deliver.ts';
 import { recipientLine, type RecipientLine } from './transitions.ts';
 
@@ -138,6 +138,19 @@ export function holdOf(ch: Channel, m: Member, now: number): HoldReason | null {
   return null;
 }
 
+/** Working (AgentState): mail addressed to the member on that channel is queued or in flight. */
+const isWorking = (c: MailCount) => c.queued || c.in_flight > 0;
+
+/** What the session reads show of a whole state: its channels, and each member's Working flag
+ *  as agentState decides it. */
+export function sessionsOf(state: Readonly<State>): SessionsState {
+  const index = mailIndex(state);
+  return {
+    channels: state.channels,
+    working: (channelId, sid) => isWorking(index.count(channelId, sid)),
+  };
+}
+
 /** `index`: the state's mail index, built once by a caller that asks for many members. */
 export function agentState(
   state: Readonly<State>,
@@ -146,8 +159,7 @@ export function agentState(
   index: MailIndex = mailIndex(state),
 ): AgentState {
   if (m.stale) return 'Offline';
-  const c = index.count(ch.id, m.session_id);
-  return c.queued || c.in_flight > 0 ? 'Working' : 'Idle';
+  return isWorking(index.count(ch.id, m.session_id)) ? 'Working' : 'Idle';
 }
 
 export function recipientView(

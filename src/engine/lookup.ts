@@ -32,7 +32,7 @@ export const invalidRole = () =>
 export const isSentinelProject = (id: string) => (SENTINEL_PROJECT_IDS as readonly string[]).includes(id);
 
 /** The channel (live or tombstone) a raw argument names, normalised as every lookup is. */
-export const channelNamed = (state: Readonly<State>, raw: unknown): Channel | undefined => {
+export const channelNamed = (state: Pick<State, 'channels'>, raw: unknown): Channel | undefined => {
   const name = normaliseChannelName(raw);
   return name === null ? undefined : state.channels[name];
 };

@@ -2,19 +2,12 @@
 // empty active session that agents then join, and the reads behind session cards, session detail
 // and the live machine view. The operator sees every channel and archive and is bound by no
 // roster; its project id is a sentinel, so a session's first joiner sets its identity.
-import type { Archive, ArchiveHead } from '../protocol/archive.ts';
+import type { ArchiveHead } from '../protocol/archive.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
-import { ok, type Refusal } from '../protocol/result.ts';
-import type { Channel, Envelope, State } from '../protocol/schema.ts';
-import {
-  AGENT_STATE_HELP,
-  agentState,
-  deliveryView,
-  mailIndex,
-  type AgentState,
-  type MailIndex,
-} from './deliveries.ts';
+import { ok, type Refusal, type ToolResult } from '../protocol/result.ts';
+import type { Channel, Envelope, SessionsState, State } from '../protocol/schema.ts';
+import { AGENT_STATE_HELP, deliveryView, sessionsOf, type AgentState } from './deliveries.ts';
 import { channelOf, clampOptions, nameTaken } from './link.ts';
 import { memberRow } from './reads.ts';
 import { channelNotFound, invalidChannelName, normaliseChannelName, tombstoneRefusal } from './lookup.ts';
@@ -66,11 +59,14 @@ export interface AgentView {
   state: AgentState;
 }
 
-const agentsOf = (state: Readonly<State>, ch: Channel, index: MailIndex): AgentView[] =>
-  ch.members.map((m) => ({ ...memberRow(m), state: agentState(state, ch, m, index) }));
+const agentsOf = (state: SessionsState, ch: Channel): AgentView[] =>
+  ch.members.map((m) => ({
+    ...memberRow(m),
+    state: m.stale ? 'Offline' : state.working(ch.id, m.session_id) ? 'Working' : 'Idle',
+  }));
 
-/** One live session card (GET /api/sessions; operator.md "The console"); `index` is built once for every card. */
-export const liveCard = (state: Readonly<State>, ch: Channel, index: MailIndex = mailIndex(state)) => ({
+/** One live session card (GET /api/sessions; operator.md "The console"). */
+export const liveCard = (state: SessionsState, ch: Channel) => ({
   name: ch.name,
   channel_id: ch.id,
   lifecycle: ch.lifecycle,
@@ -78,21 +74,24 @@ export const liveCard = (state: Readonly<State>, ch: Channel, index: MailIndex =
   description: ch.description,
   max_members: ch.max_members,
   paused: ch.paused,
-  agents: agentsOf(state, ch, index),
+  agents: agentsOf(state, ch),
 });
 export type LiveCard = ReturnType<typeof liveCard>;
 export type ArchiveCard = ReturnType<typeof archiveSummary>;
 
 /** Every live session (tombstones skipped, protocol.md "Timer, kick, sessions") and every archive, newest first (protocol.md "Result shape": the
  *  operator sees all). `archives` come from the store, newest first. */
-export function sessionList(state: State, archives: readonly ArchiveHead[]): Outcome {
-  const index = mailIndex(state);
+export const sessionList = (state: State, archives: readonly ArchiveHead[]): Outcome =>
+  answered(state, listSessions(sessionsOf(state), archives));
+
+/** sessionList's answer from what the session reads need of a state (the store's sessions index). */
+export function listSessions(state: SessionsState, archives: readonly ArchiveHead[]) {
   const live = Object.values(state.channels)
     .filter((c) => c.lifecycle === 'active')
     .sort((a, b) => a.name.localeCompare(b.name))
-    .map((c) => liveCard(state, c, index));
+    .map((c) => liveCard(state, c));
   const archived = archives.map((a) => archiveSummary(a));
-  return answered(state, ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived }));
+  return ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived });
 }
 
 export type SessionDetail = (
@@ -118,7 +117,15 @@ export type SessionDetail = (
  * from), or a saved session's archive view, where every agent is Offline. `archive` is, for a
  * live session, its parent's archive; otherwise the archive the name or id resolves to.
  */
-export function sessionGet(state: State, args: { channel: unknown }, archive: Archive | null): Outcome {
+export const sessionGet = (state: State, args: { channel: unknown }, archive: ArchiveHead | null): Outcome =>
+  answered<object>(state, getSession(sessionsOf(state), args, archive));
+
+/** sessionGet's answer from what the session reads need of a state (the store's sessions index). */
+export function getSession(
+  state: SessionsState,
+  args: { channel: unknown },
+  archive: ArchiveHead | null,
+): ToolResult<SessionDetail> | Refusal {
   const name = normaliseChannelName(args.channel);
   const ch = name === null ? undefined : state.channels[name];
   if (ch?.lifecycle === 'active') {
@@ -129,12 +136,12 @@ export function sessionGet(state: State, args: { channel: unknown }, archive: Ar
       compact_context: compact,
       agent_state_help: AGENT_STATE_HELP,
     };
-    return answered(state, ok(`Session "${ch.name}": ${ch.members.length}/${ch.max_members} agent(s).`, detail));
+    return ok(`Session "${ch.name}": ${ch.members.length}/${ch.max_members} agent(s).`, detail);
   }
   if (!archive) {
-    if (ch) return refused(state, tombstoneRefusal(ch));
-    if (name === null && !isArchiveId(args.channel)) return refused(state, invalidChannelName());
-    return refused(state, name === null ? archiveNotFound() : channelNotFound(name));
+    if (ch) return tombstoneRefusal(ch);
+    if (name === null && !isArchiveId(args.channel)) return invalidChannelName();
+    return name === null ? archiveNotFound() : channelNotFound(name);
   }
   const detail: SessionDetail = {
     kind: 'archived',
@@ -148,7 +155,7 @@ export function sessionGet(state: State, args: { channel: unknown }, archive: Ar
     agents: archive.members.map((m) => ({ ...memberRow(m), state: 'Offline' as const })),
     agent_state_help: AGENT_STATE_HELP,
   };
-  return answered(state, ok(`Saved session "${archive.name}" (${archive.message_count} messages).`, detail));
+  return ok(`Saved session "${archive.name}" (${archive.message_count} messages).`, detail);
 }
 
 /** The live machine view of one session (operator.md "The console"); `logged` = its newest history-log envelopes. */

@@ -185,6 +185,17 @@ export interface State {
   errors: ErrorEntry[];
 }
 
+/** The fields of a live envelope that the mail counts read. */
+export type MailFields = Pick<Envelope, 'channel_id' | 'recipient_session_id' | 'delivery_status'>;
+
+/** What the session reads (cards, detail, agent states) show of a state: its channels, and
+ *  whether a member has mail queued or in flight on a channel (its agent is Working). Built from
+ *  a whole state (engine `sessionsOf`) or from the file store's sessions index. */
+export interface SessionsState {
+  readonly channels: Readonly<Record<string, Channel>>;
+  working(channelId: string, sid: string): boolean;
+}
+
 export const emptyState = (): State => ({
   schema_version: SCHEMA_VERSION,
   channels: {},

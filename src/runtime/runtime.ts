@@ -7,10 +7,12 @@ import { raw } from '../protocol/draft.ts';
 import { apply, compactContext, plan, type Command, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
 import { refuse, RefusalError, type Refusal, type ToolResult } from '../protocol/result.ts';
-import type { State } from '../protocol/schema.ts';
+import type { SessionsState, State } from '../protocol/schema.ts';
+import { getSession, listSessions } from '../engine/operator.ts';
+import { sessionsOf } from '../engine/deliveries.ts';
 import { openStore, type Store, type Subscription } from '../store/index.ts';
 import { isArchiveId } from '../protocol/ids.ts';
-import type { Archive } from '../protocol/archive.ts';
+import { archiveNamed, type Archive, type ArchiveHead } from '../protocol/archive.ts';
 import {
   DELIVERY_VIEW_LOGGED,
   CATCH_UP_IDLE_MAX_MS,
@@ -64,10 +66,10 @@ const READ_ONLY = new Set<Command['op']>([
   'history',
   'archive',
   'read_state',
-  'session_list',
-  'session_get',
   'deliveries',
 ]);
+
+type SessionRead = Extract<Command, { op: 'session_list' | 'session_get' }>;
 
 /** What a locked engine step hands back to the shell. */
 type Answer = Pick<Outcome, 'result' | 'effects'>;
@@ -198,6 +200,11 @@ export class Runtime {
         if (refusal) throw new RefusalError(refusal);
         return state;
       };
+      if (cmd.op === 'session_list' || cmd.op === 'session_get')
+        return await this.readSessions(
+          cmd,
+          async () => (gate ? null : await this.store.sessions?.()) ?? sessionsOf(await look()),
+        );
       const prepared = await this.prepare(cmd, look);
       // Reads take no lock: rename is atomic, so a lock-free read never sees a half-written file.
       if (READ_ONLY.has(cmd.op)) return apply((await look()) as State, prepared, this.env()).result;
@@ -283,16 +290,6 @@ export class Runtime {
       case 'delete_session':
         await look();
         return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
-      case 'session_list':
-        await look();
-        return { ...cmd, archives: (await this.store.archives()).archives };
-      case 'session_get': {
-        // A live session shows the compact context of the archive it was resumed from.
-        const ch = channelNamed(await look(), cmd.args.channel);
-        if (ch?.lifecycle === 'active')
-          return { ...cmd, archive: ch.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null };
-        return { ...cmd, archive: await this.archiveFor(cmd.args.channel) };
-      }
       case 'deliveries': {
         const ch = channelNamed(await look(), cmd.args.channel);
         return ch ? { ...cmd, logged: await this.store.history(ch.id, DELIVERY_VIEW_LOGGED) } : cmd;
@@ -306,6 +303,24 @@ export class Runtime {
       default:
         return cmd;
     }
+  }
+
+  /** The session reads: from what they show (the store's sessions index, where it keeps one)
+   *  when no gate needs the whole state, and archive heads only (what a session card or a saved
+   *  session's detail shows; never an archive's messages). */
+  private async readSessions(cmd: SessionRead, look: () => Promise<SessionsState>): Promise<ToolResult> {
+    const state = await look();
+    const heads = (await this.store.archives()).archives;
+    if (cmd.op === 'session_list') return listSessions(state, heads);
+    // A live session shows the compact context of the archive it was resumed from.
+    const ch = channelNamed(state, cmd.args.channel);
+    let head: ArchiveHead | undefined;
+    if (ch?.lifecycle === 'active') head = heads.find((h) => h.channel_id === ch.parent_channel_id);
+    else {
+      const key = typeof cmd.args.channel === 'string' ? cmd.args.channel.trim() : '';
+      if (key) head = isArchiveId(key) ? heads.find((h) => h.channel_id === key) : archiveNamed(heads, key);
+    }
+    return getSession(state, cmd.args, head ?? null);
   }
 
   private async archiveFor(raw: unknown): Promise<Archive | null> {

@@ -4,7 +4,7 @@
 // LISTEN/NOTIFY for wake) implements the same methods later. Only the edges build a concrete store.
 import type { Archive, ArchiveHead } from '../protocol/archive.ts';
 import type { Op } from '../protocol/draft.ts';
-import type { Envelope, State } from '../protocol/schema.ts';
+import type { Envelope, SessionsState, State } from '../protocol/schema.ts';
 
 /** A record the store holds but cannot read (an archive or a pin): named, with why, for doctor. */
 export interface InvalidFile {
@@ -69,6 +69,9 @@ export interface Store {
    *  except that it may leave work to the next call (a snapshot being replaced at this moment).
    *  It answers nobody; a read never skips. */
   catchUp(): Promise<void>;
+  /** What the session reads show of the current state, where the store can answer it without
+   *  loading the whole state; null (or no such method): read the state. */
+  sessions?(): Promise<SessionsState | null>;
   /** A token that changes whenever the state changes (the live object itself may not). */
   revision(): Promise<string>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
 import { JOURNAL_COMPACT_BYTES, RENAME_RETRY_DELAYS_MS } from '../../protocol/limits.ts';
-import { emptyState, type State } from '../../protocol/schema.ts';
+import { emptyState, type SessionsState, type State } from '../../protocol/schema.ts';
 import type { Envelope } from '../../protocol/schema.ts';
 import { deleteArchive, findArchiveByName, listArchives, readArchive, writeArchive } from './archives.ts';
 import { writeAtomic, writeAtomicSync } from './atomic.ts';
@@ -47,6 +47,7 @@ import { sameKey, statKey, type FileKey } from './file-key.ts';
 import { pinFile, readStateFile, serialize, serializeChunks, storeStats, unpin, type Pinned } from './state-file.ts';
 import { RefusalError, refuse } from '../../protocol/result.ts';
 import type { MutateOutcome, Store, Subscription, StoreChange } from '../types.ts';
+import { readSessionsIndex, writeSessionsIndex } from './sessions-index.ts';
 import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
 import { subscribeToFiles } from './subscribe.ts';
@@ -88,6 +89,10 @@ interface Cache {
 }
 
 const NO_TAIL = Buffer.alloc(0);
+
+/** Journal bytes a fresh reader applied past the sessions index before it writes the index again:
+ *  below it, rewriting the index costs more than the next reader's replay of those lines. */
+const SESSIONS_INDEX_BEHIND_BYTES = 256 * 1024;
 
 /** What a mutation writes, taken out of the draft before anything is written. */
 interface Writes {
@@ -132,6 +137,25 @@ export class FileStore implements Store {
   /** The live state: read-only for the caller, and changed in place by later mutations. */
   peek(): Promise<Readonly<State>> {
     return this.current();
+  }
+
+  /** A fresh process (a CLI read) answers from the sessions index and the journal lines since,
+   *  when the index still describes the files. null: read the state (a process holding it, or an
+   *  index that does not describe the files; that load writes the index for the next one). */
+  async sessions(): Promise<SessionsState | null> {
+    if (this.cache || this.options.fastPath === false) return null;
+    const indexed = readSessionsIndex(this.paths);
+    if (indexed) {
+      if (indexed.behind >= SESSIONS_INDEX_BEHIND_BYTES) indexed.write();
+      return indexed.state;
+    }
+    const state = await this.current();
+    const c = this.cache as Cache | null; // loaded by `current`
+    if (c?.pin && this.damage === null && this.note === null) {
+      const { journalId, created, offset, count, tail } = c;
+      writeSessionsIndex(this.paths, state, { key: c.pin.key, journalId, created, offset, count, tail });
+    }
+    return null;
   }
 
   async revision(): Promise<string> {

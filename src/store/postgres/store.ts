@@ -7,7 +7,7 @@
 // what it would have done had it come later). Reads catch up first (one query); the background
 // catch-up queries only when a notification, a reconnect or the backstop says there is news.
 import pg from 'pg';
-import type { Archive } from '../../protocol/archive.ts';
+import type { Archive, ArchiveHead } from '../../protocol/archive.ts';
 import { ArchiveSchema } from '../../protocol/archive.ts';
 import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
 import { isArchiveId } from '../../protocol/ids.ts';
@@ -431,9 +431,11 @@ export class PgStore implements Store {
     return r.rows[0]?.archive ?? null;
   }
 
-  async archives(): Promise<{ archives: Archive[]; invalid: InvalidFile[] }> {
-    const r = await this.query<{ archive: Archive }>(
-      `select archive from ${ident(this.schema)}.archives order by saved_at desc`,
+  /** Heads only: the messages stay in the database (a listing, or a saved session's detail,
+   *  shows none of them). */
+  async archives(): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }> {
+    const r = await this.query<{ archive: ArchiveHead }>(
+      `select archive - 'messages' as archive from ${ident(this.schema)}.archives order by saved_at desc`,
     );
     return { archives: r.rows.map((x) => x.archive), invalid: [] };
   }
