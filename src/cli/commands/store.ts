@@ -37,6 +37,10 @@ async function status(project: string): Promise<ToolResult<object>> {
   }
 }
 
+/** Installed hosts pass the password's variables to their MCP servers only once installed for a bound project. */
+const REINSTALL =
+  "Hosts installed here before: run `opencomms install` again, so that their MCP servers take the password from the session's PGPASSWORD or PGPASSFILE.";
+
 async function migrate(project: string, to: string, key: string | undefined): Promise<ToolResult<object>> {
   const counts = (m: Moved) =>
     `${m.channels} channel(s), ${m.messages} live message(s), ${m.history} history entries and ${m.archives} archive(s)`;
@@ -53,7 +57,7 @@ async function migrate(project: string, to: string, key: string | undefined): Pr
   if (!key) return refuse('invalid_argument', 'Moving to PostgreSQL needs the project key: pass --key <project-key>.');
   const m = await moveToPostgres(project, to, key);
   return ok(
-    `Moved ${counts(m)} to ${describeUrl(to)}, project key ${key}; this project is now bound there. Restart running OpenComms processes of this project.`,
+    `Moved ${counts(m)} to ${describeUrl(to)}, project key ${key}; this project is now bound there. Restart running OpenComms processes of this project. ${REINSTALL}`,
     { ...m, server: describeUrl(to), key },
   );
 }
@@ -96,11 +100,14 @@ export const store: CliCommand = {
         const project = projectOf(cmd);
         const r = await asResult(async () => {
           await writeBinding(project, url, o.key);
-          return ok(`This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json).`, {
-            store: 'postgres',
-            server: describeUrl(url),
-            key: o.key,
-          });
+          return ok(
+            `This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json). ${REINSTALL}`,
+            {
+              store: 'postgres',
+              server: describeUrl(url),
+              key: o.key,
+            },
+          );
         });
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
