@@ -6,6 +6,7 @@
 // password the same server is refused for its credentials, so the password did come through.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -178,6 +179,29 @@ it('installed hosts reach a password-protected store through the session environ
   await view.close();
   const team = Object.values(state.channels).find((c) => c.name === 'team')!;
   expect(team.members.map((m) => m.role).sort()).toEqual(['Lead', 'Reviewer']);
+
+  // Claude Code's hook runner, as settings.json names it, in the session's environment: the
+  // SessionStart hook binds the session to the pinned member, in the store.
+  const settings = JSON.parse(readFileSync(join(p, '.claude', 'settings.json'), 'utf8'));
+  const command = settings.hooks.SessionStart[0].hooks[0].command as string;
+  const hook = (session: Record<string, string>, sessionId: string) =>
+    execFileSync('sh', ['-c', command], {
+      cwd: p,
+      env: { ...hostBase(), CLAUDE_PROJECT_DIR: p, ...session },
+      input: JSON.stringify({ hook_event_name: 'SessionStart', session_id: sessionId, cwd: p, source: 'startup' }),
+      encoding: 'utf8',
+    });
+  const boundTo = async () => {
+    const v = new PgStore({ url: `postgres://postgres:admin-pw@127.0.0.1:${port}/postgres`, key: KEY });
+    const s = await v.read();
+    await v.close();
+    return Object.values(s.channels).flatMap((c) => c.members.map((m) => m.host_session_id));
+  };
+  const sessionId = '6f1c2a3b-0000-4000-8000-00000000abcd';
+  hook({}, sessionId);
+  expect(await boundTo()).not.toContain(sessionId);
+  hook({ PGPASSWORD: SECRET }, sessionId);
+  expect(await boundTo()).toContain(sessionId);
 
   const files = [...filesUnder(p), ...filesUnder(home)];
   expect(files.some((f) => f.endsWith('.mcp.json'))).toBe(true);
