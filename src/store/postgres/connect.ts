@@ -156,6 +156,7 @@ export const retired = (where: string, to?: string): Refusal =>
   refuse(
     'state_incompatible',
     `This project's store at ${where} was retired: the project moved${to ? ` to ${to}` : ' elsewhere'}. Restart this process so that it opens the store its folder is bound to now (\`opencomms store status\` shows it); nothing was written.`,
+    { retired: true },
   );
 
 /** The error to throw for a server error: its refusal, or the error itself (a fault). */

@@ -54,11 +54,17 @@ export async function moveToPostgres(projectDir: string, url: string, key: strin
   const where = `${describeUrl(url)}#${key}`;
   // The target's layout, created (or its version checked) by a store's first query.
   const target = new PgStore({ url, key });
+  const taken = () =>
+    new RefusalError(
+      refuse('invalid_argument', `${where} already holds a project: choose another key; nothing was moved.`),
+    );
   try {
-    if ((await target.revision()) !== '0')
-      throw new RefusalError(
-        refuse('invalid_argument', `${where} already holds a project: choose another key; nothing was moved.`),
-      );
+    // A retired project refuses every read, and its key stays taken.
+    const head = await target.revision().catch((e: unknown) => {
+      if (e instanceof RefusalError && e.refusal.data?.retired === true) throw taken();
+      throw e;
+    });
+    if (head !== '0') throw taken();
   } finally {
     await target.close();
   }

@@ -142,7 +142,7 @@ it('moves back to files: nothing accepted on PostgreSQL is lost, and a process s
       (e: RefusalError) => e.refusal,
     );
   for (const e of [await refusal(live.read()), await refusal(live.mutate(() => ({ changed: false, result: 0 })))]) {
-    expect(e?.data?.reason).toBe('state_incompatible');
+    expect(e?.data).toEqual({ reason: 'state_incompatible', retired: true });
     expect(e?.message).toMatch(/retired: the project moved to the files at .*Restart this process/);
   }
   const sent = await onPg.run({
@@ -163,6 +163,10 @@ it('moves back to files: nothing accepted on PostgreSQL is lost, and a process s
   const again = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t2.dir);
   expect(again.json()).toMatchObject({ ok: false, data: { reason: 'state_incompatible' } });
   expect(again.json().message).toMatch(/retired/);
+  // Its key stays taken.
+  const into = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t.dir);
+  expect(into.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
+  expect(into.json().message).toMatch(/already holds a project/);
   // A folder on files has nothing to move back.
   const onFiles = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t.dir);
   expect(onFiles.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
