@@ -25,6 +25,8 @@ import { append, isObject, newJsonFile, parseObject, remove, replace, type JsonO
 import {
   claudeMemberEnv,
   claudeMemberValue,
+  claudePgEnv,
+  PG_NOTE,
   MEMBER_ID_PLACEHOLDER,
   MEMBER_ID_VAR,
   pinnedIn,
@@ -117,11 +119,11 @@ function readConfigs(project: string, files: Map<string, string | null>) {
 /** Files as the record and the notes name them, relative to the project. */
 const REL = { settings: '.claude/settings.json', mcp: '.mcp.json', command: '.claude/commands/opencomms.md' } as const;
 
-const serverEntry = (pin: string | null) => ({
+const serverEntry = (pin: string | null, pg: boolean) => ({
   type: 'stdio',
   command: 'node',
   args: serverArgs(HOST),
-  env: claudeMemberEnv(pin),
+  env: { ...claudeMemberEnv(pin), ...(pg ? claudePgEnv() : {}) },
 });
 
 interface Edit {
@@ -133,8 +135,8 @@ interface Edit {
 
 /** `.mcp.json` with our server entry: added when absent, its keys put right when ours, a
  *  hand-written `opencomms` entry left alone. */
-function editServer(text: string, mcp: JsonObject | null, pin: string | null): Edit {
-  const want = serverEntry(pin);
+function editServer(text: string, mcp: JsonObject | null, pin: string | null, pg: boolean): Edit {
+  const want = serverEntry(pin, pg);
   if (!isObject(mcp?.mcpServers))
     return {
       text: append(text, [], { opencomms: want }, 'mcpServers'),
@@ -169,8 +171,19 @@ function editServer(text: string, mcp: JsonObject | null, pin: string | null): E
           : replace(edit.text, [...at, 'env', MEMBER_ID_VAR], next);
       edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${MEMBER_ID_VAR} (now the session's own id, else ${id})`);
     }
+    if (pg) passPgVars(edit, cur.env);
   }
   return edit;
+}
+
+/** A project on PostgreSQL: the entry passes the session's password variables by reference. */
+function passPgVars(edit: Edit, env: JsonObject) {
+  const at = ['mcpServers', 'opencomms', 'env'];
+  for (const [key, value] of Object.entries(claudePgEnv())) {
+    if (env[key] === value) continue;
+    edit.text = env[key] === undefined ? append(edit.text, at, value, key) : replace(edit.text, [...at, key], value);
+    edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${key}`);
+  }
 }
 
 /** The pinned id our `.mcp.json` entry names (null: none, or still the placeholder). */
@@ -184,12 +197,13 @@ export function planClaudeInstall(
   files: Map<string, string | null>,
   bundles: Record<BundleName, string>,
   pin: string | null,
+  pg = false,
 ): InstallPlan | Refusal {
   const cfg = readConfigs(project, files);
   if (isRefusal(cfg)) return cfg;
   const { p, settingsText, mcpText, settings, mcp } = cfg;
   const hooks = registerHooks(settingsText ?? '{}\n', settings ?? {}, claudeHookGroups());
-  const server = editServer(mcpText ?? '{}\n', mcp, pin);
+  const server = editServer(mcpText ?? '{}\n', mcp, pin, pg);
   const created = [
     ...(settingsText === null ? [REL.settings] : hooks.created.map((k) => containerKey(REL.settings, k))),
     ...(mcpText === null ? [REL.mcp] : server.created.map((k) => containerKey(REL.mcp, k))),
@@ -199,6 +213,7 @@ export function planClaudeInstall(
   const notes = [
     'Claude Code asks once before it starts a project MCP server from .mcp.json: approve "opencomms".',
     ...server.notes,
+    ...(pg ? [PG_NOTE] : []),
     pin
       ? `The MCP server runs as the session's OPENCOMMS_MEMBER_ID when it is set, else as member ${pin}.`
       : "Next: `opencomms install-member` gives this project's Claude Code sessions their member id.",

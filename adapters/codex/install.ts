@@ -25,6 +25,8 @@ import {
 import { isObject, newJsonFile, parseObject } from '../install/json.ts';
 import {
   codexMemberEnv,
+  PG_NOTE,
+  PG_PASSWORD_VARS,
   MEMBER_ID_PLACEHOLDER,
   MEMBER_ID_VAR,
   PINNED_ID_VAR,
@@ -74,14 +76,17 @@ export function pinnedOf(entry: unknown): string | null {
  *  turn, so a server slower than that to start is silently absent for the whole run. A required
  *  server is waited for up to its `startup_timeout_sec` (10 s by default), and a server that cannot
  *  start at all stops Codex with an error instead of leaving a session without its channels. */
-const serverEntry = (pin: string | null) => ({
+const serverEntry = (pin: string | null, pg: boolean) => ({
   command: 'node',
   args: serverArgs(HOST),
   cwd: PROJECT_ARG,
   required: true,
-  env_vars: [MEMBER_ID_VAR],
+  env_vars: pg ? [MEMBER_ID_VAR, ...PG_PASSWORD_VARS] : [MEMBER_ID_VAR],
   env: codexMemberEnv(pin),
 });
+/** Does an entry of ours pass the password variables already (kept once there)? */
+const passesPg = (entry: unknown) =>
+  isObject(entry) && Array.isArray(entry.env_vars) && entry.env_vars.includes(PG_PASSWORD_VARS[0]);
 /** Key order aside, the same value (TOML tables have no order a reader relies on). */
 const canonical = (v: unknown): unknown =>
   isObject(v)
@@ -101,10 +106,11 @@ function editServer(
   text: string,
   toml: ReturnType<typeof parseToml>,
   pin: string | null,
+  pg: boolean,
 ): { text: string; repaired: boolean; foreign: boolean } | Refusal {
   const cur = toml ? serverOf(toml.value) : undefined;
   if (cur !== undefined && !isOurServer(cur)) return { text, repaired: false, foreign: true };
-  const want = serverEntry(pinnedOf(cur) ?? pin);
+  const want = serverEntry(pinnedOf(cur) ?? pin, pg || passesPg(cur));
   if (cur !== undefined && sameJson(cur, want)) return { text, repaired: false, foreign: false };
   const out = appendServer(cur !== undefined && toml ? removeServer(text, toml.ast) : text, want);
   const check = parseToml(out);
@@ -121,6 +127,7 @@ export function planCodexInstall(
   files: Map<string, string | null>,
   bundles: Record<BundleName, string>,
   pin: string | null,
+  pg = false,
 ): InstallPlan | Refusal {
   const p = codexPaths(project);
   const tomlText = files.get(p.config) ?? null;
@@ -134,7 +141,7 @@ export function planCodexInstall(
   const hookShape = hooksShapeError(hooks);
   if (hookShape) return malformed(p.hooks, hookShape);
 
-  const server = editServer(tomlText ?? '', toml, pin);
+  const server = editServer(tomlText ?? '', toml, pin, pg);
   if (isRefusal(server)) return server;
   const hooksOut = registerHooks(hooksText ?? '{}\n', hooks, codexHookGroups());
   const created = [
@@ -152,6 +159,7 @@ export function planCodexInstall(
       'Codex runs a project hook only after you review it: open /hooks in Codex and trust the three OpenComms hooks (or start Codex with --dangerously-bypass-hook-trust).',
       'Codex starts the MCP server and the hooks in the directory it was started in: start it at the project root.',
       ...(server.foreign ? [foreignNote(`${REL.config} already has an [mcp_servers.opencomms]`)] : []),
+      ...(pg ? [PG_NOTE] : []),
       pin
         ? `The MCP server runs as the session's OPENCOMMS_MEMBER_ID when it is set, else as member ${pin}.`
         : "Next: `opencomms install-member --host codex` gives this project's Codex sessions their member id.",

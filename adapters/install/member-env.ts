@@ -33,6 +33,17 @@ export const codexMemberEnv = (pin: string | null) => ({
   OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
 });
 
+/** Where the PostgreSQL client finds a password (libpq's variables; ~/.pgpass needs only HOME,
+ *  which every host passes). A project bound to PostgreSQL passes these from the session's
+ *  environment to its MCP server by reference: the config names them, never holds their value. */
+export const PG_PASSWORD_VARS = ['PGPASSWORD', 'PGPASSFILE'] as const;
+/** Claude Code's form: `${VAR:-}` is the session's value, or empty (the client then reads ~/.pgpass). */
+export const claudePgEnv = (): Record<string, string> =>
+  Object.fromEntries(PG_PASSWORD_VARS.map((v) => [v, `\${${v}:-}`]));
+
+export const PG_NOTE =
+  'This project is on PostgreSQL: its MCP server takes the password from PGPASSWORD or PGPASSFILE in the environment the session was started with (the config names the variables, never a value), or from ~/.pgpass.';
+
 /** Node flags of an installed MCP server (a departure from the argv in hosts.md "Installers", which
  *  starts at the bundle). V8 sizes the heap by allocation rate, not by the small live heap, so a
  *  256 MB old-space ceiling (room for a 2000-message archive) and a 2 MB young generation (a smaller

@@ -38,6 +38,7 @@ import { HOST_LABEL_RE, isMemberId, MEMBER_ID_RE, newMemberId } from '../protoco
 import { ok, refuse, type Reason, type Refusal, type ToolResult } from '../protocol/result.ts';
 import { ensureDir, listPins, readPin, resolvePaths, writePin } from '../store/index.ts';
 import { openRuntime } from '../runtime/runtime.ts';
+import { readBinding } from '../store/binding.ts';
 import { PACKAGE_ROOT } from '../version.ts';
 
 export interface CommandResult {
@@ -119,6 +120,16 @@ async function runPlan(
   );
 }
 
+/** Whether the project is bound to PostgreSQL (a binding that cannot be read counts as not: the
+ *  entry points report it themselves). */
+function onPostgres(project: string): boolean {
+  try {
+    return readBinding(project).kind === 'postgres';
+  } catch {
+    return false;
+  }
+}
+
 const relative = (project: string, paths: string[]) =>
   paths.map((p) => p.slice(project.length + 1)).join(', ') || 'nothing (already up to date)';
 
@@ -144,10 +155,11 @@ export async function install(host: string | undefined, project: string, o: Host
       const before = await readTargets([...Object.values(p), recordPath(project)]);
       const bundles = await allBundles();
       const pin = await onlyPin(project, host);
+      const pg = onPostgres(project);
       const plan =
         host === CLAUDE
-          ? planClaudeInstall(project, before, bundles, pin)
-          : planCodexInstall(project, before, bundles, pin);
+          ? planClaudeInstall(project, before, bundles, pin, pg)
+          : planCodexInstall(project, before, bundles, pin, pg);
       return runPlan(project, host, plan, before, (c) => `Installed OpenComms for ${host}: ${relative(project, c)}.`);
     }
     case 'claude-desktop': {

@@ -3,19 +3,26 @@
 // the file lock so that no file writer changes them meanwhile; then counted back from the server,
 // and only then is the binding written. The binding retires the files: a process that still has
 // them open refuses its next write (FileStore checks it under the lock), so there is never a
-// second live copy.
-import { readdirSync } from 'node:fs';
+// second live copy. `--to file` moves it back the same way: the PostgreSQL project is held under
+// its head lock while the files are written and read back, and is marked retired in the same
+// transaction, so every process still pointing at it refuses from then on.
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
 import { RefusalError, refuse } from '../protocol/result.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
-import { listArchives } from './file/archives.ts';
+import type { Archive } from '../protocol/archive.ts';
+import { listArchives, readArchive, writeArchive } from './file/archives.ts';
+import { writeAtomic } from './file/atomic.ts';
 import { readBinding, writeBinding } from './binding.ts';
-import { readHistory } from './file/history-log.ts';
+import { appendHistory, closeHistoryLogs, readHistory } from './file/history-log.ts';
 import { withLock } from './file/lock.ts';
-import { resolvePaths, type StorePaths } from './paths.ts';
+import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
+import { serialize } from './file/state-file.ts';
 import { FileStore } from './file/store.ts';
-import { asRefusal, clientConfig, describeUrl } from './postgres/connect.ts';
+import { asRefusal, clientConfig, describeUrl, retired } from './postgres/connect.ts';
 import { ident, schemaOf } from './postgres/schema.ts';
 import { PgStore } from './postgres/store.ts';
 
@@ -47,11 +54,17 @@ export async function moveToPostgres(projectDir: string, url: string, key: strin
   const where = `${describeUrl(url)}#${key}`;
   // The target's layout, created (or its version checked) by a store's first query.
   const target = new PgStore({ url, key });
+  const taken = () =>
+    new RefusalError(
+      refuse('invalid_argument', `${where} already holds a project: choose another key; nothing was moved.`),
+    );
   try {
-    if ((await target.revision()) !== '0')
-      throw new RefusalError(
-        refuse('invalid_argument', `${where} already holds a project: choose another key; nothing was moved.`),
-      );
+    // A retired project refuses every read, and its key stays taken.
+    const head = await target.revision().catch((e: unknown) => {
+      if (e instanceof RefusalError && e.refusal.data?.retired === true) throw taken();
+      throw e;
+    });
+    if (head !== '0') throw taken();
   } finally {
     await target.close();
   }
@@ -62,7 +75,12 @@ export async function moveToPostgres(projectDir: string, url: string, key: strin
     const logs = histories(paths);
     for (const id of logs.keys())
       logs.set(id, (await readHistory(paths, id, { limit: Number.MAX_SAFE_INTEGER })).reverse());
-    const { archives } = await listArchives(paths);
+    // The listing gives heads; the archive is moved whole (its messages too).
+    const archives: Archive[] = [];
+    for (const head of (await listArchives(paths)).archives) {
+      const a = await readArchive(paths, head.channel_id);
+      if (a) archives.push(a);
+    }
     await copy(url, key, state, logs, archives);
     const moved = await verify(url, key, state, logs, archives.length);
     await writeBinding(projectDir, url, key);
@@ -136,4 +154,134 @@ async function verify(
   } finally {
     await moved.close();
   }
+}
+
+/** What `--to file` reads from the held PostgreSQL project: its head, history and archives. */
+interface Held {
+  seq: number;
+  logs: Map<string, Envelope[]>;
+  archives: Archive[];
+}
+
+/** The files of the project that the binding retired, set aside (never deleted) so that the
+ *  files written next are the project's only live copy; the folder they went to, or null. */
+function setAside(paths: StorePaths): string | null {
+  const names = [paths.state, paths.journal, paths.history, paths.archives].filter((f) => existsSync(f));
+  if (!names.length) return null;
+  closeHistoryLogs(paths);
+  const dir = join(paths.dir, `retired-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  mkdirSync(dir);
+  for (const f of names) renameSync(f, join(dir, f.slice(paths.dir.length + 1)));
+  return dir.slice(paths.project.length + 1);
+}
+
+/** Takes the project's head lock (no process can commit until this transaction ends) and reads,
+ *  in the transaction's one snapshot, the head, every history entry in order and every archive. */
+async function hold(c: pg.Client, key: string, where: string): Promise<Held> {
+  const s = ident(schemaOf(key));
+  const none = () => new RefusalError(refuse('invalid_argument', `${where} holds no project: nothing was moved.`));
+  const there = await c.query<{ ok: boolean }>(`select to_regclass('${s}.head') is not null as ok`);
+  if (!there.rows[0]?.ok) throw none();
+  await c.query('begin isolation level repeatable read');
+  const head = await c.query<{ seq: string; retired: string | null }>(`select seq, retired from ${s}.head for update`);
+  const row = head.rows[0];
+  if (!row) throw none();
+  if (row.retired) throw new RefusalError(retired(where, row.retired));
+  const logs = new Map<string, Envelope[]>();
+  const h = await c.query<{ envelope: Envelope }>(`select envelope from ${s}.history order by n`);
+  for (const { envelope } of h.rows) {
+    const log = logs.get(envelope.channel_id);
+    if (log) log.push(envelope);
+    else logs.set(envelope.channel_id, [envelope]);
+  }
+  const a = await c.query<{ archive: Archive }>(`select archive from ${s}.archives order by saved_at`);
+  return { seq: Number(row.seq), logs, archives: a.rows.map((r) => r.archive) };
+}
+
+/** The state at the held head, read by a store as any process reads it (snapshot and changes). */
+async function stateAt(url: string, key: string, seq: number): Promise<State> {
+  const store = new PgStore({ url, key });
+  try {
+    const state = await store.read();
+    if ((await store.revision()) !== String(seq))
+      throw new Error(`the state read is not at change ${seq}, which this migration holds`);
+    return state;
+  } finally {
+    await store.close();
+  }
+}
+
+async function writeFiles(paths: StorePaths, state: State, held: Held) {
+  for (const log of held.logs.values()) appendHistory(paths, log);
+  closeHistoryLogs(paths);
+  for (const a of held.archives) await writeArchive(paths, a);
+  // The state last: until it exists, a reader of these files finds no project at all.
+  await writeAtomic(paths.state, serialize(state), { tmpPrefix: '.state' });
+}
+
+/** Reads the written files back through a file store and compares them with what was held. */
+async function verifyFiles(projectDir: string, state: State, held: Held): Promise<Moved> {
+  const file = new FileStore(projectDir);
+  try {
+    if (!isDeepStrictEqual(await file.read(), structuredClone(state)))
+      throw new Error('the state read back from the files differs from PostgreSQL');
+    let history = 0;
+    for (const [id, log] of held.logs) {
+      const n = (await file.historyIds(id)).size;
+      const want = new Set(log.map((e) => e.message_id)).size;
+      if (n !== want) throw new Error(`channel ${id}: ${n} history entries read back, ${want} moved`);
+      history += n;
+    }
+    const archives = (await file.archives()).archives.length;
+    if (archives !== held.archives.length)
+      throw new Error(`${archives} archives read back, ${held.archives.length} moved`);
+    return {
+      channels: Object.keys(state.channels).length,
+      messages: Object.keys(state.messages).length,
+      history,
+      archives,
+    };
+  } finally {
+    await file.close();
+  }
+}
+
+/** `store migrate --to file`: the bound PostgreSQL project written into this folder's files,
+ *  read back and compared; then, in the transaction that held it, marked retired (with where it
+ *  went), and only then is the binding removed. A failure before the commit leaves the project
+ *  live in PostgreSQL and the folder bound to it (the files written stay retired under the
+ *  binding and are set aside by the next attempt). */
+export async function moveToFiles(projectDir: string): Promise<Moved & { set_aside: string | null }> {
+  const b = readBinding(projectDir);
+  if (b.kind !== 'postgres')
+    throw new RefusalError(refuse('invalid_argument', 'This project is on the file store already: nothing to move.'));
+  const paths = resolvePaths(projectDir);
+  const where = `${describeUrl(b.url)}#${b.key}`;
+  await ensureDir(paths);
+  return withLock(paths, async () => {
+    const c = new pg.Client(clientConfig(b.url));
+    try {
+      await c.connect();
+      const held = await hold(c, b.key, where);
+      const state = await stateAt(b.url, b.key, held.seq);
+      const setAsideTo = setAside(paths);
+      await writeFiles(paths, state, held);
+      const moved = await verifyFiles(projectDir, state, held);
+      const schema = schemaOf(b.key);
+      await c.query({
+        text: `update ${ident(schema)}.head set retired = $1`,
+        values: [`the files at ${hostname()}:${paths.project}`],
+      });
+      // Listeners look again, and find the project retired.
+      await c.query(`select pg_notify('${schema}', '${held.seq + 1} a')`);
+      await c.query('commit');
+      rmSync(paths.binding);
+      return { ...moved, set_aside: setAsideTo };
+    } catch (e) {
+      await c.query('rollback').catch(() => {});
+      throw asRefusal(e, where);
+    } finally {
+      await c.end().catch(() => {});
+    }
+  });
 }

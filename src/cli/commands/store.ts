@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { ok, refuse, RefusalError, type ToolResult } from '../../protocol/result.ts';
 import { readBinding, writeBinding } from '../../store/binding.ts';
 import { describeUrl } from '../../store/postgres/connect.ts';
-import { moveToPostgres } from '../../store/move.ts';
+import { type Moved, moveToFiles, moveToPostgres } from '../../store/move.ts';
 import { ident, schemaOf } from '../../store/postgres/schema.ts';
 import { PgStore, type PgStatus } from '../../store/postgres/store.ts';
 import type { CliCommand } from '../command.ts';
@@ -35,6 +35,31 @@ async function status(project: string): Promise<ToolResult<object>> {
   } finally {
     await store.close();
   }
+}
+
+/** Installed hosts pass the password's variables to their MCP servers only once installed for a bound project. */
+const REINSTALL =
+  "Hosts installed here before: run `opencomms install` again, so that their MCP servers take the password from the session's PGPASSWORD or PGPASSFILE.";
+
+async function migrate(project: string, to: string, key: string | undefined): Promise<ToolResult<object>> {
+  const counts = (m: Moved) =>
+    `${m.channels} channel(s), ${m.messages} live message(s), ${m.history} history entries and ${m.archives} archive(s)`;
+  if (to === 'file') {
+    const from = readBinding(project);
+    const m = await moveToFiles(project);
+    const where = from.kind === 'postgres' ? `${describeUrl(from.url)}, project key ${from.key}` : '';
+    const aside = m.set_aside ? ` The files the binding had retired are kept in ${m.set_aside}.` : '';
+    return ok(
+      `Moved ${counts(m)} from ${where} into the files of this folder; the PostgreSQL project is retired (every process still using it refuses) and this folder is on the file store again.${aside} Restart running OpenComms processes of this project.`,
+      { ...m, store: 'file', from: where },
+    );
+  }
+  if (!key) return refuse('invalid_argument', 'Moving to PostgreSQL needs the project key: pass --key <project-key>.');
+  const m = await moveToPostgres(project, to, key);
+  return ok(
+    `Moved ${counts(m)} to ${describeUrl(to)}, project key ${key}; this project is now bound there. Restart running OpenComms processes of this project. ${REINSTALL}`,
+    { ...m, server: describeUrl(to), key },
+  );
 }
 
 const ROLE_RE = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -75,30 +100,30 @@ export const store: CliCommand = {
         const project = projectOf(cmd);
         const r = await asResult(async () => {
           await writeBinding(project, url, o.key);
-          return ok(`This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json).`, {
-            store: 'postgres',
-            server: describeUrl(url),
-            key: o.key,
-          });
+          return ok(
+            `This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json). ${REINSTALL}`,
+            {
+              store: 'postgres',
+              server: describeUrl(url),
+              key: o.key,
+            },
+          );
         });
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
     group
       .command('migrate')
-      .description("move this project's files (state, history, archives) into PostgreSQL and bind it there")
-      .requiredOption('--to <url>', 'the PostgreSQL URL (no password in it)')
-      .requiredOption('--key <project-key>', 'the project key, which must not hold a project yet')
+      .description(
+        'move this project (state, history, archives) between its files and PostgreSQL; the old copy is retired',
+      )
+      .requiredOption(
+        '--to <url|file>',
+        'the PostgreSQL URL (no password in it), or `file` for the files of this folder',
+      )
+      .option('--key <project-key>', 'with a URL: the project key, which must not hold a project yet')
       .option('--json', 'one {ok, message, data} document')
-      .action(async (o: { to: string; key: string; json?: boolean }, cmd: Command) => {
-        const r = await asResult(async () => {
-          if (o.to === 'file')
-            return refuse('invalid_argument', 'Moving a project from PostgreSQL back to files is not supported yet.');
-          const m = await moveToPostgres(projectOf(cmd), o.to, o.key);
-          return ok(
-            `Moved ${m.channels} channel(s), ${m.messages} live message(s), ${m.history} history entries and ${m.archives} archive(s) to ${describeUrl(o.to)}, project key ${o.key}; this project is now bound there. Restart running OpenComms processes of this project.`,
-            { ...m, server: describeUrl(o.to), key: o.key },
-          );
-        });
+      .action(async (o: { to: string; key?: string; json?: boolean }, cmd: Command) => {
+        const r = await asResult(() => migrate(projectOf(cmd), o.to, o.key));
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
     group

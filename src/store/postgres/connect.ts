@@ -133,10 +133,12 @@ export function refusalOf(e: unknown, where: string): Refusal | null {
       'state_unreadable',
       `The database role of ${where} may not use this project's schema: run the SQL of \`opencomms store grant\` as an administrator.`,
     );
-  if (code === 'OC001')
+  if (code === 'OC001') return retired(where);
+  if (code === '53100')
     return refuse(
-      'state_incompatible',
-      `This project's store at ${where} was retired (moved elsewhere): run \`opencomms store status\` to see where it lives now.`,
+      'store_unwritable',
+      `PostgreSQL at ${where} has no room left on its disk (disk_full), so this change was not made. Free space on the server's disk (or ask its administrator to), then retry.`,
+      { code: 'disk_full' },
     );
   if (isConnectionError(e)) {
     const cause = (e as { code?: string }).code ?? 'connection lost';
@@ -147,6 +149,15 @@ export function refusalOf(e: unknown, where: string): Refusal | null {
   }
   return null;
 }
+
+/** The refusal of every call on a project that moved to another store (`store migrate`): the
+ *  retired copy is never read or written again, so two copies can never both go on. */
+export const retired = (where: string, to?: string): Refusal =>
+  refuse(
+    'state_incompatible',
+    `This project's store at ${where} was retired: the project moved${to ? ` to ${to}` : ' elsewhere'}. Restart this process so that it opens the store its folder is bound to now (\`opencomms store status\` shows it); nothing was written.`,
+    { retired: true },
+  );
 
 /** The error to throw for a server error: its refusal, or the error itself (a fault). */
 export const asRefusal = (e: unknown, where: string): unknown => {

@@ -90,7 +90,8 @@ end $fn$;
 export const loadSql = (schema: string) => {
   const s = ident(schema);
   return `begin isolation level repeatable read read only;
-select (select layout from ${s}.meta) as layout, (select retired from ${s}.head) as retired, seq, state from ${s}.snapshots order by seq desc limit 1;
+select (select layout from ${s}.meta) as layout, (select retired from ${s}.head) as retired, n.seq, n.state
+  from (select 1) one left join (select seq, state from ${s}.snapshots order by seq desc limit 1) n on true;
 select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq) from ${s}.snapshots), 0) order by seq;
 commit;`;
 };

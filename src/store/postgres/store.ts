@@ -16,7 +16,7 @@ import { emptyState, type Envelope, type State } from '../../protocol/schema.ts'
 import type { InvalidFile, MutateOutcome, Store, Subscription, StoreChange } from '../types.ts';
 import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
-import { asRefusal, clientConfig, describeUrl } from './connect.ts';
+import { asRefusal, clientConfig, describeUrl, retired } from './connect.ts';
 import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_SNAPSHOT_EVERY } from './limits.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
@@ -195,21 +195,30 @@ export class PgStore implements Store {
       return true;
     }
     this.lastAsked = Date.now();
-    const r = await this.query<ChangeRow>({
+    // A retired project answers one row with no sequence number first (`store migrate`).
+    const s = ident(this.schema);
+    const r = await this.query<ChangeRow & { retired?: string }>({
       name: `${this.schema}.since`,
-      text: `select seq, ops, archives from ${ident(this.schema)}.changes where seq > $1 order by seq`,
+      text: `select seq, ops, archives, null as retired from ${s}.changes where seq > $1 union all select null, null, null, retired from ${s}.head where retired is not null order by seq nulls first`,
       values: [c.seq],
     });
+    if (r.rows[0]?.retired) throw this.retiredError(r.rows[0].retired);
     if (!this.applyRows(c, r.rows)) await this.load();
     return r.rows.length > 0;
+  }
+
+  private retiredError(to: string): RefusalError {
+    this.cache = null;
+    return new RefusalError(retired(this.location, to));
   }
 
   private async load(): Promise<State> {
     this.lastAsked = Date.now();
     const results = (await this.query(loadSql(this.schema))) as unknown as pg.QueryResult[];
     const [, head, changes] = results;
-    const snap = head!.rows[0] as { layout: number; retired: string | null; seq: string; state: State } | undefined;
-    const c: Cache = snap ? { state: snap.state, seq: Number(snap.seq) } : { state: emptyState(), seq: 0 };
+    const snap = head!.rows[0] as { retired: string | null; seq: string | null; state: State | null };
+    if (snap.retired) throw this.retiredError(snap.retired);
+    const c: Cache = snap.state ? { state: snap.state, seq: Number(snap.seq) } : { state: emptyState(), seq: 0 };
     if (!this.applyRows(c, changes!.rows as ChangeRow[]))
       throw new Error(`the changes of ${this.location} do not follow its snapshot`);
     this.cache = c;

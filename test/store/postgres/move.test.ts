@@ -5,7 +5,7 @@ import { afterEach, expect, it } from 'vitest';
 import type { RefusalError } from '../../../src/protocol/result.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
 import { FileStore } from '../../../src/store/file/store.ts';
-import { cli, liveProject } from '../../cli/fixtures.ts';
+import { cli, IDS, liveProject } from '../../cli/fixtures.ts';
 import { dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';
 
@@ -57,6 +57,8 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   const { PgStore } = await import('../../../src/store/postgres/store.ts');
   const pgs = new PgStore({ url, key });
   expect((await pgs.archives()).archives.map((a) => a.channel_id)).toEqual(archivesBefore);
+  // Whole, not the listing's heads.
+  for (const id of archivesBefore) expect(await pgs.archive(id)).toEqual(await new FileStore(t.dir).archive(id));
   await pgs.close();
   // A second folder cannot move into the same key.
   const t2 = await tempProject();
@@ -65,4 +67,107 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   const again = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t2.dir);
   expect(again.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
   expect(again.json().message).toMatch(/already holds a project/);
+});
+
+it('moves back to files: nothing accepted on PostgreSQL is lost, and a process still on it is refused', async () => {
+  const key = newProjectKey('b');
+  cleanups.push(() => dropProject(key));
+  const t = await tempProject();
+  cleanups.push(t.cleanup);
+  await liveProject(t.dir);
+  const url = passwordless();
+  expect((await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t.dir)).json().ok).toBe(true);
+  // Work accepted on PostgreSQL: a pull (history), a send left pending, a member joining.
+  const onPg = openRuntime(t.dir);
+  const { PgStore } = await import('../../../src/store/postgres/store.ts');
+  const live = new PgStore({ url, key });
+  await live.read();
+  expect((await onPg.run({ op: 'pull', sid: IDS.reviewer, args: { limit: 100 } })).ok).toBe(true);
+  expect(
+    (
+      await onPg.run({
+        op: 'send',
+        sid: IDS.lead,
+        args: { channel: 'team', content: 'after the move', to: 'Reviewer' },
+      })
+    ).ok,
+  ).toBe(true);
+  // A session run and saved on PostgreSQL: its archive holds the message sent in it.
+  const op = { operator: true as const, project_id: 'cli-local-project', worktree: t.dir };
+  const caller = (session_id: string) => ({
+    session_id,
+    host: 'claude-code',
+    surface: 'mcp',
+    delivery_mode: 'pull',
+    host_session_id: null,
+    project_id: 'local-project',
+    worktree: t.dir,
+  });
+  const steps = [
+    { op: 'create_session', actor: op, args: { channel: 'later' } },
+    { op: 'join', caller: caller(IDS.lead), args: { channel: 'later', role: 'Lead', role_prompt: 'Lead it.' } },
+    { op: 'join', caller: caller(IDS.reviewer), args: { channel: 'later', role: 'Reviewer', role_prompt: 'Review.' } },
+    { op: 'send', sid: IDS.lead, args: { channel: 'later', content: 'saved on pg', to: 'Reviewer' } },
+    { op: 'save_session', actor: op, args: { channel: 'later', summary: 'Saved on PostgreSQL.' } },
+  ];
+  for (const step of steps) expect(await onPg.run(step as Parameters<typeof onPg.run>[0])).toMatchObject({ ok: true });
+  const before = await onPg.read();
+  const teamId = Object.values(before.channels).find((c) => c.name === 'team')!.id;
+  const historyBefore = await onPg.store.history(teamId, 100);
+  expect(historyBefore.map((e) => e.content)).toEqual(['please review']);
+  const archivesBefore = (await onPg.store.archives()).archives;
+  expect(archivesBefore.map((a) => a.name).sort()).toEqual(['later', 'old']);
+  const archived = await Promise.all(archivesBefore.map((a) => onPg.store.archive(a.channel_id)));
+  expect(archived.flatMap((a) => a!.messages.map((m) => m.content))).toEqual(['saved on pg']);
+
+  const r = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t.dir);
+  expect(r.json()).toMatchObject({ ok: true, data: { store: 'file', history: 1, archives: 2 } });
+  expect(r.json().data.set_aside).toMatch(/^\.opencomms\/retired-/);
+  expect((await cli('store', 'status', '--json', '--project', t.dir)).json().data).toEqual({ store: 'file' });
+  const back = openRuntime(t.dir);
+  expect(await back.read()).toEqual(before);
+  expect(await back.store.history(teamId, 100)).toEqual(historyBefore);
+  const archivesBack = (await back.store.archives()).archives;
+  expect(archivesBack.map((a) => a.channel_id).sort()).toEqual(archived.map((a) => a!.channel_id).sort());
+  for (const a of archived) expect(await back.store.archive(a!.channel_id)).toEqual(a);
+  // The files are live: the pending message is pulled from them.
+  const pulled = await back.run({ op: 'pull', sid: IDS.reviewer, args: { limit: 100 } });
+  expect(JSON.stringify(pulled)).toContain('after the move');
+  await back.close();
+
+  // Every process still on the PostgreSQL project is refused, reads and writes alike.
+  const refusal = (p: Promise<unknown>) =>
+    p.then(
+      () => null,
+      (e: RefusalError) => e.refusal,
+    );
+  for (const e of [await refusal(live.read()), await refusal(live.mutate(() => ({ changed: false, result: 0 })))]) {
+    expect(e?.data).toEqual({ reason: 'state_incompatible', retired: true });
+    expect(e?.message).toMatch(/retired: the project moved to the files at .*Restart this process/);
+  }
+  const sent = await onPg.run({
+    op: 'send',
+    sid: IDS.lead,
+    args: { channel: 'team', content: 'split', to: 'Reviewer' },
+  });
+  expect(sent).toMatchObject({ ok: false, data: { reason: 'state_incompatible' } });
+  await onPg.close();
+  await live.close();
+  // A fresh process on the retired project, and a second move out of it, are refused too.
+  const fresh = new PgStore({ url, key });
+  expect((await refusal(fresh.read()))?.data?.reason).toBe('state_incompatible');
+  await fresh.close();
+  const t2 = await tempProject();
+  cleanups.push(t2.cleanup);
+  await cli('store', 'init', url, '--key', key, '--project', t2.dir);
+  const again = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t2.dir);
+  expect(again.json()).toMatchObject({ ok: false, data: { reason: 'state_incompatible' } });
+  expect(again.json().message).toMatch(/retired/);
+  // Its key stays taken.
+  const into = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t.dir);
+  expect(into.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
+  expect(into.json().message).toMatch(/already holds a project/);
+  // A folder on files has nothing to move back.
+  const onFiles = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t.dir);
+  expect(onFiles.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
 });
