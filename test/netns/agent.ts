@@ -37,7 +37,10 @@ await new Promise<void>((r) => forward.listen(Number(localPort), '127.0.0.1', r)
 let holding = false;
 const held: Array<() => void> = [];
 
-const rt = new Runtime(new PgStore({ url: `postgres://postgres@127.0.0.1:${localPort}/test`, key }), {
+// The run's database (user, password, database) through the forwarder on this namespace's loopback.
+const url = process.env.OPENCOMMS_AGENT_DATABASE_URL;
+if (!url) throw new Error('OPENCOMMS_AGENT_DATABASE_URL is not set: net.ts passes it');
+const rt = new Runtime(new PgStore({ url, key }), {
   watch: true,
   log: (line) => say({ log: line }),
   driver: {

@@ -1,7 +1,7 @@
 // Machines of the proof: Linux network namespaces, each reaching the root namespace only through its
 // veth pair (10.231.<n>.1/30 outside, .2 inside: addresses of these test hosts only, routed nowhere
-// else), and a forwarder in the root namespace from the pair's outer address to the machine's
-// PostgreSQL on loopback. A partition is the outer end of the pair down.
+// else), and a forwarder in the root namespace from the pair's outer address to the PostgreSQL the
+// run uses (its URL's port on loopback). A partition is the outer end of the pair down.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -20,6 +20,15 @@ export const FORWARD_PORT = 15_432;
 /** The port of the forwarder inside each namespace (the agent's loopback URL). */
 export const INNER_PORT = 5_432;
 
+/** The database URL as an agent inside a namespace reaches it: the same user, password and
+ *  database, through the namespace's forwarder on its loopback. */
+export function insideUrl(url: string): string {
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  u.port = String(INNER_PORT);
+  return u.toString();
+}
+
 export class Machine {
   readonly ns: string;
   readonly outer: string;
@@ -29,7 +38,11 @@ export class Machine {
   private forwarder: Server | null = null;
   private sockets = new Set<Socket>();
 
-  constructor(readonly n: number) {
+  /** `url`: the PostgreSQL of the run (the forwarder's target; the agents' credentials). */
+  constructor(
+    readonly n: number,
+    readonly url: string,
+  ) {
     this.ns = `ocm${n}`;
     this.outer = `ocm${n}h`;
     this.inner = `ocm${n}n`;
@@ -38,7 +51,7 @@ export class Machine {
 
   /** Whatever a previous run left behind under these names. */
   static clean(n: number) {
-    const m = new Machine(n);
+    const m = new Machine(n, 'postgres://127.0.0.1/');
     m.killAll();
     quiet('netns', 'del', m.ns);
     quiet('link', 'del', m.outer);
@@ -54,8 +67,10 @@ export class Machine {
     ip('-n', this.ns, 'addr', 'add', `10.231.${this.n}.2/30`, 'dev', this.inner);
     ip('-n', this.ns, 'link', 'set', this.inner, 'up');
     ip('-n', this.ns, 'link', 'set', 'lo', 'up');
+    const target = new URL(this.url);
+    const port = Number(target.port || 5432);
     this.forwarder = createServer((a) => {
-      const b = connect(INNER_PORT, '127.0.0.1');
+      const b = connect(port, target.hostname);
       this.sockets.add(a).add(b);
       a.pipe(b).pipe(a);
       const end = () => {
@@ -122,7 +137,12 @@ export class Machine {
         a.received,
       ],
       {
-        env: { ...process.env, OPENCOMMS_MACHINE_ID: this.id, OPENCOMMS_LEASE_MS: String(a.leaseMs) },
+        env: {
+          ...process.env,
+          OPENCOMMS_MACHINE_ID: this.id,
+          OPENCOMMS_LEASE_MS: String(a.leaseMs),
+          OPENCOMMS_AGENT_DATABASE_URL: insideUrl(this.url),
+        },
         stdio: ['pipe', 'pipe', 'inherit'],
       },
     );
