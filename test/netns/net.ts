@@ -116,7 +116,16 @@ export class Machine {
     quiet('link', 'del', this.outer);
   }
 
-  agent(a: { key: string; sid: string; role: string; worktree: string; received: string; leaseMs: number }): Agent {
+  /** `leaseMs` null: the default lease. `env`: more of the agent's environment. */
+  agent(a: {
+    key: string;
+    sid: string;
+    role: string;
+    worktree: string;
+    received: string;
+    leaseMs: number | null;
+    env?: Record<string, string>;
+  }): Agent {
     const child = spawn(
       'ip',
       [
@@ -140,8 +149,9 @@ export class Machine {
         env: {
           ...process.env,
           OPENCOMMS_MACHINE_ID: this.id,
-          OPENCOMMS_LEASE_MS: String(a.leaseMs),
+          ...(a.leaseMs === null ? {} : { OPENCOMMS_LEASE_MS: String(a.leaseMs) }),
           OPENCOMMS_AGENT_DATABASE_URL: insideUrl(this.url),
+          ...a.env,
         },
         stdio: ['pipe', 'pipe', 'inherit'],
       },
@@ -157,12 +167,33 @@ export class Agent {
   readonly logs: string[] = [];
   /** When each envelope id was shown to this agent's host (this process's monotonic clock, ms). */
   readonly shownAt = new Map<string, number>();
+  /** The same on the host's wall clock, as the agent read it (fractional ms). */
+  readonly shownWall = new Map<string, number>();
+  /** Each lease query as it was sent (the agent's wall clock). */
+  readonly leaseQueries: Array<{ kind: 'renew' | 'snapshot'; at: number }> = [];
+  /** Trace points (OPENCOMMS_AGENT_TRACE=1): what, and when on the agent's wall clock. */
+  readonly traces: Array<{ what: string; at: number }> = [];
 
   constructor(readonly child: ChildProcess) {
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const m = JSON.parse(line) as { id?: number; answer?: unknown; error?: string; log?: string; shown?: string[] };
+      const m = JSON.parse(line) as {
+        id?: number;
+        answer?: unknown;
+        error?: string;
+        log?: string;
+        shown?: string[];
+        at?: number;
+        lease_query?: 'renew' | 'snapshot';
+        trace?: string;
+      };
       if (m.log) this.logs.push(m.log);
-      for (const id of m.shown ?? []) if (!this.shownAt.has(id)) this.shownAt.set(id, performance.now());
+      if (m.lease_query && m.at !== undefined) this.leaseQueries.push({ kind: m.lease_query, at: m.at });
+      if (m.trace && m.at !== undefined) this.traces.push({ what: m.trace, at: m.at });
+      for (const id of m.shown ?? []) {
+        if (this.shownAt.has(id)) continue;
+        this.shownAt.set(id, performance.now());
+        if (m.at !== undefined) this.shownWall.set(id, m.at);
+      }
       if (m.id !== undefined) this.waiting.get(m.id)?.(m.error ? { error: m.error } : m.answer);
     });
   }

@@ -25,7 +25,9 @@ const moves = (lines: WatchLine[]) =>
   lines.map((l) =>
     l.kind === 'envelope'
       ? `${l.message_id.slice(-2)} ${l.event} ${l.from ?? '∅'}→${l.to}`
-      : `${l.role} ${l.from ?? '∅'}→${l.to}`,
+      : l.kind === 'recipient'
+        ? `${l.role} ${l.from ?? '∅'}→${l.to}`
+        : `pid ${l.pid} ${l.from ?? '∅'}→${l.to}`,
   );
 
 function team() {
@@ -199,7 +201,19 @@ describe('renderLine', () => {
         role: 'Reviewer',
         from: 'ready',
         to: 'blocked:paused',
+        machine: '1a2b3c4d-0000-4000-8000-000000000000',
       }),
-    ).toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb)  ready → blocked:paused');
+    ).toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb) on 1a2b3c4d  ready → blocked:paused');
+    expect(
+      renderLine({
+        kind: 'process',
+        at,
+        process: '4242@evil\u001b[2Jhost/1a2b3c4d-0000-4000-8000-000000000000',
+        pid: 4242,
+        machine: '1a2b3c4d-0000-4000-8000-000000000000',
+        from: 'holds',
+        to: 'expired',
+      }),
+    ).toBe('03:04:05.678  -  process    pid 4242 on 1a2b3c4d  holds → expired');
   });
 });
