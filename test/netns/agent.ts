@@ -108,8 +108,9 @@ const caller = {
 };
 
 /** The floor of a store call from this machine: a round trip (`select 1`) and a committed insert
- *  into `table` (a round trip and the server's flush to disk), each timed `n` times on a
- *  connection of its own; the medians, ms. */
+ *  into `table` that notifies, as every mutation does (a round trip, the server's flush to disk
+ *  and its notification lock, which every notifying commit of the server takes in turn), each
+ *  timed `n` times on a connection of its own; the medians, ms. */
 async function floor(table: string, n: number) {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
