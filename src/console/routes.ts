@@ -5,6 +5,7 @@ import { DEFAULT_JOIN_HOST, joinCommandResult } from '../../adapters/join-comman
 import type { OperatorCaller } from '../engine/index.ts';
 import type { SessionDetail } from '../engine/operator.ts';
 import { refuse, type ToolResult } from '../protocol/result.ts';
+import { placed, placeSession } from '../runtime/placement.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { RefreshReason } from './events.ts';
 
@@ -115,7 +116,16 @@ export const ROUTES: readonly Route[] = [
   {
     method: 'GET',
     pattern: SUB('members'),
-    handler: async (c) => answer(await c.rt.run({ op: 'session_get', args: { channel: c.params[0] } })),
+    // Each agent with its machine and its process's lease (placement.ts).
+    handler: async (c) =>
+      answer(
+        await placed(
+          c.rt.store,
+          c.rt.machine,
+          await c.rt.run({ op: 'session_get', args: { channel: c.params[0] } }),
+          placeSession,
+        ),
+      ),
   },
   {
     method: 'POST',

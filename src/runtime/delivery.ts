@@ -287,9 +287,10 @@ export class Deliveries {
   /** Delivers everything due for the recipients this process owns or routes, and re-arms the timer. */
   async scan(): Promise<void> {
     if (this.closed || !this.active) return;
-    let state: State;
+    // The live state, not a copy: everything below reads it before its first await.
+    let state: Readonly<State>;
     try {
-      state = await this.rt.read();
+      state = await this.rt.peek();
     } catch (e) {
       this.rt.log(`scan: ${(e as Error).message}`);
       return;

@@ -191,6 +191,13 @@ describe('CON-2 remove a member', () => {
     const states = page.locator('table.agents .agent');
     await states.nth(2).waitFor();
     await expect(states.allInnerTexts()).resolves.toEqual(['Idle', 'Idle', 'Offline']);
+    // The file store keeps no leases: each agent is on this machine, with no lease to judge.
+    await expect(page.locator('table.agents .lease').allInnerTexts()).resolves.toEqual([
+      'lease n/a',
+      'lease n/a',
+      'lease n/a',
+    ]);
+    await expect(page.locator('table.agents td', { hasText: 'this machine' }).count()).resolves.toBe(3);
     await expect(states.first().getAttribute('title')).resolves.toMatch(/^Offline: .*Working: .*Idle: /);
     await page.screenshot({ path: join(SHOTS, 'session-detail.png') });
 

@@ -4,8 +4,13 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MACHINE_ID } from '../../src/runtime/machine.ts';
 import { VERSION } from '../../src/version.ts';
 import { cli, corruptState, incompatibleState, liveProject, staleLock } from './fixtures.ts';
+
+/** How a member of this machine on the file store (no leases) shows in status and members. */
+const HERE = MACHINE_ID.slice(0, 8);
+const here = { machine: MACHINE_ID, machine_name: null, this_machine: true, process: null, lease: 'n/a' };
 
 let dir: string;
 beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-cli-'))));
@@ -16,13 +21,21 @@ describe('status', () => {
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out).toBe(
-      `OpenComms ${VERSION} - project ${dir}\nState schema: v2 at .opencomms/state.json\n0 channel(s), 0 message(s), 0 pending\n`,
+      `OpenComms ${VERSION} - project ${dir}\nState schema: v2 at .opencomms/state.json\n0 channel(s), 0 message(s), 0 pending\nThis machine: ${HERE}\n`,
     );
     expect(await readdir(dir)).toEqual([]);
+    // The file store keeps no leases: no process list (null), only this machine's id.
     expect((await cli('status', '--json', '--project', dir)).json()).toEqual({
       ok: true,
       message: '0 channel(s), 0 pending.',
-      data: { channels: [], total_messages: 0, pending_messages: 0, errors: [] },
+      data: {
+        channels: [],
+        total_messages: 0,
+        pending_messages: 0,
+        errors: [],
+        machine: MACHINE_ID,
+        processes: null,
+      },
     });
   });
 
@@ -31,11 +44,14 @@ describe('status', () => {
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out).toContain('2 channel(s), 1 message(s), 1 pending');
+    const at = `machine ${HERE}, this machine, lease n/a`;
     expect(r.out).toContain(
-      'team\n  Lead (claude-code, delivery: pull)\n  Reviewer (claude-code, delivery: pull)\n  Spawner (claude-code, delivery: spawn_push)\nempty\n',
+      `team\n  Lead (claude-code, delivery: pull, ${at})\n  Reviewer (claude-code, delivery: pull, ${at})\n  Spawner (claude-code, delivery: spawn_push, ${at})\nempty\n`,
     );
     const j = (await cli('status', '--project', dir, '--json')).json();
     expect(j.data.channels.map((c: { name: string }) => c.name).sort()).toEqual(['empty', 'team']);
+    const team = j.data.channels.find((c: { name: string }) => c.name === 'team');
+    for (const m of team.members) expect(m).toMatchObject(here);
   });
 
   it('broken project: a corrupt file is recovered on read and the error shows; an incompatible one exits 1', async () => {
@@ -99,7 +115,7 @@ describe('members', () => {
     const r = await cli('members', 'TEAM', '--project', dir);
     expect(r).toMatchObject({
       code: 0,
-      out: 'Lead: host=claude-code surface=mcp delivery=pull\nReviewer: host=claude-code surface=mcp delivery=pull\nSpawner: host=claude-code surface=mcp delivery=spawn_push\n',
+      out: `Lead: host=claude-code surface=mcp delivery=pull machine=${HERE}(this) lease=n/a\nReviewer: host=claude-code surface=mcp delivery=pull machine=${HERE}(this) lease=n/a\nSpawner: host=claude-code surface=mcp delivery=spawn_push machine=${HERE}(this) lease=n/a\n`,
     });
     expect((await cli('members', 'empty', '--project', dir)).out).toBe('"empty" has no members yet.\n');
     const missing = await cli('members', 'nope', '--project', dir);
@@ -114,6 +130,8 @@ describe('members', () => {
       'Reviewer:Working',
       'Spawner:Idle',
     ]);
+    expect(j.data.machine).toBe(MACHINE_ID);
+    for (const a of j.data.agents) expect(a).toMatchObject(here);
   });
 
   it('marks stale members and refuses on an empty project', async () => {
@@ -124,7 +142,7 @@ describe('members', () => {
     await rt.run({ op: 'mark_stale', session: 'sess_bbbbbbbbbbbbbbbbbbbbbbbb' });
     await rt.close();
     expect((await cli('members', 'team', '--project', dir)).out).toContain(
-      'Reviewer: host=claude-code surface=mcp delivery=pull [STALE]',
+      `Reviewer: host=claude-code surface=mcp delivery=pull machine=${HERE}(this) lease=n/a [STALE]`,
     );
   });
 });

@@ -6,6 +6,7 @@
 import { appendFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { createInterface } from 'node:readline';
+import pg from 'pg';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { PgStore } from '../../src/store/postgres/store.ts';
 
@@ -37,7 +38,52 @@ await new Promise<void>((r) => forward.listen(Number(localPort), '127.0.0.1', r)
 let holding = false;
 const held: Array<() => void> = [];
 
-const rt = new Runtime(new PgStore({ url: `postgres://postgres@127.0.0.1:${localPort}/test`, key }), {
+// The run's database (user, password, database) through the forwarder on this namespace's loopback.
+const url = process.env.OPENCOMMS_AGENT_DATABASE_URL;
+if (!url) throw new Error('OPENCOMMS_AGENT_DATABASE_URL is not set: net.ts passes it');
+const store = new PgStore({ url, key });
+
+/** Wall-clock ms (fractional), comparable between the processes of one host. */
+const wall = () => performance.timeOrigin + performance.now();
+// Every lease query as it is sent (a renewal, or a check of the others' leases): the test counts
+// them, and a machine's last renewal is when its lease began to run out.
+const leases = store.leases;
+const renew = leases.renew.bind(leases);
+const snapshot = leases.snapshot.bind(leases);
+leases.renew = (...a) => {
+  say({ lease_query: 'renew', at: wall() });
+  return renew(...a);
+};
+leases.snapshot = () => {
+  say({ lease_query: 'snapshot', at: wall() });
+  return snapshot();
+};
+// With OPENCOMMS_AGENT_TRACE=1, the moments a delivery passes through (bench/machines.ts splits
+// the latency by them): woken by the store's subscription, caught up (a look at the state answered), a
+// mutation begun and committed.
+if (process.env.OPENCOMMS_AGENT_TRACE === '1') {
+  const subscribe = store.subscribe.bind(store);
+  store.subscribe = (onChange, log) =>
+    subscribe((change) => {
+      say({ trace: 'woken', at: wall() });
+      return onChange(change);
+    }, log);
+  const peek = store.peek.bind(store);
+  store.peek = async () => {
+    const r = await peek();
+    say({ trace: 'looked', at: wall() });
+    return r;
+  };
+  const mutate = store.mutate.bind(store);
+  store.mutate = async (fn) => {
+    say({ trace: 'mutate', at: wall() });
+    const r = await mutate(fn);
+    say({ trace: 'committed', at: wall() });
+    return r;
+  };
+}
+
+const rt = new Runtime(store, {
   deliverOnChange: true,
   log: (line) => say({ log: line }),
   driver: {
@@ -45,7 +91,7 @@ const rt = new Runtime(new PgStore({ url: `postgres://postgres@127.0.0.1:${local
     deliver: async (_rid, _text, ids) => {
       // What the host was shown (before the commit): the test counts hand-overs from here.
       appendFileSync(received, `${ids.join('\n')}\n`);
-      say({ shown: ids });
+      say({ shown: ids, at: wall() });
       if (holding) await new Promise<void>((r) => held.push(r));
     },
   },
@@ -60,6 +106,33 @@ const caller = {
   project_id: key,
   worktree,
 };
+
+/** The floor of a store call from this machine: a round trip (`select 1`) and a committed insert
+ *  into `table` that notifies, as every mutation does (a round trip, the server's flush to disk
+ *  and its notification lock, which every notifying commit of the server takes in turn), each
+ *  timed `n` times on a connection of its own; the medians, ms. */
+async function floor(table: string, n: number) {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const median = async (q: (i: number) => Promise<unknown>) => {
+    const ms: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      await q(i);
+      ms.push(performance.now() - t);
+    }
+    return ms.sort((x, y) => x - y)[Math.floor(n / 2)]!;
+  };
+  try {
+    const round_trip_ms = await median(() => c.query('select 1'));
+    const commit_ms = await median((i) =>
+      c.query({ text: `insert into ${table} values ($1)`, values: [`${sid} ${i}`] }),
+    );
+    return { round_trip_ms, commit_ms };
+  } finally {
+    await c.end();
+  }
+}
 
 async function handle(cmd: { op: string; [k: string]: unknown }) {
   switch (cmd.op) {
@@ -82,6 +155,8 @@ async function handle(cmd: { op: string; [k: string]: unknown }) {
     case 'hold':
       holding = Boolean(cmd.on);
       return { holding };
+    case 'floor':
+      return floor(String(cmd.table), Number(cmd.n));
     case 'release':
       for (const r of held.splice(0)) r();
       return { released: true };

@@ -1,7 +1,7 @@
 // Machines of the proof: Linux network namespaces, each reaching the root namespace only through its
 // veth pair (10.231.<n>.1/30 outside, .2 inside: addresses of these test hosts only, routed nowhere
-// else), and a forwarder in the root namespace from the pair's outer address to the machine's
-// PostgreSQL on loopback. A partition is the outer end of the pair down.
+// else), and a forwarder in the root namespace from the pair's outer address to the PostgreSQL the
+// run uses (its URL's port on loopback). A partition is the outer end of the pair down.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -20,6 +20,15 @@ export const FORWARD_PORT = 15_432;
 /** The port of the forwarder inside each namespace (the agent's loopback URL). */
 export const INNER_PORT = 5_432;
 
+/** The database URL as an agent inside a namespace reaches it: the same user, password and
+ *  database, through the namespace's forwarder on its loopback. */
+export function insideUrl(url: string): string {
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  u.port = String(INNER_PORT);
+  return u.toString();
+}
+
 export class Machine {
   readonly ns: string;
   readonly outer: string;
@@ -29,7 +38,11 @@ export class Machine {
   private forwarder: Server | null = null;
   private sockets = new Set<Socket>();
 
-  constructor(readonly n: number) {
+  /** `url`: the PostgreSQL of the run (the forwarder's target; the agents' credentials). */
+  constructor(
+    readonly n: number,
+    readonly url: string,
+  ) {
     this.ns = `ocm${n}`;
     this.outer = `ocm${n}h`;
     this.inner = `ocm${n}n`;
@@ -38,7 +51,7 @@ export class Machine {
 
   /** Whatever a previous run left behind under these names. */
   static clean(n: number) {
-    const m = new Machine(n);
+    const m = new Machine(n, 'postgres://127.0.0.1/');
     m.killAll();
     quiet('netns', 'del', m.ns);
     quiet('link', 'del', m.outer);
@@ -54,8 +67,10 @@ export class Machine {
     ip('-n', this.ns, 'addr', 'add', `10.231.${this.n}.2/30`, 'dev', this.inner);
     ip('-n', this.ns, 'link', 'set', this.inner, 'up');
     ip('-n', this.ns, 'link', 'set', 'lo', 'up');
+    const target = new URL(this.url);
+    const port = Number(target.port || 5432);
     this.forwarder = createServer((a) => {
-      const b = connect(INNER_PORT, '127.0.0.1');
+      const b = connect(port, target.hostname);
       this.sockets.add(a).add(b);
       a.pipe(b).pipe(a);
       const end = () => {
@@ -101,7 +116,16 @@ export class Machine {
     quiet('link', 'del', this.outer);
   }
 
-  agent(a: { key: string; sid: string; role: string; worktree: string; received: string; leaseMs: number }): Agent {
+  /** `leaseMs` null: the default lease. `env`: more of the agent's environment. */
+  agent(a: {
+    key: string;
+    sid: string;
+    role: string;
+    worktree: string;
+    received: string;
+    leaseMs: number | null;
+    env?: Record<string, string>;
+  }): Agent {
     const child = spawn(
       'ip',
       [
@@ -122,7 +146,13 @@ export class Machine {
         a.received,
       ],
       {
-        env: { ...process.env, OPENCOMMS_MACHINE_ID: this.id, OPENCOMMS_LEASE_MS: String(a.leaseMs) },
+        env: {
+          ...process.env,
+          OPENCOMMS_MACHINE_ID: this.id,
+          ...(a.leaseMs === null ? {} : { OPENCOMMS_LEASE_MS: String(a.leaseMs) }),
+          OPENCOMMS_AGENT_DATABASE_URL: insideUrl(this.url),
+          ...a.env,
+        },
         stdio: ['pipe', 'pipe', 'inherit'],
       },
     );
@@ -137,12 +167,33 @@ export class Agent {
   readonly logs: string[] = [];
   /** When each envelope id was shown to this agent's host (this process's monotonic clock, ms). */
   readonly shownAt = new Map<string, number>();
+  /** The same on the host's wall clock, as the agent read it (fractional ms). */
+  readonly shownWall = new Map<string, number>();
+  /** Each lease query as it was sent (the agent's wall clock). */
+  readonly leaseQueries: Array<{ kind: 'renew' | 'snapshot'; at: number }> = [];
+  /** Trace points (OPENCOMMS_AGENT_TRACE=1): what, and when on the agent's wall clock. */
+  readonly traces: Array<{ what: string; at: number }> = [];
 
   constructor(readonly child: ChildProcess) {
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const m = JSON.parse(line) as { id?: number; answer?: unknown; error?: string; log?: string; shown?: string[] };
+      const m = JSON.parse(line) as {
+        id?: number;
+        answer?: unknown;
+        error?: string;
+        log?: string;
+        shown?: string[];
+        at?: number;
+        lease_query?: 'renew' | 'snapshot';
+        trace?: string;
+      };
       if (m.log) this.logs.push(m.log);
-      for (const id of m.shown ?? []) if (!this.shownAt.has(id)) this.shownAt.set(id, performance.now());
+      if (m.lease_query && m.at !== undefined) this.leaseQueries.push({ kind: m.lease_query, at: m.at });
+      if (m.trace && m.at !== undefined) this.traces.push({ what: m.trace, at: m.at });
+      for (const id of m.shown ?? []) {
+        if (this.shownAt.has(id)) continue;
+        this.shownAt.set(id, performance.now());
+        if (m.at !== undefined) this.shownWall.set(id, m.at);
+      }
       if (m.id !== undefined) this.waiting.get(m.id)?.(m.error ? { error: m.error } : m.answer);
     });
   }

@@ -2,6 +2,7 @@
 // the live channels, and one channel's roster.
 import type { LiveCard, SessionDetail } from '../../engine/operator.ts';
 import { refuse } from '../../protocol/result.ts';
+import { machineLabel, placed, placeSession, type MemberPlace } from '../../runtime/placement.ts';
 import type { CliCommand } from '../command.ts';
 import { answer, projectOf, withRuntime } from '../context.ts';
 
@@ -10,12 +11,14 @@ export const renderChannels = (live: LiveCard[]) =>
     ? live.map((c) => `${c.name}${c.paused ? ' [paused]' : ''} (${c.agents.length} members)`).join('\n')
     : 'No live channels in this project. Create one with `opencomms session create <name>`.';
 
+type PlacedAgent = SessionDetail['agents'][number] & Partial<MemberPlace>;
+
 export const renderMembers = (d: SessionDetail) =>
   d.agents.length
     ? d.agents
         .map(
-          (m) =>
-            `${m.role}: host=${m.host} surface=${m.surface} delivery=${m.delivery_mode}${m.stale ? ' [STALE]' : ''}`,
+          (m: PlacedAgent) =>
+            `${m.role}: host=${m.host} surface=${m.surface} delivery=${m.delivery_mode}${m.lease ? ` machine=${machineLabel(m.machine ?? null, m.machine_name ?? null)}${m.this_machine ? '(this)' : ''} lease=${m.lease}` : ''}${m.stale ? ' [STALE]' : ''}`,
         )
         .join('\n')
     : `"${d.name}" has no members yet.`;
@@ -35,7 +38,9 @@ export const channels: CliCommand = {
       .description("one live channel's members")
       .option('--json', 'one {ok, message, data} document')
       .action(async (channel: string, o: { json?: boolean }, cmd) => {
-        const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_get', args: { channel } }));
+        const r = await withRuntime(projectOf(cmd), async (rt) =>
+          placed(rt.store, rt.machine, await rt.run({ op: 'session_get', args: { channel } }), placeSession),
+        );
         // members lists a live roster only: a saved session's archive is `session get`.
         const live = r.ok && (r.data as SessionDetail).kind === 'live';
         const out =

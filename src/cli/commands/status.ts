@@ -1,5 +1,14 @@
 // `opencomms status [--json]` (operator.md "Command line"): the operator's view of every live channel.
 import type { StatusReport } from '../../engine/reads.ts';
+import {
+  MACHINE_ID_SHOWN,
+  machineLabel,
+  placed,
+  placeStatus,
+  renderPlace,
+  type MemberPlace,
+  type ProcessPlace,
+} from '../../runtime/placement.ts';
 import { VERSION } from '../../version.ts';
 import { migrationMarker } from '../../doctor/files.ts';
 import type { CliCommand } from '../command.ts';
@@ -9,7 +18,21 @@ import { answer, projectOf, withRuntime } from '../context.ts';
 const ERRORS_SHOWN = 5;
 const ERROR_CHARS = 140;
 
-export function renderStatus(project: string, d: StatusReport, migratedAt: string | null): string {
+/** The status data with places (placement.ts): each member's machine and lease, and the processes. */
+export type PlacedStatus = Omit<StatusReport, 'channels'> & {
+  channels: Array<
+    Omit<StatusReport['channels'][number], 'members'> & {
+      members: Array<StatusReport['channels'][number]['members'][number] & Partial<MemberPlace>>;
+    }
+  >;
+  machine?: string;
+  processes?: ProcessPlace[] | null;
+};
+
+const renderProcess = (p: ProcessPlace) =>
+  `  pid ${p.pid} on machine ${machineLabel(p.machine, p.machine_name)}${p.this_machine ? ', this machine' : ''}: lease ${p.lease} (${Math.abs(Math.round(p.expires_in_ms / 1000))} s ${p.expires_in_ms >= 0 ? 'left' : 'ago'})`;
+
+export function renderStatus(project: string, d: PlacedStatus, migratedAt: string | null): string {
   const lines = [`OpenComms ${VERSION} - project ${project}`, 'State schema: v2 at .opencomms/state.json'];
   if (migratedAt)
     lines.push(
@@ -19,7 +42,14 @@ export function renderStatus(project: string, d: StatusReport, migratedAt: strin
   for (const c of d.channels) {
     lines.push(`${c.name}${c.paused ? ' [PAUSED]' : ''}`);
     for (const m of c.members)
-      lines.push(`  ${m.role} (${m.host}, delivery: ${m.delivery_mode})${m.stale ? ' [STALE]' : ''}`);
+      lines.push(
+        `  ${m.role} (${m.host}, delivery: ${m.delivery_mode}${m.lease ? `, ${renderPlace(m as MemberPlace)}` : ''})${m.stale ? ' [STALE]' : ''}`,
+      );
+  }
+  if (d.machine) lines.push(`This machine: ${d.machine.slice(0, MACHINE_ID_SHOWN)}`);
+  if (d.processes) {
+    lines.push(`${d.processes.length} process(es) with a lease:`);
+    lines.push(...d.processes.map(renderProcess));
   }
   for (const e of d.errors.slice(-ERRORS_SHOWN)) lines.push(`error: ${e.message.slice(0, ERROR_CHARS)}`);
   return `${lines.join('\n')}\n`;
@@ -33,9 +63,11 @@ export const status: CliCommand = {
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { json?: boolean }, cmd) => {
         const project = projectOf(cmd);
-        const r = await withRuntime(project, (rt) => rt.run({ op: 'operator_status' }));
+        const r = await withRuntime(project, async (rt) =>
+          placed(rt.store, rt.machine, await rt.run({ op: 'operator_status' }), placeStatus),
+        );
         const marker = await migrationMarker(project);
-        ctx.exit(answer(ctx.io, r, o.json, (d: StatusReport) => renderStatus(project, d, marker)));
+        ctx.exit(answer(ctx.io, r, o.json, (d: PlacedStatus) => renderStatus(project, d, marker)));
       });
   },
 };

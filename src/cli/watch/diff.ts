@@ -6,6 +6,9 @@
 // member machine state before and after.
 import { TERMINAL_STATUSES, type Envelope, type State } from '../../protocol/schema.ts';
 import { mailIndex, recipientView, type RecipientState } from '../../engine/deliveries.ts';
+import { machineLabel } from '../../runtime/placement.ts';
+import { parseTag } from '../../runtime/process.ts';
+import type { LeaseView } from '../../store/types.ts';
 
 export type WatchLine =
   | {
@@ -32,7 +35,22 @@ export type WatchLine =
       /** null when the member just joined; `removed` when it left the channel. */
       from: RecipientState | 'stale' | null;
       to: RecipientState | 'stale' | 'removed';
+      /** The machine hosting the member's session (null: recorded before machine ids). */
+      machine: string | null;
+    }
+  | {
+      /** A long-lived process's lease as the store's snapshots show it (a store with leases). */
+      kind: 'process';
+      at: number;
+      process: string;
+      pid: number;
+      machine: string | null;
+      /** null when the process first appears; `gone` when its lease row is no more. */
+      from: LeaseHeld | null;
+      to: LeaseHeld | 'gone';
     };
+
+type LeaseHeld = 'holds' | 'expired';
 
 interface Receipt {
   /** Transitions already reported. */
@@ -48,7 +66,7 @@ interface Receipt {
 export interface Seen {
   receipts: Map<string, Receipt>;
   /** `<channel_id>:<session_id>` → the last reported recipient state. */
-  recipients: Map<string, { channel: string; role: string; state: RecipientState | 'stale' }>;
+  recipients: Map<string, RecipientSeen>;
   /** Channel names by id, for envelopes whose channel is gone. */
   names: Map<string, string>;
 }
@@ -62,12 +80,13 @@ const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).
 
 /** A recipient's line as watch shows it: a stale member is `stale` whatever its mail does. */
 type RecipientLine = Extract<WatchLine, { kind: 'recipient' }>;
+type RecipientSeen = { channel: string; role: string; state: RecipientState | 'stale'; machine: string | null };
 
 /** A recipient's move; `key` is `<channel id>:<session id>`, as recipientStates keys it. */
 const recipientLine = (
   at: number,
   key: string,
-  r: { channel: string; role: string },
+  r: RecipientSeen,
   from: RecipientLine['from'],
   to: RecipientLine['to'],
 ): RecipientLine => ({
@@ -78,10 +97,11 @@ const recipientLine = (
   role: r.role,
   from,
   to,
+  machine: r.machine,
 });
 
 function recipientStates(state: Readonly<State>, now: number) {
-  const out = new Map<string, { channel: string; role: string; state: RecipientState | 'stale' }>();
+  const out = new Map<string, RecipientSeen>();
   const index = mailIndex(state);
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
@@ -90,6 +110,7 @@ function recipientStates(state: Readonly<State>, now: number) {
         channel: ch.name,
         role: m.role,
         state: m.stale ? 'stale' : recipientView(state, ch, m, now, index).state,
+        machine: m.machine,
       });
   }
   return out;
@@ -188,6 +209,24 @@ export function diff(
   return { lines, seen: { receipts, recipients, names } };
 }
 
+/** Lines for the processes whose lease moved since `seen` (tag → what was reported). */
+export function leaseLines(
+  seen: ReadonlyMap<string, LeaseHeld>,
+  view: LeaseView,
+  now: number,
+): { lines: WatchLine[]; seen: Map<string, LeaseHeld> } {
+  const next = new Map<string, LeaseHeld>();
+  for (const tag of view.left.keys()) next.set(tag, view.live.has(tag) ? 'holds' : 'expired');
+  const line = (tag: string, from: LeaseHeld | null, to: LeaseHeld | 'gone'): WatchLine => {
+    const t = parseTag(tag);
+    return { kind: 'process', at: now, process: tag, pid: t.pid, machine: t.machine, from, to };
+  };
+  const lines: WatchLine[] = [];
+  for (const [tag, to] of next) if (seen.get(tag) !== to) lines.push(line(tag, seen.get(tag) ?? null, to));
+  for (const [tag, from] of seen) if (!next.has(tag)) lines.push(line(tag, from, 'gone'));
+  return { lines, seen: next };
+}
+
 const clock = (ms: number) => new Date(ms).toISOString().slice(11, 23);
 /** Characters of an id on a line: `ocm_` + 8 hex tells envelopes apart at a glance; --json has it all. */
 const ID_SHOWN = 12;
@@ -201,5 +240,7 @@ export function renderLine(l: WatchLine): string {
         : `${l.from} → ${l.to} (${l.event}${HAND_OVERS.has(l.event) ? `, attempt ${l.attempt}` : ''})`;
     return `${clock(l.at)}  ${l.channel}  envelope   ${l.message_id.slice(0, ID_SHOWN)}…  ${l.sender_role} → ${l.recipient_role}  ${move}`;
   }
-  return `${clock(l.at)}  ${l.channel}  recipient  ${l.role} (${l.session_id.slice(0, ID_SHOWN)})  ${l.from ?? 'joined'} → ${l.to}`;
+  if (l.kind === 'process')
+    return `${clock(l.at)}  -  process    pid ${l.pid} on ${machineLabel(l.machine, null)}  ${l.from ?? 'new'} → ${l.to}`;
+  return `${clock(l.at)}  ${l.channel}  recipient  ${l.role} (${l.session_id.slice(0, ID_SHOWN)}) on ${machineLabel(l.machine, null)}  ${l.from ?? 'joined'} → ${l.to}`;
 }

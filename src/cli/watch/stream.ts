@@ -4,7 +4,9 @@
 // log read once per wake-up) and hands out the lines.
 import type { Envelope, State } from '../../protocol/schema.ts';
 import type { Store, Subscription } from '../../store/index.ts';
-import { diff, emptySeen, type Seen, type WatchLine } from './diff.ts';
+import { leaseMs } from '../../runtime/lease.ts';
+import { LEASE_RENEWALS_PER_LEASE } from '../../runtime/limits.ts';
+import { diff, emptySeen, leaseLines, type Seen, type WatchLine } from './diff.ts';
 
 /** Newest history-log envelopes read per changed channel: they catch mail that was sent and went
  *  terminal between two wake-ups (never seen live); a burst larger than this is still found,
@@ -68,6 +70,20 @@ function changedChannels(prev: Readonly<State>, next: Readonly<State>): Set<stri
   );
 }
 
+/** The lease lines' shell: a snapshot of the leases at each wake-up and every renewal period (a
+ *  lease runs out with no change to the state); null for a store without leases. The first
+ *  snapshot counts as reported, as the state does. */
+async function leaseLook(store: Store, now: () => number, emit: (lines: WatchLine[]) => void) {
+  const leases = store.leases;
+  if (!leases) return null;
+  let seen = leaseLines(new Map(), await leases.snapshot(), now()).seen;
+  return async () => {
+    const r = leaseLines(seen, await leases.snapshot(), now());
+    seen = r.seen;
+    if (r.lines.length) emit(r.lines);
+  };
+}
+
 export async function streamChanges(store: Store, opts: StreamOptions): Promise<Subscription> {
   const now = opts.now ?? Date.now;
   let prev = await store.read(); // a copy: the live state changes in place
@@ -75,6 +91,7 @@ export async function streamChanges(store: Store, opts: StreamOptions): Promise<
   // Everything that exists now counts as reported: watch shows what happens from here on.
   const all = new Set(activeChannels(prev).map((c) => c.id));
   let seen: Seen = diff(emptySeen(), prev, await tails(store, all), all, now(), true).seen;
+  const leases = await leaseLook(store, now, opts.onLines);
 
   const onChange = async () => {
     // The same revision is the same state: no copy, and only the clock can move recipients.
@@ -88,8 +105,26 @@ export async function streamChanges(store: Store, opts: StreamOptions): Promise<
     const r = diff(seen, next, logs, read, now());
     seen = r.seen;
     prev = next;
-    const lines = opts.channel ? r.lines.filter((l) => l.channel === opts.channel) : r.lines;
+    const lines = opts.channel ? r.lines.filter((l) => l.kind === 'process' || l.channel === opts.channel) : r.lines;
     if (lines.length) opts.onLines(lines);
+    await leases?.();
   };
-  return store.subscribe(onChange, opts.log);
+  const w = await store.subscribe(onChange, opts.log);
+  if (!leases) return w;
+  // Between wake-ups, one lease snapshot per renewal period: as often as a process renews.
+  let looking = Promise.resolve();
+  const timer = setInterval(
+    () => {
+      looking = looking.then(leases).catch((e: unknown) => opts.log(`lease snapshot failed: ${(e as Error).message}`));
+    },
+    Math.floor(leaseMs() / LEASE_RENEWALS_PER_LEASE),
+  );
+  timer.unref();
+  return {
+    close: async () => {
+      clearInterval(timer);
+      await looking;
+      await w.close();
+    },
+  };
 }

@@ -204,6 +204,21 @@ function renderSessions() {
   );
 }
 
+/** The agent's machine (short id, hostname when known) and its process's lease; every string is
+ *  set as text. A saved session's agents have none. */
+function machineCell(a) {
+  if (!a.lease) return h('td.muted', {}, '—');
+  const id = a.machine ? a.machine.slice(0, 8) : 'unknown';
+  const label = `${id}${a.machine_name ? ` (${a.machine_name})` : ''}${a.this_machine ? ' · this machine' : ''}`;
+  return h(
+    'td',
+    {},
+    h('span.mono', { title: a.machine ?? 'recorded before machine ids' }, label),
+    ' ',
+    h(`span.lease.${a.lease === 'n/a' ? 'na' : a.lease}`, { title: `lease: ${a.lease}` }, `lease ${a.lease}`),
+  );
+}
+
 function agentRow(a, live, help) {
   return h(
     'tr',
@@ -211,6 +226,7 @@ function agentRow(a, live, help) {
     h('td', {}, a.role),
     h('td.mono', { title: a.session_id }, shortId(a.session_id)),
     h('td', {}, a.host),
+    machineCell(a),
     h('td', {}, a.delivery_mode),
     h(
       'td',
@@ -250,6 +266,7 @@ function agentsTable(d) {
         h('th', {}, 'Role'),
         h('th', {}, 'Id'),
         h('th', {}, 'Host'),
+        h('th', {}, 'Machine'),
         h('th', {}, 'Delivery'),
         h('th', {}, h('abbr', { title: d.agent_state_help }, 'State')),
         h('th', {}, ''),

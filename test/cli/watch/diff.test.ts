@@ -2,7 +2,7 @@
 // terminal envelopes found in the history log, mail that appeared and settled between two looks,
 // purges on save/delete, recipient and member lines, and a bounded memory of what was reported.
 import { describe, expect, it } from 'vitest';
-import { diff, emptySeen, renderLine, type Seen, type WatchLine } from '../../../src/cli/watch/diff.ts';
+import { diff, emptySeen, leaseLines, renderLine, type Seen, type WatchLine } from '../../../src/cli/watch/diff.ts';
 import { idsOf, mustPrompt, operatorActor, Sim } from '../../engine/fixtures.ts';
 
 /** A watcher over a Sim: each look() reads the state and, like the shell, the log tails. */
@@ -25,7 +25,9 @@ const moves = (lines: WatchLine[]) =>
   lines.map((l) =>
     l.kind === 'envelope'
       ? `${l.message_id.slice(-2)} ${l.event} ${l.from ?? '∅'}→${l.to}`
-      : `${l.role} ${l.from ?? '∅'}→${l.to}`,
+      : l.kind === 'recipient'
+        ? `${l.role} ${l.from ?? '∅'}→${l.to}`
+        : `pid ${l.pid} ${l.from ?? '∅'}→${l.to}`,
   );
 
 function team() {
@@ -199,7 +201,38 @@ describe('renderLine', () => {
         role: 'Reviewer',
         from: 'ready',
         to: 'blocked:paused',
+        machine: '1a2b3c4d-0000-4000-8000-000000000000',
       }),
-    ).toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb)  ready → blocked:paused');
+    ).toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb) on 1a2b3c4d  ready → blocked:paused');
+    expect(
+      renderLine({
+        kind: 'process',
+        at,
+        process: '4242@evil\u001b[2Jhost/1a2b3c4d-0000-4000-8000-000000000000',
+        pid: 4242,
+        machine: '1a2b3c4d-0000-4000-8000-000000000000',
+        from: 'holds',
+        to: 'expired',
+      }),
+    ).toBe('03:04:05.678  -  process    pid 4242 on 1a2b3c4d  holds → expired');
+  });
+});
+
+describe('process lines', () => {
+  const M = '1a2b3c4d-0000-4000-8000-000000000000';
+  const view = (rows: Record<string, number>) => ({
+    live: new Set(Object.keys(rows).filter((t) => rows[t]! > 0)),
+    left: new Map(Object.entries(rows)),
+  });
+  it('a lease that appears, runs out and goes is one line each; an unchanged one is none', () => {
+    const [a, b] = [`1@x/${M}`, `2@y/${M}`];
+    const first = leaseLines(new Map(), view({ [a]: 5_000 }), 1);
+    expect(moves(first.lines)).toEqual(['pid 1 ∅→holds']);
+    const same = leaseLines(first.seen, view({ [a]: 100 }), 2);
+    expect(same.lines).toEqual([]);
+    const later = leaseLines(same.seen, view({ [a]: -10, [b]: 5_000 }), 3);
+    expect(moves(later.lines)).toEqual(['pid 1 holds→expired', 'pid 2 ∅→holds']);
+    expect(later.lines[0]).toMatchObject({ kind: 'process', at: 3, process: a, machine: M });
+    expect(moves(leaseLines(later.seen, view({ [b]: 5_000 }), 4).lines)).toEqual(['pid 1 expired→gone']);
   });
 });

@@ -1,0 +1,225 @@
+// Several machines (machines.md): two machines as Linux network namespaces (test/netns/net.ts), one
+// agent process each with the default lease, sharing one PostgreSQL. Three figures beside their
+// targets: a send on A until B's host is shown the batch (split by where the time goes), the lease
+// queries per process per minute, and a dead machine's in-flight mail back to pending after its
+// last renewal. Namespaces need root: otherwise one line says the figures were not measured, and why.
+//   sudo npm run bench -- machines   (OPENCOMMS_TEST_DATABASE_URL picks the server)
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { State } from '../src/protocol/schema.ts';
+import { LEASE_MS } from '../src/runtime/limits.ts';
+import { PgStore } from '../src/store/postgres/store.ts';
+import { Machine, type Agent } from '../test/netns/net.ts';
+import { admin, newProjectKey } from '../test/helpers/postgres.ts';
+import { emit, round, stats } from './lib.ts';
+
+const url = process.env.OPENCOMMS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** Timed sends A → B, each past the recipient's delivery cooldown (1 s) so it is handed over at once. */
+const SAMPLES = 30;
+const SPACING_MS = 1_100;
+const WARM = 3;
+/** Queries per floor figure. */
+const FLOOR_N = 21;
+/** Namespace numbers of their own: `npm run test:machines` takes 1 and 2, the soak from 11 up. */
+const NS = [21, 22] as const;
+const CHANNEL = 'bench';
+
+const wall = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const FIGURES = [
+  'send on machine A → batch in flight and shown at the owner on machine B (namespaces, NOTIFY)',
+  'lease renewals: queries per process per minute',
+  "a dead machine's in-flight mail back to pending after its last renewal",
+];
+
+/** Why the figures cannot be measured here, or null. */
+async function unmeasurable(): Promise<string | null> {
+  if (process.getuid?.() !== 0)
+    return 'not root: the machines are Linux network namespaces (ip netns), which need root';
+  try {
+    execFileSync('ip', ['netns', 'list'], { stdio: 'ignore' });
+  } catch {
+    return 'the `ip` command (iproute2) with network namespaces is not available';
+  }
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  try {
+    await c.connect();
+    await c.end();
+  } catch (e) {
+    return `no PostgreSQL at OPENCOMMS_TEST_DATABASE_URL (or the default on 5432): ${(e as Error).message}`;
+  }
+  return null;
+}
+
+export async function machinesBench() {
+  const why = await unmeasurable();
+  if (why) {
+    for (const f of FIGURES) emit(f, { measured: false, reason: why });
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'oc-bench-machines-'));
+  const key = newProjectKey('benchm');
+  const [a, b] = NS.map((n) => new Machine(n, url)) as [Machine, Machine];
+  const view = new PgStore({ url, key });
+  try {
+    await a.up();
+    await b.up();
+    const boot = async (m: Machine, sid: string, role: string, worktree: string) => {
+      const agent = m.agent({
+        key,
+        sid,
+        role,
+        worktree,
+        received: join(dir, `received-${m.n}`),
+        leaseMs: null,
+        env: { OPENCOMMS_AGENT_TRACE: '1' },
+      });
+      await agent.call('start');
+      return agent;
+    };
+    const agentA = await boot(a, 'sess_a', 'Lead', '/srv/project');
+    await agentA.call('create', { channel: CHANNEL });
+    const agentB = await boot(b, 'sess_b', 'Reviewer', '/home/b/project');
+    await agentB.call('join', { channel: CHANNEL });
+    await agentA.call('host');
+    await agentB.call('host');
+    const table = `"oc_${key}".floor`;
+    await admin((c) => c.query(`create table ${table} (id text primary key)`), url);
+    await latency(agentA, agentB, table);
+    renewals([agentA, agentB]);
+    await deadMachine(view, agentA, agentB, b);
+  } finally {
+    await view.close();
+    await a.down();
+    await b.down();
+    await admin((c) => c.query(`drop schema if exists "oc_${key}" cascade`), url).catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function send(from: Agent, content: string): Promise<string> {
+  const r = await from.call<{ ok: boolean; message?: string; data: { message_ids: string[] } }>('send', {
+    channel: CHANNEL,
+    to: 'sess_b',
+    content,
+  });
+  if (!r.ok) throw new Error(`send refused: ${r.message}`);
+  return r.data.message_ids[0]!;
+}
+
+async function shown(agent: Agent, id: string, ms = 10_000): Promise<number> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const at = agent.shownWall.get(id);
+    if (at !== undefined) return at;
+    if (Date.now() > end)
+      throw new Error(`${id} was not shown at B within ${ms} ms: ${agent.logs.slice(-3).join(' | ')}`);
+    await sleep(5);
+  }
+}
+
+/** The first trace point `what` of an agent at or after `t`. */
+const after = (agent: Agent, what: string, t: number) => agent.traces.find((x) => x.what === what && x.at >= t)?.at;
+
+/** Send on A until B's host is shown it, and the parts of that path: A's send committed, B woken by
+ *  the notification, B caught up, B's drain begun (after its scan), B's drain committed, shown. */
+async function latency(A: Agent, B: Agent, table: string) {
+  for (let i = 0; i < WARM; i++) {
+    await sleep(SPACING_MS);
+    await shown(B, await send(A, `warm ${i}`));
+  }
+  const total: number[] = [];
+  const parts: Record<string, number[]> = {
+    send: [],
+    notify: [],
+    catch_up: [],
+    scan: [],
+    drain: [],
+    hand_over: [],
+  };
+  for (let i = 0; i < SAMPLES; i++) {
+    await sleep(SPACING_MS);
+    const t0 = wall();
+    const end = await shown(B, await send(A, `timed ${i}`));
+    total.push(end - t0);
+    const sent = after(A, 'committed', t0);
+    const woken = sent && after(B, 'woken', sent);
+    const looked = woken && after(B, 'looked', woken);
+    const drain = looked && after(B, 'mutate', looked);
+    const drained = drain && after(B, 'committed', drain);
+    if (!sent || !woken || !looked || !drain || !drained || drained > end) continue;
+    parts.send!.push(sent - t0);
+    parts.notify!.push(woken - sent);
+    parts.catch_up!.push(looked - woken);
+    parts.scan!.push(drain - looked);
+    parts.drain!.push(drained - drain);
+    parts.hand_over!.push(end - drained);
+  }
+  // The floor of the path: A's send is one commit, B catches up with one round trip and drains
+  // with one commit; measured from each machine right after the samples.
+  type Floor = { round_trip_ms: number; commit_ms: number };
+  const fa = await A.call<Floor>('floor', { table, n: FLOOR_N });
+  const fb = await B.call<Floor>('floor', { table, n: FLOOR_N });
+  const floor = fa.commit_ms + fb.round_trip_ms + fb.commit_ms;
+  const s = stats(total);
+  emit(FIGURES[0]!, {
+    unit: 'ms',
+    p50: round(s.p50, 1),
+    p99: round(s.p99, 1),
+    n: s.n,
+    target: { p50: 15, p99: 50 },
+    floor: round(floor, 1),
+    ratio_p50: round(s.p50 / floor),
+    floor_parts: { a: fa, b: fb },
+    p50_by_part: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(stats(v).p50, 1)])),
+  });
+}
+
+/** Lease queries of each process between its first and last renewal of the run, per minute. */
+function renewals(agents: Agent[]) {
+  const rates = agents.map((x) => {
+    const renewed = x.leaseQueries.filter((q) => q.kind === 'renew').map((q) => q.at);
+    const [first, last] = [renewed[0]!, renewed.at(-1)!];
+    const n = x.leaseQueries.filter((q) => q.at > first && q.at <= last).length;
+    return { per_minute: round((n / (last - first)) * 60_000, 1), window_s: round((last - first) / 1000, 1) };
+  });
+  emit(FIGURES[1]!, {
+    value: Math.max(...rates.map((r) => r.per_minute)),
+    per_process: rates,
+    lease_ms: LEASE_MS,
+    target: '≤ 12',
+  });
+}
+
+/** B holds a batch in flight (its host still taking it) when the machine dies whole. */
+async function deadMachine(view: PgStore, A: Agent, B: Agent, b: Machine) {
+  const state = async (): Promise<Readonly<State>> => {
+    await view.catchUp();
+    return view.peek();
+  };
+  await sleep(SPACING_MS);
+  await B.call('hold', { on: true });
+  const id = await send(A, 'held when B dies');
+  await shown(B, id);
+  const lastRenewal = () => B.leaseQueries.filter((q) => q.kind === 'renew').at(-1)!.at;
+  await b.down();
+  const killed = wall();
+  const renewedLast = lastRenewal();
+  const bound = LEASE_MS + 2_000;
+  for (;;) {
+    if ((await state()).messages[id]?.delivery_status === 'pending') break;
+    if (wall() - renewedLast > bound + 10_000) throw new Error("the dead machine's mail was not swept");
+    await sleep(20);
+  }
+  const back = wall();
+  emit(FIGURES[2]!, {
+    unit: 'ms',
+    value: Math.round(back - renewedLast),
+    after_kill_ms: Math.round(back - killed),
+    lease_ms: LEASE_MS,
+    target: `≤ lease + 2 s (${bound})`,
+  });
+}
