@@ -1,8 +1,11 @@
-// `npm run bench:profile -- send|pull`: one MCP server profiled (--cpu-prof) under the bench's
-// workload, run from the sources so frames carry their file names; prints where its time went.
+// `npm run bench:profile -- send|pull [postgres]`: one MCP server profiled (--cpu-prof) under the
+// bench's workload (with `postgres`, on a project bound to OPENCOMMS_BENCH_DATABASE_URL or the
+// machine's server at 127.0.0.1:5432 database `test`), run from the sources so frames carry their file names; prints where its time went.
 // docs/performance.md quotes these tables.
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { writeBinding } from '../src/store/binding.ts';
 import { ROOT, mcpNodeFlags, connectMcp, message, withProject } from './lib.ts';
 
 const SENDS = 3000;
@@ -63,6 +66,12 @@ const server = (profiled: boolean) => [
 ];
 
 await withProject(async (dir) => {
+  if (process.argv[3] === 'postgres')
+    await writeBinding(
+      dir,
+      process.env.OPENCOMMS_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+      `bench_${randomBytes(5).toString('hex')}`,
+    );
   const a = await connectMcp([...server(mode === 'send'), dir], {
     OPENCOMMS_MEMBER_ID: 'sess_benchaaaaaaaaaaaaaaaaaa',
   });

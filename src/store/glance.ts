@@ -1,14 +1,21 @@
 // A look at the state without the store: state.json and the journal it names, parsed but NOT
 // validated, no lock, no schema library loaded. For hot paths that only decide "nothing to do
 // here" (the hook runner runs on every prompt); anything that acts goes through the Store, which
-// validates. Node built-ins only. Anything it cannot read plainly is `unknown`, and the caller
+// validates (a project bound to PostgreSQL: its mailbox rows, postgres/glance.ts). Node built-ins only. Anything it cannot read plainly is `unknown`, and the caller
 // takes the full path: a glance must never miss mail.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { applyOps, type Op } from '../protocol/draft.ts';
 import { journalFile } from './journal.ts';
 import { resolvePaths } from './paths.ts';
+import { pgGlance } from './postgres/glance.ts';
 
 export type Glance = { kind: 'absent' } | { kind: 'unknown' } | { kind: 'state'; state: Record<string, unknown> };
+
+/** The glance at any project: its mailbox rows when it is bound to PostgreSQL, else its files. */
+export function glanceProject(projectDir: string, env: NodeJS.ProcessEnv): Promise<Glance> | Glance {
+  const binding = resolvePaths(projectDir).binding;
+  return existsSync(binding) ? pgGlance(binding, env) : glance(projectDir);
+}
 
 export function glance(projectDir: string): Glance {
   const paths = resolvePaths(projectDir);

@@ -16,7 +16,8 @@ import { withLock } from '../lock.ts';
 import { resolvePaths, type StorePaths } from '../paths.ts';
 import { FileStore } from '../store.ts';
 import { asRefusal, clientConfig, describeUrl } from './connect.ts';
-import { ident, schemaOf } from './schema.ts';
+import { Mailbox } from './mailbox.ts';
+import { fillMailboxSql, ident, schemaOf } from './schema.ts';
 import { PgStore } from './store.ts';
 
 export interface Moved {
@@ -86,6 +87,10 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
       );
     await c.query({ text: `insert into ${s}.snapshots values (1, $1)`, values: [JSON.stringify(state)] });
     await c.query(`update ${s}.head set seq = 1`);
+    await c.query({
+      text: fillMailboxSql(schemaOf(key)),
+      values: [JSON.stringify([...Mailbox.of(state).rows.values()])],
+    });
     for (const log of logs.values())
       if (log.length)
         await c.query({

@@ -21,7 +21,8 @@ import { asRefusal, clientConfig, describeUrl } from './connect.ts';
 import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_SNAPSHOT_EVERY } from './limits.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
-import { PG_LAYOUT, ident, layoutSql, loadSql, schemaOf } from './schema.ts';
+import { Mailbox } from './mailbox.ts';
+import { PG_LAYOUT, fillMailboxSql, ident, layoutSql, loadSelects, loadSql, schemaOf } from './schema.ts';
 
 export interface PgStoreOptions {
   /** postgres://user@host:port/database (a password only from the environment). */
@@ -44,6 +45,8 @@ export interface PgStatus {
 interface Cache {
   state: State;
   seq: number;
+  /** The mailbox rows at `seq` (mailbox.ts); null while a cold load replays its tail. */
+  box: Mailbox | null;
 }
 
 interface ChangeRow {
@@ -112,6 +115,10 @@ export class PgStore implements Store {
       .query<{ layout: number | null }>(`select (select layout from ${s}.meta limit 1) as layout`)
       .catch(() => null);
     let layout = found?.rows[0]?.layout ?? null;
+    if (layout !== null && layout < PG_LAYOUT) {
+      await this.upgrade(c);
+      layout = PG_LAYOUT;
+    }
     if (layout === null) {
       await c
         .query(
@@ -130,6 +137,32 @@ export class PgStore implements Store {
           `The project ${this.key} at ${describeUrl(this.options.url)} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this machine.`,
         ),
       );
+  }
+
+  /** A project laid out before the mailbox: the table added and filled from the state at the
+   *  head, holding the head's lock so that no change commits meanwhile. */
+  private async upgrade(c: pg.Client) {
+    try {
+      await c.query(
+        `begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); select seq from ${ident(this.schema)}.head for update;`,
+      );
+      const done = await c.query<{ layout: number }>(`select layout from ${ident(this.schema)}.meta`);
+      if ((done.rows[0]?.layout ?? 0) < PG_LAYOUT) {
+        await c.query(layoutSql(this.schema));
+        const [head, changes] = (await c.query(loadSelects(this.schema))) as unknown as pg.QueryResult[];
+        const snap = head!.rows[0] as { state: State; seq: string } | undefined;
+        const cache: Cache = { state: snap?.state ?? emptyState(), seq: Number(snap?.seq ?? 0), box: null };
+        if (!this.applyRows(cache, changes!.rows as ChangeRow[]))
+          throw new Error(`the changes of ${this.location} do not follow its snapshot`);
+        const rows = [...Mailbox.of(cache.state).rows.values()];
+        await c.query({ text: fillMailboxSql(this.schema), values: [JSON.stringify(rows)] });
+        await c.query(`update ${ident(this.schema)}.meta set layout = ${PG_LAYOUT}`);
+      }
+      await c.query('commit');
+    } catch (e) {
+      await c.query('rollback').catch(() => {});
+      throw e;
+    }
   }
 
   private async query<R extends pg.QueryResultRow>(q: pg.QueryConfig | string): Promise<pg.QueryResult<R>> {
@@ -210,9 +243,12 @@ export class PgStore implements Store {
     const results = (await this.query(loadSql(this.schema))) as unknown as pg.QueryResult[];
     const [, head, changes] = results;
     const snap = head!.rows[0] as { layout: number; retired: string | null; seq: string; state: State } | undefined;
-    const c: Cache = snap ? { state: snap.state, seq: Number(snap.seq) } : { state: emptyState(), seq: 0 };
+    const c: Cache = snap
+      ? { state: snap.state, seq: Number(snap.seq), box: null }
+      : { state: emptyState(), seq: 0, box: null };
     if (!this.applyRows(c, changes!.rows as ChangeRow[]))
       throw new Error(`the changes of ${this.location} do not follow its snapshot`);
+    c.box = Mailbox.of(c.state);
     this.cache = c;
     return c.state;
   }
@@ -236,6 +272,7 @@ export class PgStore implements Store {
           ),
         );
       }
+      c.box?.apply(c.state, row.ops);
       c.seq = seq;
     }
     return true;
@@ -349,7 +386,11 @@ export class PgStore implements Store {
     if (!run.out) return { result: run.result };
     const { result: answer, out, draft } = run;
     const checked = checkedChanges(c.state, draft, out.ops);
-    const { undo } = checked;
+    const mail = c.box!.apply(c.state, checked.ops);
+    const undo = () => {
+      checked.undo();
+      mail.undo();
+    };
     let archive: Archive | null = null;
     try {
       archive = out.archive ? ArchiveSchema.parse(detach(out.archive)) : null;
@@ -360,7 +401,7 @@ export class PgStore implements Store {
     const history = out.history?.length ? JSON.stringify(out.history.map(raw)) : null;
     const query: pg.QueryConfig = {
       name: `${this.schema}.commit`,
-      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6)`,
+      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7)`,
       values: [
         c.seq,
         JSON.stringify(checked.ops),
@@ -368,6 +409,7 @@ export class PgStore implements Store {
         archive && JSON.stringify(archive),
         out.deleteArchive ?? null,
         out.deleteHistory?.length ? out.deleteHistory : null,
+        mail.upsert.length || mail.remove.length ? JSON.stringify({ upsert: mail.upsert, remove: mail.remove }) : null,
       ],
     };
     return { query, undo, answer };
