@@ -78,7 +78,11 @@ export class PgStore implements Store {
     this.config = clientConfig(options.url, options.env);
     this.location = `${describeUrl(options.url)}#${options.key}`;
     this.listener = new Listener(this.config, this.schema);
-    this.leases = new PgLeases((q) => this.query(q), this.schema);
+    this.leases = new PgLeases(
+      (q) => this.query(q),
+      this.schema,
+      (seq) => this.listener.heard(seq),
+    );
   }
 
   // ---- the connection --------------------------------------------------------------------------
@@ -208,9 +212,14 @@ export class PgStore implements Store {
     void this.listener.start();
     const c = this.cache;
     const l = this.listener;
-    // Quiet when listening since before the last question, with nothing newer notified.
+    // Quiet when listening since before the last question, with nothing newer notified or read
+    // by a lease renewal (which reads the head: the backstop then needs no query of its own).
     const quiet =
-      c && l.up && this.lastAsked >= l.upSince && l.newest <= c.seq && Date.now() - this.lastAsked < PG_BACKSTOP_MS;
+      c &&
+      l.up &&
+      this.lastAsked >= l.upSince &&
+      l.newest <= c.seq &&
+      Date.now() - Math.max(this.lastAsked, l.heardAt) < PG_BACKSTOP_MS;
     if (quiet) return Promise.resolve();
     return this.serial(async () => void (await this.current()));
   }
