@@ -18,7 +18,7 @@ import type { MutateOutcome, Store, Watch, WatchChange } from '../types.ts';
 import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl } from './connect.ts';
-import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_SNAPSHOT_EVERY } from './limits.ts';
+import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_OPTIMISTIC_TRIES, PG_SNAPSHOT_EVERY } from './limits.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
 import { Mailbox } from './mailbox.ts';
@@ -290,15 +290,18 @@ export class PgStore implements Store {
   // ---- writing ---------------------------------------------------------------------------------
 
   /** Optimistic first: one round trip when this process is up to date (an answer that writes
-   *  nothing costs one too: the check that nothing is newer). When another process
-   *  committed first, its changes are applied and the mutation runs once more with the project's
-   *  lock held (three round trips, but it cannot lose again): under many concurrent writers an
-   *  optimistic retry could lose over and over. */
+   *  nothing costs one too: the check that nothing is newer). When another process committed
+   *  first, the statement answered its changes; they are applied and the mutation runs again,
+   *  up to PG_OPTIMISTIC_TRIES times, then once more with the project's lock held (three round
+   *  trips, but it cannot lose again): under many concurrent writers an optimistic retry could
+   *  lose over and over. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     return this.serial(async () => {
       if (!this.cache) await this.load();
-      const first = await this.attempt(fn);
-      if (first.done) return first.answer;
+      for (let i = 0; i < PG_OPTIMISTIC_TRIES; i++) {
+        const step = await this.attempt(fn);
+        if (step.done) return step.answer;
+      }
       return this.attemptLocked(fn);
     });
   }
