@@ -3,7 +3,7 @@
 // text. A notification is a hint: one sent while this connection is down is lost, so after every
 // (re)connection each watcher is told to look again, and a backstop query of the head every
 // PG_BACKSTOP_MS covers the rest, unless another query read the head meanwhile (`heard`).
-import pg from 'pg';
+import pg from './pg.ts';
 import type { Watch, WatchChange } from '../types.ts';
 import { Watcher } from '../watcher.ts';
 import { PG_BACKSTOP_MS, PG_RECONNECT_DELAYS_MS } from './limits.ts';

@@ -131,7 +131,7 @@ export class Mailbox {
   }
 }
 
-/** The rows as the part of a state the hook runner's triage reads (adapters/claude-code/shortcut.ts):
+/** The rows as the part of a state the hook runner's triage reads (its fast path, a glance):
  *  a channel per seat, a queue of the right length, the envelopes in flight. */
 export function rawState(rows: readonly MailboxRow[]): Record<string, unknown> {
   const channels: Record<string, { lifecycle: string; members: unknown[] }> = {};

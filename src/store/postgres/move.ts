@@ -6,7 +6,7 @@
 // second live copy.
 import { readdirSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
-import pg from 'pg';
+import pg from './pg.ts';
 import { RefusalError, refuse } from '../../protocol/result.ts';
 import type { Envelope, State } from '../../protocol/schema.ts';
 import { listArchives } from '../archives.ts';

@@ -6,7 +6,7 @@
 // and the mutation runs again on the state they make (the engine is pure, so running it again is
 // what it would have done had it come later). Reads catch up first (one query); the background
 // follow queries only when a notification, a reconnect or the backstop says there is news.
-import pg from 'pg';
+import pg from './pg.ts';
 import type { Archive } from '../../protocol/archive.ts';
 import { ArchiveSchema } from '../../protocol/archive.ts';
 import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
