@@ -143,7 +143,7 @@ function authStep(t: WireTarget, body: Buffer, scram: Scram | null): { reply?: B
 }
 
 /** SCRAM-SHA-256's client-final message (RFC 5802), and the server signature to expect. */
-function scramFinal(password: string, serverFirst: string, s: Scram): { reply: Buffer; scram: Scram } | null {
+export function scramFinal(password: string, serverFirst: string, s: Scram): { reply: Buffer; scram: Scram } | null {
   const attrs = Object.fromEntries(serverFirst.split(',').map((kv) => [kv[0], kv.slice(2)]));
   const nonce = attrs.r;
   const salt = attrs.s;
