@@ -381,8 +381,9 @@ function clientPorts(pid: number, port: number): number[] {
 }
 
 /** An MCP server that answered a call and then waits: its connections to the server, and the
- *  queries they ran (each one moves its backend's `query_start` in pg_stat_activity; sampled
- *  every 20 ms, so two queries of one connection closer than that count once). */
+ *  queries they ran (each one finished leaves a new `query_start` on its idle backend in
+ *  pg_stat_activity; sampled every 20 ms, so two queries of one connection closer than that count
+ *  once). */
 async function idle(url: string, port: number, keys: string[]) {
   await withProject(async (dir) => {
     await bound(dir, url, keys);
@@ -399,7 +400,7 @@ async function idle(url: string, port: number, keys: string[]) {
       const ports = clientPorts(s.pid, port);
       held = Math.max(held, ports.length);
       const r = await admin.query<{ pid: number; at: string }>(
-        'select pid, query_start::text as at from pg_stat_activity where client_port = any($1::int[])',
+        "select pid, query_start::text as at from pg_stat_activity where client_port = any($1::int[]) and state = 'idle'",
         [ports],
       );
       for (const row of r.rows) {

@@ -31,3 +31,8 @@ export const PG_COMPACTED_RELOADS = 3;
  *  before it takes the project's lock for a last one that cannot lose: a lock held across round
  *  trips stalls every writer behind a holder the machine is slow to schedule. */
 export const PG_OPTIMISTIC_TRIES = 4;
+
+/** A read this soon after a query that read the project's head at the cached change (a lease
+ *  renewal) uses the cache: it is as new as that query's answer, and the lease check that follows
+ *  every renewal then costs no query of its own. */
+export const PG_HEARD_FRESH_MS = 20;

@@ -18,7 +18,13 @@ import type { MutateOutcome, Store, Watch, WatchChange } from '../types.ts';
 import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl } from './connect.ts';
-import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_OPTIMISTIC_TRIES, PG_SNAPSHOT_EVERY } from './limits.ts';
+import {
+  PG_BACKSTOP_MS,
+  PG_COMPACTED_RELOADS,
+  PG_HEARD_FRESH_MS,
+  PG_OPTIMISTIC_TRIES,
+  PG_SNAPSHOT_EVERY,
+} from './limits.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
 import { Mailbox } from './mailbox.ts';
@@ -68,6 +74,8 @@ export class PgStore implements Store {
   private readonly listener: Listener;
   /** When this process last asked the server what is new (the backstop counts from it). */
   private lastAsked = 0;
+  /** The head as the last lease renewal read it. */
+  private heard: { seq: number; at: number } | null = null;
   private closed = false;
   /** Liveness of processes on other machines (leases.ts). */
   readonly leases: PgLeases;
@@ -81,7 +89,10 @@ export class PgStore implements Store {
     this.leases = new PgLeases(
       (q) => this.query(q),
       this.schema,
-      (seq) => this.listener.heard(seq),
+      (seq) => {
+        this.heard = { seq, at: Date.now() };
+        this.listener.heard(seq);
+      },
     );
   }
 
@@ -237,6 +248,8 @@ export class PgStore implements Store {
       await this.load();
       return true;
     }
+    const h = this.heard;
+    if (h && h.seq === c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS) return false;
     this.lastAsked = Date.now();
     const r = await this.query<ChangeRow>({
       name: `${this.schema}.since`,
