@@ -5,16 +5,23 @@
 // With --framed, each line also holds the message framed as OpenComms frames it (protocol.md "Framing",
 // by its own framing module) and `read` answers in the shape of `opencomms_pull`: the cost of
 // carrying that answer over MCP, with nothing of a store behind it.
-//   node floor-server.mjs <dir> [--framed]
+// With --pg, `send` is one INSERT in autocommit into the table OPENCOMMS_FLOOR_TABLE of the server
+// OPENCOMMS_FLOOR_DATABASE_URL, and `read` takes the newest `limit` rows out in one DELETE of a
+// SELECT … RETURNING: what a store on that server cannot do in fewer round trips.
+//   node floor-server.mjs <dir> [--framed | --pg]
 import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import pg from 'pg';
 import * as z from 'zod';
 import { acceptedEnvelope } from '../src/engine/transitions.ts';
 import { frameEnvelope, UNTRUSTED_NOTICE } from '../src/framing.ts';
 import { LineLimitedStdioTransport } from '../adapters/mcp/transport.ts';
 
 const framed = process.argv[3] === '--framed';
+const table = process.argv[3] === '--pg' ? process.env.OPENCOMMS_FLOOR_TABLE : undefined;
+const db = table ? new pg.Client(process.env.OPENCOMMS_FLOOR_DATABASE_URL) : null;
+await db?.connect();
 const file = join(process.argv[2] ?? '.', framed ? 'floor-framed.jsonl' : 'floor.jsonl');
 const server = new McpServer({ name: 'floor', version: '1.0.0' }, { capabilities: { tools: {} } });
 let n = 0;
@@ -70,6 +77,18 @@ server.registerTool(
   async ({ channel, content }) => {
     const id = `m${++n}`;
     const at = Date.now();
+    if (db) {
+      await db.query({
+        name: 'send',
+        text: `insert into ${table} (channel, body) values ($1, $2)`,
+        values: [channel, JSON.stringify({ id, channel, content, at })],
+      });
+      return {
+        content: [
+          { type: 'text', text: JSON.stringify({ ok: true, message: 'Queued.', data: { message_ids: [id] } }) },
+        ],
+      };
+    }
     const line = framed
       ? { id, channel, content, at, ...frame(n, channel, content, at) }
       : { id, channel, content, at };
@@ -83,7 +102,15 @@ server.registerTool(
   'read',
   { description: 'The last messages.', inputSchema: { limit: z.number() } },
   async ({ limit }) => {
-    const lines = lastLines(limit);
+    const lines = db
+      ? (
+          await db.query<{ body: string }>({
+            name: 'read',
+            text: `delete from ${table} where n in (select n from ${table} order by n desc limit $1) returning body::text`,
+            values: [limit],
+          })
+        ).rows.map((r) => r.body)
+      : lastLines(limit);
     const messages = lines.map(
       (l) => JSON.parse(l) as { id: string; channel: string; content: string; message_id?: string; framed?: string },
     );

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { install, installMember } from '../src/cli/hosts.ts';
 import { openRuntime } from '../src/runtime/runtime.ts';
-import { emit, now, stats, withProject } from './lib.ts';
+import { emit, emitRatio, now, stats, withProject } from './lib.ts';
 
 /** Calls per figure: enough for a stable p50 on a busy 2-core machine, about 10 s in all. */
 const RUNS = 40;
@@ -59,7 +59,10 @@ export async function hooksBench() {
       unit: 'ms',
       ...stats(empty),
       what: 'UserPromptSubmit, bound session, nothing pending: node start-up included',
-      target: 'p50 <= 80',
+    });
+    emitRatio('hook_empty_queue_over_node_floor', stats(empty).p50, stats(floor).p50, '<= 1.25', {
+      unit: 'ms',
+      floor_is: 'node -e "" run just before each hook call',
     });
     emit('hook_node_floor_wall', {
       unit: 'ms',

@@ -1,6 +1,6 @@
 // Bench child: `mcp-writer <project> <tag> <count> <barrier> [<floor server>]`: its own
 // `opencomms mcp` server, a channel of its own with a reader that joined and left, then <count>
-// sends one at a time after the barrier; prints {sent}. With a floor server (bench/floor-server.ts,
+// sends one at a time after the barrier; prints {sent, ms} (each send's round trip). With a floor server (bench/floor-server.ts,
 // bundled), the same sends to that server instead, which appends each to a file of the project.
 import { join } from 'node:path';
 import { ROOT, mcpNodeFlags, connectMcp, message, waitForBarrier } from './lib.ts';
@@ -28,10 +28,13 @@ async function ours() {
 process.stdout.write('ready\n');
 await waitForBarrier(barrier);
 let sent = 0;
+const ms: number[] = [];
 for (let i = 0; i < Number(count); i++) {
+  const t = performance.now();
   const r = await a.call(tool, { channel, content: message(i) });
+  ms.push(Math.round((performance.now() - t) * 1000) / 1000);
   if (r.ok) sent++;
   else process.stderr.write(`refused: ${r.message}\n`);
 }
-process.stdout.write(`${JSON.stringify({ sent })}\n`);
+process.stdout.write(`${JSON.stringify({ sent, ms })}\n`);
 await a.close();

@@ -53,7 +53,8 @@ await a.connect();
 const sa = ident('oc_bench_pg');
 await measure(
   'pg 8.23.1',
-  (i) => a.query({ name: 'c', text: `select * from ${sa}.commit($1, $2, null, null, null, null)`, values: [i, ops] }),
+  (i) =>
+    a.query({ name: 'c', text: `select * from ${sa}.commit($1, $2, null, null, null, null, null)`, values: [i, ops] }),
   (i) =>
     a.query({
       name: 's',
@@ -67,7 +68,7 @@ const b = postgres(url, { max: 1, onnotice: () => {} });
 const sb = ident('oc_bench_postgres');
 await measure(
   'postgres 3.4.9',
-  (i) => b.unsafe(`select * from ${sb}.commit($1, $2, null, null, null, null)`, [i, ops], { prepare: true }),
+  (i) => b.unsafe(`select * from ${sb}.commit($1, $2, null, null, null, null, null)`, [i, ops], { prepare: true }),
   (i) =>
     b.unsafe(`select seq, ops, archives from ${sb}.changes where seq > $1 order by seq`, [i + 1], { prepare: true }),
 );

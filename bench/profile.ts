@@ -1,8 +1,12 @@
-// `npm run bench:profile -- send|pull`: one MCP server profiled (--cpu-prof) under the bench's
-// workload, run from the sources so frames carry their file names; prints where its time went.
+// `npm run bench:profile -- send|pull [postgres]`: one MCP server profiled (--cpu-prof) under the
+// bench's workload (with `postgres`, on a project bound to OPENCOMMS_BENCH_DATABASE_URL or the
+// machine's server at 127.0.0.1:5432 database `test`), run from the sources so frames carry their file names; prints where its time went.
 // docs/performance.md quotes these tables.
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { writeBinding } from '../src/store/binding.ts';
 import { ROOT, mcpNodeFlags, connectMcp, message, withProject } from './lib.ts';
 
 const SENDS = 3000;
@@ -62,7 +66,10 @@ const server = (profiled: boolean) => [
   join(ROOT, 'adapters', 'mcp', 'main.ts'),
 ];
 
+const pgUrl = process.env.OPENCOMMS_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const pgKey = process.argv[3] === 'postgres' ? `bench_${randomBytes(5).toString('hex')}` : null;
 await withProject(async (dir) => {
+  if (pgKey) await writeBinding(dir, pgUrl, pgKey);
   const a = await connectMcp([...server(mode === 'send'), dir], {
     OPENCOMMS_MEMBER_ID: 'sess_benchaaaaaaaaaaaaaaaaaa',
   });
@@ -92,6 +99,13 @@ await withProject(async (dir) => {
   await a.close();
   await b.close();
 });
+
+if (pgKey) {
+  const admin = new pg.Client(pgUrl);
+  await admin.connect();
+  await admin.query(`drop schema if exists "oc_${pgKey}" cascade`);
+  await admin.end();
+}
 
 const [file] = await readdir(out);
 const { self, inclusive } = summarise(JSON.parse(await readFile(join(out, file!), 'utf8')));

@@ -1,11 +1,12 @@
 // `.opencomms/claude-code-hooks.mjs` (hosts.md "The hook runner"): the hook runner Claude Code (and Codex,
 // with `--host codex`) runs at every session start, prompt, turn end and session end, and as the
 // waiter that wakes an idle session (`wait`). It runs on every prompt, so the common case (nothing
-// for this session) is answered from a glance at the state with Node built-ins only; the store,
+// for this session) is answered from a glance at the state (on PostgreSQL: one query of the
+// project's mailbox rows) with Node built-ins only; the store,
 // schemas and machines load (from the second file) only when there is work. Fail-open: always exit 0 with `{}` on a fault.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { glance } from '../../src/store/file/glance.ts';
+import { glanceProject } from '../../src/store/glance.ts';
 import { HOOK_RUNNER_FULL } from '../install/bundle-names.ts';
 import { hookContext, readStdin, type HookContext } from './hook-input.ts';
 import { triage } from './shortcut.ts';
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
       process.exitCode = ctx.mode === 'wait' ? await runWaiter(ctx) : await confirmWoken(ctx);
       return;
     }
-    const todo = triage(glance(ctx.project), ctx);
+    const todo = triage(await glanceProject(ctx.project, ctx.env), ctx);
     if (todo === 'confirm') confirmDetached(ctx);
     else if (todo === 'full') out = await (await full()).handleHook(ctx);
   } catch {

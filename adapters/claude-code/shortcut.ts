@@ -4,7 +4,7 @@
 import { frameIdMark } from '../../src/framing.ts';
 import { MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { processTag } from '../../src/runtime/process.ts';
-import type { Glance } from '../../src/store/file/glance.ts';
+import type { Glance } from '../../src/store/types.ts';
 import type { HookContext } from './hook-input.ts';
 
 /**

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import pg from 'pg';
+import pg from './postgres/pg.ts';
 import { RefusalError, refuse } from '../protocol/result.ts';
 import type { Envelope, State } from '../protocol/schema.ts';
 import type { Archive } from '../protocol/archive.ts';
@@ -23,7 +23,8 @@ import { ensureDir, resolvePaths, type StorePaths } from './paths.ts';
 import { serialize } from './file/state-file.ts';
 import { FileStore } from './file/store.ts';
 import { asRefusal, clientConfig, describeUrl, retired } from './postgres/connect.ts';
-import { ident, schemaOf } from './postgres/schema.ts';
+import { Mailbox } from './postgres/mailbox.ts';
+import { fillMailboxSql, ident, schemaOf } from './postgres/schema.ts';
 import { PgStore } from './postgres/store.ts';
 
 export interface Moved {
@@ -104,6 +105,10 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
       );
     await c.query({ text: `insert into ${s}.snapshots values (1, $1)`, values: [JSON.stringify(state)] });
     await c.query(`update ${s}.head set seq = 1`);
+    await c.query({
+      text: fillMailboxSql(schemaOf(key)),
+      values: [JSON.stringify([...Mailbox.of(state).rows.values()])],
+    });
     for (const log of logs.values())
       if (log.length)
         await c.query({

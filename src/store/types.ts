@@ -95,3 +95,7 @@ export interface Store {
   archives(): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }>;
   close(): Promise<void>;
 }
+
+/** A look at a project's mail without its store (glance.ts): no mail for certain (`absent`), the
+ *  raw state to decide from, or `unknown` (take the full path). */
+export type Glance = { kind: 'absent' } | { kind: 'unknown' } | { kind: 'state'; state: Record<string, unknown> };

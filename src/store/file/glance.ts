@@ -7,8 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { applyOps, type Op } from '../../protocol/draft.ts';
 import { journalFile } from './journal.ts';
 import { resolvePaths } from '../paths.ts';
-
-export type Glance = { kind: 'absent' } | { kind: 'unknown' } | { kind: 'state'; state: Record<string, unknown> };
+import type { Glance } from '../types.ts';
 
 export function glance(projectDir: string): Glance {
   const paths = resolvePaths(projectDir);

@@ -21,6 +21,8 @@ export class PgLeases implements LeaseStore {
   constructor(
     private readonly query: Query,
     private readonly schema: string,
+    /** The project's head as each renewal read it: the store's backstop needs no query of its own. */
+    private readonly onHead: (seq: number) => void = () => {},
   ) {}
 
   /** The table, created on first use (beside the layout: a project laid out before leases works). */
@@ -46,10 +48,12 @@ export class PgLeases implements LeaseStore {
           insert into ${s}.leases (tag, machine, expires_at) values ($1, $2, now() + $3 * interval '1 millisecond')
           on conflict (tag) do update set machine = excluded.machine, expires_at = excluded.expires_at returning tag),
         gone as (delete from ${s}.leases where expires_at < now() - $4 * interval '1 millisecond' and tag <> $1)
-        select tag, machine, (extract(epoch from (expires_at - now())) * 1000)::float8 as left_ms from ${s}.leases where tag <> $1
-        union all select $1, $2, $3::float8`,
+        select tag, machine, (extract(epoch from (expires_at - now())) * 1000)::float8 as left_ms, (select seq from ${s}.head) as head from ${s}.leases where tag <> $1
+        union all select $1, $2, $3::float8, (select seq from ${s}.head)`,
       values: [tag, machine, ms, PG_LEASE_KEEP_EXPIRED_MS],
     });
+    const head = (r.rows as (Row & { head: string | null })[]).at(-1)?.head;
+    if (head != null) this.onHead(Number(head));
     return view(r.rows);
   }
 

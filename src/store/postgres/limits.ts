@@ -26,3 +26,13 @@ export const PG_RECONNECT_DELAYS_MS = [100, 500, 1_000, 2_000, 5_000] as const;
 /** Reloads of the snapshot a mutation may need when the changes its cache lacks were compacted
  *  away meanwhile: one is the rule (a process far behind), a second means compactions outrun it. */
 export const PG_COMPACTED_RELOADS = 3;
+
+/** Optimistic attempts of one mutation (each one statement, no lock held between round trips)
+ *  before it takes the project's lock for a last one that cannot lose: a lock held across round
+ *  trips stalls every writer behind a holder the machine is slow to schedule. */
+export const PG_OPTIMISTIC_TRIES = 4;
+
+/** A read this soon after a query that read the project's head at the cached change (a lease
+ *  renewal) uses the cache: it is as new as that query's answer, and the lease check that follows
+ *  every renewal then costs no query of its own. */
+export const PG_HEARD_FRESH_MS = 20;

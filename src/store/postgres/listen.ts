@@ -2,8 +2,8 @@
 // notifications carry the new sequence number (and ` a` when archives changed), never message
 // text. A notification is a hint: one sent while this connection is down is lost, so after every
 // (re)connection each subscriber is told to look again, and a backstop query of the head every
-// PG_BACKSTOP_MS covers the rest.
-import pg from 'pg';
+// PG_BACKSTOP_MS covers the rest, unless another query read the head meanwhile (`heard`).
+import pg from './pg.ts';
 import type { StoreChange, Subscription } from '../types.ts';
 import { Subscriber } from '../subscriber.ts';
 import { PG_BACKSTOP_MS, PG_RECONNECT_DELAYS_MS } from './limits.ts';
@@ -14,6 +14,8 @@ export class Listener {
   newest = 0;
   /** When LISTEN last took effect (0: not listening now). */
   upSince = 0;
+  /** When the head was last read from the server by any query of this process (`heard`). */
+  heardAt = 0;
   private client: pg.Client | null = null;
   private starting: Promise<void> | null = null;
   private closed = false;
@@ -108,10 +110,20 @@ export class Listener {
     };
   }
 
+  /** The head as another query of this process read it (a lease renewal): a backstop poll then
+   *  has nothing to add for PG_BACKSTOP_MS. */
+  heard(seq: number) {
+    this.heardAt = Date.now();
+    if (seq > this.newest) {
+      this.newest = seq;
+      this.tellAll({ archives: true });
+    }
+  }
+
   /** The backstop: the head as the server has it, compared with what was notified. */
   private async poll() {
     const c = this.client;
-    if (!c) return;
+    if (!c || Date.now() - this.heardAt < PG_BACKSTOP_MS) return;
     try {
       const r = await c.query<{ seq: string }>(`select seq from ${ident(this.channel)}.head`);
       const seq = Number(r.rows[0]?.seq ?? 0);

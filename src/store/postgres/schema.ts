@@ -5,10 +5,11 @@
 // with its history and archive rows and a notification carrying the new sequence number only, or,
 // when the caller's cached head is behind, returns the changes it has not seen (it applies them
 // and runs its mutation again). A snapshot every PG_SNAPSHOT_EVERY changes bounds a cold start.
+// The same statement stores the mailbox rows the change alters (mailbox.ts), for the hook runner.
 import { RefusalError, refuse } from '../../protocol/result.ts';
 
 /** The layout version written by this OpenComms; a schema with a higher one is refused. */
-export const PG_LAYOUT = 1;
+export const PG_LAYOUT = 2;
 
 /** A project key: lowercase, digits, `_` and `-`; it names the schema and the notify channel. */
 export const PROJECT_KEY_RE = /^[a-z0-9][a-z0-9_-]{0,47}$/;
@@ -43,7 +44,10 @@ create table if not exists ${s}.snapshots (seq bigint primary key, state jsonb n
 create table if not exists ${s}.history (n bigserial primary key, channel_id text not null, message_id text not null, envelope jsonb not null);
 create index if not exists history_channel on ${s}.history (channel_id, n);
 create table if not exists ${s}.archives (channel_id text primary key, name text not null, saved_at bigint not null, archive jsonb not null);
-create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history jsonb, p_archive jsonb, p_del_archive text, p_del_history text[])
+create table if not exists ${s}.mailbox (session_id text primary key, summary jsonb not null);
+-- Layout 1's commit wrote no mailbox rows: gone, so that a process of that OpenComms cannot commit.
+drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[]);
+create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history jsonb, p_archive jsonb, p_del_archive text, p_del_history text[], p_mailbox jsonb)
 returns table(o_seq bigint, o_ops jsonb, o_archives boolean) language plpgsql as $fn$
 declare
   h bigint;
@@ -70,6 +74,11 @@ begin
   end if;
   if p_del_archive is not null then delete from ${s}.archives where channel_id = p_del_archive; end if;
   if p_del_history is not null then delete from ${s}.history where channel_id = any(p_del_history); end if;
+  if p_mailbox is not null then
+    delete from ${s}.mailbox where session_id in (select jsonb_array_elements_text(p_mailbox->'remove'));
+    insert into ${s}.mailbox select r->>'session_id', r from jsonb_array_elements(p_mailbox->'upsert') r
+      on conflict (session_id) do update set summary = excluded.summary;
+  end if;
   perform pg_notify('${schema}', (h + 1)::text || case when arch then ' a' else '' end);
   return query select h + 1, null::jsonb, arch;
 end $fn$;
@@ -87,11 +96,18 @@ end $fn$;
 
 /** A cold start: the newest snapshot and every change after it, read in one snapshot of the
  *  database (a compaction between the two selects would otherwise hide changes). */
-export const loadSql = (schema: string) => {
-  const s = ident(schema);
-  return `begin isolation level repeatable read read only;
-select (select layout from ${s}.meta) as layout, (select retired from ${s}.head) as retired, n.seq, n.state
-  from (select 1) one left join (select seq, state from ${s}.snapshots order by seq desc limit 1) n on true;
-select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq) from ${s}.snapshots), 0) order by seq;
+export const loadSql = (schema: string) => `begin isolation level repeatable read read only;
+${loadSelects(schema)}
 commit;`;
+
+/** The two selects of a cold start, for a transaction that is already open. */
+export const loadSelects = (schema: string) => {
+  const s = ident(schema);
+  return `select (select layout from ${s}.meta) as layout, (select retired from ${s}.head) as retired, n.seq, n.state
+  from (select 1) one left join (select seq, state from ${s}.snapshots order by seq desc limit 1) n on true;
+select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq) from ${s}.snapshots), 0) order by seq;`;
 };
+
+/** Inserts the mailbox rows of a whole state (a project moved in, or laid out before the mailbox). */
+export const fillMailboxSql = (schema: string) =>
+  `insert into ${ident(schema)}.mailbox select r->>'session_id', r from jsonb_array_elements($1::jsonb) r`;

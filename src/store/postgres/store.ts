@@ -6,7 +6,7 @@
 // and the mutation runs again on the state they make (the engine is pure, so running it again is
 // what it would have done had it come later). Reads catch up first (one query); the background
 // catch-up queries only when a notification, a reconnect or the backstop says there is news.
-import pg from 'pg';
+import pg from './pg.ts';
 import type { Archive, ArchiveHead } from '../../protocol/archive.ts';
 import { ArchiveSchema } from '../../protocol/archive.ts';
 import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
@@ -17,10 +17,17 @@ import type { InvalidFile, MutateOutcome, Store, Subscription, StoreChange } fro
 import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl, retired } from './connect.ts';
-import { PG_BACKSTOP_MS, PG_COMPACTED_RELOADS, PG_SNAPSHOT_EVERY } from './limits.ts';
+import {
+  PG_BACKSTOP_MS,
+  PG_COMPACTED_RELOADS,
+  PG_HEARD_FRESH_MS,
+  PG_OPTIMISTIC_TRIES,
+  PG_SNAPSHOT_EVERY,
+} from './limits.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
-import { PG_LAYOUT, ident, layoutSql, loadSql, schemaOf } from './schema.ts';
+import { Mailbox } from './mailbox.ts';
+import { PG_LAYOUT, fillMailboxSql, ident, layoutSql, loadSelects, loadSql, schemaOf } from './schema.ts';
 
 export interface PgStoreOptions {
   /** postgres://user@host:port/database (a password only from the environment). */
@@ -43,6 +50,8 @@ export interface PgStatus {
 interface Cache {
   state: State;
   seq: number;
+  /** The mailbox rows at `seq` (mailbox.ts); null while a cold load replays its tail. */
+  box: Mailbox | null;
 }
 
 interface ChangeRow {
@@ -64,6 +73,8 @@ export class PgStore implements Store {
   private readonly listener: Listener;
   /** When this process last asked the server what is new (the backstop counts from it). */
   private lastAsked = 0;
+  /** The head as the last lease renewal read it. */
+  private heard: { seq: number; at: number } | null = null;
   private closed = false;
   /** Liveness of processes on other machines (leases.ts). */
   readonly leases: PgLeases;
@@ -74,7 +85,14 @@ export class PgStore implements Store {
     this.config = clientConfig(options.url, options.env);
     this.location = `${describeUrl(options.url)}#${options.key}`;
     this.listener = new Listener(this.config, this.schema);
-    this.leases = new PgLeases((q) => this.query(q), this.schema);
+    this.leases = new PgLeases(
+      (q) => this.query(q),
+      this.schema,
+      (seq) => {
+        this.heard = { seq, at: Date.now() };
+        this.listener.heard(seq);
+      },
+    );
   }
 
   // ---- the connection --------------------------------------------------------------------------
@@ -111,6 +129,10 @@ export class PgStore implements Store {
       .query<{ layout: number | null }>(`select (select layout from ${s}.meta limit 1) as layout`)
       .catch(() => null);
     let layout = found?.rows[0]?.layout ?? null;
+    if (layout !== null && layout < PG_LAYOUT) {
+      await this.upgrade(c);
+      layout = PG_LAYOUT;
+    }
     if (layout === null) {
       await c
         .query(
@@ -129,6 +151,32 @@ export class PgStore implements Store {
           `The project ${this.key} at ${describeUrl(this.options.url)} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this machine.`,
         ),
       );
+  }
+
+  /** A project laid out before the mailbox: the table added and filled from the state at the
+   *  head, holding the head's lock so that no change commits meanwhile. */
+  private async upgrade(c: pg.Client) {
+    try {
+      await c.query(
+        `begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); select seq from ${ident(this.schema)}.head for update;`,
+      );
+      const done = await c.query<{ layout: number }>(`select layout from ${ident(this.schema)}.meta`);
+      if ((done.rows[0]?.layout ?? 0) < PG_LAYOUT) {
+        await c.query(layoutSql(this.schema));
+        const [head, changes] = (await c.query(loadSelects(this.schema))) as unknown as pg.QueryResult[];
+        const snap = head!.rows[0] as { state: State; seq: string } | undefined;
+        const cache: Cache = { state: snap?.state ?? emptyState(), seq: Number(snap?.seq ?? 0), box: null };
+        if (!this.applyRows(cache, changes!.rows as ChangeRow[]))
+          throw new Error(`the changes of ${this.location} do not follow its snapshot`);
+        const rows = [...Mailbox.of(cache.state).rows.values()];
+        await c.query({ text: fillMailboxSql(this.schema), values: [JSON.stringify(rows)] });
+        await c.query(`update ${ident(this.schema)}.meta set layout = ${PG_LAYOUT}`);
+      }
+      await c.query('commit');
+    } catch (e) {
+      await c.query('rollback').catch(() => {});
+      throw e;
+    }
   }
 
   private async query<R extends pg.QueryResultRow>(q: pg.QueryConfig | string): Promise<pg.QueryResult<R>> {
@@ -174,9 +222,14 @@ export class PgStore implements Store {
     void this.listener.start();
     const c = this.cache;
     const l = this.listener;
-    // Quiet when listening since before the last question, with nothing newer notified.
+    // Quiet when listening since before the last question, with nothing newer notified or read
+    // by a lease renewal (which reads the head: the backstop then needs no query of its own).
     const quiet =
-      c && l.up && this.lastAsked >= l.upSince && l.newest <= c.seq && Date.now() - this.lastAsked < PG_BACKSTOP_MS;
+      c &&
+      l.up &&
+      this.lastAsked >= l.upSince &&
+      l.newest <= c.seq &&
+      Date.now() - Math.max(this.lastAsked, l.heardAt) < PG_BACKSTOP_MS;
     if (quiet) return Promise.resolve();
     return this.serial(async () => void (await this.current()));
   }
@@ -194,6 +247,8 @@ export class PgStore implements Store {
       await this.load();
       return true;
     }
+    const h = this.heard;
+    if (h && h.seq === c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS) return false;
     this.lastAsked = Date.now();
     // A retired project answers one row with no sequence number first (`store migrate`).
     const s = ident(this.schema);
@@ -218,9 +273,12 @@ export class PgStore implements Store {
     const [, head, changes] = results;
     const snap = head!.rows[0] as { retired: string | null; seq: string | null; state: State | null };
     if (snap.retired) throw this.retiredError(snap.retired);
-    const c: Cache = snap.state ? { state: snap.state, seq: Number(snap.seq) } : { state: emptyState(), seq: 0 };
+    const c: Cache = snap.state
+      ? { state: snap.state, seq: Number(snap.seq), box: null }
+      : { state: emptyState(), seq: 0, box: null };
     if (!this.applyRows(c, changes!.rows as ChangeRow[]))
       throw new Error(`the changes of ${this.location} do not follow its snapshot`);
+    c.box = Mailbox.of(c.state);
     this.cache = c;
     return c.state;
   }
@@ -244,6 +302,7 @@ export class PgStore implements Store {
           ),
         );
       }
+      c.box?.apply(c.state, row.ops);
       c.seq = seq;
     }
     return true;
@@ -252,15 +311,18 @@ export class PgStore implements Store {
   // ---- writing ---------------------------------------------------------------------------------
 
   /** Optimistic first: one round trip when this process is up to date (an answer that writes
-   *  nothing costs one too: the check that nothing is newer). When another process
-   *  committed first, its changes are applied and the mutation runs once more with the project's
-   *  lock held (three round trips, but it cannot lose again): under many concurrent writers an
-   *  optimistic retry could lose over and over. */
+   *  nothing costs one too: the check that nothing is newer). When another process committed
+   *  first, the statement answered its changes; they are applied and the mutation runs again,
+   *  up to PG_OPTIMISTIC_TRIES times, then once more with the project's lock held (three round
+   *  trips, but it cannot lose again): under many concurrent writers an optimistic retry could
+   *  lose over and over. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     return this.serial(async () => {
       if (!this.cache) await this.load();
-      const first = await this.attempt(fn);
-      if (first.done) return first.answer;
+      for (let i = 0; i < PG_OPTIMISTIC_TRIES; i++) {
+        const step = await this.attempt(fn);
+        if (step.done) return step.answer;
+      }
       return this.attemptLocked(fn);
     });
   }
@@ -357,7 +419,11 @@ export class PgStore implements Store {
     if (!run.out) return { result: run.result };
     const { result: answer, out, draft } = run;
     const checked = checkedChanges(c.state, draft, out.ops);
-    const { undo } = checked;
+    const mail = c.box!.apply(c.state, checked.ops);
+    const undo = () => {
+      checked.undo();
+      mail.undo();
+    };
     let archive: Archive | null = null;
     try {
       archive = out.archive ? ArchiveSchema.parse(detach(out.archive)) : null;
@@ -368,7 +434,7 @@ export class PgStore implements Store {
     const history = out.history?.length ? JSON.stringify(out.history.map(raw)) : null;
     const query: pg.QueryConfig = {
       name: `${this.schema}.commit`,
-      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6)`,
+      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7)`,
       values: [
         c.seq,
         JSON.stringify(checked.ops),
@@ -376,6 +442,7 @@ export class PgStore implements Store {
         archive && JSON.stringify(archive),
         out.deleteArchive ?? null,
         out.deleteHistory?.length ? out.deleteHistory : null,
+        mail.upsert.length || mail.remove.length ? JSON.stringify({ upsert: mail.upsert, remove: mail.remove }) : null,
       ],
     };
     return { query, undo, answer };

@@ -2,7 +2,7 @@
 // query per renewal answering everyone's, released at a clean exit.
 import { afterEach, describe, expect, it } from 'vitest';
 import { PgStore } from '../../../src/store/postgres/store.ts';
-import { dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
+import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 
 const M1 = '11111111-1111-4111-8111-111111111111';
 const M2 = '22222222-2222-4222-8222-222222222222';
@@ -34,6 +34,33 @@ describe('PostgreSQL leases', () => {
     expect(later.left.get(`1@a/${M1}`)).toBeLessThan(0);
     await b.leases.release(`2@b/${M2}`);
     expect((await a.leases.snapshot()).live.has(`2@b/${M2}`)).toBe(false);
+  });
+
+  it('a renewal reads the head: a change it shows, whose notification never came, wakes the watchers', async () => {
+    const key = newProjectKey();
+    keys.push(key);
+    const a = open(key);
+    await a.peek(); // laid out, and up to date at change 0
+    let told = 0;
+    const w = await a.subscribe(
+      async () => void told++,
+      () => {},
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    told = 0;
+    // A change committed with no notification: only a query of the head can tell.
+    await admin((c) =>
+      c.query(
+        `insert into "oc_${key}".changes values (1, '[["a", ["errors"], [{"at": 1, "message": "unnotified"}]]]', false); update "oc_${key}".head set seq = 1`,
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(told).toBe(0);
+    await a.leases.renew(`1@a/${M1}`, M1, 60_000);
+    for (let i = 0; i < 100 && told === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(told).toBeGreaterThan(0);
+    expect((await a.peek()).errors.map((e) => e.message)).toEqual(['unnotified']);
+    await w.close();
   });
 
   it('works on a project laid out before leases existed (the table is created on first use)', async () => {

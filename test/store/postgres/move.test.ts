@@ -4,9 +4,10 @@
 import { afterEach, expect, it } from 'vitest';
 import type { RefusalError } from '../../../src/protocol/result.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
+import { Mailbox, type MailboxRow } from '../../../src/store/postgres/mailbox.ts';
 import { FileStore } from '../../../src/store/file/store.ts';
 import { cli, IDS, liveProject } from '../../cli/fixtures.ts';
-import { dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
+import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -36,6 +37,12 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   expect(r.json()).toMatchObject({ ok: true, data: { key, archives: 1 } });
   const rt = openRuntime(t.dir);
   expect(await rt.read()).toEqual(before);
+  // The mailbox rows the hook runner reads came along: those of the moved state.
+  const rows = await admin((c) => c.query<{ summary: MailboxRow }>(`select summary from "oc_${key}".mailbox`));
+  const bySession = (a: MailboxRow, b: MailboxRow) => (a.session_id < b.session_id ? -1 : 1);
+  const moved = rows.rows.map((x) => x.summary).sort(bySession);
+  expect(moved).toEqual([...Mailbox.of(before).rows.values()].sort(bySession));
+  expect(moved.some((m) => m.queued > 0)).toBe(true);
   expect(
     ((await cli('status', '--json', '--project', t.dir)).json().data.channels as Array<{ name: string }>)
       .map((c) => c.name)
