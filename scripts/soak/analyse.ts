@@ -15,6 +15,9 @@
 // - duplicate prompts: every prompt of an id after its first. Inside the crash window when the
 //   previous prompt's owner incarnation was killed between the two prompts and the store never
 //   committed the earlier hand-over (no COMMIT before the last DRAIN in the envelope's receipts).
+//   With machines (`--machines`), a repeat is also inside the window when the first prompt's
+//   machine was partitioned or killed between the two prompts and the envelope's receipt shows
+//   the sweep that took it back after the lease expired (docs/machines.md, the at-least-once window).
 // - FIFO, per sender → recipient → channel: the first hand-over of each message follows send
 //   order with no message overtaking an earlier one, and within one prompt a stream's messages
 //   are in send order. A crash re-delivers a batch it may have handed over already (repeats are
@@ -22,7 +25,7 @@
 import { MESSAGE_ID_RE } from '../../src/protocol/ids.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
 import { parseToken, sendOrder, type Origin } from './plan.ts';
-import type { CheckRecord, Incarnation, PromptRecord, WriterRecord } from './records.ts';
+import type { CheckRecord, Incarnation, Outage, PromptRecord, WriterRecord } from './records.ts';
 
 export interface Evidence {
   /** Final envelopes: live state wins over the history log for an id in both. */
@@ -34,6 +37,8 @@ export interface Evidence {
   kills: number;
   /** In-flight envelopes the final sweep found (every process had stopped) and any left after it. */
   inFlightAtEnd: number;
+  /** Whole machines killed or partitioned (`--machines`). */
+  outages?: Outage[];
 }
 
 export interface Report {
@@ -49,6 +54,10 @@ export interface Report {
   still_pending: number;
   state_reads: number;
   state_parse_failures: number;
+  /** Reads the store refused with a stable reason while its server restarted, by reason. */
+  state_reads_refused: Record<string, number>;
+  /** Late commits the store refused and recorded as `hold_lost` (fencing). */
+  fenced_commits: number;
   fifo_violations: number;
   duplicate_prompts: { inside_crash_window: number; outside_crash_window: number };
   record_mismatches: number;
@@ -247,19 +256,19 @@ export function analyse(ev: Evidence): Report {
     const receipts = byId.get(id)?.transitions ?? [];
     const lastDrain = receipts.map((t) => t[0]).lastIndexOf('DRAIN');
     const resurrected = receipts.some((t, i) => t[0] === 'COMMIT' && i < lastDrain);
+    const swept = receipts.some((t) => t[0] === 'SWEEP');
     for (let i = 1; i < list.length; i++) {
       const [a, b] = [list[i - 1]!, list[i]!];
       const firstOwner = lives.get(key(a.rid, a.inc));
+      const pushed = a.via === 'push' && b.via === 'push' && !resurrected;
       const crashed =
-        a.via === 'push' &&
-        b.via === 'push' &&
         a.inc !== b.inc &&
-        !resurrected &&
         !!firstOwner?.killed &&
         firstOwner.ended_at !== null &&
         firstOwner.ended_at >= a.at &&
         firstOwner.ended_at <= b.at;
-      if (crashed) inside++;
+      const cutOff = swept && (ev.outages ?? []).some((o) => o.names.includes(a.rid) && o.from <= b.at && o.to >= a.at);
+      if (pushed && (crashed || cutOff)) inside++;
       else {
         outside++;
         note(
@@ -320,6 +329,9 @@ export function analyse(ev: Evidence): Report {
   const crashes = ev.incarnations.filter((i) => i.exit !== null);
   for (const c of crashes) note('crashes', `${c.name}#${c.inc} exited on its own (${c.exit})`);
   const tally = ev.checks.find((c) => c.kind === 'tally');
+  const state_reads_refused: Record<string, number> = {};
+  for (const c of ev.checks)
+    if (c.kind === 'refused') state_reads_refused[c.reason] = (state_reads_refused[c.reason] ?? 0) + 1;
   return {
     kills: ev.kills,
     crashes: crashes.length,
@@ -333,6 +345,8 @@ export function analyse(ev: Evidence): Report {
     still_pending,
     state_reads: tally?.kind === 'tally' ? tally.reads : 0,
     state_parse_failures: failures.length,
+    state_reads_refused,
+    fenced_commits: ev.checks.filter((c) => c.kind === 'fenced').length,
     fifo_violations,
     duplicate_prompts: { inside_crash_window: inside, outside_crash_window: outside },
     record_mismatches,

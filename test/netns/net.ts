@@ -2,7 +2,7 @@
 // veth pair (10.231.<n>.1/30 outside, .2 inside: addresses of these test hosts only, routed nowhere
 // else), and a forwarder in the root namespace from the pair's outer address to the machine's
 // PostgreSQL on loopback. A partition is the outer end of the pair down.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -17,8 +17,26 @@ const quiet = (...args: string[]) => {
 };
 
 export const FORWARD_PORT = 15_432;
-/** The port of the forwarder inside each namespace (the agent's loopback URL). */
+/** The port of the forwarder inside each namespace (the agent's loopback URL), and the port of the
+ *  PostgreSQL on the root namespace's loopback that the machines reach (by default the same). */
 export const INNER_PORT = 5_432;
+
+/** Carries `localPort` on this namespace's loopback to `port` at `host`: inside a machine, the
+ *  loopback URL every OpenComms process uses reaches the server across the veth pair. */
+export async function forwardLoopback(localPort: number, host: string, port: number): Promise<Server> {
+  const server = createServer((inner) => {
+    const outer = connect(port, host);
+    inner.pipe(outer).pipe(inner);
+    const end = () => {
+      inner.destroy();
+      outer.destroy();
+    };
+    inner.on('error', end);
+    outer.on('error', end);
+  });
+  await new Promise<void>((r) => server.listen(localPort, '127.0.0.1', r));
+  return server;
+}
 
 export class Machine {
   readonly ns: string;
@@ -29,7 +47,11 @@ export class Machine {
   private forwarder: Server | null = null;
   private sockets = new Set<Socket>();
 
-  constructor(readonly n: number) {
+  /** `serverPort`: the PostgreSQL on the root namespace's loopback this machine's traffic reaches. */
+  constructor(
+    readonly n: number,
+    readonly serverPort: number = INNER_PORT,
+  ) {
     this.ns = `ocm${n}`;
     this.outer = `ocm${n}h`;
     this.inner = `ocm${n}n`;
@@ -55,7 +77,7 @@ export class Machine {
     ip('-n', this.ns, 'link', 'set', this.inner, 'up');
     ip('-n', this.ns, 'link', 'set', 'lo', 'up');
     this.forwarder = createServer((a) => {
-      const b = connect(INNER_PORT, '127.0.0.1');
+      const b = connect(this.serverPort, '127.0.0.1');
       this.sockets.add(a).add(b);
       a.pipe(b).pipe(a);
       const end = () => {
@@ -102,13 +124,9 @@ export class Machine {
   }
 
   agent(a: { key: string; sid: string; role: string; worktree: string; received: string; leaseMs: number }): Agent {
-    const child = spawn(
-      'ip',
+    const child = this.spawn(
+      process.execPath,
       [
-        'netns',
-        'exec',
-        this.ns,
-        process.execPath,
         '--import',
         'tsx',
         'test/netns/agent.ts',
@@ -121,12 +139,19 @@ export class Machine {
         a.worktree,
         a.received,
       ],
-      {
-        env: { ...process.env, OPENCOMMS_MACHINE_ID: this.id, OPENCOMMS_LEASE_MS: String(a.leaseMs) },
-        stdio: ['pipe', 'pipe', 'inherit'],
-      },
+      { OPENCOMMS_LEASE_MS: String(a.leaseMs) },
+      ['pipe', 'pipe', 'inherit'],
     );
     return new Agent(child);
+  }
+
+  /** A process of this machine: inside its namespace, with its machine id (`ip netns exec` execs
+   *  the command, so the child's PID is the command's own). */
+  spawn(command: string, args: string[], env: NodeJS.ProcessEnv, stdio: StdioOptions): ChildProcess {
+    return spawn('ip', ['netns', 'exec', this.ns, command, ...args], {
+      env: { ...process.env, ...env, OPENCOMMS_MACHINE_ID: this.id },
+      stdio,
+    });
   }
 }
 
