@@ -29,7 +29,7 @@ export class Target {
     readonly pg: SoakPostgres | null,
     machines: number,
   ) {
-    this.machines = Array.from({ length: machines }, (_, i) => new Machine(FIRST_MACHINE + i, pg!.port));
+    this.machines = Array.from({ length: machines }, (_, i) => new Machine(FIRST_MACHINE + i, pg!.url));
     if (machines)
       for (const [i, m] of [...OWNERS, ...WRITERS].entries()) this.placement.set(m, this.machines[i % machines]!);
   }

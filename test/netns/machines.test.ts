@@ -22,8 +22,8 @@ const CHANNEL = 'net';
 
 const dir = mkdtempSync(join(tmpdir(), 'oc-machines-'));
 const key = newProjectKey('netns');
-const a = new Machine(1);
-const b = new Machine(2);
+const a = new Machine(1, testDatabaseUrl());
+const b = new Machine(2, testDatabaseUrl());
 let agentA: Agent;
 let agentB: Agent;
 let view: PgStore;

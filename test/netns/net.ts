@@ -1,7 +1,7 @@
 // Machines of the proof: Linux network namespaces, each reaching the root namespace only through its
 // veth pair (10.231.<n>.1/30 outside, .2 inside: addresses of these test hosts only, routed nowhere
-// else), and a forwarder in the root namespace from the pair's outer address to the machine's
-// PostgreSQL on loopback. A partition is the outer end of the pair down.
+// else), and a forwarder in the root namespace from the pair's outer address to the PostgreSQL the
+// run uses (its URL's port on loopback). A partition is the outer end of the pair down.
 import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -17,8 +17,7 @@ const quiet = (...args: string[]) => {
 };
 
 export const FORWARD_PORT = 15_432;
-/** The port of the forwarder inside each namespace (the agent's loopback URL), and the port of the
- *  PostgreSQL on the root namespace's loopback that the machines reach (by default the same). */
+/** The port of the forwarder inside each namespace (the agent's loopback URL). */
 export const INNER_PORT = 5_432;
 
 /** Carries `localPort` on this namespace's loopback to `port` at `host`: inside a machine, the
@@ -47,10 +46,10 @@ export class Machine {
   private forwarder: Server | null = null;
   private sockets = new Set<Socket>();
 
-  /** `serverPort`: the PostgreSQL on the root namespace's loopback this machine's traffic reaches. */
+  /** `url`: the PostgreSQL of the run (the forwarder's target; the agents' credentials). */
   constructor(
     readonly n: number,
-    readonly serverPort: number = INNER_PORT,
+    readonly url: string,
   ) {
     this.ns = `ocm${n}`;
     this.outer = `ocm${n}h`;
@@ -60,7 +59,7 @@ export class Machine {
 
   /** Whatever a previous run left behind under these names. */
   static clean(n: number) {
-    const m = new Machine(n);
+    const m = new Machine(n, 'postgres://127.0.0.1/');
     m.killAll();
     quiet('netns', 'del', m.ns);
     quiet('link', 'del', m.outer);
@@ -76,8 +75,10 @@ export class Machine {
     ip('-n', this.ns, 'addr', 'add', `10.231.${this.n}.2/30`, 'dev', this.inner);
     ip('-n', this.ns, 'link', 'set', this.inner, 'up');
     ip('-n', this.ns, 'link', 'set', 'lo', 'up');
+    const target = new URL(this.url);
+    const port = Number(target.port || 5432);
     this.forwarder = createServer((a) => {
-      const b = connect(this.serverPort, '127.0.0.1');
+      const b = connect(port, target.hostname);
       this.sockets.add(a).add(b);
       a.pipe(b).pipe(a);
       const end = () => {
