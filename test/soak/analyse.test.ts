@@ -197,6 +197,61 @@ describe('soak verdict', () => {
     expect(alive.lost).toBe(2);
   });
 
+  it('a batch shown again by the same owner after its machine was cut off past the lease and swept: inside the window', () => {
+    // o1's process kept running through the partition: one incarnation shows M1 twice.
+    const base = {
+      owners: { o1: [prompt([M1], 20, 0), prompt([M1, M2, M3], 40, 0)] },
+      incarnations: [life('w1', 0, 0, 100), life('o1', 0, 0, 100)],
+    };
+    const cut = {
+      machine: 1,
+      kind: 'partition' as const,
+      names: ['o1'],
+      from: 22,
+      to: 35,
+      held: 1,
+      unswept: 0,
+      sweep_ms: [3100],
+    };
+    const swept = run({
+      ...base,
+      envelopes: [env(M1, 1, { transitions: REDELIVERED }), env(M2, 2), env(M3, 3)],
+      outages: [cut],
+    });
+    expect(swept.duplicate_prompts).toEqual({ inside_crash_window: 1, outside_crash_window: 0 });
+    expect(verdict(swept)).toEqual([]);
+    // No sweep in the receipt, another machine cut, or a cut after both prompts: outside.
+    const notSwept = run({ ...base, envelopes: [env(M1, 1), env(M2, 2), env(M3, 3)], outages: [cut] });
+    expect(notSwept.duplicate_prompts.outside_crash_window).toBe(1);
+    const elsewhere = run({
+      ...base,
+      envelopes: [env(M1, 1, { transitions: REDELIVERED }), env(M2, 2), env(M3, 3)],
+      outages: [{ ...cut, names: ['o2'] }],
+    });
+    expect(elsewhere.duplicate_prompts.outside_crash_window).toBe(1);
+    const later = run({
+      ...base,
+      envelopes: [env(M1, 1, { transitions: REDELIVERED }), env(M2, 2), env(M3, 3)],
+      outages: [{ ...cut, from: 50, to: 60 }],
+    });
+    expect(verdict(later)).toContain('duplicate_prompts.outside_crash_window=1');
+  });
+
+  it('reads refused while the server restarts and fenced commits are counted, not failures', () => {
+    const r = run({
+      checks: [
+        { kind: 'refused', at: 5, reason: 'state_unreadable' },
+        { kind: 'refused', at: 6, reason: 'state_unreadable' },
+        { kind: 'fenced', at: 7, message: 'late commit' },
+        { kind: 'tally', at: 9, reads: 3 },
+      ],
+    });
+    expect(r.state_reads_refused).toEqual({ state_unreadable: 2 });
+    expect(r.fenced_commits).toBe(1);
+    expect(r.state_parse_failures).toBe(0);
+    expect(verdict(r)).toEqual([]);
+  });
+
   it('misrouted hand-overs, state read failures and crashes fail the run', () => {
     expect(
       run({ owners: { o1: [prompt([M1, M2, M3], 20)], o2: [{ ...prompt([M1], 21), rid: 'o2' }] } }).misrouted,
