@@ -132,7 +132,9 @@ async function setUp(target: Target) {
 }
 
 /** Every envelope the store knows, through its own API: history logs, then live state on top. */
-async function finalEnvelopes(target: Target): Promise<{ envelopes: Envelope[]; inFlight: number }> {
+async function finalEnvelopes(
+  target: Target,
+): Promise<{ envelopes: Envelope[]; inFlight: number; fenced: Array<{ at: number; message: string }> }> {
   const rt = target.open();
   const state = await rt.read();
   const all = new Map<string, Envelope>();
@@ -143,6 +145,7 @@ async function finalEnvelopes(target: Target): Promise<{ envelopes: Envelope[]; 
   return {
     envelopes: [...all.values()],
     inFlight: Object.values(state.messages).filter((e) => e.delivery_status === 'in_flight').length,
+    fenced: state.errors.filter((e) => e.reason === 'hold_lost'),
   };
 }
 
@@ -215,7 +218,9 @@ async function killing(target: Target, opts: Options, random: Rng, c: Cast) {
     if (view && outages.length < opts.outages && kills >= outageEvery * (outages.length + 1)) {
       const n = outages.length;
       const m = target.machines[n % target.machines.length]!;
-      const kind: OutageKind = (n + Math.floor(n / target.machines.length)) % 2 ? 'partition' : 'kill';
+      // Over the machines in turn, kill and partition alternating, the next round the other way.
+      const round = Math.floor(n / target.machines.length);
+      const kind: OutageKind = ((n % target.machines.length) + round) % 2 ? 'partition' : 'kill';
       const procs = c.victims.filter((v) => target.placement.get(v.name) === m);
       outages.push(await outage(kind, m, procs, view, leaseMs()));
     }
@@ -244,7 +249,7 @@ async function finalSweep(target: Target) {
   else await rt.run({ op: 'sweep', alive: processAlive });
   await rt.close();
   const after = await finalEnvelopes(target);
-  return { envelopes: after.envelopes, inFlightAtEnd: before.inFlight + after.inFlight };
+  return { envelopes: after.envelopes, inFlightAtEnd: before.inFlight + after.inFlight, fenced: after.fenced };
 }
 
 /** What the machine outages measured, beside the lease's promise. */
