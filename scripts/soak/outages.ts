@@ -16,8 +16,8 @@ export type OutageKind = 'kill' | 'partition';
 /** How long a machine stays out past the lease: a killed machine longer than a partition, so the
  *  sweep (by the other machines' processes, not the machine's own restart) is what is measured. */
 const OUT_PAST_LEASE_MS = { kill: 3_000, partition: 1_500 } as const;
-/** How long to wait for a batch in flight on the machine before cutting it anyway. */
-const HELD_WAIT_MS = 6_000;
+/** How long to wait for a hand-over on the machine before cutting it anyway. */
+const HELD_WAIT_MS = 15_000;
 
 const heldOn = (s: Readonly<State>, machine: string): Envelope[] =>
   Object.values(s.messages).filter(
@@ -28,16 +28,22 @@ const heldOn = (s: Readonly<State>, machine: string): Envelope[] =>
 const sweptAt = (e: Envelope, since: number): number | null =>
   e.transitions.find(([ev, , at]) => ev === 'SWEEP' && at >= since)?.[2] ?? null;
 
+/** `handedOver`: how much the machine's owners have recorded as shown to their hosts (null: it
+ *  runs no owner). It grows when a driver starts a hand-over, before the host accepts it: the
+ *  batch is in flight then, and the cut follows at once. */
 export async function outage(
   kind: OutageKind,
   m: Machine,
   procs: Managed[],
   view: PgStore,
   leaseMs: number,
+  handedOver: (() => number) | null,
 ): Promise<Outage> {
-  // Cut while the machine holds mail in flight when it can (one of its owners mid-hand-over).
-  const waitUntil = Date.now() + HELD_WAIT_MS;
-  while (Date.now() < waitUntil && heldOn(await view.peek(), m.id).length === 0) await sleep(20);
+  if (handedOver) {
+    const before = handedOver();
+    const waitUntil = Date.now() + HELD_WAIT_MS;
+    while (Date.now() < waitUntil && handedOver() === before) await sleep(5);
+  }
   const from = Date.now();
   if (kind === 'kill') {
     for (const p of procs) p.expectKill();

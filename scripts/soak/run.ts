@@ -16,7 +16,7 @@
 //                                 --outages N whole machines killed or partitioned (outages.ts)
 //   npm run soak -- --faults      instead: every injected file-system fault of the store's write
 //                                 path and every cut of the journal's last line (faults.ts)
-import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -203,7 +203,7 @@ async function restarts(target: Target, opts: Options, until: () => boolean): Pr
 
 /** The killing phase: single SIGKILLs at random moments, whole machines out at evenly spaced
  *  kill counts (killed and partitioned in turn, over every machine), PostgreSQL restarts beside. */
-async function killing(target: Target, opts: Options, random: Rng, c: Cast) {
+async function killing(target: Target, opts: Options, random: Rng, c: Cast, records: string) {
   let kills = 0;
   const outages: Outage[] = [];
   const killUntil = Date.now() + opts.maxSeconds * 1000;
@@ -222,7 +222,9 @@ async function killing(target: Target, opts: Options, random: Rng, c: Cast) {
       const round = Math.floor(n / target.machines.length);
       const kind: OutageKind = ((n % target.machines.length) + round) % 2 ? 'partition' : 'kill';
       const procs = c.victims.filter((v) => target.placement.get(v.name) === m);
-      outages.push(await outage(kind, m, procs, view, leaseMs()));
+      const logs = c.owners.filter((o) => procs.includes(o)).map((o) => join(records, `${o.name}.prompts.jsonl`));
+      const handedOver = () => logs.reduce((n, f) => n + (statSync(f, { throwIfNoEntry: false })?.size ?? 0), 0);
+      outages.push(await outage(kind, m, procs, view, leaseMs(), logs.length ? handedOver : null));
     }
   }
   await view?.close();
@@ -304,7 +306,7 @@ async function main() {
     const c = cast(target, bundle, records, random, log);
     for (const m of [c.checker, ...c.victims]) m.start();
     await Promise.all([c.checker, ...c.victims].map((m) => m.line('ready', 60_000)));
-    const run = await killing(target, opts, random, c);
+    const run = await killing(target, opts, random, c, records);
     await drain(target, c);
     const end = await finalSweep(target);
     await new Promise((resolve) => log.end(resolve));
