@@ -17,7 +17,7 @@ export type OutageKind = 'kill' | 'partition';
  *  sweep (by the other machines' processes, not the machine's own restart) is what is measured. */
 const OUT_PAST_LEASE_MS = { kill: 3_000, partition: 1_500 } as const;
 /** How long to wait for a hand-over on the machine before cutting it anyway. */
-const HELD_WAIT_MS = 15_000;
+const HELD_WAIT_MS = 8_000;
 
 const heldOn = (s: Readonly<State>, machine: string): Envelope[] =>
   Object.values(s.messages).filter(

@@ -65,6 +65,9 @@ const SHORT = { kills: 24, maxSeconds: 75, interval: '400-2600', pgRestarts: 3, 
  *  with machines each outage stops the killing for ~10 s: 210 kills at 0.25–1.85 s still end
  *  inside 10 min on 2 loaded cores. */
 const PG_FULL = { ...FULL, kills: 210, maxSeconds: 470, interval: '250-1850' };
+/** Two machine outages (each up to ~25 s with its wait for a hand-over) within the short run's
+ *  kills: at the PostgreSQL pace and with more time, still under 2 min on a quiet machine. */
+const MACHINES_SHORT = { ...SHORT, maxSeconds: 100, interval: '250-1850' };
 /** The lease of every process with `--machines` (OPENCOMMS_LEASE_MS): short, so that a machine
  *  out costs seconds and the run stays within minutes; the rule is the same at the default 15 s. */
 const SOAK_LEASE_MS = 3_000;
@@ -85,7 +88,8 @@ function options(argv: string[]): Options {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const base = argv.includes('--short') ? SHORT : arg('--store') === 'postgres' ? PG_FULL : FULL;
+  const short = argv.includes('--short');
+  const base = short ? (arg('--machines') ? MACHINES_SHORT : SHORT) : arg('--store') === 'postgres' ? PG_FULL : FULL;
   const interval = /^(\d+)-(\d+)$/.exec(arg('--interval') ?? base.interval)!;
   return {
     kills: Number(arg('--kills') ?? base.kills),
