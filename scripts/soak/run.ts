@@ -260,9 +260,10 @@ async function finalSweep(target: Target) {
 
 /** What the machine outages measured, beside the lease's promise. */
 function outageFigures(outages: Outage[]) {
-  const delays = outages.flatMap((o) => o.sweep_ms).sort((a, b) => a - b);
-  const q = (p: number) =>
-    delays.length ? Math.round(delays[Math.min(delays.length - 1, Math.floor(p * delays.length))]!) : null;
+  // One figure per outage that held mail: its slowest envelope (a batch is swept in one mutation,
+  // so per envelope a big batch would outweigh the rest).
+  const each = outages.filter((o) => o.sweep_ms.length).map((o) => Math.round(Math.max(...o.sweep_ms)));
+  const sorted = [...each].sort((x, y) => x - y);
   return {
     machine_kills: outages.filter((o) => o.kind === 'kill').length,
     partitions: outages.filter((o) => o.kind === 'partition').length,
@@ -270,9 +271,9 @@ function outageFigures(outages: Outage[]) {
     in_flight_held_at_outage: outages.reduce((n, o) => n + o.held, 0),
     in_flight_not_swept_in_time: outages.reduce((n, o) => n + o.unswept, 0),
     in_flight_back_to_pending_after_last_renewal_ms: {
-      samples: delays.length,
-      p50: q(0.5),
-      max: delays.length ? Math.round(delays.at(-1)!) : null,
+      each,
+      p50: sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)]! : null,
+      max: sorted.at(-1) ?? null,
       target_max: leaseMs() + 2_000,
     },
   };
