@@ -15,6 +15,10 @@
 // - duplicate prompts: every prompt of an id after its first. Inside the crash window when the
 //   previous prompt's owner incarnation was killed between the two prompts and the store never
 //   committed the earlier hand-over (no COMMIT before the last DRAIN in the envelope's receipts).
+//   With leases (PostgreSQL), a repeat is also inside the window when the store fenced the earlier
+//   hand-over: its owner incarnation's commit of that envelope was refused as `hold_lost`, because
+//   its lease had lapsed (a partition, a stall) and the mail was swept and handed over again
+//   (docs/machines.md, the at-least-once window).
 // - FIFO, per sender → recipient → channel: the first hand-over of each message follows send
 //   order with no message overtaking an earlier one, and within one prompt a stream's messages
 //   are in send order. A crash re-delivers a batch it may have handed over already (repeats are
@@ -22,7 +26,7 @@
 import { MESSAGE_ID_RE } from '../../src/protocol/ids.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
 import { parseToken, sendOrder, type Origin } from './plan.ts';
-import type { CheckRecord, Incarnation, PromptRecord, WriterRecord } from './records.ts';
+import type { CheckRecord, Incarnation, Outage, PromptRecord, WriterRecord } from './records.ts';
 
 export interface Evidence {
   /** Final envelopes: live state wins over the history log for an id in both. */
@@ -34,6 +38,10 @@ export interface Evidence {
   kills: number;
   /** In-flight envelopes the final sweep found (every process had stopped) and any left after it. */
   inFlightAtEnd: number;
+  /** Whole machines killed or partitioned (`--machines`). */
+  outages?: Outage[];
+  /** `hold_lost` errors of the final state (the checker records those it saw during the run). */
+  fenced?: Array<{ at: number; message: string }>;
 }
 
 export interface Report {
@@ -49,6 +57,13 @@ export interface Report {
   still_pending: number;
   state_reads: number;
   state_parse_failures: number;
+  /** Reads the store refused with a stable reason while its server restarted, by reason. */
+  state_reads_refused: Record<string, number>;
+  /** Late commits the store refused and recorded as `hold_lost` (fencing). */
+  fenced_commits: number;
+  /** Of those, how many no machine outage was under way for: a lease that lapsed while its
+   *  process lived (a stall longer than the lease). */
+  fenced_commits_outside_outages: number;
   fifo_violations: number;
   duplicate_prompts: { inside_crash_window: number; outside_crash_window: number };
   record_mismatches: number;
@@ -90,6 +105,10 @@ interface Delivery {
 }
 
 const key = (name: string, inc: number) => `${name}#${inc}`;
+
+/** A late commit refused this long after a machine came back is still that outage's (the
+ *  returning process's connection catches up first). */
+const OUTAGE_SETTLE_MS = 10_000;
 
 function add<K, V>(m: Map<K, V[]>, k: K, v: V) {
   const list = m.get(k);
@@ -241,6 +260,10 @@ export function analyse(ev: Evidence): Report {
   }
 
   // ---- duplicates ---------------------------------------------------------------------------------------
+  const fenced = fencedCommits(ev);
+  const fencedHolds = new Set<string>();
+  for (const f of fenced.list)
+    for (const id of f.ids) for (const life of f.lives) fencedHolds.add(`${key(life.name, life.inc)}:${id}`);
   let inside = 0;
   let outside = 0;
   for (const [id, list] of seen) {
@@ -250,16 +273,14 @@ export function analyse(ev: Evidence): Report {
     for (let i = 1; i < list.length; i++) {
       const [a, b] = [list[i - 1]!, list[i]!];
       const firstOwner = lives.get(key(a.rid, a.inc));
+      const pushed = a.via === 'push' && b.via === 'push' && !resurrected;
       const crashed =
-        a.via === 'push' &&
-        b.via === 'push' &&
         a.inc !== b.inc &&
-        !resurrected &&
         !!firstOwner?.killed &&
         firstOwner.ended_at !== null &&
         firstOwner.ended_at >= a.at &&
         firstOwner.ended_at <= b.at;
-      if (crashed) inside++;
+      if (pushed && (crashed || fencedHolds.has(`${key(a.rid, a.inc)}:${id}`))) inside++;
       else {
         outside++;
         note(
@@ -320,6 +341,9 @@ export function analyse(ev: Evidence): Report {
   const crashes = ev.incarnations.filter((i) => i.exit !== null);
   for (const c of crashes) note('crashes', `${c.name}#${c.inc} exited on its own (${c.exit})`);
   const tally = ev.checks.find((c) => c.kind === 'tally');
+  const state_reads_refused: Record<string, number> = {};
+  for (const c of ev.checks)
+    if (c.kind === 'refused') state_reads_refused[c.reason] = (state_reads_refused[c.reason] ?? 0) + 1;
   return {
     kills: ev.kills,
     crashes: crashes.length,
@@ -333,6 +357,9 @@ export function analyse(ev: Evidence): Report {
     still_pending,
     state_reads: tally?.kind === 'tally' ? tally.reads : 0,
     state_parse_failures: failures.length,
+    state_reads_refused,
+    fenced_commits: fenced.list.length,
+    fenced_commits_outside_outages: fenced.outsideOutages,
     fifo_violations,
     duplicate_prompts: { inside_crash_window: inside, outside_crash_window: outside },
     record_mismatches,
@@ -341,4 +368,23 @@ export function analyse(ev: Evidence): Report {
     stuck_in_flight: ev.inFlightAtEnd,
     examples,
   };
+}
+
+/** Every commit the store fenced (seen by the checker or left in the final state), with the
+ *  envelopes it named and the incarnation whose process tag made it. */
+function fencedCommits(ev: Evidence) {
+  const byKey = new Map<string, { at: number; message: string }>();
+  for (const c of ev.checks) if (c.kind === 'fenced') byKey.set(`${c.at}:${c.message}`, c);
+  for (const f of ev.fenced ?? []) byKey.set(`${f.at}:${f.message}`, f);
+  const list = [...byKey.values()].map((f) => {
+    const pid = Number(/ by (\d+)@/.exec(f.message)?.[1]);
+    return {
+      at: f.at,
+      ids: f.message.match(/ocm_[0-9a-f]{32}/g) ?? [],
+      // The incarnation alive with that PID when the refusal was recorded.
+      lives: ev.incarnations.filter((i) => i.pid === pid && i.started_at <= f.at && (i.ended_at ?? Infinity) >= f.at),
+    };
+  });
+  const during = (at: number) => (ev.outages ?? []).some((o) => o.from <= at && at <= o.to + OUTAGE_SETTLE_MS);
+  return { list, outsideOutages: list.filter((f) => !during(f.at)).length };
 }

@@ -43,3 +43,14 @@ export function rng(seed: number): Rng {
 
 /** Environment variable through which `--compact-bytes` reaches the workers. */
 export const SOAK_COMPACT_BYTES = 'OPENCOMMS_SOAK_COMPACT_BYTES';
+
+/** Environment variable through which `--store postgres` reaches the workers: JSON `PgTarget`. */
+export const SOAK_PG = 'OPENCOMMS_SOAK_PG';
+
+export interface PgTarget {
+  /** The store's URL as this process reaches it (always loopback). */
+  url: string;
+  key: string;
+  /** Inside a machine's namespace: the URL's port is carried to this host and port first. */
+  forward?: { host: string; port: number };
+}

@@ -67,8 +67,30 @@ export interface PromptRecord {
   framed: boolean;
 }
 
-/** What the state checker records: one line per failed read (cause), and a closing tally. */
-export type CheckRecord = { kind: 'failure'; at: number; cause: string } | { kind: 'tally'; at: number; reads: number };
+/** What the state checker records: one line per failed read (cause), per read the store refused
+ *  with a stable reason (its server restarting), per late commit the store fenced (`hold_lost`,
+ *  once each), and a closing tally. */
+export type CheckRecord =
+  | { kind: 'failure'; at: number; cause: string }
+  | { kind: 'refused'; at: number; reason: string }
+  | { kind: 'fenced'; at: number; message: string }
+  | { kind: 'tally'; at: number; reads: number };
+
+/** A whole machine out (`--machines`): killed or partitioned from `from` to `to`. */
+export interface Outage {
+  machine: number;
+  kind: 'kill' | 'partition';
+  /** The processes (member names) that ran on it. */
+  names: string[];
+  from: number;
+  to: number;
+  /** Envelopes in flight under its processes when it went. */
+  held: number;
+  /** Of those, how many no sweep had put back in their queue by the time it came back. */
+  unswept: number;
+  /** Per swept envelope: from its holder's last lease renewal to the sweep, ms. */
+  sweep_ms: number[];
+}
 
 /** One process's life as the harness saw it. */
 export interface Incarnation {

@@ -9,21 +9,37 @@
 //   options: --kills N  --max-seconds S  --interval MIN-MAX (ms between kills)  --seed N  --keep
 //            --compact-bytes N (the workers' journal size per snapshot: small = many compactions,
 //            killed mid-way and followed by their seals)
+//   npm run soak -- --store postgres   the same on the PostgreSQL store: the soak's own server
+//                                 (postgres.ts), restarted --pg-restarts N times during the killing
+//   npm run soak -- --store postgres --machines 3   writers and owners on 3 machines (network
+//                                 namespaces, root only; target.ts) with a short lease, and
+//                                 --outages N whole machines killed or partitioned (outages.ts)
 //   npm run soak -- --faults      instead: every injected file-system fault of the store's write
 //                                 path and every cut of the journal's last line (faults.ts)
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { build } from 'esbuild';
 import type { Caller } from '../../src/engine/index.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
-import { openRuntime, processAlive } from '../../src/runtime/runtime.ts';
-import { analyse, verdict } from './analyse.ts';
+import { processAlive } from '../../src/runtime/runtime.ts';
+import { leaseMs } from '../../src/runtime/lease.ts';
+import { PgStore } from '../../src/store/postgres/store.ts';
+import { analyse, verdict, type Report } from './analyse.ts';
 import { faults } from './faults.ts';
-import { CHANNELS, OWNERS, SOAK_COMPACT_BYTES, WRITERS, rng } from './plan.ts';
-import { readLog, type CheckRecord, type Incarnation, type PromptRecord, type WriterRecord } from './records.ts';
+import { Managed } from './managed.ts';
+import { outage, type OutageKind } from './outages.ts';
+import { CHANNELS, OWNERS, SOAK_COMPACT_BYTES, WRITERS, rng, type Rng } from './plan.ts';
+import {
+  readLog,
+  type CheckRecord,
+  type Incarnation,
+  type Outage,
+  type PromptRecord,
+  type WriterRecord,
+} from './records.ts';
+import { SOAK_KEY, Target } from './target.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -34,19 +50,36 @@ interface Options {
   seed: number;
   keep: boolean;
   compactBytes: number | null;
+  store: 'file' | 'postgres';
+  machines: number;
+  pgRestarts: number;
+  outages: number;
 }
 
 /** The full run: 220 kills at 0.4–2.6 s (mean 1.5 s) is ~5.5 min of killing, leaving room for
  *  start-up and the final drain inside 10 min on 2 shared cores. The short run keeps ≥ 20 kills
  *  within CI's budget. `maxSeconds` bounds the killing phase whatever the machine's speed. */
-const FULL = { kills: 220, maxSeconds: 450 };
-const SHORT = { kills: 24, maxSeconds: 75 };
+const FULL = { kills: 220, maxSeconds: 450, interval: '400-2600', pgRestarts: 4, outages: 6 };
+const SHORT = { kills: 24, maxSeconds: 75, interval: '400-2600', pgRestarts: 3, outages: 2 };
+/** On PostgreSQL a kill costs more (a restarted process connects, loads and takes a lease), and
+ *  with machines each outage stops the killing for ~10 s: 210 kills at 0.25–1.85 s still end
+ *  inside 10 min on 2 loaded cores. */
+const PG_FULL = { ...FULL, kills: 210, maxSeconds: 470, interval: '250-1850' };
+/** Two machine outages (each up to ~25 s with its wait for a hand-over) within the short run's
+ *  kills: at the PostgreSQL pace and with more time, still under 2 min on a quiet machine. */
+const MACHINES_SHORT = { ...SHORT, maxSeconds: 100, interval: '250-1850' };
+/** The lease of every process with `--machines` (OPENCOMMS_LEASE_MS): short, so that a machine
+ *  out costs seconds and the run stays within minutes; the rule is the same at the default 15 s. */
+const SOAK_LEASE_MS = 3_000;
 /** Writers pause 50–250 ms between actions: ~20 sends/s over two channels stays under the
  *  1000/min rate limit set below, and owners (20 per batch, 1 s cooldown) keep up. */
 const WRITER_PACE = '50-250';
 /** A host takes up to this long to accept a prompt (OpenCode's promptAsync answers in tens of
  *  ms): the drain→commit window, so that some kills land in it on every run. */
 const HOST_LATENCY_MS = 150;
+/** With machines, hosts take longer: a machine cut off then holds mail in flight more often, so
+ *  partitions meet late commits to fence. */
+const MACHINES_HOST_LATENCY_MS = 400;
 /** How long the final drain may take before the leftovers count as pending. */
 const DRAIN_TIMEOUT_MS = 90_000;
 
@@ -55,8 +88,9 @@ function options(argv: string[]): Options {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const base = argv.includes('--short') ? SHORT : FULL;
-  const interval = /^(\d+)-(\d+)$/.exec(arg('--interval') ?? '400-2600')!;
+  const short = argv.includes('--short');
+  const base = short ? (arg('--machines') ? MACHINES_SHORT : SHORT) : arg('--store') === 'postgres' ? PG_FULL : FULL;
+  const interval = /^(\d+)-(\d+)$/.exec(arg('--interval') ?? base.interval)!;
   return {
     kills: Number(arg('--kills') ?? base.kills),
     maxSeconds: Number(arg('--max-seconds') ?? base.maxSeconds),
@@ -64,117 +98,15 @@ function options(argv: string[]): Options {
     seed: Number(arg('--seed') ?? Math.floor(Math.random() * 2 ** 31)),
     keep: argv.includes('--keep'),
     compactBytes: arg('--compact-bytes') === undefined ? null : Number(arg('--compact-bytes')),
+    store: arg('--store') === 'postgres' ? 'postgres' : 'file',
+    machines: Number(arg('--machines') ?? 0),
+    // A server restart with machines would expire every lease at once: asked for, not by default.
+    pgRestarts: Number(arg('--pg-restarts') ?? (arg('--machines') ? 0 : base.pgRestarts)),
+    outages: Number(arg('--outages') ?? base.outages),
   };
 }
 
-/** One worker role (`w1`, `o1`, the checker) across its incarnations. */
-class Managed {
-  inc = 0;
-  child!: ChildProcess;
-  life!: Incarnation;
-  exited!: Promise<void>;
-  private lines: string[] = [];
-  private waiters: Array<() => void> = [];
-  /** Set while the harness itself ends this incarnation (a kill or the final stop). */
-  private ending = false;
-  final = false;
-
-  constructor(
-    readonly name: string,
-    private readonly argv: (inc: number) => string[],
-    private readonly bundle: string,
-    private readonly log: NodeJS.WritableStream,
-    private readonly lives: Incarnation[],
-  ) {}
-
-  start() {
-    this.lines = [];
-    this.ending = false;
-    const child = spawn(process.execPath, [this.bundle, ...this.argv(this.inc)], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child = child;
-    const life: Incarnation = {
-      name: this.name,
-      inc: this.inc,
-      pid: child.pid!,
-      started_at: Date.now(),
-      ended_at: null,
-      killed: false,
-      exit: null,
-    };
-    this.life = life;
-    this.lives.push(life);
-    let buf = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        this.lines.push(buf.slice(0, nl));
-        buf = buf.slice(nl + 1);
-        for (const w of this.waiters.splice(0)) w();
-      }
-    });
-    child.stderr!.pipe(this.log, { end: false });
-    child.stdin!.on('error', () => {}); // a killed child's pipe
-    this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
-        life.ended_at = Date.now();
-        if (!this.ending) {
-          // Nobody asked it to go: a crash. Recorded (the run fails) and restarted.
-          life.exit = `${code ?? signal}`;
-          if (!this.final) {
-            this.inc++;
-            this.start();
-          }
-        }
-        resolve();
-      }),
-    );
-  }
-
-  async kill() {
-    this.ending = true;
-    this.child.kill('SIGKILL');
-    await this.exited;
-    this.life.killed = true;
-    this.inc++;
-    this.start();
-  }
-
-  send(cmd: string) {
-    this.child.stdin!.write(`${cmd}\n`);
-  }
-
-  line(want: string, ms: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`${this.name}#${this.inc}: no "${want}" within ${ms} ms`)), ms);
-      const check = () => {
-        if (this.lines.includes(want)) {
-          clearTimeout(t);
-          resolve();
-        } else this.waiters.push(check);
-      };
-      check();
-    });
-  }
-
-  /** The harness's own end of this incarnation: `cmd`, then wait for it to exit by itself. */
-  async stop(cmd: string, ms: number) {
-    this.final = true;
-    this.ending = true;
-    this.send(cmd);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ms)));
-    const how = await Promise.race([this.exited.then(() => 'exited' as const), timeout]);
-    clearTimeout(timer);
-    if (how === 'timeout') {
-      this.life.exit = `did not stop within ${ms} ms`;
-      this.child.kill('SIGKILL');
-      await this.exited;
-    }
-  }
-}
-
-async function setUp(project: string) {
-  const rt = openRuntime(project);
+async function setUp(target: Target) {
   const caller = (sid: string, mode: 'push' | 'pull'): Caller => ({
     session_id: sid,
     host: 'soak',
@@ -182,11 +114,13 @@ async function setUp(project: string) {
     delivery_mode: mode,
     host_session_id: sid,
     project_id: 'local-project',
-    worktree: project,
+    worktree: target.project,
   });
   const members = [...WRITERS.map((w) => caller(w, 'pull')), ...OWNERS.map((o) => caller(o, 'push'))];
   for (const channel of CHANNELS)
     for (const [i, c] of members.entries()) {
+      // Each member joins from its own machine, so the state records where its session runs.
+      const rt = target.openAs(c.session_id);
       const role = c.session_id.toUpperCase();
       const r =
         i === 0
@@ -196,14 +130,16 @@ async function setUp(project: string) {
               args: { channel, role, role_prompt: 'soak', rate_limit: 1000, max_hops: 50 },
             })
           : await rt.run({ op: 'join', caller: c, args: { channel, role, role_prompt: 'soak' } });
+      await rt.close();
       if (!r.ok) throw new Error(`set-up: ${c.session_id} on ${channel}: ${r.message}`);
     }
-  await rt.close();
 }
 
 /** Every envelope the store knows, through its own API: history logs, then live state on top. */
-async function finalEnvelopes(project: string): Promise<{ envelopes: Envelope[]; inFlight: number }> {
-  const rt = openRuntime(project);
+async function finalEnvelopes(
+  target: Target,
+): Promise<{ envelopes: Envelope[]; inFlight: number; fenced: Array<{ at: number; message: string }> }> {
+  const rt = target.open();
   const state = await rt.read();
   const all = new Map<string, Envelope>();
   for (const ch of Object.values(state.channels))
@@ -213,13 +149,14 @@ async function finalEnvelopes(project: string): Promise<{ envelopes: Envelope[];
   return {
     envelopes: [...all.values()],
     inFlight: Object.values(state.messages).filter((e) => e.delivery_status === 'in_flight').length,
+    fenced: state.errors.filter((e) => e.reason === 'hold_lost'),
   };
 }
 
-async function drained(project: string, ms: number): Promise<boolean> {
+async function drained(target: Target, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    const rt = openRuntime(project);
+    const rt = target.open();
     const state = await rt.read();
     await rt.close();
     if (
@@ -231,10 +168,124 @@ async function drained(project: string, ms: number): Promise<boolean> {
   return false;
 }
 
+/** The soak's processes: writers, owners and the checker, each started where the target puts it. */
+function cast(target: Target, bundle: string, records: string, random: Rng, log: NodeJS.WritableStream) {
+  const lives: Incarnation[] = [];
+  const seedOf = () => String(Math.floor(random() * 2 ** 31));
+  const project = target.project;
+  const latency = target.machines.length ? MACHINES_HOST_LATENCY_MS : HOST_LATENCY_MS;
+  const role = (name: string, argv: (inc: number) => string[]) =>
+    new Managed(name, argv, target.spawner(bundle, name, process.env), log, lives);
+  const writers = WRITERS.map((w) =>
+    role(w, (inc) => ['writer', project, records, w, String(inc), seedOf(), WRITER_PACE]),
+  );
+  const owners = OWNERS.map((o) =>
+    role(o, (inc) => ['owner', project, records, o, String(inc), seedOf(), String(latency)]),
+  );
+  const checker = role('checker', () => ['checker', project, records]);
+  return { lives, writers, owners, checker, victims: [...writers, ...owners] };
+}
+
+type Cast = ReturnType<typeof cast>;
+
+/** Restarts of the PostgreSQL server spread over the expected killing time, alternating a crash
+ *  (`immediate`) and a clean stop (`fast`), while the kills go on. */
+async function restarts(target: Target, opts: Options, until: () => boolean): Promise<number> {
+  if (!target.pg || opts.pgRestarts === 0) return 0;
+  const killing = Math.min(opts.maxSeconds * 1000, (opts.kills * (opts.interval[0] + opts.interval[1])) / 2);
+  const started = Date.now();
+  let done = 0;
+  for (let k = 1; k <= opts.pgRestarts && !until(); k++) {
+    const at = started + (k * killing) / (opts.pgRestarts + 1);
+    while (Date.now() < at && !until()) await sleep(100);
+    if (until()) break;
+    await target.pg.restart(k % 2 ? 'immediate' : 'fast');
+    done++;
+  }
+  return done;
+}
+
+/** The killing phase: single SIGKILLs at random moments, whole machines out at evenly spaced
+ *  kill counts (killed and partitioned in turn, over every machine), PostgreSQL restarts beside. */
+async function killing(target: Target, opts: Options, random: Rng, c: Cast, records: string) {
+  let kills = 0;
+  const outages: Outage[] = [];
+  const killUntil = Date.now() + opts.maxSeconds * 1000;
+  const stop = () => kills >= opts.kills || Date.now() >= killUntil;
+  const restarted = restarts(target, opts, stop);
+  const view = target.machines.length ? new PgStore({ url: target.pg!.url, key: SOAK_KEY }) : null;
+  const outageEvery = target.machines.length && opts.outages ? opts.kills / (opts.outages + 1) : Infinity;
+  while (!stop()) {
+    await sleep(opts.interval[0] + random() * (opts.interval[1] - opts.interval[0]));
+    await c.victims[Math.floor(random() * c.victims.length)]!.kill();
+    kills++;
+    if (view && outages.length < opts.outages && kills >= outageEvery * (outages.length + 1)) {
+      const n = outages.length;
+      const m = target.machines[n % target.machines.length]!;
+      // Over the machines in turn, kill and partition alternating, the next round the other way.
+      const round = Math.floor(n / target.machines.length);
+      const kind: OutageKind = ((n % target.machines.length) + round) % 2 ? 'partition' : 'kill';
+      const procs = c.victims.filter((v) => target.placement.get(v.name) === m);
+      const logs = c.owners.filter((o) => procs.includes(o)).map((o) => join(records, `${o.name}.prompts.jsonl`));
+      const handedOver = () => logs.reduce((n, f) => n + (statSync(f, { throwIfNoEntry: false })?.size ?? 0), 0);
+      outages.push(await outage(kind, m, procs, view, leaseMs(), logs.length ? handedOver : null));
+    }
+  }
+  await view?.close();
+  return { kills, outages, pgRestarts: await restarted };
+}
+
+/** Killing stops; writers go quiet and read everything; owners deliver the rest; all stop. */
+async function drain(target: Target, c: Cast) {
+  await Promise.all(c.victims.map((m) => m.line('ready', 60_000)));
+  for (const w of c.writers) w.send('quiet');
+  await Promise.all(c.writers.map((w) => w.line('quiet', 30_000)));
+  await Promise.all(c.writers.map((w) => w.stop('finish', 60_000)));
+  await drained(target, DRAIN_TIMEOUT_MS);
+  await Promise.all([...c.owners, c.checker].map((m) => m.stop('finish', 30_000)));
+}
+
+/** Every process has stopped, so anything still in flight is stuck: one sweep with the liveness
+ *  the store gives (PIDs; with leases, the lease snapshot a starting runtime takes), then the
+ *  envelopes before and after it. */
+async function finalSweep(target: Target) {
+  const before = await finalEnvelopes(target);
+  const rt = target.open();
+  if (target.pg) await rt.start();
+  else await rt.run({ op: 'sweep', alive: processAlive });
+  await rt.close();
+  const after = await finalEnvelopes(target);
+  return { envelopes: after.envelopes, inFlightAtEnd: before.inFlight + after.inFlight, fenced: after.fenced };
+}
+
+/** What the machine outages measured, beside the lease's promise. */
+function outageFigures(outages: Outage[]) {
+  // One figure per outage that held mail: its slowest envelope (a batch is swept in one mutation,
+  // so per envelope a big batch would outweigh the rest).
+  const each = outages.filter((o) => o.sweep_ms.length).map((o) => Math.round(Math.max(...o.sweep_ms)));
+  const sorted = [...each].sort((x, y) => x - y);
+  return {
+    machine_kills: outages.filter((o) => o.kind === 'kill').length,
+    partitions: outages.filter((o) => o.kind === 'partition').length,
+    outages_holding_mail: outages.filter((o) => o.held > 0).length,
+    in_flight_held_at_outage: outages.reduce((n, o) => n + o.held, 0),
+    in_flight_not_swept_in_time: outages.reduce((n, o) => n + o.unswept, 0),
+    in_flight_back_to_pending_after_last_renewal_ms: {
+      each,
+      p50: sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)]! : null,
+      max: sorted.at(-1) ?? null,
+      target_max: leaseMs() + 2_000,
+    },
+  };
+}
+
 async function main() {
   const opts = options(process.argv.slice(2));
-  // The workers inherit the environment: the size reaches every incarnation (worker.ts).
+  // The workers inherit the environment: these reach every incarnation (worker.ts, lease.ts).
   if (opts.compactBytes !== null) process.env[SOAK_COMPACT_BYTES] = String(opts.compactBytes);
+  if (opts.machines) process.env.OPENCOMMS_LEASE_MS = String(SOAK_LEASE_MS);
+  if (opts.machines && opts.store !== 'postgres') throw new Error('--machines needs --store postgres');
+  if (opts.machines && process.getuid?.() !== 0) throw new Error('--machines builds network namespaces: run as root');
   const started = Date.now();
   const random = rng(opts.seed);
   const base = mkdtempSync(join(tmpdir(), 'opencomms-soak-'));
@@ -253,81 +304,67 @@ async function main() {
     packages: 'external',
     logLevel: 'warning',
   });
-  await setUp(project);
-
-  const lives: Incarnation[] = [];
-  const log = createWriteStream(join(records, 'workers.stderr.log'), { flags: 'a' });
-  const seedOf = () => String(Math.floor(random() * 2 ** 31));
-  const writers = WRITERS.map(
-    (w) =>
-      new Managed(w, (inc) => ['writer', project, records, w, String(inc), seedOf(), WRITER_PACE], bundle, log, lives),
-  );
-  const owners = OWNERS.map(
-    (o) =>
-      new Managed(
-        o,
-        (inc) => ['owner', project, records, o, String(inc), seedOf(), String(HOST_LATENCY_MS)],
-        bundle,
-        log,
-        lives,
-      ),
-  );
-  const checker = new Managed('checker', () => ['checker', project, records], bundle, log, lives);
-  const victims = [...writers, ...owners];
-  for (const m of [checker, ...victims]) m.start();
-  await Promise.all([checker, ...victims].map((m) => m.line('ready', 60_000)));
-
-  // ---- killing ----------------------------------------------------------------------------------
-  let kills = 0;
-  const killUntil = Date.now() + opts.maxSeconds * 1000;
-  while (kills < opts.kills && Date.now() < killUntil) {
-    await sleep(opts.interval[0] + random() * (opts.interval[1] - opts.interval[0]));
-    await victims[Math.floor(random() * victims.length)]!.kill();
-    kills++;
+  const target = await Target.open(project, opts.store, opts.machines);
+  try {
+    await setUp(target);
+    const log = createWriteStream(join(records, 'workers.stderr.log'), { flags: 'a' });
+    const c = cast(target, bundle, records, random, log);
+    for (const m of [c.checker, ...c.victims]) m.start();
+    await Promise.all([c.checker, ...c.victims].map((m) => m.line('ready', 60_000)));
+    const run = await killing(target, opts, random, c, records);
+    await drain(target, c);
+    const end = await finalSweep(target);
+    await new Promise((resolve) => log.end(resolve));
+    const report = analyse({
+      ...end,
+      writers: Object.fromEntries(WRITERS.map((w) => [w, readLog<WriterRecord>(join(records, `${w}.jsonl`))])),
+      owners: Object.fromEntries(OWNERS.map((o) => [o, readLog<PromptRecord>(join(records, `${o}.prompts.jsonl`))])),
+      incarnations: c.lives,
+      checks: readLog<CheckRecord>(join(records, 'checker.jsonl')),
+      kills: run.kills,
+      outages: run.outages,
+    });
+    writeFileSync(join(records, 'incarnations.json'), JSON.stringify(c.lives, null, 1));
+    writeFileSync(join(records, 'outages.json'), JSON.stringify(run.outages, null, 1));
+    const failed = verdict(report);
+    if (run.kills < opts.kills) failed.push(`kills=${run.kills} < ${opts.kills} within ${opts.maxSeconds} s`);
+    if (run.pgRestarts < opts.pgRestarts && target.pg)
+      failed.push(`pg_restarts=${run.pgRestarts} < ${opts.pgRestarts}`);
+    if (opts.machines && run.outages.length < opts.outages)
+      failed.push(`machine outages=${run.outages.length} < ${opts.outages}`);
+    print(opts, started, report, failed, records, base, target, run);
+  } finally {
+    await target.close();
   }
+}
 
-  // ---- everyone drains ------------------------------------------------------------------------------
-  await Promise.all(victims.map((m) => m.line('ready', 60_000)));
-  for (const w of writers) w.send('quiet');
-  await Promise.all(writers.map((w) => w.line('quiet', 30_000)));
-  await Promise.all(writers.map((w) => w.stop('finish', 60_000)));
-  await drained(project, DRAIN_TIMEOUT_MS);
-  await Promise.all([...owners, checker].map((m) => m.stop('finish', 30_000)));
-
-  // ---- the final sweep: every process has stopped, so anything still in flight is stuck -------------
-  const before = await finalEnvelopes(project);
-  const rt = openRuntime(project);
-  await rt.run({ op: 'sweep', alive: processAlive });
-  await rt.close();
-  const after = await finalEnvelopes(project);
-  await new Promise((resolve) => log.end(resolve));
-
-  const report = analyse({
-    envelopes: after.envelopes,
-    writers: Object.fromEntries(WRITERS.map((w) => [w, readLog<WriterRecord>(join(records, `${w}.jsonl`))])),
-    owners: Object.fromEntries(OWNERS.map((o) => [o, readLog<PromptRecord>(join(records, `${o}.prompts.jsonl`))])),
-    incarnations: lives,
-    checks: readLog<CheckRecord>(join(records, 'checker.jsonl')),
-    kills,
-    inFlightAtEnd: before.inFlight + after.inFlight,
-  });
-  const failed = verdict(report);
-  if (kills < opts.kills) failed.push(`kills=${kills} < ${opts.kills} within ${opts.maxSeconds} s`);
-  writeFileSync(join(records, 'incarnations.json'), JSON.stringify(lives, null, 1));
+function print(
+  opts: Options,
+  started: number,
+  report: Report,
+  failed: string[],
+  records: string,
+  base: string,
+  target: Target,
+  run: { pgRestarts: number; outages: Outage[] },
+) {
   const { examples, ...figures } = report;
-  // How often a kill left the lock behind (the store logs each break): each cost the project up
-  // to LOCK_STALE_MS of waiting.
+  // How often a kill left the file lock behind (the store logs each break): each cost the project
+  // up to LOCK_STALE_MS of waiting.
   const staleLocksBroken =
     readFileSync(join(records, 'workers.stderr.log'), 'utf8').split('broke a stale state lock').length - 1;
   const keep = opts.keep || failed.length > 0;
   console.log(
     JSON.stringify({
       soak: 'opencomms',
+      store: opts.store,
+      ...(target.pg ? { pg_server_user: target.pg.user, pg_restarts: run.pgRestarts } : {}),
+      ...(opts.machines ? { machines: opts.machines, lease_ms: leaseMs(), ...outageFigures(run.outages) } : {}),
       seed: opts.seed,
       compact_bytes: opts.compactBytes ?? 'default',
       seconds: Math.round((Date.now() - started) / 1000),
       ...figures,
-      stale_locks_broken: staleLocksBroken,
+      ...(target.pg ? {} : { stale_locks_broken: staleLocksBroken }),
       ok: failed.length === 0,
       ...(failed.length ? { failed, examples } : {}),
       ...(keep ? { records: base } : {}),

@@ -13,11 +13,14 @@
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { RefusalError } from '../../src/protocol/result.ts';
 import { parseState } from '../../src/protocol/schema.ts';
 import { Runtime, type RuntimeOptions } from '../../src/runtime/runtime.ts';
 import { FileStore } from '../../src/store/file/store.ts';
+import { PgStore } from '../../src/store/postgres/store.ts';
+import { forwardLoopback } from '../../test/netns/net.ts';
 import { DurableLog, type CheckRecord, type PromptRecord, type WriterRecord } from './records.ts';
-import { CHANNELS, MEMBERS, SOAK_COMPACT_BYTES, contentToken, rng, type Rng } from './plan.ts';
+import { CHANNELS, MEMBERS, SOAK_COMPACT_BYTES, SOAK_PG, contentToken, rng, type PgTarget, type Rng } from './plan.ts';
 
 const [mode, project, records, name, incArg, seedArg, tuning] = process.argv.slice(2);
 if (!mode || !project || !records) throw new Error('usage: worker <writer|owner|checker> <project> <records> ...');
@@ -25,7 +28,14 @@ const inc = Number(incArg ?? 0);
 const random = rng(Number(seedArg ?? 1));
 const log = (line: string) => process.stderr.write(`[${name ?? mode}#${inc}] ${line}\n`);
 const compactBytes = process.env[SOAK_COMPACT_BYTES] ? Number(process.env[SOAK_COMPACT_BYTES]) : undefined;
-const openRuntime = (dir: string, opts?: RuntimeOptions) => new Runtime(new FileStore(dir, { compactBytes }), opts);
+const pgTarget = process.env[SOAK_PG] ? (JSON.parse(process.env[SOAK_PG]) as PgTarget) : null;
+if (pgTarget?.forward)
+  await forwardLoopback(Number(new URL(pgTarget.url).port), pgTarget.forward.host, pgTarget.forward.port);
+const openRuntime = (dir: string, opts?: RuntimeOptions) =>
+  new Runtime(
+    pgTarget ? new PgStore({ url: pgTarget.url, key: pgTarget.key }) : new FileStore(dir, { compactBytes }),
+    opts,
+  );
 
 /** Stdin commands from the harness, one per line, heard from the first moment (a command may
  *  arrive while the runtime is still starting). */
@@ -177,12 +187,16 @@ async function owner(rid: string) {
   process.exit(0);
 }
 
+/** What a read answers while the PostgreSQL server is down or restarting. */
+const OUTAGE_REASONS = new Set(['state_unreadable', 'state_busy']);
+
 async function checker() {
   const out = new DurableLog(join(records!, 'checker.jsonl'));
   let reads = 0;
   let done = false;
   void next('finish').then(() => (done = true));
   const seenCorrupt = new Set<string>();
+  const seenFenced = new Set<string>();
   process.stdout.write('ready\n');
   while (!done) {
     // A fresh store each time: its own load path, no cache shared with an earlier read.
@@ -194,18 +208,30 @@ async function checker() {
         out.append({ kind: 'failure', at: Date.now(), cause: `invalid: ${valid.cause}` } satisfies CheckRecord);
       // A corrupt file is recovered by the load itself (backup + fresh state): the error it
       // records is the evidence.
-      for (const e of state.errors)
-        if (e.reason === 'state_corrupt' && !seenCorrupt.has(`${e.at}:${e.message}`)) {
-          seenCorrupt.add(`${e.at}:${e.message}`);
+      for (const e of state.errors) {
+        const seen = `${e.at}:${e.message}`;
+        if (e.reason === 'state_corrupt' && !seenCorrupt.has(seen)) {
+          seenCorrupt.add(seen);
           out.append({ kind: 'failure', at: Date.now(), cause: `corrupt: ${e.message}` } satisfies CheckRecord);
         }
+        if (e.reason === 'hold_lost' && !seenFenced.has(seen)) {
+          seenFenced.add(seen);
+          out.append({ kind: 'fenced', at: e.at, message: e.message } satisfies CheckRecord);
+        }
+      }
     } catch (e) {
-      out.append({ kind: 'failure', at: Date.now(), cause: `threw: ${(e as Error).message}` } satisfies CheckRecord);
+      const reason = e instanceof RefusalError ? e.refusal.data?.reason : undefined;
+      // A server restarting answers a read with a stable refusal: recorded, not a failed load.
+      if (pgTarget && reason && OUTAGE_REASONS.has(reason))
+        out.append({ kind: 'refused', at: Date.now(), reason } satisfies CheckRecord);
+      else
+        out.append({ kind: 'failure', at: Date.now(), cause: `threw: ${(e as Error).message}` } satisfies CheckRecord);
     } finally {
       await rt.close();
     }
     reads++;
-    await sleep(20);
+    // Each read of the PostgreSQL store is a cold load on a new connection: fewer of them.
+    await sleep(pgTarget ? 100 : 20);
   }
   out.append({ kind: 'tally', at: Date.now(), reads } satisfies CheckRecord);
   out.close();

@@ -86,7 +86,16 @@ export class LeaseKeeper {
    *  expiry of one that still holds. */
   async check(): Promise<void> {
     if (this.closed || !this.view) return;
-    const holders = remoteHolders(await this.host.peek(), this.machine);
+    let state: Readonly<State>;
+    try {
+      state = await this.host.peek();
+    } catch (e) {
+      // Called from timers and start-up: a store down now is logged, never a rejection that ends
+      // the process; the next renewal checks again.
+      this.host.log(`lease check failed: ${(e as Error).message}`);
+      return;
+    }
+    const holders = remoteHolders(state, this.machine);
     if (!holders.size) return;
     const view = this.view;
     if ([...holders].some((t) => !view.live.has(t))) await this.host.sweep(livenessFrom(view, this.machine));

@@ -4,11 +4,11 @@
 // namespace carries 127.0.0.1:<port> over the veth pair to the test's forwarder in the root
 // namespace. Commands arrive on stdin, one JSON object a line; reports leave on stdout the same way.
 import { appendFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { PgStore } from '../../src/store/postgres/store.ts';
+import { forwardLoopback } from './net.ts';
 
 const [gateway, gatewayPort, localPort, key, sid, role, worktree, received] = process.argv.slice(2) as [
   string,
@@ -22,17 +22,7 @@ const [gateway, gatewayPort, localPort, key, sid, role, worktree, received] = pr
 ];
 const say = (o: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
-const forward = createServer((inner) => {
-  const outer = connect(Number(gatewayPort), gateway);
-  inner.pipe(outer).pipe(inner);
-  const end = () => {
-    inner.destroy();
-    outer.destroy();
-  };
-  inner.on('error', end);
-  outer.on('error', end);
-});
-await new Promise<void>((r) => forward.listen(Number(localPort), '127.0.0.1', r));
+await forwardLoopback(Number(localPort), gateway, Number(gatewayPort));
 
 /** Hand-overs wait here while `hold` is on: the host is still taking the prompt. */
 let holding = false;

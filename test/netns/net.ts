@@ -2,7 +2,7 @@
 // veth pair (10.231.<n>.1/30 outside, .2 inside: addresses of these test hosts only, routed nowhere
 // else), and a forwarder in the root namespace from the pair's outer address to the PostgreSQL the
 // run uses (its URL's port on loopback). A partition is the outer end of the pair down.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -19,6 +19,23 @@ const quiet = (...args: string[]) => {
 export const FORWARD_PORT = 15_432;
 /** The port of the forwarder inside each namespace (the agent's loopback URL). */
 export const INNER_PORT = 5_432;
+
+/** Carries `localPort` on this namespace's loopback to `port` at `host`: inside a machine, the
+ *  loopback URL every OpenComms process uses reaches the server across the veth pair. */
+export async function forwardLoopback(localPort: number, host: string, port: number): Promise<Server> {
+  const server = createServer((inner) => {
+    const outer = connect(port, host);
+    inner.pipe(outer).pipe(inner);
+    const end = () => {
+      inner.destroy();
+      outer.destroy();
+    };
+    inner.on('error', end);
+    outer.on('error', end);
+  });
+  await new Promise<void>((r) => server.listen(localPort, '127.0.0.1', r));
+  return server;
+}
 
 /** The database URL as an agent inside a namespace reaches it: the same user, password and
  *  database, through the namespace's forwarder on its loopback. */
@@ -126,13 +143,9 @@ export class Machine {
     leaseMs: number | null;
     env?: Record<string, string>;
   }): Agent {
-    const child = spawn(
-      'ip',
+    const child = this.spawn(
+      process.execPath,
       [
-        'netns',
-        'exec',
-        this.ns,
-        process.execPath,
         '--import',
         'tsx',
         'test/netns/agent.ts',
@@ -146,17 +159,22 @@ export class Machine {
         a.received,
       ],
       {
-        env: {
-          ...process.env,
-          OPENCOMMS_MACHINE_ID: this.id,
-          ...(a.leaseMs === null ? {} : { OPENCOMMS_LEASE_MS: String(a.leaseMs) }),
-          OPENCOMMS_AGENT_DATABASE_URL: insideUrl(this.url),
-          ...a.env,
-        },
-        stdio: ['pipe', 'pipe', 'inherit'],
+        ...(a.leaseMs === null ? {} : { OPENCOMMS_LEASE_MS: String(a.leaseMs) }),
+        OPENCOMMS_AGENT_DATABASE_URL: insideUrl(this.url),
+        ...a.env,
       },
+      ['pipe', 'pipe', 'inherit'],
     );
     return new Agent(child);
+  }
+
+  /** A process of this machine: inside its namespace, with its machine id (`ip netns exec` execs
+   *  the command, so the child's PID is the command's own). */
+  spawn(command: string, args: string[], env: NodeJS.ProcessEnv, stdio: StdioOptions): ChildProcess {
+    return spawn('ip', ['netns', 'exec', this.ns, command, ...args], {
+      env: { ...process.env, ...env, OPENCOMMS_MACHINE_ID: this.id },
+      stdio,
+    });
   }
 }
 

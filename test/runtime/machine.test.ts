@@ -7,7 +7,9 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isMachineId, loadMachineId, machineIdFile } from '../../src/runtime/machine.ts';
+import { LeaseKeeper } from '../../src/runtime/lease.ts';
 import { livenessFrom, onThisMachine, parseTag, processTag } from '../../src/runtime/process.ts';
+import type { LeaseStore } from '../../src/store/types.ts';
 
 const dirs: string[] = [];
 const home = () => {
@@ -86,5 +88,31 @@ describe('process tags and liveness', () => {
     expect(livenessFrom(null, THIS)(remote)).toBe(true);
     // The same PID as this process, on another machine: its PID says nothing.
     expect(livenessFrom({ live: new Set() }, THIS)(processTag(process.pid, OTHER))).toBe(false);
+  });
+});
+
+describe('the lease keeper', () => {
+  it('a store that answers the renewal and then goes down is logged, never a rejection', async () => {
+    const logs: string[] = [];
+    const store: LeaseStore = {
+      renew: async () => ({ live: new Set(), left: new Map() }),
+      snapshot: async () => ({ live: new Set(), left: new Map() }),
+      release: async () => {},
+    };
+    const keeper = new LeaseKeeper(
+      store,
+      processTag(process.pid, THIS),
+      THIS,
+      {
+        peek: () => Promise.reject(new Error('server restarting')),
+        sweep: async () => {},
+        log: (line) => logs.push(line),
+      },
+      60_000,
+    );
+    await expect(keeper.start()).resolves.toBeUndefined();
+    await expect(keeper.check()).resolves.toBeUndefined();
+    expect(logs).toEqual(['lease check failed: server restarting', 'lease check failed: server restarting']);
+    await keeper.close();
   });
 });

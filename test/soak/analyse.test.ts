@@ -197,6 +197,59 @@ describe('soak verdict', () => {
     expect(alive.lost).toBe(2);
   });
 
+  it('a batch shown again by the same owner after the store fenced its commit (lease lapsed, swept): inside the window', () => {
+    // o1's process lived through the partition: one incarnation (PID 100) shows M1 twice.
+    const base = {
+      envelopes: [env(M1, 1, { transitions: REDELIVERED }), env(M2, 2), env(M3, 3)],
+      owners: { o1: [prompt([M1], 20, 0), prompt([M1, M2, M3], 40, 0)] },
+      incarnations: [life('w1', 0, 0, 100), life('o1', 0, 0, 100)],
+    };
+    const fence = (ids: string[], pid = 100) => ({
+      at: 30,
+      message: `A commit by ${pid}@vm/aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee was refused for ${ids.length} envelope(s) it no longer holds (${ids.join(', ')}): …`,
+    });
+    const fenced = run({ ...base, fenced: [fence([M1])] });
+    expect(fenced.duplicate_prompts).toEqual({ inside_crash_window: 1, outside_crash_window: 0 });
+    expect(fenced.fenced_commits).toBe(1);
+    expect(fenced.fenced_commits_outside_outages).toBe(1);
+    expect(verdict(fenced)).toEqual([]);
+    // Seen by the checker rather than left in the final state: the same.
+    expect(run({ ...base, checks: [{ kind: 'fenced', ...fence([M1]) }] }).duplicate_prompts.outside_crash_window).toBe(
+      0,
+    );
+    // No fence, a fence of another envelope, or of another process: outside.
+    expect(verdict(run(base))).toContain('duplicate_prompts.outside_crash_window=1');
+    expect(run({ ...base, fenced: [fence([M2])] }).duplicate_prompts.outside_crash_window).toBe(1);
+    expect(run({ ...base, fenced: [fence([M1], 999)] }).duplicate_prompts.outside_crash_window).toBe(1);
+    // During a machine outage, a fence is that outage's.
+    const cut = {
+      machine: 1,
+      kind: 'partition' as const,
+      names: ['o1'],
+      from: 22,
+      to: 28,
+      held: 1,
+      unswept: 0,
+      sweep_ms: [3100],
+    };
+    expect(run({ ...base, fenced: [fence([M1])], outages: [cut] }).fenced_commits_outside_outages).toBe(0);
+  });
+
+  it('reads refused while the server restarts and fenced commits are counted, not failures', () => {
+    const r = run({
+      checks: [
+        { kind: 'refused', at: 5, reason: 'state_unreadable' },
+        { kind: 'refused', at: 6, reason: 'state_unreadable' },
+        { kind: 'fenced', at: 7, message: 'late commit' },
+        { kind: 'tally', at: 9, reads: 3 },
+      ],
+    });
+    expect(r.state_reads_refused).toEqual({ state_unreadable: 2 });
+    expect(r.fenced_commits).toBe(1);
+    expect(r.state_parse_failures).toBe(0);
+    expect(verdict(r)).toEqual([]);
+  });
+
   it('misrouted hand-overs, state read failures and crashes fail the run', () => {
     expect(
       run({ owners: { o1: [prompt([M1, M2, M3], 20)], o2: [{ ...prompt([M1], 21), rid: 'o2' }] } }).misrouted,
