@@ -240,15 +240,18 @@ export class PgStore implements Store {
     return this.cache!.state;
   }
 
-  /** Brings the cache up to date; true when anything changed (or it was loaded afresh). */
-  private async news(): Promise<boolean> {
+  /** Brings the cache up to date; true when anything changed (or it was loaded afresh). A head
+   *  a lease renewal read within PG_HEARD_FRESH_MS stands in for the query, unless `exact`: a
+   *  refusal must be judged on a head read after the call began (another process's commit may
+   *  have been acknowledged since that renewal). */
+  private async news(exact = false): Promise<boolean> {
     const c = this.cache;
     if (!c) {
       await this.load();
       return true;
     }
     const h = this.heard;
-    if (h && h.seq === c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS) return false;
+    if (!exact && h && h.seq === c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS) return false;
     this.lastAsked = Date.now();
     // A retired project answers one row with no sequence number first (`store migrate`).
     const s = ident(this.schema);
@@ -334,7 +337,7 @@ export class PgStore implements Store {
     const step = this.prepare(c, fn);
     // An answer that writes nothing (a refusal, mostly) must hold on the newest state too: one
     // computed on a cache another process has moved past would never meet the server.
-    if ('result' in step) return (await this.news()) ? { done: false } : { done: true, answer: step.result };
+    if ('result' in step) return (await this.news(true)) ? { done: false } : { done: true, answer: step.result };
     const rows = await this.send(step);
     const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
     if (committed !== null) {

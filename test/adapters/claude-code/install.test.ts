@@ -87,7 +87,9 @@ describe('install claude-code', () => {
     expect(node([p.at(RUNNER)], '{}').stdout).toBe('{}\n');
     const server = node([p.at('.opencomms/opencomms-mcp.mjs'), p.dir]);
     expect([server.status, server.stderr]).toEqual([0, expect.stringContaining('[opencomms-mcp] start: pin set NO')]);
-    expect((await p.read(RUNNER)).length).toBeLessThan(8 * 1024);
+    // The fast entry parses on every prompt: small, though it carries the PostgreSQL mailbox read
+    // (a wire client with SCRAM); the hook bench holds its whole cost to 1.25x a bare Node start.
+    expect((await p.read(RUNNER)).length).toBeLessThan(16 * 1024);
   });
 
   it('INS-1: a second run changes no byte; unrelated keys, hooks and comments are kept', async () => {

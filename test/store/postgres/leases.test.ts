@@ -1,6 +1,7 @@
 // Leases in the PostgreSQL store, on a real server: renewed and judged on the database's clock, one
 // query per renewal answering everyone's, released at a clean exit.
 import { afterEach, describe, expect, it } from 'vitest';
+import { PG_HEARD_FRESH_MS } from '../../../src/store/postgres/limits.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
 import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 
@@ -61,6 +62,29 @@ describe('PostgreSQL leases', () => {
     expect(told).toBeGreaterThan(0);
     expect((await a.peek()).errors.map((e) => e.message)).toEqual(['unnotified']);
     await w.close();
+  });
+
+  it("a mutation's answer that writes nothing is judged on the head, even right after a renewal read it", async () => {
+    const key = newProjectKey();
+    keys.push(key);
+    const b = open(key);
+    await b.peek();
+    // A change committed by someone else just after B's renewal read the head (with no
+    // notification), then B's read-only mutation within PG_HEARD_FRESH_MS of that renewal: its
+    // answer must include the change, which was committed before the mutation began.
+    await admin(async (c) => {
+      for (let seq = 1; seq <= 5; seq++) {
+        await b.leases.renew(`1@b/${M1}`, M1, 60_000);
+        const renewed = performance.now();
+        await c.query(
+          `insert into "oc_${key}".changes values (${seq}, '[["a", ["errors"], [{"at": 1, "message": "e${seq}"}]]]', false); update "oc_${key}".head set seq = ${seq}`,
+        );
+        const seen = await b.mutate((d) => ({ changed: false, result: d.errors.map((e) => e.message) }));
+        expect(seen).toContain(`e${seq}`);
+        if (performance.now() - renewed < PG_HEARD_FRESH_MS) return;
+      }
+      throw new Error(`no try ran within ${PG_HEARD_FRESH_MS} ms of a renewal: the case was not exercised`);
+    });
   });
 
   it('works on a project laid out before leases existed (the table is created on first use)', async () => {
