@@ -84,8 +84,8 @@ export async function machinesBench() {
     await agentA.call('create', { channel: CHANNEL });
     const agentB = await boot(b, 'sess_b', 'Reviewer', '/home/b/project');
     await agentB.call('join', { channel: CHANNEL });
-    await agentA.call('host');
-    await agentB.call('host');
+    await agentA.call('serve');
+    await agentB.call('serve');
     const table = `"oc_${key}".floor`;
     await admin((c) => c.query(`create table ${table} (id text primary key)`), url);
     await latency(agentA, agentB, table);
