@@ -17,33 +17,40 @@ function time(args: string[], input: string): number {
   return now() - t;
 }
 
+/** A project with Claude Code installed, its member pinned (`sess_bench`) and a peer in channel
+ *  `bench`; the installed runner and the input of a hook call of Claude Code session `claude-bench`. */
+export async function hookBenchProject(dir: string) {
+  await install('claude-code', dir, { detect: async () => 'x', warn: () => {} });
+  await installMember(dir, { id: 'sess_bench' });
+  const rt = openRuntime(dir, { log: () => {} });
+  const caller = (sid: string) => ({
+    session_id: sid,
+    host: 'claude-code',
+    surface: 'mcp',
+    delivery_mode: 'pull',
+    host_session_id: null,
+    project_id: 'local-project',
+    worktree: dir,
+  });
+  await rt.run({
+    op: 'create',
+    caller: caller('sess_bench'),
+    args: { channel: 'bench', role: 'Worker', role_prompt: 'work', rate_limit: 1000 },
+  });
+  await rt.run({
+    op: 'join',
+    caller: caller('sess_peer'),
+    args: { channel: 'bench', role: 'Peer', role_prompt: 'send' },
+  });
+  const runner = join(dir, '.opencomms', 'claude-code-hooks.mjs');
+  const input = (event: string) =>
+    JSON.stringify({ hook_event_name: event, session_id: 'claude-bench', cwd: dir, prompt: 'next' });
+  return { rt, runner, input };
+}
+
 export async function hooksBench() {
   await withProject(async (dir) => {
-    await install('claude-code', dir, { detect: async () => 'x', warn: () => {} });
-    await installMember(dir, { id: 'sess_bench' });
-    const rt = openRuntime(dir, { log: () => {} });
-    const caller = (sid: string) => ({
-      session_id: sid,
-      host: 'claude-code',
-      surface: 'mcp',
-      delivery_mode: 'pull',
-      host_session_id: null,
-      project_id: 'local-project',
-      worktree: dir,
-    });
-    await rt.run({
-      op: 'create',
-      caller: caller('sess_bench'),
-      args: { channel: 'bench', role: 'Worker', role_prompt: 'work', rate_limit: 1000 },
-    });
-    await rt.run({
-      op: 'join',
-      caller: caller('sess_peer'),
-      args: { channel: 'bench', role: 'Peer', role_prompt: 'send' },
-    });
-    const runner = join(dir, '.opencomms', 'claude-code-hooks.mjs');
-    const input = (event: string) =>
-      JSON.stringify({ hook_event_name: event, session_id: 'claude-bench', cwd: dir, prompt: 'next' });
+    const { rt, runner, input } = await hookBenchProject(dir);
     time([runner, 'auto', dir], input('SessionStart')); // binds the session
     const floor: number[] = [];
     const empty: number[] = [];

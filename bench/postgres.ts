@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { install, installMember } from '../src/cli/hosts.ts';
 import { openRuntime, type Runtime } from '../src/runtime/runtime.ts';
 import { writeBinding } from '../src/store/binding.ts';
 import { ident } from '../src/store/postgres/schema.ts';
@@ -25,6 +24,7 @@ import {
   stats,
   withProject,
 } from './lib.ts';
+import { hookBenchProject } from './hooks.ts';
 import { PIN_A, RSS_CHANNELS, floorPair, oursPair, rssMb, writers, type Pair } from './mcp.ts';
 
 const WARM = 100;
@@ -284,32 +284,8 @@ async function eightWriters(url: string, keys: string[]) {
 
 /** A project with Claude Code installed, a bound session and an empty queue: one hook call's wall time. */
 async function hookProject(dir: string) {
-  await install('claude-code', dir, { detect: async () => 'x', warn: () => {} });
-  await installMember(dir, { id: 'sess_bench' });
-  const rt = openRuntime(dir, { log: () => {} });
-  const caller = (sid: string) => ({
-    session_id: sid,
-    host: 'claude-code',
-    surface: 'mcp',
-    delivery_mode: 'pull',
-    host_session_id: null,
-    project_id: 'local-project',
-    worktree: dir,
-  });
-  await rt.run({
-    op: 'create',
-    caller: caller('sess_bench'),
-    args: { channel: 'bench', role: 'Worker', role_prompt: 'work', rate_limit: 1000 },
-  });
-  await rt.run({
-    op: 'join',
-    caller: caller('sess_peer'),
-    args: { channel: 'bench', role: 'Peer', role_prompt: 'send' },
-  });
+  const { rt, runner, input } = await hookBenchProject(dir);
   await rt.close();
-  const runner = join(dir, '.opencomms', 'claude-code-hooks.mjs');
-  const input = (event: string) =>
-    JSON.stringify({ hook_event_name: event, session_id: 'claude-bench', cwd: dir, prompt: 'next' });
   const call = (event: string) => {
     const t = now();
     const out = execFileSync(process.execPath, [runner, 'auto', dir], {
