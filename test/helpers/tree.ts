@@ -3,8 +3,10 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-/** Every path under `root` (relative, sorted) → sha256 of its bytes, or `dir/` for a directory. */
-export function snapshotTree(root: string): Record<string, string> {
+/** Every path under `root` (relative, sorted) → sha256 of its bytes, or `dir/` for a directory.
+ *  `skip` leaves out paths before they are read: files another process creates and removes while
+ *  the tree is walked (lock tokens) would otherwise vanish between the listing and the read. */
+export function snapshotTree(root: string, skip: (rel: string) => boolean = () => false): Record<string, string> {
   const out: Record<string, string> = {};
   const walk = (dir: string) => {
     let names: string[];
@@ -16,6 +18,7 @@ export function snapshotTree(root: string): Record<string, string> {
     for (const name of names) {
       const p = join(dir, name);
       const rel = relative(root, p);
+      if (skip(rel)) continue;
       if (statSync(p).isDirectory()) {
         out[`${rel}/`] = 'dir/';
         walk(p);

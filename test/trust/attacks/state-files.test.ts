@@ -30,12 +30,11 @@ const plant = (dir: string, text: string) => {
 /** Every file of `.opencomms/` but the lock and the lock tokens of processes (src/store/file/lock.ts):
  *  a process starting up holds the lock for a moment, a writer keeps its token until it exits,
  *  and an empty lock file is no state. */
-const files = (dir: string) => {
-  const { '.state.lock': _lock, ...rest } = snapshotTree(join(dir, '.opencomms'));
-  return Object.fromEntries(
-    Object.entries(rest).filter(([name]) => !/^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/.test(name)),
+const files = (dir: string) =>
+  snapshotTree(
+    join(dir, '.opencomms'),
+    (name) => name === '.state.lock' || /^\.state-lock\.\d+\.[0-9a-f]{8}\.tmp$/.test(name),
   );
-};
 
 const TOOL_CALLS: Array<[string, Record<string, unknown>]> = [
   ['opencomms_status', {}],
