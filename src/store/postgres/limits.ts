@@ -36,3 +36,10 @@ export const PG_OPTIMISTIC_TRIES = 4;
  *  renewal) uses the cache: it is as new as that query's answer, and the lease check that follows
  *  every renewal then costs no query of its own. */
 export const PG_HEARD_FRESH_MS = 20;
+
+/** How long a mutation whose commit's answer was lost with its connection keeps asking the
+ *  server whether it committed, before it refuses saying the change may have been recorded: a
+ *  restart with crash recovery (the soak's \`pg_ctl restart -m immediate\`) takes a few seconds,
+ *  and a caller that waits this long for a definite answer is better served than one told
+ *  "unknown". */
+export const PG_IN_DOUBT_MS = 10_000;

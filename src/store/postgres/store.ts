@@ -16,12 +16,14 @@ import { emptyState, type Envelope, type State } from '../../protocol/schema.ts'
 import type { InvalidFile, MutateOutcome, Store, Subscription, StoreChange } from '../types.ts';
 import { checkedChanges, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
-import { asRefusal, clientConfig, describeUrl, retired } from './connect.ts';
+import { asRefusal, clientConfig, describeUrl, isConnectionError, retired } from './connect.ts';
 import {
   PG_BACKSTOP_MS,
   PG_COMPACTED_RELOADS,
   PG_HEARD_FRESH_MS,
+  PG_IN_DOUBT_MS,
   PG_OPTIMISTIC_TRIES,
+  PG_RECONNECT_DELAYS_MS,
   PG_SNAPSHOT_EVERY,
 } from './limits.ts';
 import { Listener } from './listen.ts';
@@ -36,6 +38,8 @@ export interface PgStoreOptions {
   key: string;
   /** Changes between snapshots; tests make it small. */
   snapshotEvery?: number;
+  /** How long a commit whose answer was lost waits to learn its outcome (PG_IN_DOUBT_MS); tests make it small. */
+  inDoubtMs?: number;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -52,6 +56,19 @@ interface Cache {
   seq: number;
   /** The mailbox rows at `seq` (mailbox.ts); null while a cold load replays its tail. */
   box: Mailbox | null;
+}
+
+/** A change ready to commit: its statement, its ops as sent, and how to take it back out of the cache. */
+interface Prepared {
+  query: pg.QueryConfig;
+  ops: string;
+  undo: () => void;
+}
+
+interface CommitRow {
+  o_seq: string;
+  o_ops: Op[] | null;
+  o_archives: boolean;
 }
 
 interface ChangeRow {
@@ -184,11 +201,16 @@ export class PgStore implements Store {
     try {
       return await c.query<R>(q as pg.QueryConfig);
     } catch (e) {
-      if (this.client === c && !(e as { code?: string }).code?.match(/^[0-9A-Z]{5}$/)) {
-        this.client = null; // a transport failure: the next call connects again
-        void c.end().catch(() => {});
-      }
+      this.dropBroken(c, e);
       throw asRefusal(e, this.location);
+    }
+  }
+
+  /** A transport failure: the next call connects again. */
+  private dropBroken(c: pg.Client, e: unknown) {
+    if (this.client === c && !(e as { code?: string }).code?.match(/^[0-9A-Z]{5}$/)) {
+      this.client = null;
+      void c.end().catch(() => {});
     }
   }
 
@@ -338,7 +360,10 @@ export class PgStore implements Store {
     // An answer that writes nothing (a refusal, mostly) must hold on the newest state too: one
     // computed on a cache another process has moved past would never meet the server.
     if ('result' in step) return (await this.news(true)) ? { done: false } : { done: true, answer: step.result };
-    const rows = await this.send(step);
+    // null: the answer was lost, and asking the server showed this change committed.
+    const rows = (await this.commitStatement<CommitRow>(step.query, c.seq, step)) ?? [
+      { o_seq: String(c.seq + 1), o_ops: null, o_archives: false },
+    ];
     const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
     if (committed !== null) {
       await this.committed(c, committed);
@@ -382,11 +407,11 @@ export class PgStore implements Store {
         await this.query('rollback');
         return { done: true, answer: step.result };
       }
-      const rows = await this.send(step);
+      const rows = await this.sendInTransaction(step);
       if (rows.length !== 1 || rows[0]!.o_ops !== null)
         throw new Error(`${this.location} moved on while this process held its lock`);
-      await this.query('commit');
-      await this.committed(c, Number(rows[0]!.o_seq));
+      await this.commitStatement('commit', c.seq, step);
+      await this.committed(c, c.seq + 1);
       return { done: true, answer: step.answer };
     } catch (e) {
       await this.client?.query('rollback').catch(() => {});
@@ -394,16 +419,82 @@ export class PgStore implements Store {
     }
   }
 
-  /** The commit statement; a failure takes the change back out of the cache and drops it
-   *  (committed or not is unknown after a lost connection: the next access reloads). */
-  private async send(step: { query: pg.QueryConfig; undo: () => void }) {
+  /** The commit statement inside the locked transaction: a failure there commits nothing (the
+   *  transaction is rolled back), so the change is taken back out of the cache and the cache is
+   *  dropped (the next access reloads). */
+  private async sendInTransaction(step: Prepared) {
     try {
-      return (await this.query<{ o_seq: string; o_ops: Op[] | null; o_archives: boolean }>(step.query)).rows;
+      return (await this.query<CommitRow>(step.query)).rows;
     } catch (e) {
       step.undo();
       this.cache = null;
       throw e;
     }
+  }
+
+  /** The statement that commits `step`, prepared on the change `base`: its rows, or null when its
+   *  answer was lost with the connection and asking the server (settle) showed it committed. A
+   *  change the server may hold is never answered as not written. Any other failure takes the
+   *  change back out of the cache and drops the cache (the next access reloads). */
+  private async commitStatement<R extends pg.QueryResultRow>(
+    q: pg.QueryConfig | string,
+    base: number,
+    step: Prepared,
+  ): Promise<R[] | null> {
+    const conn = await this.connection(); // a failure here sent nothing
+    try {
+      return (await conn.query<R>(q as pg.QueryConfig)).rows;
+    } catch (e) {
+      this.dropBroken(conn, e);
+      if (isConnectionError(e) && (await this.settle(base, step).catch(this.undoing(step)))) return null;
+      return this.undoing(step)(asRefusal(e, this.location));
+    }
+  }
+
+  /** Takes `step` back out of the cache, drops the cache, and throws `e`. */
+  private undoing(step: Prepared) {
+    return (e: unknown): never => {
+      step.undo();
+      this.cache = null;
+      throw e;
+    };
+  }
+
+  /** Whether the change `step` made on `base` was committed, when its commit's answer was lost.
+   *  Asked under the head row's lock, so that a commit the server is still running for a client
+   *  that is gone ends first, and asked again while the server cannot answer, for up to
+   *  PG_IN_DOUBT_MS (a restart with crash recovery takes a few seconds). The change after `base`
+   *  is this one when it holds the same ops: on the same state they make the same state, so the
+   *  mutation's answer holds. Past that bound, or when that change was compacted away, the outcome
+   *  is unknown, and the refusal says so. */
+  private async settle(base: number, step: Prepared): Promise<boolean> {
+    const s = ident(this.schema);
+    const bound = this.options.inDoubtMs ?? PG_IN_DOUBT_MS;
+    const until = Date.now() + bound;
+    for (let i = 0; Date.now() < until; i++) {
+      try {
+        const r = await this.query<{ head: string; ours: boolean | null }>({
+          text: `select h.seq as head, (select c.ops = $2::jsonb from ${s}.changes c where c.seq = $1) as ours from ${s}.head h for update of h`,
+          values: [base + 1, step.ops],
+        });
+        const { head, ours } = r.rows[0]!;
+        if (ours !== null) return ours;
+        if (Number(head) <= base) return false;
+        break;
+      } catch (e) {
+        const reason = e instanceof RefusalError ? e.refusal.data?.reason : null;
+        if (reason !== 'state_unreadable' && reason !== 'state_busy') throw e;
+        const delay = PG_RECONNECT_DELAYS_MS[Math.min(i, PG_RECONNECT_DELAYS_MS.length - 1)]!;
+        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(delay, until - Date.now()))));
+      }
+    }
+    throw new RefusalError(
+      refuse(
+        'state_unreadable',
+        `The connection to PostgreSQL at ${this.location} was lost while this change was being committed, and the server did not say within ${bound / 1000} s whether it was: it may have been recorded. Once \`opencomms store status\` shows the server up, look before repeating it (a send: read the channel's history).`,
+        { in_doubt: true },
+      ),
+    );
   }
 
   private async committed(c: Cache, seq: number) {
@@ -414,10 +505,7 @@ export class PgStore implements Store {
 
   /** Runs `fn` on the cache: its answer when nothing is to be written, else the commit statement
    *  and how to take the change back out of the cache. */
-  private prepare<T>(
-    c: Cache,
-    fn: (draft: State) => MutateOutcome<T>,
-  ): { result: T } | { query: pg.QueryConfig; undo: () => void; answer: T } {
+  private prepare<T>(c: Cache, fn: (draft: State) => MutateOutcome<T>): { result: T } | (Prepared & { answer: T }) {
     const run = runOnDraft(c.state, fn);
     if (!run.out) return { result: run.result };
     const { result: answer, out, draft } = run;
@@ -448,7 +536,7 @@ export class PgStore implements Store {
         mail.upsert.length || mail.remove.length ? JSON.stringify({ upsert: mail.upsert, remove: mail.remove }) : null,
       ],
     };
-    return { query, undo, answer };
+    return { query, undo, answer, ops: query.values![1] as string };
   }
 
   /** The state whole at `c.seq`, so that a cold start reads it and a bounded tail. A failure
