@@ -441,7 +441,7 @@ export class PgStore implements Store {
     base: number,
     step: Prepared,
   ): Promise<R[] | null> {
-    const conn = await this.connection(); // a failure here sent nothing
+    const conn = await this.connection().catch(this.undoing(step)); // a failure here sent nothing
     try {
       return (await conn.query<R>(q as pg.QueryConfig)).rows;
     } catch (e) {
@@ -461,8 +461,8 @@ export class PgStore implements Store {
   }
 
   /** Whether the change `step` made on `base` was committed, when its commit's answer was lost.
-   *  Asked under the head row's lock, so that a commit the server is still running for a client
-   *  that is gone ends first, and asked again while the server cannot answer, for up to
+   *  Asked once the head row's lock was had, so that a commit the server is still running for a
+   *  client that is gone has ended, and asked again while the server cannot answer, for up to
    *  PG_IN_DOUBT_MS (a restart with crash recovery takes a few seconds). The change after `base`
    *  is this one when it holds the same ops: on the same state they make the same state, so the
    *  mutation's answer holds. Past that bound, or when that change was compacted away, the outcome
@@ -473,8 +473,11 @@ export class PgStore implements Store {
     const until = Date.now() + bound;
     for (let i = 0; Date.now() < until; i++) {
       try {
+        // Two statements: one read in the statement that waited for the lock would use a
+        // snapshot from before the wait, blind to the commit it waited for.
+        await this.query(`select seq from ${s}.head for update`);
         const r = await this.query<{ head: string; ours: boolean | null }>({
-          text: `select h.seq as head, (select c.ops = $2::jsonb from ${s}.changes c where c.seq = $1) as ours from ${s}.head h for update of h`,
+          text: `select h.seq as head, (select c.ops = $2::jsonb from ${s}.changes c where c.seq = $1) as ours from ${s}.head h`,
           values: [base + 1, step.ops],
         });
         const { head, ours } = r.rows[0]!;

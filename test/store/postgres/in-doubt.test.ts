@@ -60,6 +60,11 @@ class CuttingProxy {
     return proxy;
   }
 
+  /** Cuts every connection now. */
+  cutAll() {
+    for (const s of this.sockets) s.destroy();
+  }
+
   async close() {
     for (const s of this.sockets) s.destroy();
     await new Promise((r) => this.server.close(r));
@@ -139,4 +144,17 @@ it('a lost answer while the server stays unreachable is refused as unknown, neve
   proxy.down = false;
   expect(await held(direct)).toEqual(['first', 'second']);
   expect(await held(store)).toEqual(['first', 'second']);
+});
+
+it('a commit that cannot even connect is taken back out of the cache: the next change is not built on it', async () => {
+  const { proxy, store, direct } = await setUp();
+  proxy.down = true;
+  proxy.cutAll();
+  await new Promise((r) => setTimeout(r, 50));
+  const r = await refusal(store.mutate(add('second')));
+  expect(r?.data?.reason).toBe('state_unreadable');
+  proxy.down = false;
+  await store.mutate(add('third'));
+  expect(await held(direct)).toEqual(['first', 'third']);
+  expect(await held(store)).toEqual(['first', 'third']);
 });
