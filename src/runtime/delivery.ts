@@ -11,7 +11,7 @@ import { spawnEligible } from '../engine/eligibility.ts';
 import { memberships, onLiveRoster } from '../engine/lookup.ts';
 import { nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
 import type { DrainOptions } from '../engine/deliver.ts';
-import { CROSS_SERVER_FALLBACK_MS } from '../protocol/limits.ts';
+import { CROSS_SERVER_FALLBACK_MS, DELIVERY_RETRY_MS } from '../protocol/limits.ts';
 import type { ToolResult } from '../protocol/result.ts';
 import type { State } from '../protocol/schema.ts';
 
@@ -82,6 +82,8 @@ export class Deliveries {
   /** Recipients this process delivers to without serving them, and by which route. */
   private readonly routes = new Map<string, Exclude<Route, 'own'>>();
   private readonly fallbacks = new Set<NodeJS.Timeout>();
+  /** Waits before a commit or requeue is asked again (insist); close ends them at once. */
+  private readonly pauses = new Map<NodeJS.Timeout, () => void>();
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
   private closed = false;
@@ -102,6 +104,11 @@ export class Deliveries {
     this.timer = null;
     for (const t of this.fallbacks) clearTimeout(t);
     this.fallbacks.clear();
+    for (const [t, resume] of this.pauses) {
+      clearTimeout(t);
+      resume();
+    }
+    this.pauses.clear();
   }
 
   /** Effects of this process's own commands and hand-overs: Wake → notify, ScheduleAt → timer.
@@ -254,31 +261,38 @@ export class Deliveries {
   }
 
   private async handOver(fx: Extract<Effect, { type: 'Prompt' }>, via: DeliveryDriver, route: Route) {
+    const held = { by: this.rt.tag, attempts: fx.attempts };
     try {
       await via.deliver(fx.recipient, fx.text, fx.message_ids, fx.redelivery);
     } catch (e) {
-      const held = { by: this.rt.tag, attempts: fx.attempts };
-      const out = await this.rt.step({
-        op: 'requeue',
-        rid: fx.recipient,
-        message_ids: fx.message_ids,
-        error: String((e as Error).message ?? e),
-        held,
-      });
-      if (out) this.run(out.effects);
+      const error = String((e as Error).message ?? e);
+      await this.insist({ op: 'requeue', rid: fx.recipient, message_ids: fx.message_ids, error, held });
       // A failed cross-server hand-over gets ONE retry with the same allowance.
       if (route === 'cross') this.routes.set(fx.recipient, 'cross-retry');
       return;
     }
     if (via.confirmsLater) return;
-    const out = await this.rt.step({
-      op: 'commit',
-      rid: fx.recipient,
-      message_ids: fx.message_ids,
-      method: via.method,
-      held: { by: this.rt.tag, attempts: fx.attempts },
-    });
-    if (out) this.run(out.effects);
+    await this.insist({ op: 'commit', rid: fx.recipient, message_ids: fx.message_ids, method: via.method, held });
+  }
+
+  /** The step that ends a hand-over (its commit, or the requeue of a failed one) must hold: until
+   *  it does, the batch stays in flight, held by this live process, so nobody else takes it and the
+   *  member's mail stops. A step the store refused (logged by `step`) is asked again every
+   *  DELIVERY_RETRY_MS until it holds or this process closes (the batch is then a sweep's). */
+  private async insist(cmd: Command) {
+    for (;;) {
+      const out = await this.rt.step(cmd);
+      if (out) return this.run(out.effects);
+      if (this.closed) return;
+      await new Promise<void>((resume) => {
+        const t = setTimeout(() => {
+          this.pauses.delete(t);
+          resume();
+        }, DELIVERY_RETRY_MS);
+        this.pauses.set(t, resume);
+      });
+      if (this.closed) return;
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
