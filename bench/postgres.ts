@@ -226,7 +226,7 @@ async function wake(url: string, keys: string[]) {
         dir,
         [...Array(R).keys()].map(sid).join(','),
       ],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
+      { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const seen = new Map<string, number>();
     let waiting: (() => void) | null = null;
@@ -438,7 +438,13 @@ async function history(url: string, admin: pg.Client, keys: string[]) {
   );
 }
 
-export async function postgresBench() {
+/** The parts of `npm run bench -- postgres [part]`, in the order a whole run takes them. */
+const PARTS = ['mcp', 'wake', 'writers', 'hooks', 'idle', 'history'] as const;
+
+export async function postgresBench(part?: string) {
+  if (part && !PARTS.includes(part as (typeof PARTS)[number]))
+    throw new Error(`no PostgreSQL bench part "${part}": one of ${PARTS.join(', ')}`);
+  const runs = (p: (typeof PARTS)[number]) => !part || part === p;
   const server = await benchServer();
   const admin = new pg.Client(server.url);
   await admin.connect();
@@ -448,16 +454,17 @@ export async function postgresBench() {
     await admin.query(
       `create schema ${floorSchema}; create table ${floorSchema}.floor (n bigserial primary key, channel text not null, body jsonb not null)`,
     );
-    await withProject(async (tmp) => {
-      const floorJs = join(tmp, 'floor-server.mjs');
-      await bundle(join(import.meta.dirname, 'floor-server.ts'), floorJs);
-      await mcpFigures(server.url, floorJs, `${floorSchema}.floor`, keys);
-    });
-    await wake(server.url, keys);
-    await eightWriters(server.url, keys);
-    await hooks(server.url, keys);
-    await idle(server.url, server.port, keys);
-    await history(server.url, admin, keys);
+    if (runs('mcp'))
+      await withProject(async (tmp) => {
+        const floorJs = join(tmp, 'floor-server.mjs');
+        await bundle(join(import.meta.dirname, 'floor-server.ts'), floorJs);
+        await mcpFigures(server.url, floorJs, `${floorSchema}.floor`, keys);
+      });
+    if (runs('wake')) await wake(server.url, keys);
+    if (runs('writers')) await eightWriters(server.url, keys);
+    if (runs('hooks')) await hooks(server.url, keys);
+    if (runs('idle')) await idle(server.url, server.port, keys);
+    if (runs('history')) await history(server.url, admin, keys);
   } finally {
     await admin.query(`drop schema if exists ${floorSchema} cascade`);
     for (const k of keys) await admin.query(`drop schema if exists ${ident(`oc_${k}`)} cascade`);
