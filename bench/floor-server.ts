@@ -7,7 +7,8 @@
 // carrying that answer over MCP, with nothing of a store behind it.
 // With --pg, `send` is one INSERT in autocommit into the table OPENCOMMS_FLOOR_TABLE of the server
 // OPENCOMMS_FLOOR_DATABASE_URL, and `read` takes the newest `limit` rows out in one DELETE of a
-// SELECT … RETURNING: what a store on that server cannot do in fewer round trips.
+// SELECT … RETURNING and answers them framed, in the shape of `opencomms_pull` (frames made as it
+// reads, as a pull makes them): what a store on that server cannot do in fewer round trips.
 //   node floor-server.mjs <dir> [--framed | --pg]
 import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
@@ -102,26 +103,28 @@ server.registerTool(
   'read',
   { description: 'The last messages.', inputSchema: { limit: z.number() } },
   async ({ limit }) => {
-    const lines = db
+    type Line = { id: string; channel: string; content: string; at: number; message_id?: string; framed?: string };
+    const messages: Line[] = db
       ? (
-          await db.query<{ body: string }>({
+          await db.query<{ n: string; body: string }>({
             name: 'read',
-            text: `delete from ${table} where n in (select n from ${table} order by n desc limit $1) returning body::text`,
+            text: `delete from ${table} where n in (select n from ${table} order by n desc limit $1) returning n, body::text`,
             values: [limit],
           })
-        ).rows.map((r) => r.body)
-      : lastLines(limit);
-    const messages = lines.map(
-      (l) => JSON.parse(l) as { id: string; channel: string; content: string; message_id?: string; framed?: string },
-    );
-    const data = framed
-      ? {
-          messages: messages.map((m) => ({ channel: m.channel, message_id: m.message_id, framed: m.framed })),
-          message_ids: messages.map((m) => m.message_id),
-          untrusted_notice: UNTRUSTED_NOTICE,
-          remaining: 0,
-        }
-      : { messages };
+        ).rows.map((r) => {
+          const m = JSON.parse(r.body) as Line;
+          return { ...m, ...frame(Number(r.n), m.channel, m.content, m.at) };
+        })
+      : lastLines(limit).map((l) => JSON.parse(l) as Line);
+    const data =
+      framed || db
+        ? {
+            messages: messages.map((m) => ({ channel: m.channel, message_id: m.message_id, framed: m.framed })),
+            message_ids: messages.map((m) => m.message_id),
+            untrusted_notice: UNTRUSTED_NOTICE,
+            remaining: 0,
+          }
+        : { messages };
     return {
       content: [{ type: 'text', text: JSON.stringify({ ok: true, message: `${messages.length} message(s).`, data }) }],
     };

@@ -170,7 +170,8 @@ async function mcpFigures(url: string, floorJs: string, floorTable: string, keys
         unit: 'ms',
         pull: stats(r),
         floor_read: stats(rf),
-        floor_is: 'the floor taking the 100 newest rows out in one DELETE … RETURNING (plain rows, no frames)',
+        floor_is:
+          'the floor taking the 100 newest rows out in one DELETE … RETURNING, answered framed in the shape of opencomms_pull',
       });
       await floor.close();
       await rss(ours);
