@@ -42,32 +42,54 @@ async function state(): Promise<State> {
   return view.read();
 }
 
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false>,
+  ms = 30_000,
+  ids: string[] = [],
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
     if (v) return v;
     if (Date.now() > end)
       throw new Error(
-        `timed out waiting for ${what}; B's log: ${agentB.logs.slice(-5).join(' | ')}; A's log: ${agentA.logs.slice(-5).join(' | ')}`,
+        `timed out waiting for ${what}; the mail: ${await mailNow(ids)}; B's log: ${agentB.logs.slice(-5).join(' | ')}; A's log: ${agentA.logs.slice(-5).join(' | ')}`,
       );
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
+/** Each envelope's status, holder and events, for a timeout's message. */
+async function mailNow(ids: string[]): Promise<string> {
+  const s = await state().catch(() => null);
+  if (!s) return 'state unreadable';
+  return envelopes(s, ids)
+    .map(
+      (e) =>
+        `${e.message_id} ${e.delivery_status} by ${e.in_flight_by ?? '-'} [${e.transitions.map(([x]) => x).join(',')}]`,
+    )
+    .join('; ');
+}
+
 /** Sent while B holds its hand-overs: the first batch in flight at B, any later mail queued behind
  *  it (one batch per recipient at a time). Answers the ids in flight. */
 async function heldAtB(ids: string[]): Promise<string[]> {
-  const s = await until('a batch in flight at B', async () => {
-    const s = await state();
-    const es = envelopes(s, ids);
-    return (
-      es.length === ids.length &&
-      es[0]!.delivery_status === 'in_flight' &&
-      es.every((e) => e.delivery_status !== 'delivered') &&
-      s
-    );
-  });
+  const s = await until(
+    'a batch in flight at B',
+    async () => {
+      const s = await state();
+      const es = envelopes(s, ids);
+      return (
+        es.length === ids.length &&
+        es[0]!.delivery_status === 'in_flight' &&
+        es.every((e) => e.delivery_status !== 'delivered') &&
+        s
+      );
+    },
+    30_000,
+    ids,
+  );
   return envelopes(s, ids)
     .filter((e) => e.delivery_status === 'in_flight')
     .map((e) => e.message_id);
