@@ -407,7 +407,8 @@ export class PgStore implements Store {
         await this.query('rollback');
         return { done: true, answer: step.result };
       }
-      const rows = await this.sendInTransaction(step);
+      // A failure inside the transaction commits nothing: the change leaves the cache.
+      const { rows } = await this.query<CommitRow>(step.query).catch(this.undoing(step));
       if (rows.length !== 1 || rows[0]!.o_ops !== null)
         throw new Error(`${this.location} moved on while this process held its lock`);
       await this.commitStatement('commit', c.seq, step);
@@ -415,19 +416,6 @@ export class PgStore implements Store {
       return { done: true, answer: step.answer };
     } catch (e) {
       await this.client?.query('rollback').catch(() => {});
-      throw e;
-    }
-  }
-
-  /** The commit statement inside the locked transaction: a failure there commits nothing (the
-   *  transaction is rolled back), so the change is taken back out of the cache and the cache is
-   *  dropped (the next access reloads). */
-  private async sendInTransaction(step: Prepared) {
-    try {
-      return (await this.query<CommitRow>(step.query)).rows;
-    } catch (e) {
-      step.undo();
-      this.cache = null;
       throw e;
     }
   }
