@@ -433,7 +433,10 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     const codex = pids(/\/bin\/codex( |$)/, sb).filter((p) => !holder.has(p));
     expect(codex.length).toBeGreaterThan(0);
     for (const p of codex) process.kill(p, 'SIGKILL');
-    await t3.waitScreen(/Pane is dead/, 10_000);
+    const killedAt = new Date().toISOString();
+    await t3.waitScreen(/Pane is dead/, 10_000).catch((e: Error) => {
+      throw new Error(`${e.message.slice(0, 200)}\nCodex killed at ${killedAt}\n${info()}`);
+    });
     await until(
       'no launcher, Codex or hook process is left',
       () => left().length === 0,
