@@ -435,7 +435,10 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     for (const p of codex) process.kill(p, 'SIGKILL');
     const killedAt = new Date().toISOString();
     await t3.waitScreen(/Pane is dead/, 10_000).catch((e: Error) => {
-      throw new Error(`${e.message.slice(0, 200)}\nCodex killed at ${killedAt}\n${info()}`);
+      const procs = sandboxProcesses(sb).filter((p) => !holder.has(p.pid));
+      throw new Error(
+        `${e.message.slice(0, 200)}\nCodex killed at ${killedAt}; processes left: ${JSON.stringify(procs)}\n${info()}`,
+      );
     });
     await until(
       'no launcher, Codex or hook process is left',
