@@ -19,9 +19,13 @@ export const PG_CONNECT_TIMEOUT_MS = 5_000;
  *  (the target is at most 12). */
 export const PG_BACKSTOP_MS = 15_000;
 
-/** Waits between attempts to re-establish the listening connection after it dropped: quick at
- *  first (a server restart takes ~1 s), then every 5 s without end. */
+/** Waits between attempts to reach a server that dropped (the listening connection coming back,
+ *  a commit in doubt asking again): quick at first (a server restart takes ~1 s), then every 5 s. */
 export const PG_RECONNECT_DELAYS_MS = [100, 500, 1_000, 2_000, 5_000] as const;
+
+/** The wait before the attempt after `failures` failed ones. */
+export const reconnectDelayMs = (failures: number): number =>
+  PG_RECONNECT_DELAYS_MS[Math.min(failures, PG_RECONNECT_DELAYS_MS.length - 1)]!;
 
 /** Reloads of the snapshot a mutation may need when the changes its cache lacks were compacted
  *  away meanwhile: one is the rule (a process far behind), a second means compactions outrun it. */

@@ -6,7 +6,7 @@
 import pg from './pg.ts';
 import type { StoreChange, Subscription } from '../types.ts';
 import { Subscriber } from '../subscriber.ts';
-import { PG_BACKSTOP_MS, PG_RECONNECT_DELAYS_MS } from './limits.ts';
+import { PG_BACKSTOP_MS, reconnectDelayMs } from './limits.ts';
 import { ident } from './schema.ts';
 
 export class Listener {
@@ -77,7 +77,7 @@ export class Listener {
 
   private again() {
     if (this.closed || this.retry) return;
-    const delay = PG_RECONNECT_DELAYS_MS[Math.min(this.failures++, PG_RECONNECT_DELAYS_MS.length - 1)];
+    const delay = reconnectDelayMs(this.failures++);
     this.retry = setTimeout(() => {
       this.retry = null;
       void this.start();

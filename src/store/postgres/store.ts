@@ -23,7 +23,7 @@ import {
   PG_HEARD_FRESH_MS,
   PG_IN_DOUBT_MS,
   PG_OPTIMISTIC_TRIES,
-  PG_RECONNECT_DELAYS_MS,
+  reconnectDelayMs,
   PG_SNAPSHOT_EVERY,
 } from './limits.ts';
 import { Listener } from './listen.ts';
@@ -475,8 +475,7 @@ export class PgStore implements Store {
       } catch (e) {
         const reason = e instanceof RefusalError ? e.refusal.data?.reason : null;
         if (reason !== 'state_unreadable' && reason !== 'state_busy') throw e;
-        const delay = PG_RECONNECT_DELAYS_MS[Math.min(i, PG_RECONNECT_DELAYS_MS.length - 1)]!;
-        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(delay, until - Date.now()))));
+        await new Promise((r) => setTimeout(r, Math.max(0, Math.min(reconnectDelayMs(i), until - Date.now()))));
       }
     }
     throw new RefusalError(
