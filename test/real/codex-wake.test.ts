@@ -434,12 +434,15 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: an idle session is woken 
     expect(codex.length).toBeGreaterThan(0);
     for (const p of codex) process.kill(p, 'SIGKILL');
     const killedAt = new Date().toISOString();
-    await t3.waitScreen(/Pane is dead/, 10_000).catch((e: Error) => {
-      const procs = sandboxProcesses(sb).filter((p) => !holder.has(p.pid));
-      throw new Error(
-        `${e.message.slice(0, 200)}\nCodex killed at ${killedAt}; processes left: ${JSON.stringify(procs)}\n${info()}`,
-      );
-    });
+    await t3.waitExit(10_000).then(
+      (how) => expect(how, 'the launcher ends with the status of killed Codex').toBe('status 137'),
+      (e: Error) => {
+        const procs = sandboxProcesses(sb).filter((p) => !holder.has(p.pid));
+        throw new Error(
+          `${e.message}\nCodex killed at ${killedAt}; processes left: ${JSON.stringify(procs)}\n${info()}`,
+        );
+      },
+    );
     await until(
       'no launcher, Codex or hook process is left',
       () => left().length === 0,

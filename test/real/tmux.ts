@@ -13,6 +13,8 @@ export interface Terminal {
   /** The visible screen as plain text. */
   screen(): string;
   waitScreen(pattern: RegExp, timeoutMs: number): Promise<string>;
+  /** Waits for the pane's process to end: `status N` or `signal N`. */
+  waitExit(timeoutMs: number): Promise<string>;
   /** The pid of the pane's process (the namespace wrapper; the client is its descendant). */
   panePid(): number | null;
   /** Kills the tmux server; the pane's processes get SIGHUP, survivors of its group SIGKILL. */
@@ -72,6 +74,30 @@ export async function startTerminal(
         await sleep(100);
       }
       throw new Error(`timeout ${timeoutMs} ms waiting for ${pattern} on screen:\n${last}`);
+    },
+    async waitExit(timeoutMs) {
+      const end = performance.now() + timeoutMs;
+      let last = '';
+      while (performance.now() < end) {
+        last = tmux(
+          'display-message',
+          '-p',
+          '-t',
+          'main',
+          '#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}|#{pid}',
+        );
+        const [dead, status, signal, server] = last.trim().split('|');
+        if (dead === '1' && status) return `status ${status}`;
+        if (dead === '1' && signal) return `signal ${signal}`;
+        // Closed terminal, exit not seen: tmux built with libutempter loses the SIGCHLD of a pane
+        // that exits while utempter's helper runs at the pane's close, and leaves it a zombie
+        // (tmux/tmux#311). A SIGCHLD makes the server reap it.
+        if (dead === '1') process.kill(Number(server), 'SIGCHLD');
+        await sleep(100);
+      }
+      throw new Error(
+        `timeout ${timeoutMs} ms waiting for the pane's process to end (${last.trim()}); screen:\n${screen()}`,
+      );
     },
     panePid: () => pane,
     close,
