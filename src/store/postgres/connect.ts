@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { RefusalError, refuse, type Refusal } from '../../protocol/result.ts';
-import { PG_CONNECT_TIMEOUT_MS, PG_LOCK_TIMEOUT_MS } from './limits.ts';
+import { PG_CONNECT_TIMEOUT_MS, PG_IDLE_IN_TRANSACTION_MS, PG_LOCK_TIMEOUT_MS } from './limits.ts';
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i;
 const VERIFIED = new Set(['verify-full', 'verify-ca']);
@@ -78,6 +78,7 @@ export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env):
     ...cfg,
     connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
     lock_timeout: PG_LOCK_TIMEOUT_MS,
+    idle_in_transaction_session_timeout: PG_IDLE_IN_TRANSACTION_MS,
     application_name: 'opencomms',
     keepAlive: true,
   } as pg.ClientConfig;

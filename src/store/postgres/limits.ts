@@ -6,6 +6,13 @@
  *  changes it replaces, as the file store's journal of ~700 sends does. */
 export const PG_SNAPSHOT_EVERY = 500;
 
+/** How long a session may sit in a transaction without a statement before the server ends it:
+ *  the project's lock is held across one turn of the holding process (store.ts, the locked
+ *  path), and a holder that is stopped or cut off by a partition must not keep every writer of
+ *  the project waiting until TCP gives up (hours). Shorter than the lock timeout, so that a writer
+ *  waiting behind such a holder gets the lock instead of a refusal. */
+export const PG_IDLE_IN_TRANSACTION_MS = 2_000;
+
 /** How long a mutation waits for the project's row lock before it refuses with `state_busy`:
  *  the file store's lock timeout, so both stores answer a stuck holder alike. */
 export { LOCK_TIMEOUT_MS as PG_LOCK_TIMEOUT_MS } from '../../protocol/limits.ts';
@@ -32,9 +39,10 @@ export const reconnectDelayMs = (failures: number): number =>
 export const PG_COMPACTED_RELOADS = 3;
 
 /** Optimistic attempts of one mutation (each one statement, no lock held between round trips)
- *  before it takes the project's lock for a last one that cannot lose: a lock held across round
- *  trips stalls every writer behind a holder the machine is slow to schedule. */
-export const PG_OPTIMISTIC_TRIES = 4;
+ *  before it takes the project's lock for a last one that cannot lose. One: a try loses only to
+ *  another writer's commit, and while one writer loses, the others keep committing, so a second
+ *  optimistic try mostly loses again, and costs a whole run of the mutation each time. */
+export const PG_OPTIMISTIC_TRIES = 1;
 
 /** A read this soon after a query that read the project's head at the cached change (a lease
  *  renewal) uses the cache: it is as new as that query's answer, and the lease check that follows

@@ -77,6 +77,20 @@ interface ChangeRow {
   archives: boolean;
 }
 
+/** `q` as one simple query that ends the transaction too: its values written in as literals (a
+ *  query with parameters is one statement), then COMMIT. */
+function withCommit(q: pg.QueryConfig): string {
+  const literal = (v: unknown): string =>
+    v === null || v === undefined
+      ? 'null'
+      : typeof v === 'number'
+        ? String(v)
+        : Array.isArray(v)
+          ? `array[${v.map(literal).join(',')}]::text[]`
+          : pg.escapeLiteral(String(v));
+  return `${q.text.replace(/\$(\d+)/g, (_, n: string) => literal(q.values![Number(n) - 1]))}; commit;`;
+}
+
 export class PgStore implements Store {
   readonly location: string;
   readonly key: string;
@@ -337,10 +351,10 @@ export class PgStore implements Store {
 
   /** Optimistic first: one round trip when this process is up to date (an answer that writes
    *  nothing costs one too: the check that nothing is newer). When another process committed
-   *  first, the statement answered its changes; they are applied and the mutation runs again,
-   *  up to PG_OPTIMISTIC_TRIES times, then once more with the project's lock held (three round
-   *  trips, but it cannot lose again): under many concurrent writers an optimistic retry could
-   *  lose over and over. */
+   *  first, the statement answered its changes; they are applied, and the mutation runs again
+   *  with the project's lock held (two more round trips, and it cannot lose): retried
+   *  optimistically instead, under many writers each try loses to another writer's, and every
+   *  lost try costs a whole run of the mutation. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     return this.serial(async () => {
       if (!this.cache) await this.load();
@@ -407,11 +421,11 @@ export class PgStore implements Store {
         await this.query('rollback');
         return { done: true, answer: step.result };
       }
-      // A failure inside the transaction commits nothing: the change leaves the cache.
-      const { rows } = await this.query<CommitRow>(step.query).catch(this.undoing(step));
-      if (rows.length !== 1 || rows[0]!.o_ops !== null)
-        throw new Error(`${this.location} moved on while this process held its lock`);
-      await this.commitStatement('commit', c.seq, step);
+      // The change and the transaction's end in one round trip: the lock is held across one
+      // turn of this process only (on a busy machine each turn waits to be scheduled).
+      const rows = await this.commitStatement<CommitRow>(withCommit(step.query), c.seq, step);
+      if (rows && (rows.length !== 1 || rows[0]!.o_ops !== null))
+        this.undoing(step)(new Error(`${this.location} moved on while this process held its lock`));
       await this.committed(c, c.seq + 1);
       return { done: true, answer: step.answer };
     } catch (e) {
@@ -431,7 +445,8 @@ export class PgStore implements Store {
   ): Promise<R[] | null> {
     const conn = await this.connection().catch(this.undoing(step)); // a failure here sent nothing
     try {
-      return (await conn.query<R>(q as pg.QueryConfig)).rows;
+      const r = (await conn.query<R>(q as pg.QueryConfig)) as pg.QueryResult<R> | pg.QueryResult<R>[];
+      return (Array.isArray(r) ? r[0]! : r).rows; // a statement and COMMIT answer two results
     } catch (e) {
       this.dropBroken(conn, e);
       if (isConnectionError(e) && (await this.settle(base, step).catch(this.undoing(step)))) return null;

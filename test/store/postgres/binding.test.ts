@@ -8,7 +8,10 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { grantSql } from '../../../src/cli/commands/store.ts';
 import { RefusalError } from '../../../src/protocol/result.ts';
+import type { State } from '../../../src/protocol/schema.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
+import { clientConfig } from '../../../src/store/postgres/connect.ts';
+import { PG_IDLE_IN_TRANSACTION_MS, PG_LOCK_TIMEOUT_MS } from '../../../src/store/postgres/limits.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
 import { cli, liveProject } from '../../cli/fixtures.ts';
 import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
@@ -224,6 +227,34 @@ describe('the PostgreSQL store chosen by `opencomms store init`', () => {
       expect((await s.read()).errors.map((x) => x.message)).toEqual(['first']);
     } finally {
       await c.end();
+      await s.close();
+    }
+  });
+
+  it('a process that stalls while it holds the project lock loses it: a writer waiting behind it gets through, and the stalled change is not written', async () => {
+    const key = keys[0]!;
+    const s = new PgStore({ url: testDatabaseUrl(), key });
+    const add = (message: string) => (d: State) => {
+      d.errors.push({ at: 1, message });
+      return { changed: true, result: null };
+    };
+    await s.mutate(add('first'));
+    // A connection made as the store makes its own, stopped between the lock and its commit.
+    const stalled = new pg.Client(clientConfig(testDatabaseUrl()));
+    stalled.on('error', () => {});
+    await stalled.connect();
+    try {
+      await stalled.query(`begin; select seq from "oc_${key}".head for update`);
+      await stalled.query(`update "oc_${key}".head set seq = seq`);
+      const started = Date.now();
+      await s.mutate(add('after'));
+      const waited = Date.now() - started;
+      expect(waited).toBeGreaterThanOrEqual(PG_IDLE_IN_TRANSACTION_MS - 100);
+      expect(waited).toBeLessThan(PG_LOCK_TIMEOUT_MS);
+      await expect(stalled.query('commit')).rejects.toThrow();
+      expect((await s.read()).errors.map((x) => x.message)).toEqual(['first', 'after']);
+    } finally {
+      await stalled.end().catch(() => {});
       await s.close();
     }
   });

@@ -13,7 +13,7 @@ import { dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postg
 type Cut = 'none' | 'after-commit' | 'before-commit';
 
 /** A TCP proxy to the test server that cuts the connection carrying the next commit statement of
- *  `schema`, as `cut` says (once: then it passes everything again); `down` refuses new
+ *  `schema` (or the next statement holding `marker`), as `cut` says (once: then it passes everything again); `down` refuses new
  *  connections (the server unreachable). */
 class CuttingProxy {
   cut: Cut = 'none';
@@ -25,10 +25,10 @@ class CuttingProxy {
     readonly url: string,
   ) {}
 
-  static async start(schema: string): Promise<CuttingProxy> {
+  static async start(schema: string, at = `${schema}.commit`): Promise<CuttingProxy> {
     const target = new URL(testDatabaseUrl());
     const [host, port] = [target.hostname, Number(target.port || 5432)];
-    const marker = Buffer.from(`${schema}.commit`);
+    const marker = Buffer.from(at);
     let proxy!: CuttingProxy;
     const server = createServer((client) => {
       if (proxy.down) return void client.destroy();
@@ -78,10 +78,10 @@ afterEach(async () => {
   for (const k of keys.splice(0)) await dropProject(k);
 });
 
-async function setUp(inDoubtMs?: number) {
+async function setUp(inDoubtMs?: number, at?: string) {
   const key = newProjectKey('d');
   keys.push(key);
-  const proxy = await CuttingProxy.start(`oc_${key}`);
+  const proxy = await CuttingProxy.start(`oc_${key}`, at);
   const store = new PgStore({ url: proxy.url, key, inDoubtMs });
   const direct = new PgStore({ url: testDatabaseUrl(), key });
   closers.push(
@@ -157,4 +157,34 @@ it('a commit that cannot even connect is taken back out of the cache: the next c
   await store.mutate(add('third'));
   expect(await held(direct)).toEqual(['first', 'third']);
   expect(await held(store)).toEqual(['first', 'third']);
+});
+
+// A writer whose cache is behind loses its optimistic try and commits under the project's lock:
+// the change and COMMIT go in one statement, whose answer can be lost the same ways.
+const LOCKED_COMMIT = '; commit;';
+
+it('a commit under the lock whose answer was lost is answered as done, and held once', async () => {
+  const { proxy, store, direct } = await setUp(undefined, LOCKED_COMMIT);
+  await direct.mutate(add('other'));
+  proxy.cut = 'after-commit';
+  expect(await store.mutate(add('second'))).toBe('second');
+  expect(proxy.cuts).toBe(1);
+  expect(await held(direct)).toEqual(['first', 'other', 'second']);
+  await store.mutate(add('third'));
+  expect(await held(store)).toEqual(['first', 'other', 'second', 'third']);
+});
+
+it('a commit under the lock cut before the server saw it is refused as not written, and leaves the lock free', async () => {
+  const { proxy, store, direct } = await setUp(undefined, LOCKED_COMMIT);
+  await direct.mutate(add('other'));
+  proxy.cut = 'before-commit';
+  const r = await refusal(store.mutate(add('second')));
+  expect(proxy.cuts).toBe(1);
+  expect(r?.data?.reason).toBe('state_unreadable');
+  expect(r?.message).toMatch(/was not written|nothing was written/);
+  const started = Date.now();
+  await direct.mutate(add('third'));
+  expect(Date.now() - started).toBeLessThan(1_000);
+  expect(await held(direct)).toEqual(['first', 'other', 'third']);
+  expect(await held(store)).toEqual(['first', 'other', 'third']);
 });
