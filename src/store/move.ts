@@ -264,7 +264,9 @@ export async function moveToFiles(projectDir: string): Promise<Moved & { set_asi
   const where = `${describeUrl(b.url)}#${b.key}`;
   await ensureDir(paths);
   return withLock(paths, async () => {
-    const c = new pg.Client(clientConfig(b.url));
+    // This transaction holds the project's lock on purpose while the files are written and read
+    // back between its statements: the server's bound on an idle transaction does not apply.
+    const c = new pg.Client({ ...clientConfig(b.url), idle_in_transaction_session_timeout: 0 });
     try {
       await c.connect();
       const held = await hold(c, b.key, where);
