@@ -277,9 +277,11 @@ export class PgStore implements Store {
   }
 
   /** Brings the cache up to date; true when anything changed (or it was loaded afresh). A head
-   *  a lease renewal read within PG_HEARD_FRESH_MS stands in for the query, unless `exact`: a
-   *  refusal must be judged on a head read after the call began (another process's commit may
-   *  have been acknowledged since that renewal). */
+   *  a lease renewal read within PG_HEARD_FRESH_MS stands in for the query, unless a notification
+   *  told of a newer change (that renewal read the head before it, and a subscriber woken by the
+   *  notification would find nothing, with no notification to come again), or `exact`: a refusal
+   *  must be judged on a head read after the call began (another process's commit may have been
+   *  acknowledged since that renewal). */
   private async news(exact = false): Promise<boolean> {
     const c = this.cache;
     if (!c) {
@@ -287,7 +289,8 @@ export class PgStore implements Store {
       return true;
     }
     const h = this.heard;
-    if (!exact && h && h.seq === c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS) return false;
+    const fresh = h && h.seq === c.seq && this.listener.newest <= c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS;
+    if (!exact && fresh) return false;
     this.lastAsked = Date.now();
     // A retired project answers one row with no sequence number first (`store migrate`).
     const s = ident(this.schema);

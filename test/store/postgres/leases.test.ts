@@ -87,6 +87,35 @@ describe('PostgreSQL leases', () => {
     });
   });
 
+  it('a renewal that read the head before a change this process was notified of does not hide that change', async () => {
+    const key = newProjectKey();
+    keys.push(key);
+    const a = open(key);
+    const b = open(key);
+    await a.leases.renew(`1@a/${M1}`, M1, 60_000); // its row exists, to be held below
+    await a.peek();
+    const w = await a.subscribe(
+      async () => {},
+      () => {},
+    );
+    await admin(async (c) => {
+      // A's next renewal reads the head at change 0, then waits for its lease row; meanwhile B
+      // commits change 1 and A is notified; then the renewal answers, 0, after the notification.
+      await c.query(`begin; select * from "oc_${key}".leases for update`);
+      const renewal = a.leases.renew(`1@a/${M1}`, M1, 60_000);
+      await new Promise((r) => setTimeout(r, 100));
+      await b.mutate((d) => {
+        d.errors.push({ at: 1, message: 'notified' });
+        return { changed: true, result: null };
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      await c.query('rollback');
+      await renewal;
+    });
+    expect((await a.peek()).errors.map((e) => e.message)).toEqual(['notified']);
+    await w.close();
+  });
+
   it('works on a project laid out before leases existed (the table is created on first use)', async () => {
     const key = newProjectKey();
     keys.push(key);
