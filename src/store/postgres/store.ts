@@ -360,7 +360,10 @@ export class PgStore implements Store {
    *  lost try costs a whole run of the mutation. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     return this.serial(async () => {
+      // A cache a notification already says is behind would lose its optimistic try, having
+      // sent the whole change for nothing (a pull's history is 100 envelopes): it catches up first.
       if (!this.cache) await this.load();
+      else if (this.listener.newest > this.cache.seq) await this.news(true);
       for (let i = 0; i < PG_OPTIMISTIC_TRIES; i++) {
         const step = await this.attempt(fn);
         if (step.done) return step.answer;
