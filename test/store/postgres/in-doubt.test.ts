@@ -12,9 +12,9 @@ import { dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postg
 
 type Cut = 'none' | 'after-commit' | 'before-commit';
 
-/** A TCP proxy to the test server that cuts the connection carrying the next commit statement of
- *  `schema` (or the next statement holding `marker`), as `cut` says (once: then it passes everything again); `down` refuses new
- *  connections (the server unreachable). */
+/** A TCP proxy to the test server that cuts the connection carrying the next statement that holds
+ *  `at` (by default the commit statement of `schema`), as `cut` says (once: then it passes
+ *  everything again); `down` refuses new connections (the server unreachable). */
 class CuttingProxy {
   cut: Cut = 'none';
   down = false;
