@@ -1,19 +1,20 @@
-// Bench child: `mcp-writer <project> <tag> <count> <barrier> [<floor server>]`: its own
+// Bench child: `mcp-writer <project> <tag> <count> <barrier> [<floor server> [<its mode>]]`: its own
 // `opencomms mcp` server, a channel of its own with a reader that joined and left, then <count>
 // sends one at a time after the barrier; prints {sent, ms} (each send's round trip). With a floor server (bench/floor-server.ts,
-// bundled), the same sends to that server instead, which appends each to a file of the project.
+// bundled), the same sends to that server instead, which appends each to a file of the project
+// (with `--pg`, inserts each into its table).
 import { join } from 'node:path';
 import { ROOT, mcpNodeFlags, connectMcp, message, waitForBarrier } from './lib.ts';
 
-const [project, tag, count, barrier, floor] = process.argv.slice(2);
-if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier> [<floor server>]');
+const [project, tag, count, barrier, floor, floorMode] = process.argv.slice(2);
+if (!barrier) throw new Error('usage: mcp-writer <project> <tag> <count> <barrier> [<floor server> [<its mode>]]');
 const pin = (who: string) =>
   `sess_${`${tag}${who}`
     .replace(/[^A-Za-z0-9]/g, '')
     .padEnd(24, '0')
     .slice(0, 24)}`;
 const channel = `c-${tag}`.toLowerCase();
-const a = floor ? await connectMcp([floor, project!]) : await ours();
+const a = floor ? await connectMcp([floor, project!, ...(floorMode ? [floorMode] : [])]) : await ours();
 const tool = floor ? 'send' : 'opencomms_send';
 
 async function ours() {

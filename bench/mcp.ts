@@ -202,13 +202,14 @@ async function machineCpu() {
 }
 
 /** One sender per process, `writers` at once, each with its own server (ours, or the floor server
- *  `floorJs`) on one project, or (`unshared`) each on a project of its own under `dir`: the
- *  aggregate rate, the cores the machine kept busy meanwhile, and its CPU time per send. */
+ *  `floorJs`, started with `floorMode` and `env`) on one project, or (`unshared`) each on a project
+ *  of its own under `dir`: the aggregate rate, the cores the machine kept busy meanwhile, and its
+ *  CPU time per send. */
 export async function writers(
   dir: string,
   count: number,
   perWriter: number,
-  o: { floorJs?: string; unshared?: boolean } = {},
+  o: { floorJs?: string; floorMode?: '--pg'; env?: Record<string, string>; unshared?: boolean } = {},
 ): Promise<{ rate: number; cores: number; cpuMsPerSend: number; send: ReturnType<typeof stats> }> {
   const kind = `${count}${o.floorJs ? '-floor' : ''}${o.unshared ? '-apart' : ''}`;
   const barrier = join(dir, `go-${kind}`);
@@ -224,10 +225,11 @@ export async function writers(
         `w${count}x${w}`,
         String(perWriter),
         barrier,
-        ...(o.floorJs ? [o.floorJs] : []),
+        ...(o.floorJs ? [o.floorJs, ...(o.floorMode ? [o.floorMode] : [])] : []),
       ],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, ...o.env },
       },
     ),
   );

@@ -268,17 +268,28 @@ async function wake(url: string, keys: string[]) {
   });
 }
 
-async function eightWriters(url: string, keys: string[]) {
+/** Eight writers against one, ours and the floor's (whose send is one INSERT): what eight
+ *  processes and their clients on this machine allow a server that does nothing else. */
+async function eightWriters(url: string, floorJs: string, floorTable: string, keys: string[]) {
   await withProject(async (dir) => {
     await bound(dir, url, keys);
     const one = await writers(dir, 1, 400);
     const eight = await writers(dir, 8, 200);
+    const floor = {
+      floorJs,
+      floorMode: '--pg',
+      env: { OPENCOMMS_FLOOR_DATABASE_URL: url, OPENCOMMS_FLOOR_TABLE: floorTable },
+    } as const;
+    const floorOne = await writers(dir, 1, 400, floor);
+    const floorEight = await writers(dir, 8, 200, floor);
     emitRatio('pg_mcp_8_writers_over_1', eight.rate, one.rate, '>= 1.0; send p99 <= 25 ms', {
       unit: 'sends/s aggregate',
       send_p99_ms: eight.send.p99,
       send_p50_ms: eight.send.p50,
       one_send_p99_ms: one.send.p99,
       cores_busy: { one: one.cores, eight: eight.cores },
+      floor_8_over_1: round(floorEight.rate / floorOne.rate),
+      floor_send_p99_ms: floorEight.send.p99,
     });
   });
 }
@@ -455,14 +466,13 @@ export async function postgresBench(part?: string) {
     await admin.query(
       `create schema ${floorSchema}; create table ${floorSchema}.floor (n bigserial primary key, channel text not null, body jsonb not null)`,
     );
-    if (runs('mcp'))
-      await withProject(async (tmp) => {
-        const floorJs = join(tmp, 'floor-server.mjs');
-        await bundle(join(import.meta.dirname, 'floor-server.ts'), floorJs);
-        await mcpFigures(server.url, floorJs, `${floorSchema}.floor`, keys);
-      });
-    if (runs('wake')) await wake(server.url, keys);
-    if (runs('writers')) await eightWriters(server.url, keys);
+    await withProject(async (tmp) => {
+      const floorJs = join(tmp, 'floor-server.mjs');
+      if (runs('mcp') || runs('writers')) await bundle(join(import.meta.dirname, 'floor-server.ts'), floorJs);
+      if (runs('mcp')) await mcpFigures(server.url, floorJs, `${floorSchema}.floor`, keys);
+      if (runs('wake')) await wake(server.url, keys);
+      if (runs('writers')) await eightWriters(server.url, floorJs, `${floorSchema}.floor`, keys);
+    });
     if (runs('hooks')) await hooks(server.url, keys);
     if (runs('idle')) await idle(server.url, server.port, keys);
     if (runs('history')) await history(server.url, admin, keys);

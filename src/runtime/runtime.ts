@@ -83,6 +83,8 @@ const mint = (prefix: 'ocm' | 'chn' | 'cor') =>
 export class Runtime {
   private subscription: Subscription | null = null;
   private idle: NodeJS.Timeout | null = null;
+  /** Calls in progress: a process catching up while idle is not idle while one runs. */
+  private running = 0;
   private closed = false;
   /** This process's lease, when the store is shared by machines (started by `start`). */
   private lease: LeaseKeeper | null = null;
@@ -189,6 +191,7 @@ export class Runtime {
    *  adapter's pre-check on the current state (its identity or roster rule); a state that cannot
    *  be read (incompatible, unreadable, busy) is a refusal there too, not a fault. */
   async run(cmd: Command, gate?: Gate): Promise<ToolResult> {
+    this.running++;
     try {
       // A look at the state outside the lock meets the gate: a read's, and the one a preparation
       // takes before it reads history or archives (a refused caller costs no such read). A
@@ -215,18 +218,21 @@ export class Runtime {
       if (e instanceof RefusalError) return e.refusal;
       return unwritableStore(e, this.store.location) ?? this.internalError(cmd.op, e);
     } finally {
+      this.running--;
       this.catchUpIn(CATCH_UP_IDLE_MS);
     }
   }
 
   /** (Re)starts the catch-ups of a process catching up while idle, after a call: every CATCH_UP_IDLE_MS during
-   *  the first CATCH_UP_QUIET_MS of quiet, then every CATCH_UP_IDLE_MAX_MS. A state that cannot be
-   *  read now is not logged here: the next call meets it and answers with the refusal. */
+   *  the first CATCH_UP_QUIET_MS of quiet, then every CATCH_UP_IDLE_MAX_MS. None while a call runs
+   *  (the call catches up itself, and its end starts them again). A state that cannot be read now
+   *  is not logged here: the next call meets it and answers with the refusal. */
   private catchUpIn(ms: number, quietSince = Date.now()) {
     if (!this.opts.catchUpWhileIdle || this.closed) return;
     if (this.idle) clearTimeout(this.idle);
     this.idle = setTimeout(() => {
       this.idle = null;
+      if (this.running) return;
       void this.store
         .catchUp()
         .catch(() => {})

@@ -107,6 +107,9 @@ export class PgStore implements Store {
   /** The head as the last lease renewal read it. */
   private heard: { seq: number; at: number } | null = null;
   private closed = false;
+  /** Other processes write too: an optimistic try lost, and no locked run since found none of
+   *  their changes before its own (mutate). */
+  private contended = false;
   /** Liveness of processes on other machines (leases.ts). */
   readonly leases: PgLeases;
 
@@ -357,17 +360,21 @@ export class PgStore implements Store {
    *  first, the statement answered its changes; they are applied, and the mutation runs again
    *  with the project's lock held (two more round trips, and it cannot lose): retried
    *  optimistically instead, under many writers each try loses to another writer's, and every
-   *  lost try costs a whole run of the mutation. */
+   *  lost try costs a whole run of the mutation. While other processes keep writing (`contended`:
+   *  a try lost, and every locked run since found their changes), mutations take the lock at once:
+   *  a try would lose again, and the lock's own read is the catch-up. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
     return this.serial(async () => {
+      if (!this.cache) await this.load();
+      else if (this.contended) return this.attemptLocked(fn);
       // A cache a notification already says is behind would lose its optimistic try, having
       // sent the whole change for nothing (a pull's history is 100 envelopes): it catches up first.
-      if (!this.cache) await this.load();
       else if (this.listener.newest > this.cache.seq) await this.news(true);
       for (let i = 0; i < PG_OPTIMISTIC_TRIES; i++) {
         const step = await this.attempt(fn);
         if (step.done) return step.answer;
       }
+      this.contended = true;
       return this.attemptLocked(fn);
     });
   }
@@ -422,6 +429,7 @@ export class PgStore implements Store {
         await this.query('rollback');
         return { done: false };
       }
+      if (!since!.rows.length) this.contended = false;
       const step = this.prepare(c, fn);
       if ('result' in step) {
         await this.query('rollback');
