@@ -1,5 +1,5 @@
 // A runtime that catches up while idle (the MCP server's, RuntimeOptions.catchUpWhileIdle) applies what other processes
-// write while it waits for its next call; one that does not applies it at its next call.
+// write while it waits for its next call, and not while a call runs; one that does not applies it at its next call.
 import { afterEach, expect, it, vi } from 'vitest';
 import type { Caller } from '../../src/engine/index.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
@@ -51,4 +51,27 @@ it('a runtime that does not catch up while idle applies it at its next call, not
   expect(live.messages[id]).toBeUndefined();
   await reader.store.peek();
   expect(live.messages[id]?.content).toBe('hello');
+});
+
+it('a runtime catching up while idle does not while a call runs, and does again once it ends', async () => {
+  const rt = openRuntime(project.dir, { log: () => {}, catchUpWhileIdle: true });
+  opened.push(rt);
+  await rt.run({ op: 'create', caller: caller('a'), args: { channel: 'c', role: 'A', role_prompt: 'send' } });
+  await rt.run({ op: 'join', caller: caller('r'), args: { channel: 'c', role: 'R', role_prompt: 'read' } });
+  const catchUp = vi.spyOn(rt.store, 'catchUp');
+  // A call that lasts six catch-up periods: its mutation waits before it runs, counting the
+  // catch-ups meanwhile.
+  const mutate = rt.store.mutate.bind(rt.store);
+  let during = -1;
+  vi.spyOn(rt.store, 'mutate').mockImplementation(async (fn) => {
+    const before = catchUp.mock.calls.length;
+    await new Promise((r) => setTimeout(r, 6 * CATCH_UP_IDLE_MS));
+    during = catchUp.mock.calls.length - before;
+    return mutate(fn);
+  });
+  const sent = await rt.run({ op: 'send', sid: 'a', args: { channel: 'c', content: 'slow' } });
+  expect(sent.ok).toBe(true);
+  expect(during).toBe(0);
+  catchUp.mockClear();
+  await vi.waitFor(() => expect(catchUp).toHaveBeenCalled(), { timeout: 1_000, interval: 5 });
 });
