@@ -107,7 +107,7 @@ export class PgStore implements Store {
   /** The head as the last lease renewal read it. */
   private heard: { seq: number; at: number } | null = null;
   private closed = false;
-  /** Other processes write too: an optimistic try lost, and no locked run since found none of
+  /** Other processes write too: an optimistic try lost, and every locked run since found some of
    *  their changes before its own (mutate). */
   private contended = false;
   /** Liveness of processes on other machines (leases.ts). */
