@@ -203,17 +203,24 @@ async function machineCpu() {
 
 /** One sender per process, `writers` at once, each with its own server (ours, or the floor server
  *  `floorJs`, started with `floorMode` and `env`) on one project, or (`unshared`) each on a project
- *  of its own under `dir`: the aggregate rate, the cores the machine kept busy meanwhile, and its
- *  CPU time per send. */
+ *  of its own under `dir`, made ready by `prepare` (a binding to a store of its own): the aggregate
+ *  rate, the cores the machine kept busy meanwhile, and its CPU time per send. */
 export async function writers(
   dir: string,
   count: number,
   perWriter: number,
-  o: { floorJs?: string; floorMode?: '--pg'; env?: Record<string, string>; unshared?: boolean } = {},
+  o: {
+    floorJs?: string;
+    floorMode?: '--pg';
+    env?: Record<string, string>;
+    unshared?: boolean;
+    prepare?: (project: string) => Promise<unknown>;
+  } = {},
 ): Promise<{ rate: number; cores: number; cpuMsPerSend: number; send: ReturnType<typeof stats> }> {
   const kind = `${count}${o.floorJs ? '-floor' : ''}${o.unshared ? '-apart' : ''}`;
   const barrier = join(dir, `go-${kind}`);
   const project = (w: number) => (o.unshared ? join(dir, `apart-${kind}-${w}`) : dir);
+  if (o.unshared && o.prepare) for (let w = 0; w < count; w++) await o.prepare(project(w));
   const kids = Array.from({ length: count }, (_, w) =>
     spawn(
       process.execPath,

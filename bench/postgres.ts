@@ -269,12 +269,15 @@ async function wake(url: string, keys: string[]) {
 }
 
 /** Eight writers against one, ours and the floor's (whose send is one INSERT): what eight
- *  processes and their clients on this machine allow a server that does nothing else. */
+ *  processes and their clients on this machine allow a server that does nothing else. Beside them,
+ *  ours on eight projects of their own (`unshared`: no rows, lock or notification shared), the
+ *  most any layout of one project could reach with the same servers on this machine. */
 async function eightWriters(url: string, floorJs: string, floorTable: string, keys: string[]) {
   await withProject(async (dir) => {
     await bound(dir, url, keys);
     const one = await writers(dir, 1, 400);
     const eight = await writers(dir, 8, 200);
+    const apart = await writers(dir, 8, 200, { unshared: true, prepare: (p) => bound(p, url, keys) });
     const floor = {
       floorJs,
       floorMode: '--pg',
@@ -287,7 +290,9 @@ async function eightWriters(url: string, floorJs: string, floorTable: string, ke
       send_p99_ms: eight.send.p99,
       send_p50_ms: eight.send.p50,
       one_send_p99_ms: one.send.p99,
-      cores_busy: { one: one.cores, eight: eight.cores },
+      cores_busy: { one: one.cores, eight: eight.cores, unshared: apart.cores },
+      cpu_ms_per_send: { one: one.cpuMsPerSend, eight: eight.cpuMsPerSend, unshared: apart.cpuMsPerSend },
+      unshared: round(apart.rate / one.rate),
       floor_8_over_1: round(floorEight.rate / floorOne.rate),
       floor_send_p99_ms: floorEight.send.p99,
     });
