@@ -83,19 +83,95 @@ export interface Draft<T extends object> {
  *  duplicate window, not the window's 100 keys. */
 const MAX_DEPTH = 4;
 
-export function track<T extends object>(state: T): Draft<T> {
-  const undo: Undo[] = [];
-  /** Each wrapped object's path, and the key under which a write to one of its fields is kept
-   *  (its path joined, cut at MAX_DEPTH), built once per object instead of on every write. */
-  const paths = new WeakMap<object, { path: Path; prefix: string }>();
-  const proxies = new WeakMap<object, object>();
-  /** Arrays written to: their length at the first write and whether every write only appended. */
-  const arrays = new Map<object, { path: Path; length: number; appendOnly: boolean; seq: number }>();
-  /** Written paths (joined by \u0000) → the path and the value before the first write there. */
-  const written = new Map<string, { path: Path; old: unknown; hadOld: boolean; seq: number; readded?: boolean }>();
+/** Each wrapped object's path, and the key under which a write to one of its fields is kept
+ *  (its path joined, cut at MAX_DEPTH), built once per object instead of on every write. */
+type PathOf = WeakMap<object, { path: Path; prefix: string }>;
+
+/** A written object field: its path and the value before the first write there. */
+interface FieldWrite {
+  path: Path;
+  old: unknown;
+  hadOld: boolean;
+  seq: number;
+  readded?: boolean;
+}
+
+/** An array written to: its length at the first write and whether every write only appended. */
+interface ArrayWrite {
+  path: Path;
+  length: number;
+  appendOnly: boolean;
+  seq: number;
+}
+
+/** What one draft wrote: the undo log, and the fields and arrays written, in first-write order. */
+class Writes {
+  readonly undo: Undo[] = [];
+  readonly arrays = new Map<object, ArrayWrite>();
+  /** Written paths (joined by \u0000) → the write. */
+  readonly written = new Map<string, FieldWrite>();
   /** Order of first writes: ops come out in it, so a replay adds new keys in the writer's order. */
-  let seq = 0;
-  let live = true;
+  private seq = 0;
+  live = true;
+
+  constructor(private readonly paths: PathOf) {}
+
+  /** `next` is the value being written (undefined for a delete). */
+  record(target: Obj, key: string | symbol, had: boolean, old: unknown, next: unknown) {
+    if (!this.live) throw new Error('draft: a write after the mutation ended (a proxy escaped)');
+    const undo = this.undo;
+    // Writing past an array's end grows its length with no write to `length`: undo that too.
+    if (Array.isArray(target) && key !== 'length' && typeof key === 'string' && Number(key) >= target.length)
+      undo.push({ target, key: 'length', had: true, old: target.length });
+    undo.push({ target, key, had, old });
+    // Shrinking an array through `length` drops elements with no delete per index: keep them.
+    if (Array.isArray(target) && key === 'length' && typeof next === 'number')
+      for (let i = next; i < target.length; i++) undo.push({ target, key: String(i), had: true, old: target[i] });
+    if (typeof key === 'symbol') return;
+    const { path: base, prefix } = this.paths.get(target)!;
+    if (Array.isArray(target)) {
+      let a = this.arrays.get(target);
+      if (!a) this.arrays.set(target, (a = { path: base, length: target.length, appendOnly: true, seq: this.seq++ }));
+      // Appending = writing new indices at or past the first-seen length, and never shrinking.
+      if (key === 'length') {
+        if (typeof next !== 'number' || next < a.length) a.appendOnly = false;
+      } else if (had || !(Number(key) >= a.length)) a.appendOnly = false;
+      return;
+    }
+    // The path written is the field's own, or cut to its entity field when deeper.
+    const whole = base.length < MAX_DEPTH;
+    const id = whole ? prefix + key : prefix;
+    const w = this.written.get(id);
+    if (!w)
+      this.written.set(id, {
+        path: whole ? [...base, key] : base.slice(0, MAX_DEPTH),
+        old: whole ? old : undefined,
+        hadOld: whole && had,
+        seq: this.seq++,
+      });
+    else if (!whole)
+      w.hadOld = false; // written inside too: no diff against the old value
+    // A key that was there, deleted and set again now comes last among its object's keys: the
+    // replay must move it too (a duplicate window sweeps its keys in that order).
+    else if (w.hadOld && !had && next !== undefined) w.readded = true;
+  }
+
+  rollback() {
+    const undo = this.undo;
+    for (let i = undo.length - 1; i >= 0; i--) {
+      const u = undo[i]!;
+      if (u.had) u.target[u.key] = u.old;
+      else delete u.target[u.key];
+    }
+    undo.length = 0;
+    this.live = false;
+  }
+}
+
+export function track<T extends object>(state: T): Draft<T> {
+  const paths: PathOf = new WeakMap();
+  const proxies = new WeakMap<object, object>();
+  const writes = new Writes(paths);
 
   const wrap = (target: object, path: Path): object => {
     let p = proxies.get(target);
@@ -109,45 +185,6 @@ export function track<T extends object>(state: T): Draft<T> {
       proxies.set(target, p);
     }
     return p;
-  };
-
-  /** `next` is the value being written (undefined for a delete). */
-  const record = (target: Obj, key: string | symbol, had: boolean, old: unknown, next: unknown) => {
-    if (!live) throw new Error('draft: a write after the mutation ended (a proxy escaped)');
-    // Writing past an array's end grows its length with no write to `length`: undo that too.
-    if (Array.isArray(target) && key !== 'length' && typeof key === 'string' && Number(key) >= target.length)
-      undo.push({ target, key: 'length', had: true, old: target.length });
-    undo.push({ target, key, had, old });
-    // Shrinking an array through `length` drops elements with no delete per index: keep them.
-    if (Array.isArray(target) && key === 'length' && typeof next === 'number')
-      for (let i = next; i < target.length; i++) undo.push({ target, key: String(i), had: true, old: target[i] });
-    if (typeof key === 'symbol') return;
-    const { path: base, prefix } = paths.get(target)!;
-    if (Array.isArray(target)) {
-      let a = arrays.get(target);
-      if (!a) arrays.set(target, (a = { path: base, length: target.length, appendOnly: true, seq: seq++ }));
-      // Appending = writing new indices at or past the first-seen length, and never shrinking.
-      if (key === 'length') {
-        if (typeof next !== 'number' || next < a.length) a.appendOnly = false;
-      } else if (had || !(Number(key) >= a.length)) a.appendOnly = false;
-      return;
-    }
-    // The path written is the field's own, or cut to its entity field when deeper.
-    const whole = base.length < MAX_DEPTH;
-    const id = whole ? prefix + key : prefix;
-    const w = written.get(id);
-    if (!w)
-      written.set(id, {
-        path: whole ? [...base, key] : base.slice(0, MAX_DEPTH),
-        old: whole ? old : undefined,
-        hadOld: whole && had,
-        seq: seq++,
-      });
-    else if (!whole)
-      w.hadOld = false; // written inside too: no diff against the old value
-    // A key that was there, deleted and set again now comes last among its object's keys: the
-    // replay must move it too (a duplicate window sweeps its keys in that order).
-    else if (w.hadOld && !had && next !== undefined) w.readded = true;
   };
 
   const handler: ProxyHandler<Obj> = {
@@ -165,25 +202,97 @@ export function track<T extends object>(state: T): Draft<T> {
       // 100-key duplicate window) is not walked for proxies.
       const v = had && old === value ? old : unwrapDeep(value);
       if (had && old === v && key !== 'length') return true;
-      record(target, key, had, old, v);
+      writes.record(target, key, had, old, v);
       target[key] = v;
       return true;
     },
     deleteProperty(target, key) {
       if (!Object.hasOwn(target, key)) return true;
-      record(target, key, true, target[key], undefined);
+      writes.record(target, key, true, target[key], undefined);
       delete target[key];
       return true;
     },
     defineProperty(target, key, desc) {
       const had = Object.hasOwn(target, key);
-      record(target, key, had, target[key], desc.value);
+      writes.record(target, key, had, target[key], desc.value);
       return Reflect.defineProperty(target, key, { ...desc, value: unwrapDeep(desc.value) });
     },
   };
 
-  const root = wrap(state, []) as T;
+  return {
+    root: wrap(state, []) as T,
+    rollback: () => writes.rollback(),
+    ops() {
+      writes.live = false;
+      return opsOf(state, writes);
+    },
+  };
+}
 
+/** A path to write whole (`set`) or to append to from index `from` (`append`). */
+interface PathWrite {
+  path: Path;
+  kind: 'set' | 'append';
+  seq: number;
+  from?: number;
+  old?: unknown;
+  hadOld?: boolean;
+  readded?: boolean;
+  /** Another written path lies under this one. */
+  nested?: boolean;
+}
+
+/** Every write of `writes` as a path, none under another, in first-write order: object fields
+ *  (cut to MAX_DEPTH) and whole arrays. */
+function pathWrites(writes: Writes) {
+  const byPath = new Map<string, PathWrite>();
+  for (const [id, w] of writes.written)
+    byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, old: w.old, hadOld: w.hadOld, readded: w.readded });
+  for (const a of writes.arrays.values()) {
+    // An array inside a field below MAX_DEPTH is covered by that field's value.
+    const path = a.path.length > MAX_DEPTH ? a.path.slice(0, MAX_DEPTH) : a.path;
+    const id = path.join('\u0000');
+    const whole = path.length < a.path.length || !a.appendOnly;
+    const had = byPath.get(id);
+    // A field written as a whole covers the array; an append meeting any other write is a set.
+    if (had?.kind === 'set') {
+      had.hadOld = false; // its old value was changed in place: no diff against it
+      continue;
+    }
+    const first = Math.min(a.seq, had?.seq ?? a.seq);
+    byPath.set(
+      id,
+      whole || had ? { path, kind: 'set', seq: first } : { path, kind: 'append', seq: first, from: a.length },
+    );
+  }
+  // A path under another written path is covered by that path's value; an append covers
+  // nothing, so an array with writes inside its old elements is set whole, and a map with
+  // writes inside it is not diffed against its old value.
+  const ids = [...byPath.keys()].sort();
+  // Sorted, a path's descendants follow it directly ("\u0000" sorts before every other
+  // character), so one look at the next id answers: linear, not quadratic, in the writes.
+  const position = new Map(ids.map((id, i) => [id, i]));
+  const hasDescendant = (id: string) => ids[position.get(id)! + 1]?.startsWith(`${id}\u0000`) ?? false;
+  for (const id of ids) {
+    const w = byPath.get(id)!;
+    if (!hasDescendant(id)) continue;
+    if (w.kind === 'append') byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, nested: true });
+    else w.nested = true;
+  }
+  const covered = new Set<string>();
+  let covering: string | null = null;
+  for (const id of ids) {
+    if (covering !== null && id.startsWith(`${covering}\u0000`)) covered.add(id);
+    else covering = id;
+  }
+  return ids
+    .filter((id) => !covered.has(id))
+    .map((id) => byPath.get(id)!)
+    .sort((a, b) => a.seq - b.seq);
+}
+
+/** The written paths as operations, with the values they hold now in `state`. */
+function opsOf(state: object, writes: Writes): Op[] {
   const valueAt = (path: Path): { present: boolean; value: unknown } => {
     let cur: unknown = state;
     for (const k of path) {
@@ -192,104 +301,33 @@ export function track<T extends object>(state: T): Draft<T> {
     }
     return { present: true, value: cur };
   };
+  const ops: Op[] = [];
+  for (const w of pathWrites(writes)) {
+    const now = valueAt(w.path);
+    if (!now.present) ops.push(['d', w.path]);
+    else if (w.kind === 'append') {
+      const items = (now.value as unknown[]).slice(w.from);
+      if (items.length) ops.push(['a', w.path, items]);
+    } else if (w.readded) ops.push(['d', w.path], ['s', w.path, now.value]);
+    else if (w.hadOld && isPlainObject(w.old) && isPlainObject(now.value) && w.old !== now.value && !w.nested)
+      // A replaced map (a machine assigns a fresh object) nothing else wrote into: its changed keys only.
+      mapChanges(w.path, w.old, now.value, ops);
+    else ops.push(['s', w.path, now.value]);
+  }
+  return ops;
+}
 
-  return {
-    root,
-    rollback() {
-      for (let i = undo.length - 1; i >= 0; i--) {
-        const u = undo[i]!;
-        if (u.had) u.target[u.key] = u.old;
-        else delete u.target[u.key];
-      }
-      undo.length = 0;
-      live = false;
-    },
-    ops() {
-      live = false;
-      // Every write is now a path: object fields (cut to MAX_DEPTH) and whole arrays.
-      const byPath = new Map<
-        string,
-        {
-          path: Path;
-          kind: 'set' | 'append';
-          seq: number;
-          from?: number;
-          old?: unknown;
-          hadOld?: boolean;
-          readded?: boolean;
-        }
-      >();
-      for (const [id, w] of written)
-        byPath.set(id, { path: w.path, kind: 'set', seq: w.seq, old: w.old, hadOld: w.hadOld, readded: w.readded });
-      for (const a of arrays.values()) {
-        // An array inside a field below MAX_DEPTH is covered by that field's value.
-        const path = a.path.length > MAX_DEPTH ? a.path.slice(0, MAX_DEPTH) : a.path;
-        const id = path.join('\u0000');
-        const whole = path.length < a.path.length || !a.appendOnly;
-        const had = byPath.get(id);
-        // A field written as a whole covers the array; an append meeting any other write is a set.
-        if (had?.kind === 'set') {
-          had.hadOld = false; // its old value was changed in place: no diff against it
-          continue;
-        }
-        const first = Math.min(a.seq, had?.seq ?? a.seq);
-        byPath.set(
-          id,
-          whole || had ? { path, kind: 'set', seq: first } : { path, kind: 'append', seq: first, from: a.length },
-        );
-      }
-      // A path under another written path is covered by that path's value; an append covers
-      // nothing, so an array with writes inside its old elements is set whole.
-      const ids = [...byPath.keys()].sort();
-      // Sorted, a path's descendants follow it directly ("\u0000" sorts before every other
-      // character), so one look at the next id answers: linear, not quadratic, in the writes.
-      const position = new Map(ids.map((id, i) => [id, i]));
-      const hasDescendant = (id: string) => ids[position.get(id)! + 1]?.startsWith(`${id}\u0000`) ?? false;
-      for (const id of ids) {
-        const w = byPath.get(id)!;
-        if (w.kind === 'append' && hasDescendant(id)) byPath.set(id, { path: w.path, kind: 'set', seq: w.seq });
-      }
-      const covered = new Set<string>();
-      let covering: string | null = null;
-      for (const id of ids) {
-        if (covering !== null && id.startsWith(`${covering}\u0000`)) covered.add(id);
-        else covering = id;
-      }
-      const order = ids.filter((id) => !covered.has(id)).sort((a, b) => byPath.get(a)!.seq - byPath.get(b)!.seq);
-      const ops: Op[] = [];
-      for (const id of order) {
-        const w = byPath.get(id)!;
-        const now = valueAt(w.path);
-        if (!now.present) ops.push(['d', w.path]);
-        else if (w.kind === 'append') {
-          const items = (now.value as unknown[]).slice(w.from);
-          if (items.length) ops.push(['a', w.path, items]);
-        } else if (w.readded) ops.push(['d', w.path], ['s', w.path, now.value]);
-        else if (
-          w.hadOld &&
-          isPlainObject(w.old) &&
-          isPlainObject(now.value) &&
-          w.old !== now.value &&
-          !hasDescendant(id)
-        ) {
-          // A replaced map (a machine assigns a fresh object) nothing else wrote into: its
-          // changed keys only.
-          const before = w.old;
-          const after = now.value;
-          // Indexed loops over keys: a duplicate window of 100 keys is diffed on every send, and
-          // a pair array and an iterator result per key were a sixth of what a send allocated.
-          const gone = Object.keys(before);
-          for (let i = 0; i < gone.length; i++) if (!(gone[i]! in after)) ops.push(['d', [...w.path, gone[i]!]]);
-          const keys = Object.keys(after);
-          for (let i = 0; i < keys.length; i++) {
-            const k = keys[i]!;
-            if (!(k in before) || before[k] !== after[k]) ops.push(['s', [...w.path, k], after[k]]);
-          }
-        } else ops.push(['s', w.path, now.value]);
-      }
-      return ops;
-    },
-  };
+/** The keys of map `before` gone from `after`, then those added or changed, as ops at `path`.
+ *  Indexed loops over keys: a duplicate window of 100 keys is diffed on every send, and a pair
+ *  array and an iterator result per key were a sixth of what a send allocated. */
+function mapChanges(path: Path, before: Record<string, unknown>, after: Record<string, unknown>, ops: Op[]) {
+  const gone = Object.keys(before);
+  for (let i = 0; i < gone.length; i++) if (!(gone[i]! in after)) ops.push(['d', [...path, gone[i]!]]);
+  const keys = Object.keys(after);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    if (!(k in before) || before[k] !== after[k]) ops.push(['s', [...path, k], after[k]]);
+  }
 }
 
 /** A copy of `v` with every draft proxy inside it replaced by a deep copy of its plain object, so
