@@ -3,7 +3,7 @@
 // state.errors), a body cap (413), the route table (404 names method and path), and never shows
 // a stack trace (500, details in state.errors and on stderr). The page is refreshed by SSE when
 // any process changes the state or an archive (the store's subscription).
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { openRuntime, type Runtime } from '../runtime/runtime.ts';
@@ -98,82 +98,129 @@ const failure = (message: string, data?: Record<string, unknown>) => ({
   ...(data ? { data } : {}),
 });
 
+/** What every request of one console is answered with. */
+interface Console {
+  project: string;
+  rt: Runtime;
+  actor: ReturnType<typeof operatorActor>;
+  assets: ReturnType<typeof loadAssets>;
+  events: EventHub;
+  /** Records a refusal or a fault in state.errors. */
+  record(reason: string, message: string): Promise<void>;
+}
+
+/** The request's JSON object; null when it was answered already (over the cap, not an object). */
+async function bodyOf(req: IncomingMessage, res: ServerResponse): Promise<Record<string, unknown> | null> {
+  try {
+    return parseBody(await readBody(req));
+  } catch (e) {
+    if (e instanceof BodyTooLarge) {
+      res.setHeader('connection', 'close');
+      send(res, 413, failure(`Request body over ${MAX_BODY_CHARS} characters.`));
+      return null;
+    }
+    if (e instanceof BadJson) {
+      send(res, 400, failure('The request body is not a JSON object.', { reason: 'invalid_argument' }));
+      return null;
+    }
+    throw e;
+  }
+}
+
+/** One request: the Host and cross-site checks, its body, then the event stream, an asset or a route. */
+async function handle(c: Console, req: IncomingMessage, res: ServerResponse) {
+  const method = req.method ?? 'GET';
+  const url = new URL(req.url ?? '/', 'http://console.invalid');
+  const path = url.pathname;
+  const why = forbidden({
+    method,
+    hostHeader: header(req, 'host'),
+    origin: header(req, 'origin'),
+    referer: header(req, 'referer'),
+    secFetchSite: header(req, 'sec-fetch-site'),
+  });
+  if (why) {
+    req.resume();
+    await c.record(
+      'console_forbidden',
+      `Console refused ${method} ${path.slice(0, LOGGED_HEADER_CHARS)}: ${why.slice(0, LOGGED_HEADER_CHARS)}.`,
+    );
+    return send(res, 403, failure(`Forbidden: ${why}. The console answers only loopback pages.`));
+  }
+  const body = method === 'GET' || method === 'HEAD' ? {} : await bodyOf(req, res);
+  if (body === null) return;
+  if (method === 'GET' && path === '/api/events')
+    return c.events.add(res, { at: Date.now(), project: c.project, version: VERSION });
+  const asset = method === 'GET' ? c.assets.get(path) : undefined;
+  if (asset) return send(res, 200, asset.body, asset.type);
+  const found = match(method, path);
+  if (found === null || found === 'wrong_method')
+    return send(
+      res,
+      404,
+      failure(
+        `No route for ${method} ${path}.${found === 'wrong_method' ? ' That path exists for another method.' : ''}`,
+        { method, path },
+      ),
+    );
+  // A fault inside the runtime is already logged and recorded in state.errors by the runtime.
+  const reply = await found.route.handler({
+    rt: c.rt,
+    actor: c.actor,
+    params: found.params,
+    query: url.searchParams,
+    body,
+  });
+  send(res, reply.status, reply.body);
+  if (reply.refresh) c.events.refresh({ reason: reply.refresh });
+}
+
+/** A fault while answering: logged and recorded, answered 500 without its details. */
+async function answerFault(
+  c: Console,
+  log: (line: string) => void,
+  req: IncomingMessage,
+  res: ServerResponse,
+  e: unknown,
+) {
+  log(`internal error in ${req.method} ${req.url}: ${(e as Error).stack ?? e}`);
+  await c
+    .record(
+      'internal_error',
+      `Console: internal error in ${req.method} ${(req.url ?? '').slice(0, LOGGED_HEADER_CHARS)}: ${(e as Error).message}`,
+    )
+    .catch(() => {});
+  if (!res.headersSent)
+    send(res, 500, failure('Internal error; the details are in the OpenComms error log (`opencomms status`).'));
+  else res.end();
+}
+
+function listen(server: Server, port: number, address: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
 export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer> {
   const log = opts.log ?? ((l: string) => process.stderr.write(`[opencomms-console] ${l}\n`));
   const rt: Runtime = openRuntime(opts.project, { log });
-  const actor = operatorActor(opts.project, GUI_PROJECT_ID);
-  const assets = loadAssets();
-  const events = new EventHub();
-
-  const record = (reason: string, message: string) =>
-    rt.run({ op: 'record_error', entry: { at: Date.now(), reason, message } }).then((r) => {
-      if (!r.ok) log(`could not record "${message}": ${r.message}`);
-    });
-
-  async function handle(req: IncomingMessage, res: ServerResponse) {
-    const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', 'http://console.invalid');
-    const path = url.pathname;
-    const why = forbidden({
-      method,
-      hostHeader: header(req, 'host'),
-      origin: header(req, 'origin'),
-      referer: header(req, 'referer'),
-      secFetchSite: header(req, 'sec-fetch-site'),
-    });
-    if (why) {
-      req.resume();
-      await record(
-        'console_forbidden',
-        `Console refused ${method} ${path.slice(0, LOGGED_HEADER_CHARS)}: ${why.slice(0, LOGGED_HEADER_CHARS)}.`,
-      );
-      return send(res, 403, failure(`Forbidden: ${why}. The console answers only loopback pages.`));
-    }
-    let body: Record<string, unknown> = {};
-    if (method !== 'GET' && method !== 'HEAD') {
-      try {
-        body = parseBody(await readBody(req));
-      } catch (e) {
-        if (e instanceof BodyTooLarge) {
-          res.setHeader('connection', 'close');
-          return send(res, 413, failure(`Request body over ${MAX_BODY_CHARS} characters.`));
-        }
-        if (e instanceof BadJson)
-          return send(res, 400, failure('The request body is not a JSON object.', { reason: 'invalid_argument' }));
-        throw e;
-      }
-    }
-    if (method === 'GET' && path === '/api/events')
-      return events.add(res, { at: Date.now(), project: opts.project, version: VERSION });
-    const asset = method === 'GET' ? assets.get(path) : undefined;
-    if (asset) return send(res, 200, asset.body, asset.type);
-    const found = match(method, path);
-    if (found === null || found === 'wrong_method')
-      return send(
-        res,
-        404,
-        failure(
-          `No route for ${method} ${path}.${found === 'wrong_method' ? ' That path exists for another method.' : ''}`,
-          { method, path },
-        ),
-      );
-    // A fault inside the runtime is already logged and recorded in state.errors by the runtime.
-    const reply = await found.route.handler({ rt, actor, params: found.params, query: url.searchParams, body });
-    send(res, reply.status, reply.body);
-    if (reply.refresh) events.refresh({ reason: reply.refresh });
-  }
-
+  const c: Console = {
+    project: opts.project,
+    rt,
+    actor: operatorActor(opts.project, GUI_PROJECT_ID),
+    assets: loadAssets(),
+    events: new EventHub(),
+    record: (reason, message) =>
+      rt.run({ op: 'record_error', entry: { at: Date.now(), reason, message } }).then((r) => {
+        if (!r.ok) log(`could not record "${message}": ${r.message}`);
+      }),
+  };
   const server = createServer((req, res) => {
-    handle(req, res).catch(async (e: unknown) => {
-      log(`internal error in ${req.method} ${req.url}: ${(e as Error).stack ?? e}`);
-      await record(
-        'internal_error',
-        `Console: internal error in ${req.method} ${(req.url ?? '').slice(0, LOGGED_HEADER_CHARS)}: ${(e as Error).message}`,
-      ).catch(() => {});
-      if (!res.headersSent)
-        send(res, 500, failure('Internal error; the details are in the OpenComms error log (`opencomms status`).'));
-      else res.end();
-    });
+    handle(c, req, res).catch((e: unknown) => answerFault(c, log, req, res, e));
   });
 
   // Any process's change (or an archive's) refreshes the page; an unchanged state (the store's
@@ -183,19 +230,13 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
   const revision = () => rt.store.revision().catch((e: Error) => e.message);
   const onChange = async (change: { archives: boolean }) => {
     const now = await revision();
-    if (now !== last || change.archives) events.refresh({ at: Date.now() });
+    if (now !== last || change.archives) c.events.refresh({ at: Date.now() });
     last = now;
   };
 
   const bindAddress = opts.bindAddress ?? '127.0.0.1';
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(opts.port ?? DEFAULT_PORT, bindAddress, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    await listen(server, opts.port ?? DEFAULT_PORT, bindAddress);
     last = await revision();
     subscription = await rt.store.subscribe(onChange, log);
   } catch (e) {
@@ -210,7 +251,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     url: `http://${bindAddress.includes(':') ? `[${bindAddress}]` : bindAddress}:${port}/`,
     async close() {
       await subscription?.close();
-      events.close();
+      c.events.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
       await rt.close();
