@@ -105,6 +105,7 @@ interface Console {
   actor: ReturnType<typeof operatorActor>;
   assets: ReturnType<typeof loadAssets>;
   events: EventHub;
+  log: (line: string) => void;
   /** Records a refusal or a fault in state.errors. */
   record(reason: string, message: string): Promise<void>;
 }
@@ -176,14 +177,8 @@ async function handle(c: Console, req: IncomingMessage, res: ServerResponse) {
 }
 
 /** A fault while answering: logged and recorded, answered 500 without its details. */
-async function answerFault(
-  c: Console,
-  log: (line: string) => void,
-  req: IncomingMessage,
-  res: ServerResponse,
-  e: unknown,
-) {
-  log(`internal error in ${req.method} ${req.url}: ${(e as Error).stack ?? e}`);
+async function answerFault(c: Console, req: IncomingMessage, res: ServerResponse, e: unknown) {
+  c.log(`internal error in ${req.method} ${req.url}: ${(e as Error).stack ?? e}`);
   await c
     .record(
       'internal_error',
@@ -214,13 +209,14 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     actor: operatorActor(opts.project, GUI_PROJECT_ID),
     assets: loadAssets(),
     events: new EventHub(),
+    log,
     record: (reason, message) =>
       rt.run({ op: 'record_error', entry: { at: Date.now(), reason, message } }).then((r) => {
         if (!r.ok) log(`could not record "${message}": ${r.message}`);
       }),
   };
   const server = createServer((req, res) => {
-    handle(c, req, res).catch((e: unknown) => answerFault(c, log, req, res, e));
+    handle(c, req, res).catch((e: unknown) => answerFault(c, req, res, e));
   });
 
   // Any process's change (or an archive's) refreshes the page; an unchanged state (the store's
