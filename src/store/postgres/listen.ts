@@ -120,6 +120,13 @@ export class Listener {
     }
   }
 
+  /** `q` on the listening connection, which is idle between notifications (a snapshot, 2-3 MB
+   *  for a busy project, then does not hold up the mutations queued on the other); null when not
+   *  listening now. */
+  run(q: pg.QueryConfig): Promise<unknown> | null {
+    return this.client?.query(q) ?? null;
+  }
+
   /** The backstop: the head as the server has it, compared with what was notified. */
   private async poll() {
     const c = this.client;

@@ -107,6 +107,8 @@ export class PgStore implements Store {
   /** The head as the last lease renewal read it. */
   private heard: { seq: number; at: number } | null = null;
   private closed = false;
+  /** The snapshot being written (`snapshot`). */
+  private snapshotting: Promise<unknown> | null = null;
   /** Other processes write too: an optimistic try lost, and every locked run since found some of
    *  their changes before its own (mutate). */
   private contended = false;
@@ -187,23 +189,20 @@ export class PgStore implements Store {
       );
   }
 
-  /** A project laid out before the mailbox: the table added and filled from the state at the
-   *  head, holding the head's lock so that no change commits meanwhile. */
+  /** A project laid out by an older OpenComms, brought to this layout holding the head's lock,
+   *  so that no change commits meanwhile: layoutSql creates what is missing and converts the
+   *  snapshots (layout 3: json), and a project from before the mailbox (layout 1) gets the rows of
+   *  the state at its head. */
   private async upgrade(c: pg.Client) {
     try {
       await c.query(
         `begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); select seq from ${ident(this.schema)}.head for update;`,
       );
       const done = await c.query<{ layout: number }>(`select layout from ${ident(this.schema)}.meta`);
-      if ((done.rows[0]?.layout ?? 0) < PG_LAYOUT) {
+      const from = done.rows[0]?.layout ?? 0;
+      if (from < PG_LAYOUT) {
         await c.query(layoutSql(this.schema));
-        const [head, changes] = (await c.query(loadSelects(this.schema))) as unknown as pg.QueryResult[];
-        const snap = head!.rows[0] as { state: State; seq: string } | undefined;
-        const cache: Cache = { state: snap?.state ?? emptyState(), seq: Number(snap?.seq ?? 0), box: null };
-        if (!this.applyRows(cache, changes!.rows as ChangeRow[]))
-          throw new Error(`the changes of ${this.location} do not follow its snapshot`);
-        const rows = [...Mailbox.of(cache.state).rows.values()];
-        await c.query({ text: fillMailboxSql(this.schema), values: [JSON.stringify(rows)] });
+        if (from < 2) await this.fillMailbox(c);
         await c.query(`update ${ident(this.schema)}.meta set layout = ${PG_LAYOUT}`);
       }
       await c.query('commit');
@@ -211,6 +210,16 @@ export class PgStore implements Store {
       await c.query('rollback').catch(() => {});
       throw e;
     }
+  }
+
+  private async fillMailbox(c: pg.Client) {
+    const [head, changes] = (await c.query(loadSelects(this.schema))) as unknown as pg.QueryResult[];
+    const snap = head!.rows[0] as { state: State; seq: string } | undefined;
+    const cache: Cache = { state: snap?.state ?? emptyState(), seq: Number(snap?.seq ?? 0), box: null };
+    if (!this.applyRows(cache, changes!.rows as ChangeRow[]))
+      throw new Error(`the changes of ${this.location} do not follow its snapshot`);
+    const rows = [...Mailbox.of(cache.state).rows.values()];
+    await c.query({ text: fillMailboxSql(this.schema), values: [JSON.stringify(rows)] });
   }
 
   private async query<R extends pg.QueryResultRow>(q: pg.QueryConfig | string): Promise<pg.QueryResult<R>> {
@@ -393,7 +402,7 @@ export class PgStore implements Store {
     ];
     const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
     if (committed !== null) {
-      await this.committed(c, committed);
+      this.committed(c, committed);
       return { done: true, answer: step.answer };
     }
     // Someone committed first: their changes, then this mutation again on what they made.
@@ -440,7 +449,7 @@ export class PgStore implements Store {
       const rows = await this.commitStatement<CommitRow>(withCommit(step.query), c.seq, step);
       if (rows && (rows.length !== 1 || rows[0]!.o_ops !== null))
         this.undoing(step)(new Error(`${this.location} moved on while this process held its lock`));
-      await this.committed(c, c.seq + 1);
+      this.committed(c, c.seq + 1);
       return { done: true, answer: step.answer };
     } catch (e) {
       await this.client?.query('rollback').catch(() => {});
@@ -516,10 +525,10 @@ export class PgStore implements Store {
     );
   }
 
-  private async committed(c: Cache, seq: number) {
+  private committed(c: Cache, seq: number) {
     c.seq = seq;
     this.lastAsked = Date.now();
-    if (seq % (this.options.snapshotEvery ?? PG_SNAPSHOT_EVERY) === 0) await this.snapshot(c);
+    if (seq % (this.options.snapshotEvery ?? PG_SNAPSHOT_EVERY) === 0) this.snapshot(c);
   }
 
   /** Runs `fn` on the cache: its answer when nothing is to be written, else the commit statement
@@ -558,13 +567,19 @@ export class PgStore implements Store {
     return { query, undo, answer, ops: query.values![1] as string };
   }
 
-  /** The state whole at `c.seq`, so that a cold start reads it and a bounded tail. A failure
-   *  here loses nothing (the changes stay until a later snapshot): it is left to the next one. */
-  private async snapshot(c: Cache) {
-    await this.query({
+  /** The state whole at `c.seq`, so that a cold start reads it and a bounded tail. Written in the
+   *  background, on the listening connection when it is up: the mutations after it need not wait
+   *  for the server to store it. One at a time (the next is PG_SNAPSHOT_EVERY changes on); `close`
+   *  waits for it. A failure loses nothing (the changes stay until a later snapshot). */
+  private snapshot(c: Cache) {
+    if (this.snapshotting) return;
+    const q: pg.QueryConfig = {
       text: `select ${ident(this.schema)}.compact($1, $2)`,
       values: [c.seq, JSON.stringify(raw(c.state))],
-    }).catch(() => {});
+    };
+    this.snapshotting = (this.listener.run(q) ?? this.query(q))
+      .catch(() => {})
+      .then(() => (this.snapshotting = null));
   }
 
   // ---- subscribing -----------------------------------------------------------------------------
@@ -650,6 +665,7 @@ export class PgStore implements Store {
     if (this.closed) return;
     await this.tail;
     this.closed = true;
+    await this.snapshotting;
     await this.listener.close();
     const c = this.client;
     this.client = null;

@@ -51,6 +51,7 @@ it('a cold start reads one snapshot and a bounded tail of changes', async () => 
       d.errors.push({ at: 1, message: `m${i}` });
       return { changed: true, result: null };
     });
+  await a.close(); // the snapshot is written in the background; close waits for it
   const { snapshots, changes } = await admin(
     async (c) =>
       (
@@ -114,4 +115,39 @@ it('a dropped listening connection comes back: the subscriber is told to look ag
   await until(() => woken > seen, 5_000);
   expect(messages(await b.read())).toEqual(['first', 'second']);
   await w.close();
+});
+
+it('a project of layout 2 (jsonb snapshots) is upgraded on first use: its snapshot still loads, and later ones are json', async () => {
+  const k = key();
+  const a = open(k, 3);
+  const write = async (s: PgStore, i: number) =>
+    s.mutate((d) => {
+      d.errors.push({ at: 1, message: `m${i}` });
+      return { changed: true, result: null };
+    });
+  for (let i = 0; i < 4; i++) await write(a, i);
+  await a.close();
+  const s = `"oc_${k}"`;
+  await admin((c) =>
+    c.query(`alter table ${s}.snapshots alter column state type jsonb using state::jsonb;
+      drop function ${s}.compact(bigint, json);
+      create function ${s}.compact(p_seq bigint, p_state jsonb) returns void language sql as 'select null';
+      update ${s}.meta set layout = 2`),
+  );
+  const b = open(k, 3);
+  expect(messages(await b.read())).toEqual(['m0', 'm1', 'm2', 'm3']);
+  for (let i = 4; i < 6; i++) await write(b, i);
+  await b.close();
+  const after = await admin(
+    async (c) =>
+      (
+        await c.query(
+          `select (select layout from ${s}.meta) as layout, (select max(seq)::int from ${s}.snapshots) as snapshot,
+            (select format_type(atttypid, atttypmod) from pg_attribute where attrelid = '${s}.snapshots'::regclass and attname = 'state') as type,
+            (select array_agg(pg_get_function_identity_arguments(oid)) from pg_proc where proname = 'compact' and pronamespace = '${s}'::regnamespace) as compacts`,
+        )
+      ).rows[0],
+  );
+  expect(after).toEqual({ layout: 3, snapshot: 6, type: 'json', compacts: ['p_seq bigint, p_state json'] });
+  expect(messages(await open(k, 3).read())).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
 });
