@@ -577,9 +577,7 @@ export class PgStore implements Store {
       text: `select ${ident(this.schema)}.compact($1, $2)`,
       values: [c.seq, JSON.stringify(raw(c.state))],
     };
-    this.snapshotting = (this.listener.run(q) ?? this.query(q))
-      .catch(() => {})
-      .then(() => (this.snapshotting = null));
+    this.snapshotting = (this.listener.run(q) ?? this.query(q)).catch(() => {}).then(() => (this.snapshotting = null));
   }
 
   // ---- subscribing -----------------------------------------------------------------------------
