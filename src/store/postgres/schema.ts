@@ -90,12 +90,20 @@ begin
   perform pg_notify('${schema}', (h + 1)::text || case when arch then ' a' else '' end);
   return query select h + 1, null::jsonb, arch;
 end $fn$;
+-- A snapshot arrives in pieces (store.ts, snapshot), joined here once all of them are in.
+create table if not exists ${s}.snapshot_parts (seq bigint not null, n int not null, part text not null, primary key (seq, n));
 drop function if exists ${s}.compact(bigint, jsonb);
-create or replace function ${s}.compact(p_seq bigint, p_state json) returns void language plpgsql as $fn$
+create or replace function ${s}.compact(p_seq bigint, p_parts int) returns void language plpgsql as $fn$
 declare prev bigint;
 begin
+  if (select count(*) from ${s}.snapshot_parts where seq = p_seq) = p_parts then
+    insert into ${s}.snapshots select p_seq, string_agg(part, '' order by n)::json from ${s}.snapshot_parts where seq = p_seq
+      on conflict do nothing;
+  end if;
+  -- Parts of this snapshot or an older one that did not complete (its writer died) go too.
+  delete from ${s}.snapshot_parts where seq <= p_seq;
+  if not exists (select 1 from ${s}.snapshots where seq = p_seq) then return; end if;
   select max(seq) into prev from ${s}.snapshots where seq < p_seq;
-  insert into ${s}.snapshots values (p_seq, p_state) on conflict do nothing;
   delete from ${s}.snapshots where seq < p_seq;
   -- The changes since the previous snapshot stay, for processes that lag behind by less.
   if prev is not null then delete from ${s}.changes where seq <= prev; end if;

@@ -25,7 +25,9 @@ import {
   PG_OPTIMISTIC_TRIES,
   reconnectDelayMs,
   PG_SNAPSHOT_EVERY,
+  PG_SNAPSHOT_PIECE_CHARS,
 } from './limits.ts';
+import { jsonPieces } from './json-pieces.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
 import { Mailbox } from './mailbox.ts';
@@ -568,16 +570,26 @@ export class PgStore implements Store {
   }
 
   /** The state whole at `c.seq`, so that a cold start reads it and a bounded tail. Written in the
-   *  background, on the listening connection when it is up: the mutations after it need not wait
-   *  for the server to store it. One at a time (the next is PG_SNAPSHOT_EVERY changes on); `close`
-   *  waits for it. A failure loses nothing (the changes stay until a later snapshot). */
+   *  background, on the listening connection when it is up (the mutations after it need not wait
+   *  for the server to store it), in pieces of PG_SNAPSHOT_PIECE_CHARS that the server joins. One
+   *  at a time (the next is PG_SNAPSHOT_EVERY changes on); `close` waits for it. A failure loses
+   *  nothing (the changes stay until a later snapshot). */
   private snapshot(c: Cache) {
     if (this.snapshotting) return;
-    const q: pg.QueryConfig = {
-      text: `select ${ident(this.schema)}.compact($1, $2)`,
-      values: [c.seq, JSON.stringify(raw(c.state))],
-    };
-    this.snapshotting = (this.listener.run(q) ?? this.query(q)).catch(() => {}).then(() => (this.snapshotting = null));
+    const s = ident(this.schema);
+    const seq = c.seq;
+    const pieces = jsonPieces(raw(c.state), PG_SNAPSHOT_PIECE_CHARS);
+    const run = (q: pg.QueryConfig) => this.listener.run(q) ?? this.query(q);
+    this.snapshotting = (async () => {
+      for (let n = 0; n < pieces.length; n++)
+        await run({
+          text: `insert into ${s}.snapshot_parts values ($1, $2, $3) on conflict (seq, n) do update set part = excluded.part`,
+          values: [seq, n, pieces[n]],
+        });
+      await run({ text: `select ${s}.compact($1, $2)`, values: [seq, pieces.length] });
+    })()
+      .catch(() => {})
+      .then(() => (this.snapshotting = null));
   }
 
   // ---- subscribing -----------------------------------------------------------------------------
@@ -662,8 +674,8 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     await this.tail;
-    this.closed = true;
     await this.snapshotting;
+    this.closed = true;
     await this.listener.close();
     const c = this.client;
     this.client = null;
