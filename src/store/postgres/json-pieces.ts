@@ -1,7 +1,10 @@
 // A value as JSON text in pieces of about `size` characters, joined back by the server (a
-// snapshot, schema.ts `compact`). Objects and arrays down to MAX_DEPTH are written entry by entry,
-// deeper values whole, so no piece is much longer than `size` unless one such value is.
-const MAX_DEPTH = 3;
+// snapshot, schema.ts `compact`). The state's maps and their entries' arrays are written entry by
+// entry (a queue holds thousands of ids), every other value whole (an envelope, a channel): one
+// JSON.stringify per envelope, not one per field. No piece is much longer than `size` unless one
+// such value is.
+const OBJECT_DEPTH = 2;
+const ARRAY_DEPTH = 3;
 
 export function jsonPieces(value: unknown, size: number): string[] {
   const pieces: string[] = [];
@@ -15,9 +18,9 @@ export function jsonPieces(value: unknown, size: number): string[] {
   };
   const write = (v: unknown, depth: number) => {
     if (
-      depth >= MAX_DEPTH ||
       v === null ||
       typeof v !== 'object' ||
+      depth >= (Array.isArray(v) ? ARRAY_DEPTH : OBJECT_DEPTH) ||
       typeof (v as { toJSON?: unknown }).toJSON === 'function'
     )
       return put(JSON.stringify(v) ?? 'null');

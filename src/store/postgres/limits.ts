@@ -11,7 +11,7 @@ export const PG_SNAPSHOT_EVERY = 500;
  *  once freed, raises that threshold for the rest of the process, and medium allocations after it
  *  come from the heap, which keeps their memory (a 3 MB snapshot in one statement left the MCP
  *  server ~4.5 MB larger: `npm run bench -- postgres mcp`, RSS after 10k sends). */
-export const PG_SNAPSHOT_PIECE_CHARS = 32_768;
+export const PG_SNAPSHOT_PIECE_CHARS = 40_000;
 
 /** How long a session may sit in a transaction without a statement before the server ends it:
  *  the project's lock is held across one turn of the holding process (store.ts, the locked

@@ -90,8 +90,10 @@ begin
   perform pg_notify('${schema}', (h + 1)::text || case when arch then ' a' else '' end);
   return query select h + 1, null::jsonb, arch;
 end $fn$;
--- A snapshot arrives in pieces (store.ts, snapshot), joined here once all of them are in.
-create table if not exists ${s}.snapshot_parts (seq bigint not null, n int not null, part text not null, primary key (seq, n));
+-- A snapshot arrives in pieces (store.ts, snapshot), joined here once all of them are in. They
+-- live for one compaction: unlogged (no WAL) and uncompressed (the joined snapshot is compressed).
+create unlogged table if not exists ${s}.snapshot_parts (seq bigint not null, n int not null, part text not null, primary key (seq, n));
+alter table ${s}.snapshot_parts alter column part set storage external;
 drop function if exists ${s}.compact(bigint, jsonb);
 create or replace function ${s}.compact(p_seq bigint, p_parts int) returns void language plpgsql as $fn$
 declare prev bigint;

@@ -16,7 +16,7 @@ it('what JSON leaves out is left out, as JSON.stringify does (undefined in an ob
   expect(jsonPieces(v, 4).join('')).toBe(JSON.stringify(v));
 });
 
-it('no piece passes the size by more than one value written whole (below the third level)', () => {
+it('no piece passes the size by more than one value written whole (an entry of a map, an id of a queue)', () => {
   const state = {
     messages: Object.fromEntries(
       Array.from({ length: 2000 }, (_, i) => [`ocm_${i}`, { content: 'x'.repeat(200), n: i }]),
