@@ -48,7 +48,7 @@ export async function pgGlance(bindingFile: string, env: NodeJS.ProcessEnv): Pro
     const s = ident(`oc_${b.key}`);
     const rows = await simpleQuery(
       target,
-      `select (select layout from ${s}.meta limit 1), h.retired, m.summary::text from ${s}.head h left join ${s}.mailbox m on true`,
+      `select (select layout from ${s}.meta limit 1), h.retired, case when m.session_id is not null then json_build_object('session_id', m.session_id, 'seats', m.seats, 'queued', m.queued, 'in_flight', m.in_flight)::text end from ${s}.head h left join ${s}.mailbox m on true`,
       GLANCE_TIMEOUT_MS,
     );
     if (!rows.length || rows.some((r) => Number(r[0]) !== PG_LAYOUT || r[1] !== null)) return { kind: 'unknown' };

@@ -22,12 +22,49 @@ export interface MailboxRow {
   in_flight: [string, string | null][];
 }
 
+/** What a change stores of one member's row: the whole row when it is new, else its queue length
+ *  and whichever of seats and in-flight envelopes changed (the server keeps the other). A send
+ *  changes a queue length only, and a member's seats (one per channel) are most of its row. */
+export interface MailboxWrite {
+  session_id: string;
+  queued: number;
+  seats?: Seat[];
+  in_flight?: [string, string | null][];
+}
+
 export interface MailboxChange {
-  upsert: MailboxRow[];
+  upsert: MailboxWrite[];
   remove: string[];
 }
 
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+const sameSeats = (a: readonly Seat[], b: readonly Seat[]) =>
+  a.length === b.length &&
+  a.every(
+    (x, i) =>
+      x.channel === b[i]!.channel &&
+      x.host === b[i]!.host &&
+      x.host_session_id === b[i]!.host_session_id &&
+      x.stale === b[i]!.stale,
+  );
+
+const sameFlight = (a: readonly [string, string | null][], b: readonly [string, string | null][]) =>
+  a.length === b.length && a.every((x, i) => x[0] === b[i]![0] && x[1] === b[i]![1]);
+
+/** What to store for a row that was `was` and is `now` (null: nothing changed). */
+function writeOf(was: MailboxRow | undefined, now: MailboxRow): MailboxWrite | null {
+  if (!was) return now;
+  const seats = was.seats === now.seats || sameSeats(was.seats, now.seats) ? undefined : now.seats;
+  const flight = sameFlight(was.in_flight, now.in_flight) ? undefined : now.in_flight;
+  if (!seats && !flight && was.queued === now.queued) return null;
+  return {
+    session_id: now.session_id,
+    queued: now.queued,
+    ...(seats ? { seats } : {}),
+    ...(flight ? { in_flight: flight } : {}),
+  };
+}
 
 export class Mailbox {
   /** The rows as stored at the state this object follows. */
@@ -50,81 +87,99 @@ export class Mailbox {
     for (const ch of Object.values(state.channels)) for (const mb of ch.members) members.add(mb.session_id);
     this.rows.clear();
     for (const id of members) {
-      const row = this.rowOf(state, id);
+      const row = this.rowOf(state, id, null);
       if (row) this.rows.set(id, row);
     }
   }
 
-  /** The member's row, or null when it has no seat, no queue and nothing in flight. */
-  private rowOf(state: State, member: string): MailboxRow | null {
-    const seats: Seat[] = [];
-    for (const [name, ch] of Object.entries(state.channels)) {
-      if (ch.lifecycle !== 'active') continue;
-      for (const mb of ch.members)
-        if (mb.session_id === member)
-          seats.push({ channel: name, host: mb.host, host_session_id: mb.host_session_id, stale: mb.stale === true });
+  /** The member's row, or null when it has no seat, no queue and nothing in flight; `seats` when
+   *  the change left them as they were. */
+  private rowOf(state: State, member: string, seats: Seat[] | null): MailboxRow | null {
+    if (!seats) {
+      seats = [];
+      for (const [name, ch] of Object.entries(state.channels)) {
+        if (ch.lifecycle !== 'active') continue;
+        for (const mb of ch.members)
+          if (mb.session_id === member)
+            seats.push({ channel: name, host: mb.host, host_session_id: mb.host_session_id, stale: mb.stale === true });
+      }
+      seats.sort((a, b) => byString(a.channel, b.channel));
     }
     const in_flight: [string, string | null][] = [];
     for (const [id, to] of this.holder)
       if (to === member) in_flight.push([id, state.messages[id]?.in_flight_by ?? null]);
     in_flight.sort((a, b) => byString(a[0], b[0]));
-    seats.sort((a, b) => byString(a.channel, b.channel));
     const queued = state.queues[member]?.length ?? 0;
     return seats.length || queued || in_flight.length ? { session_id: member, seats, queued, in_flight } : null;
   }
 
-  /** After `ops` were applied to `state`: the rows that changed, with the mirror updated; `undo`
-   *  puts the mirror back (a commit that lost to another process's). */
+  /** After `ops` were applied to `state`: what to store of the rows that changed, with the mirror
+   *  updated; `undo` puts the mirror back (a commit that lost to another process's). */
   apply(state: State, ops: readonly Op[]): MailboxChange & { undo: () => void } {
-    const oldRows = new Map(this.rows);
-    const oldHolder = new Map(this.holder);
+    const oldRows = new Map<string, MailboxRow | undefined>();
+    const oldHolder = new Map<string, string | undefined>();
     const undo = () => {
-      this.rows.clear();
-      for (const [k, v] of oldRows) this.rows.set(k, v);
-      this.holder.clear();
-      for (const [k, v] of oldHolder) this.holder.set(k, v);
+      for (const [k, v] of oldRows) v ? this.rows.set(k, v) : this.rows.delete(k);
+      for (const [k, v] of oldHolder) v === undefined ? this.holder.delete(k) : this.holder.set(k, v);
     };
-    const touched = this.touched(state, ops);
-    if (touched === 'all') this.rebuild(state);
-    else
-      for (const id of touched) {
-        const row = this.rowOf(state, id);
+    const touched = this.touched(state, ops, oldHolder);
+    if (touched === 'all') {
+      for (const [k, v] of this.rows) oldRows.set(k, v);
+      for (const [k, v] of this.holder) if (!oldHolder.has(k)) oldHolder.set(k, v);
+      this.rebuild(state);
+      for (const k of this.holder.keys()) if (!oldHolder.has(k)) oldHolder.set(k, undefined);
+      for (const k of this.rows.keys()) if (!oldRows.has(k)) oldRows.set(k, undefined);
+    } else
+      for (const [id, seatsToo] of touched) {
+        const was = this.rows.get(id);
+        oldRows.set(id, was);
+        const row = this.rowOf(state, id, seatsToo || !was ? null : was.seats);
         if (row) this.rows.set(id, row);
         else this.rows.delete(id);
       }
-    const upsert: MailboxRow[] = [];
+    const upsert: MailboxWrite[] = [];
     const remove: string[] = [];
-    for (const id of touched === 'all' ? new Set([...oldRows.keys(), ...this.rows.keys()]) : touched) {
+    for (const [id, was] of oldRows) {
       const now = this.rows.get(id);
-      const was = oldRows.get(id);
       if (!now) {
         if (was) remove.push(id);
-      } else if (!was || JSON.stringify(was) !== JSON.stringify(now)) upsert.push(now);
+        continue;
+      }
+      const w = writeOf(was, now);
+      if (w) upsert.push(w);
     }
     return { upsert, remove, undo };
   }
 
-  /** The members whose row the ops may change (the holder updated for envelopes written), or
-   *  'all' when an op replaces a whole map. */
-  private touched(state: State, ops: readonly Op[]): Set<string> | 'all' {
-    const members = new Set<string>();
+  /** The members whose row the ops may change, each with whether its seats may change too (the
+   *  holder updated for envelopes written, its old entries kept in `oldHolder`), or 'all' when
+   *  an op replaces a whole map. */
+  private touched(
+    state: State,
+    ops: readonly Op[],
+    oldHolder: Map<string, string | undefined>,
+  ): Map<string, boolean> | 'all' {
+    const members = new Map<string, boolean>();
+    const counts = (id: string) => members.set(id, members.get(id) ?? false);
     for (const op of ops) {
       const [kind, path] = [op[0], op[1]];
       const [top, key, field] = path;
       if (top !== 'queues' && top !== 'messages' && top !== 'channels' && path.length > 0) continue;
       if (key === undefined) return 'all';
-      if (top === 'queues') members.add(key);
+      if (top === 'queues') counts(key);
       else if (top === 'messages') {
         const had = this.holder.get(key);
-        if (had !== undefined) members.add(had);
+        if (had !== undefined) counts(had);
+        if (!oldHolder.has(key)) oldHolder.set(key, had);
         const e = kind === 'd' && path.length === 2 ? undefined : state.messages[key];
         if (e?.delivery_status === 'in_flight') {
           this.holder.set(key, e.recipient_session_id);
-          members.add(e.recipient_session_id);
+          counts(e.recipient_session_id);
         } else this.holder.delete(key);
       } else if (field === undefined || field === 'members' || field === 'lifecycle') {
-        for (const mb of state.channels[key]?.members ?? []) members.add(mb.session_id);
-        for (const row of this.rows.values()) if (row.seats.some((s) => s.channel === key)) members.add(row.session_id);
+        for (const mb of state.channels[key]?.members ?? []) members.set(mb.session_id, true);
+        for (const row of this.rows.values())
+          if (row.seats.some((s) => s.channel === key)) members.set(row.session_id, true);
       }
     }
     return members;

@@ -52,7 +52,10 @@ end $do$;
 create table if not exists ${s}.history (n bigserial primary key, channel_id text not null, message_id text not null, envelope jsonb not null);
 create index if not exists history_channel on ${s}.history (channel_id, n);
 create table if not exists ${s}.archives (channel_id text primary key, name text not null, saved_at bigint not null, archive jsonb not null);
-create table if not exists ${s}.mailbox (session_id text primary key, summary jsonb not null);
+-- A member's row in parts (mailbox.ts MailboxWrite): a change stores only the parts it altered.
+-- seats and in_flight may be left out of a write (null) and are kept then, so they are nullable
+-- (NOT NULL is checked before a conflict turns the insert into an update); a new row comes whole.
+create table if not exists ${s}.mailbox (session_id text primary key, seats jsonb, queued int not null, in_flight jsonb);
 -- Layout 1's commit wrote no mailbox rows: gone, so that a process of that OpenComms cannot commit.
 drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[]);
 create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history jsonb, p_archive jsonb, p_del_archive text, p_del_history text[], p_mailbox jsonb)
@@ -84,8 +87,10 @@ begin
   if p_del_history is not null then delete from ${s}.history where channel_id = any(p_del_history); end if;
   if p_mailbox is not null then
     delete from ${s}.mailbox where session_id in (select jsonb_array_elements_text(p_mailbox->'remove'));
-    insert into ${s}.mailbox select r->>'session_id', r from jsonb_array_elements(p_mailbox->'upsert') r
-      on conflict (session_id) do update set summary = excluded.summary;
+    insert into ${s}.mailbox as m
+      select r->>'session_id', r->'seats', (r->>'queued')::int, r->'in_flight' from jsonb_array_elements(p_mailbox->'upsert') r
+      on conflict (session_id) do update set seats = coalesce(excluded.seats, m.seats), queued = excluded.queued,
+        in_flight = coalesce(excluded.in_flight, m.in_flight);
   end if;
   perform pg_notify('${schema}', (h + 1)::text || case when arch then ' a' else '' end);
   return query select h + 1, null::jsonb, arch;
@@ -129,4 +134,4 @@ select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq
 
 /** Inserts the mailbox rows of a whole state (a project moved in, or laid out before the mailbox). */
 export const fillMailboxSql = (schema: string) =>
-  `insert into ${ident(schema)}.mailbox select r->>'session_id', r from jsonb_array_elements($1::jsonb) r`;
+  `insert into ${ident(schema)}.mailbox select r->>'session_id', r->'seats', (r->>'queued')::int, r->'in_flight' from jsonb_array_elements($1::jsonb) r`;

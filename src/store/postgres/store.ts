@@ -159,27 +159,12 @@ export class PgStore implements Store {
     return c;
   }
 
-  /** Creates the project's schema on first use (serialised across processes by an advisory lock)
-   *  and refuses one laid out by a newer OpenComms. */
+  /** Creates the project's schema on first use, upgrades one laid out by an older OpenComms and
+   *  refuses one laid out by a newer one. */
   private async ensureLayout(c: pg.Client) {
-    const s = ident(this.schema);
-    const found = await c
-      .query<{ layout: number | null }>(`select (select layout from ${s}.meta limit 1) as layout`)
-      .catch(() => null);
-    let layout = found?.rows[0]?.layout ?? null;
-    if (layout !== null && layout < PG_LAYOUT) {
+    let layout = (await this.layoutOf(c)) ?? (await this.create(c));
+    if (layout < PG_LAYOUT) {
       await this.upgrade(c);
-      layout = PG_LAYOUT;
-    }
-    if (layout === null) {
-      await c
-        .query(
-          `begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); ${layoutSql(this.schema)} commit;`,
-        )
-        .catch(async (e: unknown) => {
-          await c.query('rollback').catch(() => {});
-          throw e;
-        });
       layout = PG_LAYOUT;
     }
     if (layout > PG_LAYOUT)
@@ -191,10 +176,37 @@ export class PgStore implements Store {
       );
   }
 
+  private async layoutOf(c: pg.Client): Promise<number | null> {
+    const found = await c
+      .query<{ layout: number | null }>(`select (select layout from ${ident(this.schema)}.meta limit 1) as layout`)
+      .catch(() => null);
+    return found?.rows[0]?.layout ?? null;
+  }
+
+  /** Lays the project out, holding an advisory lock that serialises this across processes; the
+   *  layout found when another process laid it out while this one waited for the lock (laying it
+   *  out again would alter tables that process already uses). */
+  private async create(c: pg.Client): Promise<number> {
+    try {
+      await c.query(`begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}'))`);
+      // A failed statement would end the transaction: the table is looked up, not read.
+      const meta = await c.query<{ laid: boolean }>(
+        `select to_regclass('${ident(this.schema)}.meta') is not null as laid`,
+      );
+      const found = meta.rows[0]!.laid ? await this.layoutOf(c) : null;
+      if (found === null) await c.query(layoutSql(this.schema));
+      await c.query('commit');
+      return found ?? PG_LAYOUT;
+    } catch (e) {
+      await c.query('rollback').catch(() => {});
+      throw e;
+    }
+  }
+
   /** A project laid out by an older OpenComms, brought to this layout holding the head's lock,
    *  so that no change commits meanwhile: layoutSql creates what is missing and converts the
-   *  snapshots (layout 3: json), and a project from before the mailbox (layout 1) gets the rows of
-   *  the state at its head. */
+   *  snapshots (layout 3: json, in pieces), and the mailbox (none in layout 1, a row in one column
+   *  in layout 2) is filled from the state at the head. */
   private async upgrade(c: pg.Client) {
     try {
       await c.query(
@@ -203,8 +215,10 @@ export class PgStore implements Store {
       const done = await c.query<{ layout: number }>(`select layout from ${ident(this.schema)}.meta`);
       const from = done.rows[0]?.layout ?? 0;
       if (from < PG_LAYOUT) {
+        // Layout 1 had no mailbox, layout 2 one with each row whole: laid out again, filled below.
+        await c.query(`drop table if exists ${ident(this.schema)}.mailbox`);
         await c.query(layoutSql(this.schema));
-        if (from < 2) await this.fillMailbox(c);
+        await this.fillMailbox(c);
         await c.query(`update ${ident(this.schema)}.meta set layout = ${PG_LAYOUT}`);
       }
       await c.query('commit');

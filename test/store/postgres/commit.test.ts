@@ -1,8 +1,10 @@
 // The PostgreSQL store's own mechanics, beyond the contract: a mutation computed on a state that
 // another process has since moved on from runs again on the newer state (never commits over it),
 // snapshots bound what a cold start reads, and two projects in one database never meet.
+import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import type { State } from '../../../src/protocol/schema.ts';
+import { layoutSql } from '../../../src/store/postgres/schema.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
 import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 
@@ -150,4 +152,27 @@ it('a project of layout 2 (jsonb snapshots) is upgraded on first use: its snapsh
   );
   expect(after).toEqual({ layout: 3, snapshot: 6, type: 'json', compacts: ['p_seq bigint, p_parts integer'] });
   expect(messages(await open(k, 3).read())).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+});
+
+it('a process that waited while another laid the project out does not lay it out again over that one’s work', async () => {
+  const k = key();
+  const [holder, worker] = [new pg.Client(testDatabaseUrl()), new pg.Client(testDatabaseUrl())];
+  await holder.connect();
+  await worker.connect();
+  try {
+    // The first process holds the layout lock: the second finds no project and waits for the lock.
+    await holder.query(`begin; select pg_advisory_xact_lock(hashtext('opencomms:oc_${k}'))`);
+    const late = open(k);
+    const read = late.peek().then(() => 'read' as const);
+    await new Promise((r) => setTimeout(r, 300));
+    // The first lays it out and, once it let go of the lock, is at work in a transaction.
+    await holder.query(`${layoutSql(`oc_${k}`)} commit`);
+    await worker.query(`begin; insert into "oc_${k}".snapshot_parts values (1, 0, '{}')`);
+    const timeout = new Promise<'blocked'>((r) => setTimeout(() => r('blocked'), 3000));
+    expect(await Promise.race([read, timeout])).toBe('read');
+  } finally {
+    await worker.query('rollback').catch(() => {});
+    await holder.end();
+    await worker.end();
+  }
 });

@@ -34,7 +34,11 @@ const bySession = (a: MailboxRow, b: MailboxRow) => (a.session_id < b.session_id
 const summaryOf = (s: State) => [...Mailbox.of(s).rows.values()].sort(bySession);
 
 async function stored(key: string): Promise<MailboxRow[]> {
-  const r = await admin((c) => c.query<{ summary: MailboxRow }>(`select summary from "oc_${key}".mailbox`));
+  const r = await admin((c) =>
+    c.query<{ summary: MailboxRow }>(
+      `select json_build_object('session_id', session_id, 'seats', seats, 'queued', queued, 'in_flight', in_flight) as summary from "oc_${key}".mailbox`,
+    ),
+  );
   return r.rows.map((x) => x.summary).sort(bySession);
 }
 
@@ -173,7 +177,15 @@ it('the stored rows equal the summary of the head after every kind of change, fr
   expect(await stored(key)).toEqual([]);
 });
 
-it('a project laid out before the mailbox gets the rows of its head on first use', async () => {
+it.each([
+  ['before the mailbox (layout 1)', 1, 'drop table "oc_%".mailbox'],
+  [
+    'with each row in one column (layout 2)',
+    2,
+    `drop table "oc_%".mailbox; create table "oc_%".mailbox (session_id text primary key, summary jsonb not null);
+     insert into "oc_%".mailbox values ('sess_gone', '{}')`,
+  ],
+])('a project laid out %s gets the rows of its head on first use', async (_, layout, sql) => {
   const key = newProjectKey('mb');
   keys.push(key);
   const a = open(key);
@@ -185,7 +197,7 @@ it('a project laid out before the mailbox gets the rows of its head on first use
   await a.run({ op: 'join', caller: caller('sess_b', 'cc-b'), args: { channel: 'team', role: 'B', role_prompt: 'y' } });
   await a.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'one' } });
   const want = summaryOf(await a.store.read());
-  await admin((c) => c.query(`drop table "oc_${key}".mailbox; update "oc_${key}".meta set layout = 1`));
+  await admin((c) => c.query(`${sql.replaceAll('%', key)}; update "oc_${key}".meta set layout = ${layout}`));
   const { binding, env } = await boundDir(key);
   expect((await pgGlance(binding, env)).kind).toBe('unknown');
   const cold = open(key);

@@ -38,7 +38,11 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   const rt = openRuntime(t.dir);
   expect(await rt.read()).toEqual(before);
   // The mailbox rows the hook runner reads came along: those of the moved state.
-  const rows = await admin((c) => c.query<{ summary: MailboxRow }>(`select summary from "oc_${key}".mailbox`));
+  const rows = await admin((c) =>
+    c.query<{ summary: MailboxRow }>(
+      `select json_build_object('session_id', session_id, 'seats', seats, 'queued', queued, 'in_flight', in_flight) as summary from "oc_${key}".mailbox`,
+    ),
+  );
   const bySession = (a: MailboxRow, b: MailboxRow) => (a.session_id < b.session_id ? -1 : 1);
   const moved = rows.rows.map((x) => x.summary).sort(bySession);
   expect(moved).toEqual([...Mailbox.of(before).rows.values()].sort(bySession));
