@@ -413,7 +413,8 @@ async function idle(url: string, port: number, keys: string[]) {
   });
 }
 
-/** Runtime sends on a project whose history holds 100k envelopes, in turns with an empty one. */
+/** Runtime sends on a project whose history holds 100k envelopes (as pulls of 100 write them), in
+ *  turns with an empty one. */
 async function history(url: string, admin: pg.Client, keys: string[]) {
   await withProject(async (plainDir) =>
     withProject(async (dir) => {
@@ -426,9 +427,9 @@ async function history(url: string, admin: pg.Client, keys: string[]) {
       const ch = (await rt.read()).channels['bench-0']!;
       const template = { channel_id: ch.id, sender_session_id: 'a', recipient_session_id: 'r', content: message(0) };
       await admin.query(
-        `insert into ${ident(`oc_${key}`)}.history (channel_id, message_id, envelope)
-         select $1, 'ocm_' || lpad(to_hex(g), 32, '0'), $2::jsonb || jsonb_build_object('message_id', 'ocm_' || lpad(to_hex(g), 32, '0'))
-         from generate_series(1, 100000) g`,
+        `insert into ${ident(`oc_${key}`)}.history (channel_id, message_ids, envelopes)
+         select $1, array_agg(id order by g), json_agg($2::jsonb || jsonb_build_object('message_id', id) order by g)
+         from (select g, 'ocm_' || lpad(to_hex(g), 32, '0') as id from generate_series(1, 100000) g) x group by g / 100`,
         [ch.id, JSON.stringify(template)],
       );
       const sender = (r: Runtime) => async (i: number) => {

@@ -24,7 +24,7 @@ import { serialize } from './file/state-file.ts';
 import { FileStore } from './file/store.ts';
 import { asRefusal, clientConfig, describeUrl, retired } from './postgres/connect.ts';
 import { Mailbox } from './postgres/mailbox.ts';
-import { fillMailboxSql, ident, schemaOf } from './postgres/schema.ts';
+import { fillMailboxSql, historyBatches, ident, insertHistorySql, schemaOf } from './postgres/schema.ts';
 import { PgStore } from './postgres/store.ts';
 
 export interface Moved {
@@ -112,8 +112,8 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
     for (const log of logs.values())
       if (log.length)
         await c.query({
-          text: `insert into ${s}.history (channel_id, message_id, envelope) select e->>'channel_id', e->>'message_id', e from jsonb_array_elements($1::jsonb) e`,
-          values: [JSON.stringify(log)],
+          text: insertHistorySql(schemaOf(key), '$1::json'),
+          values: [historyBatches(log)],
         });
     for (const a of archives)
       await c.query({
@@ -193,7 +193,9 @@ async function hold(c: pg.Client, key: string, where: string): Promise<Held> {
   if (!row) throw none();
   if (row.retired) throw new RefusalError(retired(where, row.retired));
   const logs = new Map<string, Envelope[]>();
-  const h = await c.query<{ envelope: Envelope }>(`select envelope from ${s}.history order by n`);
+  const h = await c.query<{ envelope: Envelope }>(
+    `select x.envelope from ${s}.history h cross join lateral json_array_elements(h.envelopes) with ordinality x(envelope, i) order by h.n, x.i`,
+  );
   for (const { envelope } of h.rows) {
     const log = logs.get(envelope.channel_id);
     if (log) log.push(envelope);

@@ -49,16 +49,21 @@ do $do$ begin
   alter table ${s}.snapshots alter column state set compression lz4;
 exception when feature_not_supported or invalid_parameter_value then null;
 end $do$;
-create table if not exists ${s}.history (n bigserial primary key, channel_id text not null, message_id text not null, envelope jsonb not null);
+-- History: the envelopes that left live state, a row per change and channel (a pull of 100 writes
+-- one row, not 100), with their ids and the envelopes as a json array in the same order.
+create table if not exists ${s}.history (n bigserial primary key, channel_id text not null, message_ids text[] not null, envelopes json not null);
 create index if not exists history_channel on ${s}.history (channel_id, n);
 create table if not exists ${s}.archives (channel_id text primary key, name text not null, saved_at bigint not null, archive jsonb not null);
 -- A member's row in parts (mailbox.ts MailboxWrite): a change stores only the parts it altered.
 -- seats and in_flight may be left out of a write (null) and are kept then, so they are nullable
 -- (NOT NULL is checked before a conflict turns the insert into an update); a new row comes whole.
 create table if not exists ${s}.mailbox (session_id text primary key, seats jsonb, queued int not null, in_flight jsonb);
--- Layout 1's commit wrote no mailbox rows: gone, so that a process of that OpenComms cannot commit.
+-- The commits of layouts 1 and 2 (no mailbox rows; a history row per envelope): gone, so that a
+-- process of those OpenComms versions cannot commit.
 drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[]);
-create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history jsonb, p_archive jsonb, p_del_archive text, p_del_history text[], p_mailbox jsonb)
+drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[], jsonb);
+-- p_history: [{"c": channel id, "ids": [message ids], "e": [envelopes]}], a batch per channel.
+create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history json, p_archive jsonb, p_del_archive text, p_del_history text[], p_mailbox jsonb)
 returns table(o_seq bigint, o_ops jsonb, o_archives boolean) language plpgsql as $fn$
 declare
   h bigint;
@@ -76,8 +81,7 @@ begin
   update ${s}.head set seq = h + 1;
   insert into ${s}.changes values (h + 1, p_ops, arch);
   if p_history is not null then
-    insert into ${s}.history (channel_id, message_id, envelope)
-      select e->>'channel_id', e->>'message_id', e from jsonb_array_elements(p_history) e;
+    ${insertHistorySql(schema, 'p_history')};
   end if;
   if p_archive is not null then
     insert into ${s}.archives values (p_archive->>'channel_id', p_archive->>'name', (p_archive->>'saved_at')::bigint, p_archive)
@@ -135,3 +139,21 @@ select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq
 /** Inserts the mailbox rows of a whole state (a project moved in, or laid out before the mailbox). */
 export const fillMailboxSql = (schema: string) =>
   `insert into ${ident(schema)}.mailbox select r->>'session_id', r->'seats', (r->>'queued')::int, r->'in_flight' from jsonb_array_elements($1::jsonb) r`;
+
+/** Inserts the history batches (`historyBatches`) that the SQL expression `batches` holds: one
+ *  pass over the json (extracting each field with -> would read the whole text again each time). */
+export const insertHistorySql = (schema: string, batches: string) =>
+  `insert into ${ident(schema)}.history (channel_id, message_ids, envelopes)
+      select b.c, b.ids, b.e from json_to_recordset(${batches}) as b(c text, ids text[], e json)`;
+
+/** Envelopes leaving live state as the `commit` takes them: a batch per channel, in order. */
+export function historyBatches(envelopes: readonly { channel_id: string; message_id: string }[]): string {
+  const by = new Map<string, { c: string; ids: string[]; e: unknown[] }>();
+  for (const e of envelopes) {
+    let b = by.get(e.channel_id);
+    if (!b) by.set(e.channel_id, (b = { c: e.channel_id, ids: [], e: [] }));
+    b.ids.push(e.message_id);
+    b.e.push(e);
+  }
+  return JSON.stringify([...by.values()]);
+}

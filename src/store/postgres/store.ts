@@ -31,7 +31,16 @@ import { jsonPieces } from './json-pieces.ts';
 import { Listener } from './listen.ts';
 import { PgLeases } from './leases.ts';
 import { Mailbox } from './mailbox.ts';
-import { PG_LAYOUT, fillMailboxSql, ident, layoutSql, loadSelects, loadSql, schemaOf } from './schema.ts';
+import {
+  PG_LAYOUT,
+  fillMailboxSql,
+  historyBatches,
+  ident,
+  layoutSql,
+  loadSelects,
+  loadSql,
+  schemaOf,
+} from './schema.ts';
 
 export interface PgStoreOptions {
   /** postgres://user@host:port/database (a password only from the environment). */
@@ -205,8 +214,8 @@ export class PgStore implements Store {
 
   /** A project laid out by an older OpenComms, brought to this layout holding the head's lock,
    *  so that no change commits meanwhile: layoutSql creates what is missing and converts the
-   *  snapshots (layout 3: json, in pieces), and the mailbox (none in layout 1, a row in one column
-   *  in layout 2) is filled from the state at the head. */
+   *  snapshots (layout 3: json, in pieces), the history rows become batches, and the mailbox
+   *  (none in layout 1, a row in one column in layout 2) is filled from the state at the head. */
   private async upgrade(c: pg.Client) {
     try {
       await c.query(
@@ -216,8 +225,14 @@ export class PgStore implements Store {
       const from = done.rows[0]?.layout ?? 0;
       if (from < PG_LAYOUT) {
         // Layout 1 had no mailbox, layout 2 one with each row whole: laid out again, filled below.
-        await c.query(`drop table if exists ${ident(this.schema)}.mailbox`);
+        // Both had a history row per envelope: each becomes a batch of one, in order.
+        const s = ident(this.schema);
+        await c.query(`drop table if exists ${s}.mailbox;
+          alter table ${s}.history rename to history_2; alter index ${s}.history_channel rename to history_2_channel;`);
         await c.query(layoutSql(this.schema));
+        await c.query(`insert into ${s}.history (channel_id, message_ids, envelopes)
+          select channel_id, array[message_id], json_build_array(envelope) from ${s}.history_2 order by n;
+          drop table ${s}.history_2;`);
         await this.fillMailbox(c);
         await c.query(`update ${ident(this.schema)}.meta set layout = ${PG_LAYOUT}`);
       }
@@ -566,7 +581,7 @@ export class PgStore implements Store {
       undo();
       throw e;
     }
-    const history = out.history?.length ? JSON.stringify(out.history.map(raw)) : null;
+    const history = out.history?.length ? historyBatches(out.history.map(raw)) : null;
     const query: pg.QueryConfig = {
       name: `${this.schema}.commit`,
       text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7)`,
@@ -617,7 +632,8 @@ export class PgStore implements Store {
 
   async history(channelId: string, limit: number): Promise<Envelope[]> {
     const r = await this.query<{ envelope: Envelope }>({
-      text: `select envelope from ${ident(this.schema)}.history where channel_id = $1 order by n desc limit $2`,
+      text: `select x.envelope from ${ident(this.schema)}.history h cross join lateral json_array_elements(h.envelopes) with ordinality x(envelope, i)
+        where h.channel_id = $1 order by h.n desc, x.i desc limit $2`,
       values: [channelId, limit],
     });
     return r.rows.map((x) => x.envelope);
@@ -625,15 +641,19 @@ export class PgStore implements Store {
 
   async historyIds(channelId: string): Promise<Set<string>> {
     const r = await this.query<{ message_id: string }>({
-      text: `select message_id from ${ident(this.schema)}.history where channel_id = $1`,
+      text: `select unnest(message_ids) as message_id from ${ident(this.schema)}.history where channel_id = $1`,
       values: [channelId],
     });
     return new Set(r.rows.map((x) => x.message_id));
   }
 
+  /** Among the newest `maxScan` ids, the newest that is `messageId`; only its envelope is read. */
   async findInHistory(channelId: string, messageId: string, maxScan: number): Promise<Envelope | null> {
     const r = await this.query<{ envelope: Envelope }>({
-      text: `select envelope from (select envelope, message_id, n from ${ident(this.schema)}.history where channel_id = $1 order by n desc limit $3) t where message_id = $2 order by n desc limit 1`,
+      text: `select t.envelopes -> (t.i - 1)::int as envelope from (
+          select h.n, h.envelopes, x.id, x.i from ${ident(this.schema)}.history h cross join lateral unnest(h.message_ids) with ordinality x(id, i)
+          where h.channel_id = $1 order by h.n desc, x.i desc limit $3) t
+        where t.id = $2 order by t.n desc, t.i desc limit 1`,
       values: [channelId, messageId, maxScan],
     });
     return r.rows[0]?.envelope ?? null;

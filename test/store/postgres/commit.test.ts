@@ -6,7 +6,7 @@ import { afterEach, expect, it } from 'vitest';
 import type { State } from '../../../src/protocol/schema.ts';
 import { layoutSql } from '../../../src/store/postgres/schema.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
-import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
+import { admin, asLayout, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 
 const keys: string[] = [];
 const stores: PgStore[] = [];
@@ -119,7 +119,7 @@ it('a dropped listening connection comes back: the subscriber is told to look ag
   await w.close();
 });
 
-it('a project of layout 2 (jsonb snapshots) is upgraded on first use: its snapshot still loads, and later ones are json, written in pieces', async () => {
+it('a project of layout 2 is upgraded on first use: its snapshot and history still read, later snapshots are json in pieces, history rows batches', async () => {
   const k = key();
   const a = open(k, 3);
   const write = async (s: PgStore, i: number) =>
@@ -131,13 +131,19 @@ it('a project of layout 2 (jsonb snapshots) is upgraded on first use: its snapsh
   await a.close();
   const s = `"oc_${k}"`;
   await admin((c) =>
-    c.query(`alter table ${s}.snapshots alter column state type jsonb using state::jsonb;
-      drop function ${s}.compact(bigint, int); drop table ${s}.snapshot_parts;
-      create function ${s}.compact(p_seq bigint, p_state jsonb) returns void language sql as 'select null';
-      update ${s}.meta set layout = 2`),
+    c.query(`${asLayout(k, 2)};
+      insert into ${s}.history (channel_id, message_id, envelope) values
+        ('chn_x', 'ocm_1', '{"message_id": "ocm_1", "n": 1}'), ('chn_y', 'ocm_2', '{"message_id": "ocm_2", "n": 2}'),
+        ('chn_x', 'ocm_3', '{"message_id": "ocm_3", "n": 3}')`),
   );
   const b = open(k, 3);
   expect(messages(await b.read())).toEqual(['m0', 'm1', 'm2', 'm3']);
+  expect(await b.history('chn_x', 10)).toEqual([
+    { message_id: 'ocm_3', n: 3 },
+    { message_id: 'ocm_1', n: 1 },
+  ]);
+  expect([...(await b.historyIds('chn_x'))].sort()).toEqual(['ocm_1', 'ocm_3']);
+  expect(await b.findInHistory('chn_x', 'ocm_1', 10)).toEqual({ message_id: 'ocm_1', n: 1 });
   for (let i = 4; i < 6; i++) await write(b, i);
   await b.close();
   const after = await admin(

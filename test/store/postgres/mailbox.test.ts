@@ -13,7 +13,7 @@ import { Runtime } from '../../../src/runtime/runtime.ts';
 import { pgGlance } from '../../../src/store/postgres/glance.ts';
 import { Mailbox, type MailboxRow } from '../../../src/store/postgres/mailbox.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
-import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
+import { admin, asLayout, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 
 const keys: string[] = [];
 const runtimes: Runtime[] = [];
@@ -178,14 +178,9 @@ it('the stored rows equal the summary of the head after every kind of change, fr
 });
 
 it.each([
-  ['before the mailbox (layout 1)', 1, 'drop table "oc_%".mailbox'],
-  [
-    'with each row in one column (layout 2)',
-    2,
-    `drop table "oc_%".mailbox; create table "oc_%".mailbox (session_id text primary key, summary jsonb not null);
-     insert into "oc_%".mailbox values ('sess_gone', '{}')`,
-  ],
-])('a project laid out %s gets the rows of its head on first use', async (_, layout, sql) => {
+  ['before the mailbox (layout 1)', 1 as const],
+  ['with each row in one column (layout 2)', 2 as const],
+])('a project laid out %s gets the rows of its head on first use', async (_, layout) => {
   const key = newProjectKey('mb');
   keys.push(key);
   const a = open(key);
@@ -197,7 +192,7 @@ it.each([
   await a.run({ op: 'join', caller: caller('sess_b', 'cc-b'), args: { channel: 'team', role: 'B', role_prompt: 'y' } });
   await a.run({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'one' } });
   const want = summaryOf(await a.store.read());
-  await admin((c) => c.query(`${sql.replaceAll('%', key)}; update "oc_${key}".meta set layout = ${layout}`));
+  await admin((c) => c.query(asLayout(key, layout)));
   const { binding, env } = await boundDir(key);
   expect((await pgGlance(binding, env)).kind).toBe('unknown');
   const cold = open(key);
