@@ -5,7 +5,7 @@
 //   OPENCOMMS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/pg-history.ts
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { historyBatches, ident, layoutSql } from '../src/store/postgres/schema.ts';
+import { type HistoryBatches, historyBatches, ident, layoutSql } from '../src/store/postgres/schema.ts';
 import { message } from './lib.ts';
 
 const url = process.env.OPENCOMMS_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -55,14 +55,14 @@ begin
   perform pg_notify('${schema}', (expected + 1)::text);
 end $fn$;`);
   let seq = 0;
-  type Pull = { batches: string; history: string };
+  type Pull = { batches: HistoryBatches; history: string };
   const kinds = {
     'history as one batch row (the layout)': (p: Pull) => ({
-      text: `select * from ${s}.commit($1, $2, $3, null, null, null, null)`,
-      values: [seq, ops, p.batches],
+      text: `select * from ${s}.commit($1, $2, $3, $4, $5, $6, null, null, null, null)`,
+      values: [seq, ops, ...Object.values(p.batches)],
     }),
     'no history': () => ({
-      text: `select * from ${s}.commit($1, $2, null, null, null, null, null)`,
+      text: `select * from ${s}.commit($1, $2, null, null, null, null, null, null, null, null)`,
       values: [seq, ops],
     }),
     'history as 100 jsonb rows (layout 2)': (p: Pull) => ({

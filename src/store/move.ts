@@ -112,8 +112,8 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
     for (const log of logs.values())
       if (log.length)
         await c.query({
-          text: insertHistorySql(schemaOf(key), '$1::json'),
-          values: [historyBatches(log)],
+          text: insertHistorySql(schemaOf(key), ['$1::text[]', '$2::int[]', '$3::text[]', '$4::text[]']),
+          values: Object.values(historyBatches(log)),
         });
     for (const a of archives)
       await c.query({

@@ -42,17 +42,19 @@ insert into ${s}.head (seq) values (0) on conflict do nothing;
 create table if not exists ${s}.changes (seq bigint primary key, ops jsonb not null, archives boolean not null);
 create table if not exists ${s}.snapshots (seq bigint primary key, state json not null);
 -- A snapshot is written and read whole, never queried inside: json is stored as sent (jsonb parses
--- it into a binary form, 2-3x the cost of a 3 MB state). lz4 compresses it ~3x faster than pglz,
--- where the server was built with it.
+-- it into a binary form, 2-3x the cost of a 3 MB state).
 alter table ${s}.snapshots alter column state type json;
-do $do$ begin
-  alter table ${s}.snapshots alter column state set compression lz4;
-exception when feature_not_supported or invalid_parameter_value then null;
-end $do$;
 -- History: the envelopes that left live state, a row per change and channel (a pull of 100 writes
 -- one row, not 100), with their ids and the envelopes as a json array in the same order.
 create table if not exists ${s}.history (n bigserial primary key, channel_id text not null, message_ids text[] not null, envelopes json not null);
 create index if not exists history_channel on ${s}.history (channel_id, n);
+-- A snapshot and a pull's history batch (~75 KB for 100 envelopes) are compressed as they are
+-- stored: lz4 takes a third of pglz's time, where the server was built with it.
+do $do$ begin
+  alter table ${s}.snapshots alter column state set compression lz4;
+  alter table ${s}.history alter column envelopes set compression lz4;
+exception when feature_not_supported or invalid_parameter_value then null;
+end $do$;
 create table if not exists ${s}.archives (channel_id text primary key, name text not null, saved_at bigint not null, archive jsonb not null);
 -- A member's row in parts (mailbox.ts MailboxWrite): a change stores only the parts it altered.
 -- seats and in_flight may be left out of a write (null) and are kept then, so they are nullable
@@ -62,8 +64,9 @@ create table if not exists ${s}.mailbox (session_id text primary key, seats json
 -- process of those OpenComms versions cannot commit.
 drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[]);
 drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[], jsonb);
--- p_history: [{"c": channel id, "ids": [message ids], "e": [envelopes]}], a batch per channel.
-create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history json, p_archive jsonb, p_del_archive text, p_del_history text[], p_mailbox jsonb)
+-- p_history_*: the history batches, one per channel (historyBatches).
+create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history_c text[], p_history_n int[], p_history_ids text[], p_history_e text[],
+  p_archive jsonb, p_del_archive text, p_del_history text[], p_mailbox jsonb)
 returns table(o_seq bigint, o_ops jsonb, o_archives boolean) language plpgsql as $fn$
 declare
   h bigint;
@@ -80,8 +83,8 @@ begin
   end if;
   update ${s}.head set seq = h + 1;
   insert into ${s}.changes values (h + 1, p_ops, arch);
-  if p_history is not null then
-    ${insertHistorySql(schema, 'p_history')};
+  if p_history_c is not null then
+    ${insertHistorySql(schema, ['p_history_c', 'p_history_n', 'p_history_ids', 'p_history_e'])};
   end if;
   if p_archive is not null then
     insert into ${s}.archives values (p_archive->>'channel_id', p_archive->>'name', (p_archive->>'saved_at')::bigint, p_archive)
@@ -140,20 +143,36 @@ select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq
 export const fillMailboxSql = (schema: string) =>
   `insert into ${ident(schema)}.mailbox select r->>'session_id', r->'seats', (r->>'queued')::int, r->'in_flight' from jsonb_array_elements($1::jsonb) r`;
 
-/** Inserts the history batches (`historyBatches`) that the SQL expression `batches` holds: one
- *  pass over the json (extracting each field with -> would read the whole text again each time). */
-export const insertHistorySql = (schema: string, batches: string) =>
+/** Inserts the history batches (`historyBatches`) held by four SQL expressions: each batch's
+ *  channel, its count of envelopes, every id in order, and each batch's envelopes as JSON text. The
+ *  ids and envelopes arrive as text (one json check as they are stored), since a json parameter
+ *  would be read whole once more for each field taken out of it. */
+export const insertHistorySql = (schema: string, [c, n, ids, e]: readonly [string, string, string, string]) =>
   `insert into ${ident(schema)}.history (channel_id, message_ids, envelopes)
-      select b.c, b.ids, b.e from json_to_recordset(${batches}) as b(c text, ids text[], e json)`;
+      select (${c})[b.i], (${ids})[b.upto - (${n})[b.i] + 1 : b.upto], (${e})[b.i]::json
+      from (select i, (sum((${n})[i]) over (order by i))::int as upto from generate_subscripts(${c}, 1) i) b order by b.i`;
 
-/** Envelopes leaving live state as the `commit` takes them: a batch per channel, in order. */
-export function historyBatches(envelopes: readonly { channel_id: string; message_id: string }[]): string {
-  const by = new Map<string, { c: string; ids: string[]; e: unknown[] }>();
+export interface HistoryBatches {
+  channels: string[];
+  counts: number[];
+  ids: string[];
+  envelopes: string[];
+}
+
+/** Envelopes leaving live state as `commit` takes them: a batch per channel, each in order. */
+export function historyBatches(envelopes: readonly { channel_id: string; message_id: string }[]): HistoryBatches {
+  const by = new Map<string, { ids: string[]; e: unknown[] }>();
   for (const e of envelopes) {
     let b = by.get(e.channel_id);
-    if (!b) by.set(e.channel_id, (b = { c: e.channel_id, ids: [], e: [] }));
+    if (!b) by.set(e.channel_id, (b = { ids: [], e: [] }));
     b.ids.push(e.message_id);
     b.e.push(e);
   }
-  return JSON.stringify([...by.values()]);
+  const batches = [...by.values()];
+  return {
+    channels: [...by.keys()],
+    counts: batches.map((b) => b.ids.length),
+    ids: batches.flatMap((b) => b.ids),
+    envelopes: batches.map((b) => JSON.stringify(b.e)),
+  };
 }

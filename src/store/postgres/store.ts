@@ -97,7 +97,7 @@ function withCommit(q: pg.QueryConfig): string {
       : typeof v === 'number'
         ? String(v)
         : Array.isArray(v)
-          ? `array[${v.map(literal).join(',')}]::text[]`
+          ? `array[${v.map(literal).join(',')}]::${typeof v[0] === 'number' ? 'int' : 'text'}[]`
           : pg.escapeLiteral(String(v));
   return `${q.text.replace(/\$(\d+)/g, (_, n: string) => literal(q.values![Number(n) - 1]))}; commit;`;
 }
@@ -584,11 +584,14 @@ export class PgStore implements Store {
     const history = out.history?.length ? historyBatches(out.history.map(raw)) : null;
     const query: pg.QueryConfig = {
       name: `${this.schema}.commit`,
-      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7)`,
+      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
       values: [
         c.seq,
         JSON.stringify(checked.ops),
-        history,
+        history?.channels ?? null,
+        history?.counts ?? null,
+        history?.ids ?? null,
+        history?.envelopes ?? null,
         archive && JSON.stringify(archive),
         out.deleteArchive ?? null,
         out.deleteHistory?.length ? out.deleteHistory : null,
