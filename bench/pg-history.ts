@@ -59,7 +59,7 @@ end $fn$;`);
   const kinds = {
     'history as one batch row (the layout)': (p: Pull) => ({
       text: `select * from ${s}.commit($1, $2, $3, $4, $5, $6, null, null, null, null)`,
-      values: [seq, ops, ...Object.values(p.batches)],
+      values: [seq, ops, p.batches.channels, p.batches.counts, p.batches.ids, p.batches.envelopes],
     }),
     'no history': () => ({
       text: `select * from ${s}.commit($1, $2, null, null, null, null, null, null, null, null)`,

@@ -110,11 +110,13 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
       values: [JSON.stringify([...Mailbox.of(state).rows.values()])],
     });
     for (const log of logs.values())
-      if (log.length)
+      if (log.length) {
+        const b = historyBatches(log);
         await c.query({
           text: insertHistorySql(schemaOf(key), ['$1::text[]', '$2::int[]', '$3::text[]', '$4::text[]']),
-          values: Object.values(historyBatches(log)),
+          values: [b.channels, b.counts, b.ids, b.envelopes],
         });
+      }
     for (const a of archives)
       await c.query({
         text: `insert into ${s}.archives select a->>'channel_id', a->>'name', (a->>'saved_at')::bigint, a from (select $1::jsonb as a) x`,

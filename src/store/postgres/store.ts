@@ -217,16 +217,16 @@ export class PgStore implements Store {
    *  snapshots (layout 3: json, in pieces), the history rows become batches, and the mailbox
    *  (none in layout 1, a row in one column in layout 2) is filled from the state at the head. */
   private async upgrade(c: pg.Client) {
+    const s = ident(this.schema);
     try {
       await c.query(
-        `begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); select seq from ${ident(this.schema)}.head for update;`,
+        `begin; select pg_advisory_xact_lock(hashtext('opencomms:${this.schema}')); select seq from ${s}.head for update;`,
       );
-      const done = await c.query<{ layout: number }>(`select layout from ${ident(this.schema)}.meta`);
+      const done = await c.query<{ layout: number }>(`select layout from ${s}.meta`);
       const from = done.rows[0]?.layout ?? 0;
       if (from < PG_LAYOUT) {
         // Layout 1 had no mailbox, layout 2 one with each row whole: laid out again, filled below.
         // Both had a history row per envelope: each becomes a batch of one, in order.
-        const s = ident(this.schema);
         await c.query(`drop table if exists ${s}.mailbox;
           alter table ${s}.history rename to history_2; alter index ${s}.history_channel rename to history_2_channel;`);
         await c.query(layoutSql(this.schema));
@@ -234,7 +234,7 @@ export class PgStore implements Store {
           select channel_id, array[message_id], json_build_array(envelope) from ${s}.history_2 order by n;
           drop table ${s}.history_2;`);
         await this.fillMailbox(c);
-        await c.query(`update ${ident(this.schema)}.meta set layout = ${PG_LAYOUT}`);
+        await c.query(`update ${s}.meta set layout = ${PG_LAYOUT}`);
       }
       await c.query('commit');
     } catch (e) {
