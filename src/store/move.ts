@@ -24,7 +24,14 @@ import { serialize } from './file/state-file.ts';
 import { FileStore } from './file/store.ts';
 import { asRefusal, clientConfig, describeUrl, retired } from './postgres/connect.ts';
 import { Mailbox } from './postgres/mailbox.ts';
-import { fillMailboxSql, historyBatches, ident, insertHistorySql, schemaOf } from './postgres/schema.ts';
+import {
+  fillMailboxSql,
+  historyBatches,
+  historyEnvelopes,
+  ident,
+  insertHistorySql,
+  schemaOf,
+} from './postgres/schema.ts';
 import { PgStore } from './postgres/store.ts';
 
 export interface Moved {
@@ -196,7 +203,7 @@ async function hold(c: pg.Client, key: string, where: string): Promise<Held> {
   if (row.retired) throw new RefusalError(retired(where, row.retired));
   const logs = new Map<string, Envelope[]>();
   const h = await c.query<{ envelope: Envelope }>(
-    `select x.envelope from ${s}.history h cross join lateral json_array_elements(h.envelopes) with ordinality x(envelope, i) order by h.n, x.i`,
+    `select x.envelope from ${historyEnvelopes(schemaOf(key))} order by h.n, x.i`,
   );
   for (const { envelope } of h.rows) {
     const log = logs.get(envelope.channel_id);

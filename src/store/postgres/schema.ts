@@ -152,6 +152,10 @@ export const insertHistorySql = (schema: string, [c, n, ids, e]: readonly [strin
       select (${c})[b.i], (${ids})[b.upto - (${n})[b.i] + 1 : b.upto], (${e})[b.i]::json
       from (select i, (sum((${n})[i]) over (order by i))::int as upto from generate_subscripts(${c}, 1) i) b order by b.i`;
 
+/** The history's envelopes, a row each: `x.envelope`, its batch `h.n` and place `x.i` in it. */
+export const historyEnvelopes = (schema: string) =>
+  `${ident(schema)}.history h cross join lateral json_array_elements(h.envelopes) with ordinality x(envelope, i)`;
+
 export interface HistoryBatches {
   channels: string[];
   counts: number[];

@@ -35,6 +35,7 @@ import {
   PG_LAYOUT,
   fillMailboxSql,
   historyBatches,
+  historyEnvelopes,
   ident,
   layoutSql,
   loadSelects,
@@ -635,8 +636,7 @@ export class PgStore implements Store {
 
   async history(channelId: string, limit: number): Promise<Envelope[]> {
     const r = await this.query<{ envelope: Envelope }>({
-      text: `select x.envelope from ${ident(this.schema)}.history h cross join lateral json_array_elements(h.envelopes) with ordinality x(envelope, i)
-        where h.channel_id = $1 order by h.n desc, x.i desc limit $2`,
+      text: `select x.envelope from ${historyEnvelopes(this.schema)} where h.channel_id = $1 order by h.n desc, x.i desc limit $2`,
       values: [channelId, limit],
     });
     return r.rows.map((x) => x.envelope);
