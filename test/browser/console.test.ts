@@ -74,17 +74,17 @@ describe('CON-1 create a session', () => {
     await expect(page.locator('#join-code').innerText()).resolves.toBe(
       '/OpenComms Join Channel=review As=<role> [role instructions]',
     );
-    // Keyboard: Tab to the Codex tab, Enter.
+    // Keyboard: Tab to the Codex tab. Meanwhile another process (the CLI) creates a session: the page
+    // learns of it by SSE and re-renders, and the focus stays on the tab, so Enter still chooses it.
     await page.locator('.tab[data-host="codex"]').focus();
+    await promisify(execFile)(process.execPath, [BIN, 'session', 'create', 'from-cli', '--project', dir]);
+    await card('from-cli').waitFor({ timeout: 5000 });
+    await expect(page.evaluate(() => document.activeElement?.getAttribute('data-host'))).resolves.toBe('codex');
     await page.keyboard.press('Enter');
     await page.locator('#join-code', { hasText: 'spawn_push=true' }).waitFor();
     await expect(page.locator('#join-code').innerText()).resolves.toBe(
       'opencomms_join(channel="review", role="<role>", role_prompt="...", spawn_push=true)',
     );
-
-    // Another process (the CLI) creates a session: the page learns of it by SSE.
-    await promisify(execFile)(process.execPath, [BIN, 'session', 'create', 'from-cli', '--project', dir]);
-    await card('from-cli').waitFor({ timeout: 5000 });
     await page.screenshot({ path: join(SHOTS, 'sessions.png') });
   });
 });

@@ -512,7 +512,7 @@ function renderDetail() {
         h('button', { type: 'button', onclick: resumeSession }, 'Resume as new…'),
         h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
       ];
-  const focused = document.activeElement?.closest?.('tr.selectable')?.dataset;
+  const focused = document.activeElement?.closest?.('tr.selectable, .tab')?.dataset;
   const parts = [
     h(
       'header.detail-head',
@@ -549,9 +549,11 @@ function renderDetail() {
     live && ui.deliveries ? deliveryPanel(ui.deliveries) : null,
   ];
   main.replaceChildren(...parts.filter(Boolean));
-  // Keep keyboard focus on the row it was on across a re-render.
+  // Keep keyboard focus on the row or host tab it was on across a re-render (a live update must not
+  // send a keyboard user's next Enter nowhere).
   if (focused?.envelope) main.querySelector(`tr[data-envelope="${CSS.escape(focused.envelope)}"]`)?.focus();
   else if (focused?.recipient) main.querySelector(`tr[data-recipient="${CSS.escape(focused.recipient)}"]`)?.focus();
+  else if (focused?.host) main.querySelector(`.tab[data-host="${CSS.escape(focused.host)}"]`)?.focus();
 }
 
 function render() {
