@@ -21,8 +21,9 @@ const url = process.env.OPENCOMMS_TEST_DATABASE_URL ?? 'postgres://postgres@127.
 const SAMPLES = 30;
 const SPACING_MS = 1_100;
 const WARM = 3;
-/** Queries per floor figure. */
+/** Queries per floor figure: back to back, and each after SPACING_MS of quiet as a sample's are. */
 const FLOOR_N = 21;
+const FLOOR_IDLE_N = 7;
 /** Namespace numbers of their own: `npm run test:machines` takes 1 and 2, the soak from 11 up. */
 const NS = [21, 22] as const;
 const CHANNEL = 'bench';
@@ -159,11 +160,14 @@ async function latency(A: Agent, B: Agent, table: string) {
     parts.hand_over!.push(end - drained);
   }
   // The floor of the path: A's send is one commit, B catches up with one round trip and drains
-  // with one commit; measured from each machine right after the samples.
-  type Floor = { round_trip_ms: number; commit_ms: number };
-  const fa = await A.call<Floor>('floor', { table, n: FLOOR_N });
-  const fb = await B.call<Floor>('floor', { table, n: FLOOR_N });
+  // with one commit; measured from each machine right after the samples, back to back and (as
+  // every sample meets them, SPACING_MS apart) after the same quiet.
+  type Floor = { round_trip_ms: number; commit_ms: number; idle_round_trip_ms: number; idle_commit_ms: number };
+  const idle = { ms: SPACING_MS, n: FLOOR_IDLE_N };
+  const fa = await A.call<Floor>('floor', { table, n: FLOOR_N, idle });
+  const fb = await B.call<Floor>('floor', { table, n: FLOOR_N, idle });
   const floor = fa.commit_ms + fb.round_trip_ms + fb.commit_ms;
+  const floorIdle = fa.idle_commit_ms + fb.idle_round_trip_ms + fb.idle_commit_ms;
   const s = stats(total);
   emit(FIGURES[0]!, {
     unit: 'ms',
@@ -173,6 +177,8 @@ async function latency(A: Agent, B: Agent, table: string) {
     target: { p50: 15, p99: 50 },
     floor: round(floor, 1),
     ratio_p50: round(s.p50 / floor),
+    floor_after_quiet: round(floorIdle, 1),
+    ratio_p50_after_quiet: round(s.p50 / floorIdle),
     floor_parts: { a: fa, b: fb },
     p50_by_part: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(stats(v).p50, 1)])),
   });

@@ -100,25 +100,33 @@ const caller = {
 /** The floor of a store call from this machine: a round trip (`select 1`) and a committed insert
  *  into `table` that notifies, as every mutation does (a round trip, the server's flush to disk
  *  and its notification lock, which every notifying commit of the server takes in turn), each
- *  timed `n` times on a connection of its own; the medians, ms. */
-async function floor(table: string, n: number) {
+ *  timed `n` times on a connection of its own, back to back; and, when `idle` is given, each timed
+ *  `idle.n` times more after `idle.ms` of quiet, as the sampled sends meet them (a machine whose
+ *  processes were idle takes longer to answer); the medians, ms. */
+async function floor(table: string, n: number, idle: { ms: number; n: number } | null) {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  const median = async (q: (i: number) => Promise<unknown>) => {
+  const median = async (q: (i: number) => Promise<unknown>, quiet = { ms: 0, n }) => {
     const ms: number[] = [];
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < quiet.n; i++) {
+      if (quiet.ms) await new Promise((r) => setTimeout(r, quiet.ms));
       const t = performance.now();
       await q(i);
       ms.push(performance.now() - t);
     }
-    return ms.sort((x, y) => x - y)[Math.floor(n / 2)]!;
+    return ms.sort((x, y) => x - y)[Math.floor(quiet.n / 2)]!;
   };
+  const roundTrip = () => c.query('select 1');
+  const commit = (tag: string) => (i: number) =>
+    c.query({ text: `insert into ${table} values ($1)`, values: [`${sid} ${tag} ${i}`] });
   try {
-    const round_trip_ms = await median(() => c.query('select 1'));
-    const commit_ms = await median((i) =>
-      c.query({ text: `insert into ${table} values ($1)`, values: [`${sid} ${i}`] }),
-    );
-    return { round_trip_ms, commit_ms };
+    const hot = { round_trip_ms: await median(roundTrip), commit_ms: await median(commit('hot')) };
+    if (!idle) return hot;
+    return {
+      ...hot,
+      idle_round_trip_ms: await median(roundTrip, idle),
+      idle_commit_ms: await median(commit('idle'), idle),
+    };
   } finally {
     await c.end();
   }
@@ -146,7 +154,7 @@ async function handle(cmd: { op: string; [k: string]: unknown }) {
       holding = Boolean(cmd.on);
       return { holding };
     case 'floor':
-      return floor(String(cmd.table), Number(cmd.n));
+      return floor(String(cmd.table), Number(cmd.n), (cmd.idle as { ms: number; n: number } | undefined) ?? null);
     case 'release':
       for (const r of held.splice(0)) r();
       return { released: true };
