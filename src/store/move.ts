@@ -33,6 +33,7 @@ import {
   schemaOf,
 } from './postgres/schema.ts';
 import { PgStore } from './postgres/store.ts';
+import type { Store } from './types.ts';
 
 export interface Moved {
   channels: number;
@@ -90,7 +91,13 @@ export async function moveToPostgres(projectDir: string, url: string, key: strin
       if (a) archives.push(a);
     }
     await copy(url, key, state, logs, archives);
-    const moved = await verify(url, key, state, logs, archives.length);
+    const moved = await readBack(
+      new PgStore({ url, key }),
+      state,
+      logs,
+      archives.length,
+      'the state read back from PostgreSQL differs from the files',
+    );
     await writeBinding(projectDir, url, key);
     return moved;
   });
@@ -138,26 +145,27 @@ async function copy(url: string, key: string, state: State, logs: Map<string, En
   }
 }
 
-/** Reads the moved project back through a store and compares it with what was read from files. */
-async function verify(
-  url: string,
-  key: string,
+/** Reads a moved project back through a store of its new kind and compares it with what was
+ *  moved: the state whole, each channel's history by its ids (a log may hold an envelope twice,
+ *  appended again after a crash before its state; every store reads it once), the archives by
+ *  count. Closes the store. */
+async function readBack(
+  store: Store,
   state: State,
   logs: Map<string, Envelope[]>,
   archiveCount: number,
+  differs: string,
 ): Promise<Moved> {
-  const moved = new PgStore({ url, key });
   try {
-    const got = await moved.read();
-    if (!isDeepStrictEqual(got, structuredClone(state)))
-      throw new Error('the state read back from PostgreSQL differs from the files');
+    if (!isDeepStrictEqual(await store.read(), structuredClone(state))) throw new Error(differs);
     let history = 0;
     for (const [id, log] of logs) {
-      const n = (await moved.historyIds(id)).size;
-      if (n !== log.length) throw new Error(`channel ${id}: ${n} history entries read back, ${log.length} moved`);
+      const n = (await store.historyIds(id)).size;
+      const want = new Set(log.map((e) => e.message_id)).size;
+      if (n !== want) throw new Error(`channel ${id}: ${n} history entries read back, ${want} moved`);
       history += n;
     }
-    const archives = (await moved.archives()).archives.length;
+    const archives = (await store.archives()).archives.length;
     if (archives !== archiveCount) throw new Error(`${archives} archives read back, ${archiveCount} moved`);
     return {
       channels: Object.keys(state.channels).length,
@@ -166,7 +174,7 @@ async function verify(
       archives,
     };
   } finally {
-    await moved.close();
+    await store.close();
   }
 }
 
@@ -235,33 +243,6 @@ async function writeFiles(paths: StorePaths, state: State, held: Held) {
   await writeAtomic(paths.state, serialize(state), { tmpPrefix: '.state' });
 }
 
-/** Reads the written files back through a file store and compares them with what was held. */
-async function verifyFiles(projectDir: string, state: State, held: Held): Promise<Moved> {
-  const file = new FileStore(projectDir);
-  try {
-    if (!isDeepStrictEqual(await file.read(), structuredClone(state)))
-      throw new Error('the state read back from the files differs from PostgreSQL');
-    let history = 0;
-    for (const [id, log] of held.logs) {
-      const n = (await file.historyIds(id)).size;
-      const want = new Set(log.map((e) => e.message_id)).size;
-      if (n !== want) throw new Error(`channel ${id}: ${n} history entries read back, ${want} moved`);
-      history += n;
-    }
-    const archives = (await file.archives()).archives.length;
-    if (archives !== held.archives.length)
-      throw new Error(`${archives} archives read back, ${held.archives.length} moved`);
-    return {
-      channels: Object.keys(state.channels).length,
-      messages: Object.keys(state.messages).length,
-      history,
-      archives,
-    };
-  } finally {
-    await file.close();
-  }
-}
-
 /** `store migrate --to file`: the bound PostgreSQL project written into this folder's files,
  *  read back and compared; then, in the transaction that held it, marked retired (with where it
  *  went), and only then is the binding removed. A failure before the commit leaves the project
@@ -284,7 +265,13 @@ export async function moveToFiles(projectDir: string): Promise<Moved & { set_asi
       const state = await stateAt(b.url, b.key, held.seq);
       const setAsideTo = setAside(paths);
       await writeFiles(paths, state, held);
-      const moved = await verifyFiles(projectDir, state, held);
+      const moved = await readBack(
+        new FileStore(projectDir),
+        state,
+        held.logs,
+        held.archives.length,
+        'the state read back from the files differs from PostgreSQL',
+      );
       const schema = schemaOf(b.key);
       await c.query({
         text: `update ${ident(schema)}.head set retired = $1`,

@@ -3,9 +3,12 @@
 // holds the files refuses to write; a target that holds a project already is refused.
 import { afterEach, expect, it } from 'vitest';
 import type { RefusalError } from '../../../src/protocol/result.ts';
+import type { Envelope } from '../../../src/protocol/schema.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
 import { Mailbox, type MailboxRow } from '../../../src/store/postgres/mailbox.ts';
 import { FileStore } from '../../../src/store/file/store.ts';
+import { appendHistory, closeHistoryLogs } from '../../../src/store/file/history-log.ts';
+import { resolvePaths } from '../../../src/store/index.ts';
 import { cli, IDS, liveProject } from '../../cli/fixtures.ts';
 import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';
@@ -78,6 +81,32 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   const again = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t2.dir);
   expect(again.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
   expect(again.json().message).toMatch(/already holds a project/);
+});
+
+it('a history log holding an envelope twice (appended again after a crash before its state) moves; each is read once, on either store', async () => {
+  const key = newProjectKey('v');
+  cleanups.push(() => dropProject(key));
+  const t = await tempProject();
+  cleanups.push(t.cleanup);
+  await liveProject(t.dir);
+  const rt = openRuntime(t.dir);
+  expect((await rt.run({ op: 'pull', sid: IDS.reviewer, args: { limit: 100 } })).ok).toBe(true);
+  await rt.close();
+  const file = new FileStore(t.dir);
+  const ids = Object.values((await file.read()).channels).map((c) => c.id);
+  const logged = new Map<string, Envelope[]>();
+  for (const id of ids) logged.set(id, await file.history(id, 100));
+  const [channel, log] = [...logged].find(([, l]) => l.length > 0)!;
+  appendHistory(resolvePaths(t.dir), [log[0]!]);
+  closeHistoryLogs(resolvePaths(t.dir));
+  expect(await file.history(channel, 100)).toEqual(log);
+  await file.close();
+  const r = await cli('store', 'migrate', '--to', passwordless(), '--key', key, '--json', '--project', t.dir);
+  expect(r.json()).toMatchObject({ ok: true, data: { key, history: [...logged.values()].flat().length } });
+  const { PgStore } = await import('../../../src/store/postgres/store.ts');
+  const pgs = new PgStore({ url: testDatabaseUrl(), key });
+  expect(await pgs.history(channel, 100)).toEqual(log);
+  await pgs.close();
 });
 
 it('moves back to files: nothing accepted on PostgreSQL is lost, and a process still on it is refused', async () => {
