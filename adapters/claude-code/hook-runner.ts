@@ -4,20 +4,26 @@
 // for this session) is answered from a glance at the state (on PostgreSQL: one query of the
 // project's mailbox rows) with Node built-ins only; the store,
 // schemas and machines load (from the second file) only when there is work. Fail-open: always exit 0 with `{}` on a fault.
-import { spawn } from 'node:child_process';
+import { writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { glanceProject } from '../../src/store/glance.ts';
 import { HOOK_RUNNER_FULL } from '../install/bundle-names.ts';
 import { hookContext, readStdin, type HookContext } from './hook-input.ts';
 import { triage } from './shortcut.ts';
 
+/** The bytes a pipe takes in one write, never split (POSIX's least PIPE_BUF). */
+const PIPE_BUF = 512;
+
 /** The full path, from the file installed beside this one (a computed specifier: never inlined). */
 const full = (): Promise<typeof import('./hook-full.ts')> =>
   import(new URL(`./${HOOK_RUNNER_FULL}`, import.meta.url).href);
 
 /** The woken turn's commit runs in a process of its own, so the turn's model request does not
- *  wait for the store: the prompt already proves the batch reached the session. */
-function confirmDetached(ctx: HookContext) {
+ *  wait for the store: the prompt already proves the batch reached the session. `node:child_process`
+ *  is loaded here only: with the `node:net` and stream modules it brings, it would cost every
+ *  prompt a few ms. */
+async function confirmDetached(ctx: HookContext) {
+  const { spawn } = await import('node:child_process');
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'confirm', ctx.project, '--host', ctx.host], {
     detached: true,
     stdio: ['pipe', 'ignore', 'ignore'],
@@ -36,12 +42,18 @@ async function main(): Promise<void> {
       return;
     }
     const todo = triage(await glanceProject(ctx.project, ctx.env), ctx);
-    if (todo === 'confirm') confirmDetached(ctx);
+    if (todo === 'confirm') await confirmDetached(ctx);
     else if (todo === 'full') out = await (await full()).handleHook(ctx);
   } catch {
     out = {};
   }
-  process.stdout.write(`${JSON.stringify(out)}\n`);
+  const text = `${JSON.stringify(out)}\n`;
+  // A short answer (the empty queue's `{}`) goes straight to the descriptor, whole in one write
+  // (at most PIPE_BUF bytes): process.stdout on a pipe, as hosts run hooks, loads the net and
+  // stream modules first, a few ms of every prompt. A longer one goes through the stream, which
+  // writes it all whatever the pipe's mode.
+  if (Buffer.byteLength(text) <= PIPE_BUF) writeSync(1, text);
+  else process.stdout.write(text);
   process.exitCode = 0;
 }
 

@@ -5,7 +5,6 @@
 // the full path, which uses the store's client. The connection ends with the answer: a short-lived
 // process holds none afterwards.
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
-import { createConnection } from 'node:net';
 
 export interface WireTarget {
   host?: string;
@@ -25,8 +24,11 @@ const int32 = (n: number) => {
 const message = (type: string, body: Buffer) => Buffer.concat([Buffer.from(type), int32(body.length + 4), body]);
 const cstr = (s: string) => Buffer.from(`${s}\0`);
 
-/** The rows of `sql` as text (null for SQL NULL); rejects on any error, timeout or unsupported step. */
-export function simpleQuery(t: WireTarget, sql: string, timeoutMs: number): Promise<(string | null)[][]> {
+/** The rows of `sql` as text (null for SQL NULL); rejects on any error, timeout or unsupported step.
+ *  `node:net` is loaded here, not with the module: the hook runner that imports this answers a
+ *  project on the file store without it (net loads the stream modules, a few ms of every prompt). */
+export async function simpleQuery(t: WireTarget, sql: string, timeoutMs: number): Promise<(string | null)[][]> {
+  const { createConnection } = await import('node:net');
   return new Promise((resolve, reject) => {
     const sock = t.socketDir
       ? createConnection({ path: `${t.socketDir}/.s.PGSQL.${t.port}` })

@@ -3,7 +3,9 @@
 // hand-over commits exactly once. Members are made the way the MCP server makes them (host
 // claude-code, pull, no host session) in the project's real store.
 import { spawnSync } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { installMember, install } from '../../../src/cli/hosts.ts';
 import { processTag } from '../../../src/runtime/process.ts';
@@ -135,6 +137,28 @@ describe('HK-2 stale members and the empty queue', () => {
     const { out } = hook(ev('UserPromptSubmit', 'claude-1', { prompt: 'hello' }));
     expect(out).toEqual({});
     expect(await p.read('.opencomms/state.json')).toBe(before);
+    await rt.close();
+  });
+
+  it('the empty-queue answer loads no process or network module (each prompt would pay for them)', async () => {
+    await installMember(p.dir, { id: 'sess_builder' });
+    const rt = await team([['sess_builder', 'Builder']]);
+    hook(ev('SessionStart', 'claude-1', { source: 'startup' }));
+    // A preload that writes, as the process exits, the Node modules it loaded.
+    const dir = await mkdtemp(join(tmpdir(), 'oc-modules-'));
+    const list = join(dir, 'modules.txt');
+    await writeFile(
+      join(dir, 'preload.cjs'),
+      `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join('\\n')));`,
+    );
+    const { out } = hook(ev('UserPromptSubmit', 'claude-1', { prompt: 'hello' }), {
+      env: { NODE_OPTIONS: `--require ${join(dir, 'preload.cjs')}` },
+    });
+    expect(out).toEqual({});
+    const loaded = (await readFile(list, 'utf8')).split('\n');
+    expect(loaded).toContain('NativeModule fs');
+    expect(loaded.filter((m) => /^NativeModule (child_process|net|dgram|tty)$/.test(m))).toEqual([]);
+    await rm(dir, { recursive: true, force: true });
     await rt.close();
   });
 });
