@@ -14,6 +14,15 @@ import { triage } from './shortcut.ts';
 /** The bytes a pipe takes in one write, never split (POSIX's least PIPE_BUF). */
 const PIPE_BUF = 512;
 
+/** Whether `text` went to fd 1 in one write. */
+function wroteWhole(text: string): boolean {
+  try {
+    return writeSync(1, text) === Buffer.byteLength(text);
+  } catch {
+    return false;
+  }
+}
+
 /** The full path, from the file installed beside this one (a computed specifier: never inlined). */
 const full = (): Promise<typeof import('./hook-full.ts')> =>
   import(new URL(`./${HOOK_RUNNER_FULL}`, import.meta.url).href);
@@ -50,10 +59,9 @@ async function main(): Promise<void> {
   const text = `${JSON.stringify(out)}\n`;
   // A short answer (the empty queue's `{}`) goes straight to the descriptor, whole in one write
   // (at most PIPE_BUF bytes): process.stdout on a pipe, as hosts run hooks, loads the net and
-  // stream modules first, a few ms of every prompt. A longer one goes through the stream, which
-  // writes it all whatever the pipe's mode.
-  if (Buffer.byteLength(text) <= PIPE_BUF) writeSync(1, text);
-  else process.stdout.write(text);
+  // stream modules first, a few ms of every prompt. A longer one, or one the descriptor refused
+  // (a non-blocking pipe that is full), goes through the stream, which writes it all.
+  if (!(Buffer.byteLength(text) <= PIPE_BUF && wroteWhole(text))) process.stdout.write(text);
   process.exitCode = 0;
 }
 
