@@ -25,20 +25,27 @@ function passwordless() {
   return u.toString();
 }
 
-it('moves state, history and archives; binds the folder; the old files refuse writes; a taken key is refused', async () => {
-  const key = newProjectKey('v');
+/** A live project on the file store (liveProject) in a folder of its own, and a fresh project key
+ *  on PostgreSQL for it: both gone after the test. */
+async function liveOnFiles(prefix: string) {
+  const key = newProjectKey(prefix);
   cleanups.push(() => dropProject(key));
   const t = await tempProject();
   cleanups.push(t.cleanup);
   await liveProject(t.dir);
-  const stale = new FileStore(t.dir);
+  return { key, dir: t.dir };
+}
+
+it('moves state, history and archives; binds the folder; the old files refuse writes; a taken key is refused', async () => {
+  const { key, dir } = await liveOnFiles('v');
+  const stale = new FileStore(dir);
   await stale.read();
   const before = await stale.read();
   const archivesBefore = (await stale.archives()).archives.map((a) => a.channel_id);
   const url = passwordless();
-  const r = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t.dir);
+  const r = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', dir);
   expect(r.json()).toMatchObject({ ok: true, data: { key, archives: 1 } });
-  const rt = openRuntime(t.dir);
+  const rt = openRuntime(dir);
   expect(await rt.read()).toEqual(before);
   // The mailbox rows the hook runner reads came along: those of the moved state.
   const rows = await admin((c) =>
@@ -51,12 +58,12 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   expect(moved).toEqual([...Mailbox.of(before).rows.values()].sort(bySession));
   expect(moved.some((m) => m.queued > 0)).toBe(true);
   expect(
-    ((await cli('status', '--json', '--project', t.dir)).json().data.channels as Array<{ name: string }>)
+    ((await cli('status', '--json', '--project', dir)).json().data.channels as Array<{ name: string }>)
       .map((c) => c.name)
       .sort(),
   ).toEqual(['empty', 'team']);
   await rt.close();
-  expect((await cli('store', 'status', '--json', '--project', t.dir)).json().data).toMatchObject({
+  expect((await cli('store', 'status', '--json', '--project', dir)).json().data).toMatchObject({
     store: 'postgres',
     key,
   });
@@ -72,7 +79,7 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   const pgs = new PgStore({ url, key });
   expect((await pgs.archives()).archives.map((a) => a.channel_id)).toEqual(archivesBefore);
   // Whole, not the listing's heads.
-  for (const id of archivesBefore) expect(await pgs.archive(id)).toEqual(await new FileStore(t.dir).archive(id));
+  for (const id of archivesBefore) expect(await pgs.archive(id)).toEqual(await new FileStore(dir).archive(id));
   await pgs.close();
   // A second folder cannot move into the same key.
   const t2 = await tempProject();
@@ -84,24 +91,20 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
 });
 
 it('a history log holding an envelope twice (appended again after a crash before its state) moves; each is read once, on either store', async () => {
-  const key = newProjectKey('v');
-  cleanups.push(() => dropProject(key));
-  const t = await tempProject();
-  cleanups.push(t.cleanup);
-  await liveProject(t.dir);
-  const rt = openRuntime(t.dir);
+  const { key, dir } = await liveOnFiles('v');
+  const rt = openRuntime(dir);
   expect((await rt.run({ op: 'pull', sid: IDS.reviewer, args: { limit: 100 } })).ok).toBe(true);
   await rt.close();
-  const file = new FileStore(t.dir);
+  const file = new FileStore(dir);
   const ids = Object.values((await file.read()).channels).map((c) => c.id);
   const logged = new Map<string, Envelope[]>();
   for (const id of ids) logged.set(id, await file.history(id, 100));
   const [channel, log] = [...logged].find(([, l]) => l.length > 0)!;
-  appendHistory(resolvePaths(t.dir), [log[0]!]);
-  closeHistoryLogs(resolvePaths(t.dir));
+  appendHistory(resolvePaths(dir), [log[0]!]);
+  closeHistoryLogs(resolvePaths(dir));
   expect(await file.history(channel, 100)).toEqual(log);
   await file.close();
-  const r = await cli('store', 'migrate', '--to', passwordless(), '--key', key, '--json', '--project', t.dir);
+  const r = await cli('store', 'migrate', '--to', passwordless(), '--key', key, '--json', '--project', dir);
   expect(r.json()).toMatchObject({ ok: true, data: { key, history: [...logged.values()].flat().length } });
   const { PgStore } = await import('../../../src/store/postgres/store.ts');
   const pgs = new PgStore({ url: testDatabaseUrl(), key });
@@ -110,15 +113,11 @@ it('a history log holding an envelope twice (appended again after a crash before
 });
 
 it('moves back to files: nothing accepted on PostgreSQL is lost, and a process still on it is refused', async () => {
-  const key = newProjectKey('b');
-  cleanups.push(() => dropProject(key));
-  const t = await tempProject();
-  cleanups.push(t.cleanup);
-  await liveProject(t.dir);
+  const { key, dir } = await liveOnFiles('b');
   const url = passwordless();
-  expect((await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t.dir)).json().ok).toBe(true);
+  expect((await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', dir)).json().ok).toBe(true);
   // Work accepted on PostgreSQL: a pull (history), a send left pending, a member joining.
-  const onPg = openRuntime(t.dir);
+  const onPg = openRuntime(dir);
   const { PgStore } = await import('../../../src/store/postgres/store.ts');
   const live = new PgStore({ url, key });
   await live.read();
@@ -133,7 +132,7 @@ it('moves back to files: nothing accepted on PostgreSQL is lost, and a process s
     ).ok,
   ).toBe(true);
   // A session run and saved on PostgreSQL: its archive holds the message sent in it.
-  const op = { operator: true as const, project_id: 'cli-local-project', worktree: t.dir };
+  const op = { operator: true as const, project_id: 'cli-local-project', worktree: dir };
   const caller = (session_id: string) => ({
     session_id,
     host: 'claude-code',
@@ -141,7 +140,7 @@ it('moves back to files: nothing accepted on PostgreSQL is lost, and a process s
     delivery_mode: 'pull',
     host_session_id: null,
     project_id: 'local-project',
-    worktree: t.dir,
+    worktree: dir,
   });
   const steps = [
     { op: 'create_session', actor: op, args: { channel: 'later' } },
@@ -160,11 +159,11 @@ it('moves back to files: nothing accepted on PostgreSQL is lost, and a process s
   const archived = await Promise.all(archivesBefore.map((a) => onPg.store.archive(a.channel_id)));
   expect(archived.flatMap((a) => a!.messages.map((m) => m.content))).toEqual(['saved on pg']);
 
-  const r = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t.dir);
+  const r = await cli('store', 'migrate', '--to', 'file', '--json', '--project', dir);
   expect(r.json()).toMatchObject({ ok: true, data: { store: 'file', history: 1, archives: 2 } });
   expect(r.json().data.set_aside).toMatch(/^\.opencomms\/retired-/);
-  expect((await cli('store', 'status', '--json', '--project', t.dir)).json().data).toEqual({ store: 'file' });
-  const back = openRuntime(t.dir);
+  expect((await cli('store', 'status', '--json', '--project', dir)).json().data).toEqual({ store: 'file' });
+  const back = openRuntime(dir);
   expect(await back.read()).toEqual(before);
   expect(await back.store.history(teamId, 100)).toEqual(historyBefore);
   const archivesBack = (await back.store.archives()).archives;
@@ -204,10 +203,10 @@ it('moves back to files: nothing accepted on PostgreSQL is lost, and a process s
   expect(again.json()).toMatchObject({ ok: false, data: { reason: 'state_incompatible' } });
   expect(again.json().message).toMatch(/retired/);
   // Its key stays taken.
-  const into = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', t.dir);
+  const into = await cli('store', 'migrate', '--to', url, '--key', key, '--json', '--project', dir);
   expect(into.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
   expect(into.json().message).toMatch(/already holds a project/);
   // A folder on files has nothing to move back.
-  const onFiles = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t.dir);
+  const onFiles = await cli('store', 'migrate', '--to', 'file', '--json', '--project', dir);
   expect(onFiles.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
 });
