@@ -2,6 +2,8 @@
 // project key per test, so that tests never share rows. Never skipped: no server is a failure.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import type { MailboxRow } from '../../src/store/postgres/mailbox.ts';
+import { mailboxRowJson } from '../../src/store/postgres/schema.ts';
 
 export function testDatabaseUrl(): string {
   const url = process.env.OPENCOMMS_TEST_DATABASE_URL;
@@ -21,6 +23,14 @@ export async function admin<T>(fn: (c: pg.Client) => Promise<T>, url = testDatab
   } finally {
     await c.end();
   }
+}
+
+/** The project's stored mailbox rows as MailboxRows, by session id. */
+export async function storedMailbox(key: string): Promise<MailboxRow[]> {
+  const r = await admin((c) =>
+    c.query<{ row: MailboxRow }>(`select ${mailboxRowJson('m')} as row from "oc_${key}".mailbox m`),
+  );
+  return r.rows.map((x) => x.row).sort((a, b) => (a.session_id < b.session_id ? -1 : 1));
 }
 
 export const dropProject = (key: string): Promise<void> =>

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import type { Glance } from '../types.ts';
 import { rawState, type MailboxRow } from './mailbox.ts';
-import { PG_LAYOUT, PROJECT_KEY_RE, ident } from './schema.ts';
+import { PG_LAYOUT, PROJECT_KEY_RE, ident, mailboxRowJson } from './schema.ts';
 import { simpleQuery, type WireTarget } from './wire.ts';
 
 const GLANCE_TIMEOUT_MS = 3_000;
@@ -48,7 +48,7 @@ export async function pgGlance(bindingFile: string, env: NodeJS.ProcessEnv): Pro
     const s = ident(`oc_${b.key}`);
     const rows = await simpleQuery(
       target,
-      `select (select layout from ${s}.meta limit 1), h.retired, case when m.session_id is not null then json_build_object('session_id', m.session_id, 'seats', m.seats, 'queued', m.queued, 'in_flight', m.in_flight)::text end from ${s}.head h left join ${s}.mailbox m on true`,
+      `select (select layout from ${s}.meta limit 1), h.retired, case when m.session_id is not null then ${mailboxRowJson('m')}::text end from ${s}.head h left join ${s}.mailbox m on true`,
       GLANCE_TIMEOUT_MS,
     );
     if (!rows.length || rows.some((r) => Number(r[0]) !== PG_LAYOUT || r[1] !== null)) return { kind: 'unknown' };

@@ -160,21 +160,22 @@ export class Mailbox {
     oldHolder: Map<string, string | undefined>,
   ): Map<string, boolean> | 'all' {
     const members = new Map<string, boolean>();
-    const counts = (id: string) => members.set(id, members.get(id) ?? false);
+    // A queue or an in-flight envelope changes the row; its seats stay unless a channel op says so.
+    const touch = (id: string) => members.set(id, members.get(id) ?? false);
     for (const op of ops) {
       const [kind, path] = [op[0], op[1]];
       const [top, key, field] = path;
       if (top !== 'queues' && top !== 'messages' && top !== 'channels' && path.length > 0) continue;
       if (key === undefined) return 'all';
-      if (top === 'queues') counts(key);
+      if (top === 'queues') touch(key);
       else if (top === 'messages') {
         const had = this.holder.get(key);
-        if (had !== undefined) counts(had);
+        if (had !== undefined) touch(had);
         if (!oldHolder.has(key)) oldHolder.set(key, had);
         const e = kind === 'd' && path.length === 2 ? undefined : state.messages[key];
         if (e?.delivery_status === 'in_flight') {
           this.holder.set(key, e.recipient_session_id);
-          counts(e.recipient_session_id);
+          touch(e.recipient_session_id);
         } else this.holder.delete(key);
       } else if (field === undefined || field === 'members' || field === 'lifecycle') {
         for (const mb of state.channels[key]?.members ?? []) members.set(mb.session_id, true);

@@ -95,7 +95,7 @@ begin
   if p_mailbox is not null then
     delete from ${s}.mailbox where session_id in (select jsonb_array_elements_text(p_mailbox->'remove'));
     insert into ${s}.mailbox as m
-      select r->>'session_id', r->'seats', (r->>'queued')::int, r->'in_flight' from jsonb_array_elements(p_mailbox->'upsert') r
+      select ${mailboxColumns('r')} from jsonb_array_elements(p_mailbox->'upsert') r
       on conflict (session_id) do update set seats = coalesce(excluded.seats, m.seats), queued = excluded.queued,
         in_flight = coalesce(excluded.in_flight, m.in_flight);
   end if;
@@ -139,9 +139,17 @@ export const loadSelects = (schema: string) => {
 select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq) from ${s}.snapshots), 0) order by seq;`;
 };
 
+/** The mailbox table's columns from `r`, the jsonb of a MailboxRow or a MailboxWrite (a part a
+ *  write leaves out is null). */
+const mailboxColumns = (r: string) => `${r}->>'session_id', ${r}->'seats', (${r}->>'queued')::int, ${r}->'in_flight'`;
+
+/** The stored mailbox row `m` as the JSON of its MailboxRow (what the hook runner's glance reads). */
+export const mailboxRowJson = (m: string) =>
+  `json_build_object('session_id', ${m}.session_id, 'seats', ${m}.seats, 'queued', ${m}.queued, 'in_flight', ${m}.in_flight)`;
+
 /** Inserts the mailbox rows of a whole state (a project moved in, or laid out before the mailbox). */
 export const fillMailboxSql = (schema: string) =>
-  `insert into ${ident(schema)}.mailbox select r->>'session_id', r->'seats', (r->>'queued')::int, r->'in_flight' from jsonb_array_elements($1::jsonb) r`;
+  `insert into ${ident(schema)}.mailbox select ${mailboxColumns('r')} from jsonb_array_elements($1::jsonb) r`;
 
 /** Inserts the history batches (`historyBatches`) held by four SQL expressions: each batch's
  *  channel, its count of envelopes, every id in order, and each batch's envelopes as JSON text. The

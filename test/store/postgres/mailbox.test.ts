@@ -13,7 +13,7 @@ import { Runtime } from '../../../src/runtime/runtime.ts';
 import { pgGlance } from '../../../src/store/postgres/glance.ts';
 import { Mailbox, type MailboxRow } from '../../../src/store/postgres/mailbox.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
-import { admin, asLayout, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
+import { admin, asLayout, dropProject, newProjectKey, storedMailbox, testDatabaseUrl } from '../../helpers/postgres.ts';
 
 const keys: string[] = [];
 const runtimes: Runtime[] = [];
@@ -32,15 +32,6 @@ function open(key: string) {
 
 const bySession = (a: MailboxRow, b: MailboxRow) => (a.session_id < b.session_id ? -1 : 1);
 const summaryOf = (s: State) => [...Mailbox.of(s).rows.values()].sort(bySession);
-
-async function stored(key: string): Promise<MailboxRow[]> {
-  const r = await admin((c) =>
-    c.query<{ summary: MailboxRow }>(
-      `select json_build_object('session_id', session_id, 'seats', seats, 'queued', queued, 'in_flight', in_flight) as summary from "oc_${key}".mailbox`,
-    ),
-  );
-  return r.rows.map((x) => x.summary).sort(bySession);
-}
 
 /** A folder bound to the project, for the glance; the test server's password through PGPASSWORD. */
 async function boundDir(key: string) {
@@ -156,7 +147,7 @@ it('the stored rows equal the summary of the head after every kind of change, fr
     expect(r.ok, `${name}: ${r.message}`).toBe(true);
     const head = await rt.store.read();
     const want = summaryOf(head);
-    expect(await stored(key), name).toEqual(want);
+    expect(await storedMailbox(key), name).toEqual(want);
     // The other process, having caught up, holds the same rows in its mirror.
     const other = rt === a ? b : a;
     expect(summaryOf(await other.store.read()), name).toEqual(want);
@@ -174,7 +165,7 @@ it('the stored rows equal the summary of the head after every kind of change, fr
   }
   // The steps reached every part of a row, and the archive left none.
   expect([...seen].sort()).toEqual(['in_flight', 'queued', 'stale']);
-  expect(await stored(key)).toEqual([]);
+  expect(await storedMailbox(key)).toEqual([]);
 });
 
 it.each([
@@ -197,7 +188,7 @@ it.each([
   expect((await pgGlance(binding, env)).kind).toBe('unknown');
   const cold = open(key);
   await cold.store.peek();
-  expect(await stored(key)).toEqual(want);
+  expect(await storedMailbox(key)).toEqual(want);
   expect(want.find((r) => r.session_id === 'sess_b')?.queued).toBe(1);
   expect((await pgGlance(binding, env)).kind).toBe('state');
 });

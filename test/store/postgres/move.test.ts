@@ -5,12 +5,12 @@ import { afterEach, expect, it } from 'vitest';
 import type { RefusalError } from '../../../src/protocol/result.ts';
 import type { Envelope } from '../../../src/protocol/schema.ts';
 import { openRuntime } from '../../../src/runtime/runtime.ts';
-import { Mailbox, type MailboxRow } from '../../../src/store/postgres/mailbox.ts';
+import { Mailbox } from '../../../src/store/postgres/mailbox.ts';
 import { FileStore } from '../../../src/store/file/store.ts';
 import { appendHistory, closeHistoryLogs } from '../../../src/store/file/history-log.ts';
 import { resolvePaths } from '../../../src/store/index.ts';
 import { cli, IDS, liveProject } from '../../cli/fixtures.ts';
-import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
+import { dropProject, newProjectKey, storedMailbox, testDatabaseUrl } from '../../helpers/postgres.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -48,14 +48,8 @@ it('moves state, history and archives; binds the folder; the old files refuse wr
   const rt = openRuntime(dir);
   expect(await rt.read()).toEqual(before);
   // The mailbox rows the hook runner reads came along: those of the moved state.
-  const rows = await admin((c) =>
-    c.query<{ summary: MailboxRow }>(
-      `select json_build_object('session_id', session_id, 'seats', seats, 'queued', queued, 'in_flight', in_flight) as summary from "oc_${key}".mailbox`,
-    ),
-  );
-  const bySession = (a: MailboxRow, b: MailboxRow) => (a.session_id < b.session_id ? -1 : 1);
-  const moved = rows.rows.map((x) => x.summary).sort(bySession);
-  expect(moved).toEqual([...Mailbox.of(before).rows.values()].sort(bySession));
+  const moved = await storedMailbox(key);
+  expect(moved).toEqual([...Mailbox.of(before).rows.values()].sort((a, b) => (a.session_id < b.session_id ? -1 : 1)));
   expect(moved.some((m) => m.queued > 0)).toBe(true);
   expect(
     ((await cli('status', '--json', '--project', dir)).json().data.channels as Array<{ name: string }>)
