@@ -4,7 +4,7 @@
 // when dist/ is missing (a source checkout that never ran the build).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BuildOptions } from 'esbuild';
+import type { BuildOptions, Plugin } from 'esbuild';
 import { PACKAGE_ROOT, VERSION } from '../../src/version.ts';
 import { HOOK_RUNNER, HOOK_RUNNER_FULL, MCP_BUNDLE } from './bundle-names.ts';
 import type { FileChange } from './files.ts';
@@ -17,12 +17,21 @@ export interface BundleSpec {
   /** Minified: the hook runner starts on every prompt (and its full path whenever mail waits), so
    *  less to parse is less latency. */
   minify?: boolean;
+  /** Node built-ins taken with `process.getBuiltinModule`, and no `require`: for the hook runner's
+   *  fast entry, which runs on every prompt (see `builtinsOnDemand`). Its code may then use no
+   *  CommonJS package. */
+  lean?: boolean;
 }
 
 export { HOOK_RUNNER, HOOK_RUNNER_FULL, MCP_BUNDLE } from './bundle-names.ts';
 
 export const BUNDLES: Record<typeof HOOK_RUNNER | typeof HOOK_RUNNER_FULL | typeof MCP_BUNDLE, BundleSpec> = {
-  [HOOK_RUNNER]: { entry: 'adapters/claude-code/hook-runner.ts', mark: '// opencomms-hook-runner', minify: true },
+  [HOOK_RUNNER]: {
+    entry: 'adapters/claude-code/hook-runner.ts',
+    mark: '// opencomms-hook-runner',
+    minify: true,
+    lean: true,
+  },
   [HOOK_RUNNER_FULL]: {
     entry: 'adapters/claude-code/hook-full.ts',
     mark: '// opencomms-hook-runner-full',
@@ -31,9 +40,25 @@ export const BUNDLES: Record<typeof HOOK_RUNNER | typeof HOOK_RUNNER_FULL | type
   [MCP_BUNDLE]: { entry: 'adapters/mcp/main.ts', mark: '// opencomms-mcp-server', minify: true },
 };
 
+/** Each `node:` import as the built-in's own exports object, taken when the importing module runs.
+ *  An ESM import of a built-in builds its whole namespace, which reads every lazy export: `node:fs`
+ *  then loads the stream modules for `ReadStream`, a few ms of every prompt for nothing. */
+const builtinsOnDemand: Plugin = {
+  name: 'builtins-on-demand',
+  setup(b) {
+    b.onResolve({ filter: /^node:/ }, (a) => ({ path: a.path, namespace: 'builtin' }));
+    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (a) => ({
+      contents: `module.exports = Object.create(process.getBuiltinModule(${JSON.stringify(a.path)}));`,
+      loader: 'js',
+    }));
+  },
+};
+
 /** esbuild options shared by every bundle (the OpenCode plugin included). CommonJS dependencies get
- *  a real `require` through createRequire; modules reached only through `import()` stay lazy. */
+ *  a real `require` through createRequire (a lean bundle has none); modules reached only through
+ *  `import()` stay lazy. */
 export function bundleOptions(spec: BundleSpec): BuildOptions {
+  const requireShim = `\nimport { createRequire as __ocCreateRequire } from 'node:module';\nconst require = __ocCreateRequire(import.meta.url);`;
   return {
     entryPoints: [join(PACKAGE_ROOT, spec.entry)],
     bundle: true,
@@ -43,9 +68,8 @@ export function bundleOptions(spec: BundleSpec): BuildOptions {
     legalComments: 'none',
     minify: spec.minify === true,
     define: { __OPENCOMMS_VERSION__: JSON.stringify(VERSION) },
-    banner: {
-      js: `${spec.mark} ${VERSION}\nimport { createRequire as __ocCreateRequire } from 'node:module';\nconst require = __ocCreateRequire(import.meta.url);`,
-    },
+    banner: { js: `${spec.mark} ${VERSION}${spec.lean ? '' : requireShim}` },
+    plugins: spec.lean ? [builtinsOnDemand] : [],
   };
 }
 

@@ -5,7 +5,6 @@
 // (`/etc/machine-id`), which every user and HOME of one machine share and a container has its own
 // of, as it has its own PIDs; only where the system keeps none is a UUID minted into the user's
 // config directory.
-import { createHmac, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -45,7 +44,7 @@ export function loadMachineId(
   if (kept) return kept;
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-    writeFileSync(file, `${randomUUID()}\n`, { flag: 'wx', mode: 0o600 });
+    writeFileSync(file, `${crypto().randomUUID()}\n`, { flag: 'wx', mode: 0o600 });
   } catch {
     // written by another process meanwhile, or not writable: read again, else derive
   }
@@ -72,7 +71,7 @@ function fromOs(files: readonly string[]): string | null {
       continue;
     }
     if (!/^[0-9a-f]{32}$/.test(id)) continue;
-    return uuidShape(createHmac('sha256', id).update('opencomms machine').digest('hex'));
+    return uuidShape(crypto().createHmac('sha256', id).update('opencomms machine').digest('hex'));
   }
   return null;
 }
@@ -86,5 +85,10 @@ function hostDerived(): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** This process's machine, read once. */
-export const MACHINE_ID = loadMachineId();
+/** node:crypto at first use, not with this module: the hook runner imports it and, on an empty
+ *  queue, needs no machine id; loading crypto would cost every prompt (hosts.md "The hook runner"). */
+const crypto = () => process.getBuiltinModule('node:crypto');
+
+let loaded: string | undefined;
+/** This process's machine, read once, when first asked. */
+export const machineId = (): string => (loaded ??= loadMachineId());

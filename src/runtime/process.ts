@@ -4,12 +4,11 @@
 // one's, else assumed alive.
 import { hostname } from 'node:os';
 import { pidAlive } from '../store/pid.ts';
-import { isMachineId, MACHINE_ID } from './machine.ts';
+import { isMachineId, machineId } from './machine.ts';
 
-export const processTag = (pid: number = process.pid, machine: string = MACHINE_ID) =>
+/** A process's tag; this process's by default. */
+export const processTag = (pid: number = process.pid, machine: string = machineId()) =>
   `${pid}@${hostname()}/${machine}`;
-
-export const PROCESS_TAG = processTag();
 
 export interface ParsedTag {
   pid: number;
@@ -27,7 +26,7 @@ export function parseTag(tag: string): ParsedTag {
 }
 
 /** Whether the tag's process runs on this machine (a tag without a machine id: by hostname). */
-export function onThisMachine(tag: string, machine: string = MACHINE_ID): boolean {
+export function onThisMachine(tag: string, machine: string = machineId()): boolean {
   const t = parseTag(tag);
   return t.machine === null ? t.hostname === hostname() : t.machine === machine;
 }
@@ -41,7 +40,7 @@ export interface LeaseSnapshot {
 /** Liveness as the engine takes it (synchronous): a process of this machine by its PID; one of
  *  another machine by the lease snapshot, or, with no snapshot (the file store, which only one
  *  machine uses), assumed alive so its mail is never stolen. */
-export function livenessFrom(leases: LeaseSnapshot | null, machine: string = MACHINE_ID): (tag: string) => boolean {
+export function livenessFrom(leases: LeaseSnapshot | null, machine: string = machineId()): (tag: string) => boolean {
   return (tag) => {
     const t = parseTag(tag);
     if (t.machine === null) return t.hostname === hostname() ? pidAlive(t.pid) : true;
@@ -50,5 +49,6 @@ export function livenessFrom(leases: LeaseSnapshot | null, machine: string = MAC
   };
 }
 
-/** Liveness without leases: PIDs of this machine; other machines assumed alive. */
-export const processAlive = livenessFrom(null);
+/** Liveness without leases: PIDs of this machine; other machines assumed alive. (A function, not
+ *  `livenessFrom(null)` at load: that would read the machine id on import, see machine.ts.) */
+export const processAlive = (tag: string): boolean => livenessFrom(null)(tag);

@@ -22,14 +22,14 @@ import {
 } from './limits.ts';
 import { Deliveries, type DeliveryDriver, type DeliveryHost, type SpawnDriver } from './delivery.ts';
 import { unwritableStore } from './faults.ts';
-import { PROCESS_TAG, parseTag, processAlive } from './process.ts';
+import { machineId } from './machine.ts';
+import { parseTag, processAlive, processTag } from './process.ts';
 import { LeaseKeeper } from './lease.ts';
-import { MACHINE_ID } from './machine.ts';
 import { MAX_ARCHIVE_MESSAGES, PARENT_SCAN_LINES } from '../protocol/limits.ts';
 
 export type { DeliveryDriver, SpawnDriver } from './delivery.ts';
 export { processAlive, processTag } from './process.ts';
-export { MACHINE_ID } from './machine.ts';
+export { machineId } from './machine.ts';
 
 export interface RuntimeOptions {
   /** Hands batches to the host sessions this process serves (push, wake). */
@@ -101,7 +101,7 @@ export class Runtime {
   ) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? ((line) => process.stderr.write(`[opencomms] ${line}\n`));
-    this.tag = opts.tag ?? PROCESS_TAG;
+    this.tag = opts.tag ?? processTag();
     const host: DeliveryHost = {
       tag: this.tag,
       now: this.now,
@@ -136,7 +136,7 @@ export class Runtime {
 
   /** The machine of this runtime's tag (a Claude Code waiter's tag names the Claude Code process). */
   get machine(): string {
-    return parseTag(this.tag).machine ?? MACHINE_ID;
+    return parseTag(this.tag).machine ?? machineId();
   }
 
   /** Start-up: take a lease when the store is shared by machines, sweep the in-flight mail of dead

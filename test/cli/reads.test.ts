@@ -4,13 +4,13 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MACHINE_ID } from '../../src/runtime/machine.ts';
+import { machineId } from '../../src/runtime/machine.ts';
 import { VERSION } from '../../src/version.ts';
 import { cli, corruptState, incompatibleState, liveProject, staleLock } from './fixtures.ts';
 
 /** How a member of this machine on the file store (no leases) shows in status and members. */
-const HERE = MACHINE_ID.slice(0, 8);
-const here = { machine: MACHINE_ID, machine_name: null, this_machine: true, process: null, lease: 'n/a' };
+const HERE = machineId().slice(0, 8);
+const here = { machine: machineId(), machine_name: null, this_machine: true, process: null, lease: 'n/a' };
 
 let dir: string;
 beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-cli-'))));
@@ -33,7 +33,7 @@ describe('status', () => {
         total_messages: 0,
         pending_messages: 0,
         errors: [],
-        machine: MACHINE_ID,
+        machine: machineId(),
         processes: null,
       },
     });
@@ -130,7 +130,7 @@ describe('members', () => {
       'Reviewer:Working',
       'Spawner:Idle',
     ]);
-    expect(j.data.machine).toBe(MACHINE_ID);
+    expect(j.data.machine).toBe(machineId());
     for (const a of j.data.agents) expect(a).toMatchObject(here);
   });
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { JOIN_HOSTS } from '../../adapters/join-commands.ts';
 import type { Caller } from '../../src/engine/index.ts';
-import { MACHINE_ID } from '../../src/runtime/machine.ts';
+import { machineId } from '../../src/runtime/machine.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { useConsole } from './fixtures.ts';
 
@@ -137,9 +137,9 @@ describe('CON-2 members', () => {
       'Tester:Idle',
     ]);
     // Each agent's machine and lease (the file store keeps none: n/a; all on this machine).
-    expect(members.machine).toBe(MACHINE_ID);
+    expect(members.machine).toBe(machineId());
     for (const a of members.agents)
-      expect(a).toMatchObject({ machine: MACHINE_ID, this_machine: true, process: null, lease: 'n/a' });
+      expect(a).toMatchObject({ machine: machineId(), this_machine: true, process: null, lease: 'n/a' });
     await rt.run({ op: 'mark_stale', session: 'sess_test' });
     expect((await c.req('GET', '/api/sessions/team/members')).json.data.agents[2].state).toBe('Offline');
 

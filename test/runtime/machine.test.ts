@@ -58,7 +58,7 @@ describe('machine id', () => {
     const mine = loadMachineId(env);
     const r = spawnSync(
       process.execPath,
-      ['--import', 'tsx', '-e', "import('./src/runtime/machine.ts').then((m) => process.stdout.write(m.MACHINE_ID))"],
+      ['--import', 'tsx', '-e', "import('./src/runtime/machine.ts').then((m) => process.stdout.write(m.machineId()))"],
       { env, encoding: 'utf8' },
     );
     expect(r.stdout).toBe(mine);

@@ -11,7 +11,6 @@
 // random tag makes them unique to that line, so a reader or writer whose journal was cut and
 // written again under it (a truncate, a restored copy) finds other bytes there, even where the
 // length came out the same, and loads again instead of skipping what was written after the cut.
-import { randomBytes } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Op } from '../../protocol/draft.ts';
@@ -53,7 +52,9 @@ let pool = Buffer.alloc(0);
 let used = 0;
 function newTag(): string {
   if (used + TAG_BYTES > pool.length) {
-    pool = randomBytes(TAG_POOL_BYTES);
+    // At the first tag, not with the module: the hook runner's glance reads journals, never
+    // writes them, and loading crypto would cost every prompt (hosts.md "The hook runner").
+    pool = process.getBuiltinModule('node:crypto').randomBytes(TAG_POOL_BYTES);
     used = 0;
   }
   used += TAG_BYTES;

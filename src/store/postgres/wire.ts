@@ -4,7 +4,10 @@
 // cleartext, MD5 or SCRAM-SHA-256 authentication; anything else rejects, and the caller takes
 // the full path, which uses the store's client. The connection ends with the answer: a short-lived
 // process holds none afterwards.
-import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+
+/** node:crypto, loaded only when a server asks for a password: the hook runner imports this module
+ *  on every prompt, and loading crypto would cost each one (hosts.md "The hook runner"). */
+const crypto = () => process.getBuiltinModule('node:crypto');
 
 export interface WireTarget {
   host?: string;
@@ -35,7 +38,11 @@ export async function simpleQuery(t: WireTarget, sql: string, timeoutMs: number)
       : createConnection({ host: t.host, port: t.port, noDelay: true });
     const rows: (string | null)[][] = [];
     let buf: Buffer = Buffer.alloc(0);
-    let asked = false;
+    // With no password to give, the server can only let the session in (trust, peer) or refuse it:
+    // the query goes with the start-up message and runs as soon as the session is ready, without a
+    // round trip back here. With a password, it follows the first ReadyForQuery.
+    const pipelined = t.password === undefined;
+    let ready = 0;
     let scram: Scram | null = null;
     const fail = (why: string) => {
       sock.destroy();
@@ -54,7 +61,8 @@ export async function simpleQuery(t: WireTarget, sql: string, timeoutMs: number)
         cstr('opencomms-hook'),
         Buffer.from([0]),
       ]);
-      sock.write(Buffer.concat([int32(params.length + 4), params]));
+      const startup = Buffer.concat([int32(params.length + 4), params]);
+      sock.write(pipelined ? Buffer.concat([startup, message('Q', cstr(sql))]) : startup);
     });
     sock.on('data', (d: Buffer) => {
       buf = buf.length ? Buffer.concat([buf, d]) : d;
@@ -71,14 +79,14 @@ export async function simpleQuery(t: WireTarget, sql: string, timeoutMs: number)
           scram = step.scram;
           if (step.reply) sock.write(step.reply);
         } else if (type === 'D') rows.push(dataRow(body));
-        else if (type === 'Z') {
-          if (!asked) {
-            asked = true;
-            sock.write(message('Q', cstr(sql)));
-          } else {
-            sock.end(message('X', Buffer.alloc(0)));
-            resolve(rows);
-          }
+        else if (type === 'Z' && ++ready === 1) {
+          if (!pipelined) sock.write(message('Q', cstr(sql)));
+        } else if (type === 'Z') {
+          // The Terminate is written (a pending write holds the process); the server's side of the
+          // close is not waited for.
+          sock.end(message('X', Buffer.alloc(0)));
+          sock.unref();
+          resolve(rows);
         }
       }
     });
@@ -124,13 +132,13 @@ function authStep(t: WireTarget, body: Buffer, scram: Scram | null): { reply?: B
   if (t.password === undefined) return null;
   if (code === 3) return { reply: message('p', cstr(t.password)), scram };
   if (code === 5) {
-    const md5 = (x: Buffer | string) => createHash('md5').update(x).digest('hex');
+    const md5 = (x: Buffer | string) => crypto().createHash('md5').update(x).digest('hex');
     const inner = md5(t.password + t.user);
     return { reply: message('p', cstr(`md5${md5(Buffer.concat([Buffer.from(inner), body.subarray(4, 8)]))}`)), scram };
   }
   if (code === 10) {
     if (!body.subarray(4).toString().split('\0').includes('SCRAM-SHA-256')) return null;
-    const nonce = randomBytes(18).toString('base64');
+    const nonce = crypto().randomBytes(18).toString('base64');
     const bare = `n=*,r=${nonce}`;
     const first = Buffer.from(`n,,${bare}`);
     const payload = Buffer.concat([cstr('SCRAM-SHA-256'), int32(first.length), first]);
@@ -151,6 +159,7 @@ export function scramFinal(password: string, serverFirst: string, s: Scram): { r
   const salt = attrs.s;
   const iterations = Number(attrs.i);
   if (!nonce?.startsWith(s.nonce) || !salt || !Number.isInteger(iterations)) return null;
+  const { createHash, createHmac, pbkdf2Sync } = crypto();
   const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
   const salted = pbkdf2Sync(password.normalize('NFKC'), Buffer.from(salt, 'base64'), iterations, 32, 'sha256');
   const clientKey = hmac(salted, 'Client Key');

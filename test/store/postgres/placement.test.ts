@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConsole } from '../../../src/console/server.ts';
-import { MACHINE_ID } from '../../../src/runtime/machine.ts';
+import { machineId } from '../../../src/runtime/machine.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
 import { streamChanges } from '../../../src/cli/watch/stream.ts';
@@ -110,7 +110,7 @@ const places = {
     lease: 'holds',
   },
   Gone: { machine: M3, machine_name: null, this_machine: false, process: EVIL, lease: 'expired' },
-  Reader: { machine: MACHINE_ID, this_machine: true, process: null, lease: 'n/a' },
+  Reader: { machine: machineId(), this_machine: true, process: null, lease: 'n/a' },
 };
 
 describe('machines and leases in the operator views (PostgreSQL store)', () => {
@@ -119,7 +119,7 @@ describe('machines and leases in the operator views (PostgreSQL store)', () => {
     expect(j.ok).toBe(true);
     const team = j.data.channels.find((c: { name: string }) => c.name === 'team');
     for (const m of team.members) expect(m).toMatchObject(places[m.role as keyof typeof places]);
-    expect(j.data.machine).toBe(MACHINE_ID);
+    expect(j.data.machine).toBe(machineId());
     const procs = j.data.processes.filter((p: { process: string }) => [HOLDS, EVIL].includes(p.process));
     expect(procs).toMatchObject([
       { pid: 4242, machine: M2, machine_name: 'build-box', this_machine: false, lease: 'holds' },
@@ -134,7 +134,7 @@ describe('machines and leases in the operator views (PostgreSQL store)', () => {
     expect(status.out).toContain('  Builder (host-push, delivery: push, machine 22222222 (build-box), lease holds)');
     expect(status.out).toContain('  Gone (host-push, delivery: push, machine 33333333, lease expired)');
     expect(status.out).toContain(
-      `  Reader (host-push, delivery: pull, machine ${MACHINE_ID.slice(0, 8)}, this machine, lease n/a)`,
+      `  Reader (host-push, delivery: pull, machine ${machineId().slice(0, 8)}, this machine, lease n/a)`,
     );
     expect(status.out).toMatch(/\n {2}pid 4242 on machine 22222222 \(build-box\): lease holds \(\d+ s left\)\n/);
     expect(status.out).toMatch(/\n {2}pid 7777 on machine 33333333: lease expired \(\d+ s ago\)\n/);
@@ -154,7 +154,7 @@ describe('machines and leases in the operator views (PostgreSQL store)', () => {
       const r = await send(server.port, 'GET', '/api/sessions/team/members');
       expect(r.status).toBe(200);
       for (const a of r.json.data.agents) expect(a).toMatchObject(places[a.role as keyof typeof places]);
-      expect(r.json.data.machine).toBe(MACHINE_ID);
+      expect(r.json.data.machine).toBe(machineId());
     } finally {
       await server.close();
     }
