@@ -59,6 +59,9 @@ const builtinsOnDemand: Plugin = {
  *  `import()` stay lazy. */
 export function bundleOptions(spec: BundleSpec): BuildOptions {
   const requireShim = `\nimport { createRequire as __ocCreateRequire } from 'node:module';\nconst require = __ocCreateRequire(import.meta.url);`;
+  // A Node without getBuiltinModule (before 20.16; `doctor` names the version needed) gets the
+  // hook runner's fail-open answer rather than a stack trace.
+  const leanGuard = `\nif (!process.getBuiltinModule) { process.stdout.write('{}\\n'); process.exit(0); }`;
   return {
     entryPoints: [join(PACKAGE_ROOT, spec.entry)],
     bundle: true,
@@ -68,7 +71,7 @@ export function bundleOptions(spec: BundleSpec): BuildOptions {
     legalComments: 'none',
     minify: spec.minify === true,
     define: { __OPENCOMMS_VERSION__: JSON.stringify(VERSION) },
-    banner: { js: `${spec.mark} ${VERSION}${spec.lean ? '' : requireShim}` },
+    banner: { js: `${spec.mark} ${VERSION}${spec.lean ? leanGuard : requireShim}` },
     plugins: spec.lean ? [builtinsOnDemand] : [],
   };
 }

@@ -161,6 +161,23 @@ describe('HK-2 stale members and the empty queue', () => {
     await rm(dir, { recursive: true, force: true });
     await rt.close();
   });
+
+  it('a Node without process.getBuiltinModule (older than the runner takes) gets {} and exit 0', async () => {
+    await installMember(p.dir, { id: 'sess_builder' });
+    const rt = await team([['sess_builder', 'Builder']]);
+    const dir = await mkdtemp(join(tmpdir(), 'oc-old-node-'));
+    await writeFile(join(dir, 'preload.cjs'), 'delete process.getBuiltinModule;');
+    const r = hook(ev('SessionStart', 'claude-1', { source: 'startup' }), {
+      env: { NODE_OPTIONS: `--require ${join(dir, 'preload.cjs')}` },
+    });
+    // On a Node that has it, this SessionStart binds the member and answers its role block.
+    expect(r).toMatchObject({ out: {}, code: 0 });
+    expect(
+      hook(ev('SessionStart', 'claude-1', { source: 'startup' })).out.hookSpecificOutput.additionalContext,
+    ).toContain('You are Builder');
+    await rm(dir, { recursive: true, force: true });
+    await rt.close();
+  });
 });
 
 describe('HK-3 two sessions, each its own mail', () => {
