@@ -1,4 +1,5 @@
 // Identifier shapes. Ids are minted by the shell (randomness is I/O) and passed into the engine.
+import { crypto } from '../lazy-crypto.ts';
 
 export const MESSAGE_ID_RE = /^ocm_[0-9a-f]{32}$/;
 export const CHANNEL_ID_RE = /^chn_[0-9a-f]{32}$/;
@@ -19,9 +20,7 @@ let used = POOL_BYTES;
 
 const hex = (bytes: number) => {
   if (used + bytes > POOL_BYTES) {
-    // node:crypto loads at the first id, not with this module: the hook runner imports it and, on
-    // an empty queue, mints none; loading crypto would cost every prompt (hosts.md).
-    process.getBuiltinModule('node:crypto').randomFillSync(pool);
+    crypto().randomFillSync(pool);
     used = 0;
   }
   used += bytes;

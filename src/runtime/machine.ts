@@ -8,6 +8,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
+import { crypto } from '../lazy-crypto.ts';
 
 /** Overrides the machine id (tests, and a machine whose config directory is not kept). */
 export const MACHINE_ID_ENV = 'OPENCOMMS_MACHINE_ID';
@@ -85,10 +86,7 @@ function hostDerived(): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** node:crypto at first use, not with this module: the hook runner imports it and, on an empty
- *  queue, needs no machine id; loading crypto would cost every prompt (hosts.md "The hook runner"). */
-const crypto = () => process.getBuiltinModule('node:crypto');
-
 let loaded: string | undefined;
-/** This process's machine, read once, when first asked. */
+/** This process's machine, read once, when first asked (not on import: deriving it takes crypto,
+ *  see lazy-crypto.ts). */
 export const machineId = (): string => (loaded ??= loadMachineId());

@@ -13,6 +13,7 @@
 // length came out the same, and loads again instead of skipping what was written after the cut.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { crypto } from '../../lazy-crypto.ts';
 import type { Op } from '../../protocol/draft.ts';
 import type { StorePaths } from '../paths.ts';
 import { endsWithNewline, NL } from './tail.ts';
@@ -52,9 +53,7 @@ let pool = Buffer.alloc(0);
 let used = 0;
 function newTag(): string {
   if (used + TAG_BYTES > pool.length) {
-    // At the first tag, not with the module: the hook runner's glance reads journals, never
-    // writes them, and loading crypto would cost every prompt (hosts.md "The hook runner").
-    pool = process.getBuiltinModule('node:crypto').randomBytes(TAG_POOL_BYTES);
+    pool = crypto().randomBytes(TAG_POOL_BYTES);
     used = 0;
   }
   used += TAG_BYTES;

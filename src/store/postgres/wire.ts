@@ -4,10 +4,7 @@
 // cleartext, MD5 or SCRAM-SHA-256 authentication; anything else rejects, and the caller takes
 // the full path, which uses the store's client. The connection ends with the answer: a short-lived
 // process holds none afterwards.
-
-/** node:crypto, loaded only when a server asks for a password: the hook runner imports this module
- *  on every prompt, and loading crypto would cost each one (hosts.md "The hook runner"). */
-const crypto = () => process.getBuiltinModule('node:crypto');
+import { crypto } from '../../lazy-crypto.ts';
 
 export interface WireTarget {
   host?: string;
