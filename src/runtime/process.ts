@@ -39,16 +39,16 @@ export interface LeaseSnapshot {
 
 /** Liveness as the engine takes it (synchronous): a process of this machine by its PID; one of
  *  another machine by the lease snapshot, or, with no snapshot (the file store, which only one
- *  machine uses), assumed alive so its mail is never stolen. */
-export function livenessFrom(leases: LeaseSnapshot | null, machine: string = machineId()): (tag: string) => boolean {
+ *  machine uses), assumed alive so its mail is never stolen. `machine`: this process's unless
+ *  given, read at the first check rather than on import (machine.ts). */
+export function livenessFrom(leases: LeaseSnapshot | null, machine?: string): (tag: string) => boolean {
   return (tag) => {
     const t = parseTag(tag);
     if (t.machine === null) return t.hostname === hostname() ? pidAlive(t.pid) : true;
-    if (t.machine === machine) return pidAlive(t.pid);
+    if (t.machine === (machine ?? machineId())) return pidAlive(t.pid);
     return leases ? leases.live.has(tag) : true;
   };
 }
 
-/** Liveness without leases: PIDs of this machine; other machines assumed alive. (A function, not
- *  `livenessFrom(null)` at load: that would read the machine id on import, see machine.ts.) */
-export const processAlive = (tag: string): boolean => livenessFrom(null)(tag);
+/** Liveness without leases: PIDs of this machine; other machines assumed alive. */
+export const processAlive = livenessFrom(null);
