@@ -29,6 +29,7 @@ import {
   invalidRole,
   isSentinelProject,
   liveChannel,
+  memberWorktree,
   normaliseChannelName,
   normaliseRole,
   tombstoneRefusal,
@@ -69,6 +70,7 @@ export function newMember(
     // The linking process serves a push session; pull members are never prompted.
     owner: caller.delivery_mode === 'push' ? by : null,
     machine,
+    worktree: caller.worktree,
     stale_policy: stalePolicyFor(caller.delivery_mode),
     endpoint_capabilities: capabilitiesFor(caller.delivery_mode),
   };
@@ -232,17 +234,22 @@ export function join(state: State, caller: Caller, args: JoinArgs, env: Env, com
         `Channel "${ch.name}" belongs to another project. Open the right project; never relink across projects.`,
       ),
     );
-  // The worktree is a path on one machine: it binds a joiner on a machine the channel has members
-  // on (or members recorded before machines had ids); a checkout of the same project at another
-  // path on another machine joins.
-  const sameMachine =
-    env.machine === undefined || ch.members.some((m) => m.machine === null || m.machine === env.machine);
-  if (!empty && ch.worktree !== caller.worktree && sameMachine)
+  // A worktree is a path on one machine, so it is compared only with the members on the joiner's
+  // machine (one recorded before machines had ids is on every machine): on one machine a channel's
+  // members work in one checkout, where the files they name to each other are, and where that
+  // checkout's OpenCode finds their sessions (`reconcile`). A joiner on a machine where the channel
+  // has no member joins from its own checkout, at any path.
+  const neighbour = ch.members.find(
+    (m) =>
+      (env.machine === undefined || m.machine === null || m.machine === env.machine) &&
+      memberWorktree(ch, m) !== caller.worktree,
+  );
+  if (neighbour)
     return refused(
       state,
       refuse(
         'worktree_mismatch',
-        `Channel "${ch.name}" belongs to worktree ${ch.worktree}. Open that worktree; never relink across worktrees.`,
+        `Channel "${ch.name}" is worked on in ${memberWorktree(ch, neighbour)} on this machine. Open that worktree; never relink across worktrees.`,
       ),
     );
   const mine = findMember(ch, caller.session_id);

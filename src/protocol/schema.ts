@@ -102,6 +102,9 @@ export const MemberSchema = z
     /** Additive: the machine id of the machine that serves this session (src/runtime/machine.ts);
      *  null = recorded before machines had ids, taken as every machine's. */
     machine: z.string().nullable().default(null),
+    /** Additive: the checkout the member linked from, a path on its `machine` (engine/lookup.ts
+     *  `memberWorktree`); null = recorded before members had one, read as the channel's worktree. */
+    worktree: z.string().nullable().default(null),
     capabilities: CapabilitiesSchema.partial().nullable().optional(),
   })
   .transform((m) => ({

@@ -146,9 +146,12 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     ).toMatch(/never relink/i);
   },
   async worktree_mismatch(t) {
-    // The channel's stored worktree is another directory (the project was moved, say).
+    // The member on this machine works in another directory (the project was moved, say).
     await ok(t.A, 'opencomms_create', { channel: 'worktree_mismatch', role: 'Alpha', role_prompt: 'p' });
-    editState(p.dir, (s) => void (s.channels.worktree_mismatch.worktree = '/somewhere/else'));
+    editState(p.dir, (s) => {
+      s.channels.worktree_mismatch.worktree = '/somewhere/else';
+      s.channels.worktree_mismatch.members[0].worktree = '/somewhere/else';
+    });
     expect(
       (await t.refuse(t.B, 'opencomms_join', { channel: 'worktree_mismatch', role: 'Beta', role_prompt: 'p' })).message,
     ).toContain('/somewhere/else');
