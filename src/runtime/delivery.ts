@@ -8,7 +8,7 @@
 // flight before the host sees it, then commit, requeue, or (a host that confirms later) neither.
 import type { Hold } from '../../machines/index.ts';
 import { spawnEligible } from '../engine/eligibility.ts';
-import { memberships, onLiveRoster } from '../engine/lookup.ts';
+import { memberWorktree, memberships, onLiveRoster } from '../engine/lookup.ts';
 import { nextDue, pendingRecipients, type Command, type Effect, type Env, type Outcome } from '../engine/index.ts';
 import type { DrainOptions } from '../engine/deliver.ts';
 import { CROSS_SERVER_FALLBACK_MS, DELIVERY_RETRY_MS } from '../protocol/limits.ts';
@@ -149,8 +149,9 @@ export class Deliveries {
   }
 
   /**
-   * Start-up roster check (protocol.md "OpenCode plugin"): every member of `hosts` on this worktree and this machine is
-   * looked up in the host (another machine's sessions are not this host's to judge).
+   * Start-up roster check (protocol.md "OpenCode plugin"): every member of `hosts` on this machine that
+   * works in this checkout (`memberWorktree`) is looked up in the host, whichever machine made its
+   * channel (another machine's or another clone's sessions are not this host's to judge).
    * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
    * ownerless (its process is gone) → this process serves it until its own process claims it back.
    */
@@ -163,9 +164,9 @@ export class Deliveries {
     // A copy: the walk awaits the host between rows, and the live state changes in place.
     const state = await this.rt.read();
     for (const ch of Object.values(state.channels)) {
-      if (ch.lifecycle !== 'active' || ch.worktree !== o.worktree) continue;
+      if (ch.lifecycle !== 'active') continue;
       for (const m of ch.members) {
-        if (!o.hosts.has(m.host) || !this.here(m)) continue;
+        if (!o.hosts.has(m.host) || !this.here(m) || memberWorktree(ch, m) !== o.worktree) continue;
         const id = m.host_session_id ?? m.session_id;
         const r = await o.lookup(id);
         const entry = (message: string) => ({
@@ -197,7 +198,19 @@ export class Deliveries {
       this.routes.set(rid, 'spawn');
       return this.deliver(rid, 'spawn');
     }
-    if (this.driver?.crossServer && rows.some((m) => m.delivery_mode === 'push')) this.fallback(rid);
+    if (this.driver?.crossServer && rows.some((m) => m.delivery_mode === 'push' && this.here(m))) this.fallback(rid);
+  }
+
+  /** Whether the cross-server fallback may prompt `rid` from here: a push session of this machine
+   *  that no live process serves. Another machine's session is not in this machine's host: a prompt
+   *  there fails, and each failure counts an attempt until the mail is dead-lettered, while its own
+   *  machine would deliver it on its return. */
+  private crossable(state: Readonly<State>, rid: string): boolean {
+    const rows = memberships(state, rid).map(({ m }) => m);
+    return (
+      rows.some((m) => m.delivery_mode === 'push' && this.here(m)) &&
+      !rows.some((m) => m.owner && this.rt.alive(m.owner))
+    );
   }
 
   /** After the delay (protocol.md "Owner-side delivery"), if the mail still waits, nobody alive owns the session and the host
@@ -208,8 +221,7 @@ export class Deliveries {
       this.rt.track(
         (async () => {
           const state = await this.rt.peek();
-          if (!(state.queues[rid] ?? []).length) return;
-          if (memberships(state, rid).some(({ m }) => m.owner && this.rt.alive(m.owner))) return;
+          if (!(state.queues[rid] ?? []).length || !this.crossable(state, rid)) return;
           if ((await this.driver!.hold?.(rid)) === 'busy') return;
           await this.deliver(rid, 'cross');
         })(),
@@ -319,6 +331,7 @@ export class Deliveries {
         continue;
       }
       if (route === 'spawn') void this.deliver(rid, 'spawn');
+      else if (!this.crossable(state, rid)) this.routes.delete(rid);
       else if (memberships(state, rid).every(({ ch }) => (ch.retry_at[rid] ?? 0) <= now)) {
         this.routes.delete(rid);
         void this.deliver(rid, 'cross-retry');
