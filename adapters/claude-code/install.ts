@@ -25,8 +25,9 @@ import { append, isObject, newJsonFile, parseObject, remove, replace, type JsonO
 import {
   claudeMemberEnv,
   claudeMemberValue,
-  claudePgEnv,
+  claudeInjectedPgValue,
   PG_NOTE,
+  PG_PASSWORD_VARS,
   MEMBER_ID_PLACEHOLDER,
   MEMBER_ID_VAR,
   pinnedIn,
@@ -119,11 +120,13 @@ function readConfigs(project: string, files: Map<string, string | null>) {
 /** Files as the record and the notes name them, relative to the project. */
 const REL = { settings: '.claude/settings.json', mcp: '.mcp.json', command: '.claude/commands/opencomms.md' } as const;
 
-const serverEntry = (pin: string | null, pg: boolean) => ({
+/** No password variable: Claude Code starts the server with the session's whole environment, so
+ *  PGPASSWORD, PGPASSFILE and HOME (for ~/.pgpass) reach it as the session has them. */
+const serverEntry = (pin: string | null) => ({
   type: 'stdio',
   command: 'node',
   args: serverArgs(HOST),
-  env: { ...claudeMemberEnv(pin), ...(pg ? claudePgEnv() : {}) },
+  env: claudeMemberEnv(pin),
 });
 
 interface Edit {
@@ -135,8 +138,8 @@ interface Edit {
 
 /** `.mcp.json` with our server entry: added when absent, its keys put right when ours, a
  *  hand-written `opencomms` entry left alone. */
-function editServer(text: string, mcp: JsonObject | null, pin: string | null, pg: boolean): Edit {
-  const want = serverEntry(pin, pg);
+function editServer(text: string, mcp: JsonObject | null, pin: string | null): Edit {
+  const want = serverEntry(pin);
   if (!isObject(mcp?.mcpServers))
     return {
       text: append(text, [], { opencomms: want }, 'mcpServers'),
@@ -171,18 +174,19 @@ function editServer(text: string, mcp: JsonObject | null, pin: string | null, pg
           : replace(edit.text, [...at, 'env', MEMBER_ID_VAR], next);
       edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${MEMBER_ID_VAR} (now the session's own id, else ${id})`);
     }
-    if (pg) passPgVars(edit, cur.env);
+    dropInjectedPgVars(edit, cur.env);
   }
   return edit;
 }
 
-/** A project on PostgreSQL: the entry passes the session's password variables by reference. */
-function passPgVars(edit: Edit, env: JsonObject) {
-  const at = ['mcpServers', 'opencomms', 'env'];
-  for (const [key, value] of Object.entries(claudePgEnv())) {
-    if (env[key] === value) continue;
-    edit.text = env[key] === undefined ? append(edit.text, at, value, key) : replace(edit.text, [...at, key], value);
-    edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${key}`);
+/** An older install's `"PGPASSWORD": "${PGPASSWORD:-}"` (and PGPASSFILE's): Claude Code makes it an
+ *  empty value when the session has none, which hides the session's password file from the
+ *  server; without it the session's own variables reach the server. Any other value is the user's. */
+function dropInjectedPgVars(edit: Edit, env: JsonObject) {
+  for (const key of PG_PASSWORD_VARS) {
+    if (env[key] !== claudeInjectedPgValue(key)) continue;
+    edit.text = remove(edit.text, ['mcpServers', 'opencomms', 'env', key]);
+    edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${key} (removed: the session's own reaches the server)`);
   }
 }
 
@@ -203,7 +207,7 @@ export function planClaudeInstall(
   if (isRefusal(cfg)) return cfg;
   const { p, settingsText, mcpText, settings, mcp } = cfg;
   const hooks = registerHooks(settingsText ?? '{}\n', settings ?? {}, claudeHookGroups());
-  const server = editServer(mcpText ?? '{}\n', mcp, pin, pg);
+  const server = editServer(mcpText ?? '{}\n', mcp, pin);
   const created = [
     ...(settingsText === null ? [REL.settings] : hooks.created.map((k) => containerKey(REL.settings, k))),
     ...(mcpText === null ? [REL.mcp] : server.created.map((k) => containerKey(REL.mcp, k))),

@@ -34,15 +34,18 @@ export const codexMemberEnv = (pin: string | null) => ({
 });
 
 /** Where the PostgreSQL client finds a password (libpq's variables; ~/.pgpass needs only HOME,
- *  which every host passes). A project bound to PostgreSQL passes these from the session's
- *  environment to its MCP server by reference: the config names them, never holds their value. */
+ *  which every host passes). Codex gives its MCP servers only the variables `env_vars` lists, so a
+ *  project bound to PostgreSQL lists these there: by name, never a value, and Codex passes only
+ *  those the session sets. Claude Code 2.1.332 starts a project MCP server with the session's whole
+ *  environment, so `.mcp.json` names none of them (test/real/mcp-env.test.ts). */
 export const PG_PASSWORD_VARS = ['PGPASSWORD', 'PGPASSFILE'] as const;
-/** Claude Code's form: `${VAR:-}` is the session's value, or empty (the client then reads ~/.pgpass). */
-export const claudePgEnv = (): Record<string, string> =>
-  Object.fromEntries(PG_PASSWORD_VARS.map((v) => [v, `\${${v}:-}`]));
+/** What older installs wrote into `.mcp.json` for each of them: `${VAR:-}`, which Claude Code
+ *  expands to an empty value when the session has none, hiding ~/.pgpass and PGPASSFILE from `pg`.
+ *  An install removes exactly this value from its own entry. */
+export const claudeInjectedPgValue = (v: string) => `\${${v}:-}`;
 
 export const PG_NOTE =
-  'This project is on PostgreSQL: its MCP server takes the password from PGPASSWORD or PGPASSFILE in the environment the session was started with (the config names the variables, never a value), or from ~/.pgpass.';
+  'This project is on PostgreSQL: its MCP server takes the password from PGPASSWORD or PGPASSFILE in the environment the session was started with, or from ~/.pgpass; no config file holds a password.';
 
 /** Node flags of an installed MCP server (a departure from the argv in hosts.md "Installers", which
  *  starts at the bundle). V8 sizes the heap by allocation rate, not by the small live heap, so a

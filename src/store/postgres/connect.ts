@@ -3,14 +3,14 @@
 // certificate is verified (sslmode verify-full or verify-ca) and with credentials, and a URL
 // that breaks the rule is refused before any connection is made. Passwords never come from
 // `.opencomms/`: the environment (PGPASSWORD, or a password in OPENCOMMS_DATABASE_URL), ~/.pgpass
-// or a user-only file named by PGPASSFILE, as libpq reads them (the `pg` client does the same).
+// or a user-only file named by PGPASSFILE, as libpq reads them, an empty variable counting as unset
+// (password.ts reads the file; `pg` is handed a password function, so its own reading never runs).
 import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import type pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { RefusalError, refuse, type Refusal } from '../../protocol/result.ts';
 import { PG_CONNECT_TIMEOUT_MS, PG_IDLE_IN_TRANSACTION_MS, PG_LOCK_TIMEOUT_MS } from './limits.ts';
+import { passFilePath, passwordFor, pgEnv } from './password.ts';
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|::1|\[::1\])$/i;
 const VERIFIED = new Set(['verify-full', 'verify-ca']);
@@ -39,8 +39,8 @@ const isLoopback = (host: string | undefined) => !host || host.startsWith('/') |
 
 const hasCredentials = (cfg: pg.ClientConfig, env: NodeJS.ProcessEnv) =>
   Boolean(cfg.password) ||
-  Boolean(env.PGPASSWORD) ||
-  existsSync(env.PGPASSFILE ?? join(homedir(), '.pgpass')) ||
+  pgEnv(env, 'PGPASSWORD') !== undefined ||
+  existsSync(passFilePath(env)) ||
   (typeof cfg.ssl === 'object' && cfg.ssl !== null && Boolean(cfg.ssl.cert) && Boolean(cfg.ssl.key));
 
 /** The client configuration of a URL, or the refusal that forbids connecting at all. */
@@ -56,9 +56,9 @@ export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env):
       ),
     );
   }
-  const host = cfg.host ?? env.PGHOST;
+  const host = cfg.host || pgEnv(env, 'PGHOST');
   if (!isLoopback(host)) {
-    const sslmode = new URL(url).searchParams.get('sslmode') ?? env.PGSSLMODE ?? '';
+    const sslmode = new URL(url).searchParams.get('sslmode') ?? pgEnv(env, 'PGSSLMODE') ?? '';
     if (!VERIFIED.has(sslmode))
       throw new RefusalError(
         refuse(
@@ -74,8 +74,14 @@ export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env):
         ),
       );
   }
+  // A password the URL carries stands; else pg asks this function when the server wants one.
+  const password =
+    typeof cfg.password === 'string' && cfg.password !== ''
+      ? cfg.password
+      : async (p: { host?: string; port?: number; database?: string; user?: string }) => passwordFor(env, p);
   return {
     ...cfg,
+    password,
     connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
     lock_timeout: PG_LOCK_TIMEOUT_MS,
     idle_in_transaction_session_timeout: PG_IDLE_IN_TRANSACTION_MS,

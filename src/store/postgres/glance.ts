@@ -34,7 +34,8 @@ export function wireTarget(url: string, env: NodeJS.ProcessEnv): WireTarget | nu
     port: Number(u.port || env.PGPORT || 5432),
     user,
     database: decodeURIComponent(u.pathname.slice(1)) || env.PGDATABASE || user,
-    password: env.PGPASSWORD,
+    // An empty PGPASSWORD is none, as libpq reads it (password.ts).
+    password: env.PGPASSWORD || undefined,
   };
 }
 

@@ -106,6 +106,32 @@ describe('install claude-code', () => {
     expect(await p.snapshot()).toEqual(once);
   });
 
+  it("removes an older install's empty-when-unset password variables from its own entry, and keeps the user's", async () => {
+    await install('claude-code', p.dir, quiet);
+    const installed = await p.read('.mcp.json');
+    const role = '"OPENCOMMS_MEMBER_ROLE": "<role label>"';
+    expect(installed).toContain(role);
+    // What installs on a PostgreSQL project wrote: Claude Code expands `${VAR:-}` to "" when the
+    // session has no such variable, and an empty PGPASSWORD hides the password file from `pg`.
+    const older = (extra: string) =>
+      installed.replace(
+        role,
+        `${role},\n        "PGPASSWORD": "\${PGPASSWORD:-}",\n        "PGPASSFILE": "\${PGPASSFILE:-}"${extra}`,
+      );
+    await p.write('.mcp.json', older(''));
+    const r = await install('claude-code', p.dir, quiet);
+    expect(r.result.data.repaired).toEqual([
+      ".mcp.json mcpServers.opencomms.env.PGPASSWORD (removed: the session's own reaches the server)",
+      ".mcp.json mcpServers.opencomms.env.PGPASSFILE (removed: the session's own reaches the server)",
+    ]);
+    expect(await p.read('.mcp.json')).toBe(installed);
+    // A value the user wrote there is theirs: kept, byte for byte.
+    const own = older(',\n        "PGSSLMODE": "verify-full"').replace('"${PGPASSFILE:-}"', '"/home/me/team.pgpass"');
+    await p.write('.mcp.json', own);
+    await install('claude-code', p.dir, quiet);
+    expect(await p.read('.mcp.json')).toBe(own.replace(',\n        "PGPASSWORD": "${PGPASSWORD:-}"', ''));
+  });
+
   it('replaces an older OpenComms hook group in place instead of adding a second', async () => {
     await p.write(
       '.claude/settings.json',

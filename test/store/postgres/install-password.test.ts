@@ -1,9 +1,11 @@
 // The host installers on a project bound to PostgreSQL whose role needs a password: the configs
-// they write name the password's variables and never hold the value, and the MCP server started
-// as each host starts it (the config's command, arguments, directory and the environment the
-// host builds from it) connects with the password of the session's environment: Claude Code
-// expands `${VAR:-}` in `.mcp.json`; Codex passes the variables its `env_vars` lists. Without the
+// they write never hold the value, and the MCP server started as each host starts it (the config's
+// command, arguments, directory and the environment the host builds from it) connects with the
+// password of the session's environment: Claude Code 2.1.332 starts a project MCP server with the
+// session's whole environment, so `.mcp.json` names no password variable; Codex 0.171.0 passes only
+// the variables its `env_vars` lists (test/real/mcp-env.test.ts measures both). Without the
 // password the same server is refused for its credentials, so the password did come through.
+// test/store/postgres/password-file.test.ts does the same with ~/.pgpass and PGPASSFILE.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { execFileSync } from 'node:child_process';
@@ -70,8 +72,9 @@ async function callThrough(
 
 const hostBase = () => ({ PATH: process.env.PATH ?? '', HOME: home });
 
-/** Claude Code's expansion of `.mcp.json` values: `${VAR}` and `${VAR:-default}`; an unset
- *  variable without a default stays as written. */
+/** Claude Code's start of a `.mcp.json` server: the session's whole environment, over which go the
+ *  entry's `env` values with `${VAR}` and `${VAR:-default}` expanded (an unset variable without a
+ *  default stays as written). */
 const expand = (v: string, session: Record<string, string>) =>
   v.replace(
     /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
@@ -83,7 +86,7 @@ function claudeSpec(session: Record<string, string>) {
   const env = Object.fromEntries(
     Object.entries(entry.env as Record<string, string>).map(([k, v]) => [k, expand(v, session)]),
   );
-  return { command: entry.command, args: entry.args, cwd: project.dir, env: { ...hostBase(), ...env } };
+  return { command: entry.command, args: entry.args, cwd: project.dir, env: { ...hostBase(), ...session, ...env } };
 }
 
 function codexSpec(session: Record<string, string>) {
