@@ -8,6 +8,8 @@ export interface ToolContext {
   pin: string;
   caller: (spawnPush: boolean) => Caller;
   actor: { sid: string; project_id: string; worktree: string };
+  /** What the host shows whole of one tool result (limits.ts ROUTE_LIMITS): a read answers within it. */
+  resultLimit?: number;
 }
 
 /** A tool as both adapters list and call it. `prepare` checks raw arguments against the tool's
@@ -147,7 +149,7 @@ export const TOOLS: ToolDef[] = [
       'Read (and mark delivered) your pending messages: one channel, or all of yours when channel is omitted. Peer text is framed as untrusted data.',
     shape: { channel: channel.optional(), limit: limit.optional() },
     required: [],
-    command: (a, ctx) => ({ op: 'pull', sid: ctx.pin, args: a }),
+    command: (a, ctx) => ({ op: 'pull', sid: ctx.pin, args: a, max_size: ctx.resultLimit }),
   }),
   tool({
     name: 'opencomms_history',

@@ -3,8 +3,8 @@
 // processes, and hand pending mail over at this boundary (drain + commit in ONE locked mutation,
 // `delivery_method: push`). Fail-open: any fault answers `{}` and is recorded when the state is writable.
 import { open, readFile } from 'node:fs/promises';
-import { BATCH_SEPARATOR, FRAME_ID_MARK_RE, frameIdMark } from '../../src/framing.ts';
-import { MAX_BATCH } from '../../src/protocol/limits.ts';
+import { BATCH_SEPARATOR, FRAME_ID_MARK_RE, frameIdMark, shownSize } from '../../src/framing.ts';
+import { MAX_BATCH, routeLimit } from '../../src/protocol/limits.ts';
 import { channelHold } from '../../src/engine/deliver.ts';
 import { hasInFlight } from '../../src/engine/receipts.ts';
 import { roleInstructions } from '../../src/engine/roles.ts';
@@ -133,14 +133,23 @@ function readable(state: Readonly<State>, member: string, now: number): number {
   return (state.queues[member] ?? []).filter((id) => open.has(state.messages[id]?.channel_id ?? '')).length;
 }
 
-async function handOver(rt: Runtime, member: string): Promise<string> {
-  const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push' });
-  const data = (r.ok ? r.data : undefined) as { messages: Array<{ framed: string }>; remaining: number } | undefined;
-  let batch = (data?.messages ?? []).map((m) => m.framed).join(BATCH_SEPARATOR);
-  if (batch && data!.remaining > 0)
-    batch += `\n\n(${data!.remaining} more OpenComms message(s) are waiting: they arrive at the next turn boundary, or call opencomms_pull.)`;
+/** Pending mail handed over at this boundary, within `room` (shownSize units) of the hook's
+ *  context: what the host shows whole (limits.ts ROUTE_LIMITS). The rest stays pending, in order,
+ *  and one line of OpenComms' own says so. */
+async function handOver(rt: Runtime, member: string, room: number): Promise<string> {
+  const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push', max_size: room });
+  const data = (r.ok ? r.data : undefined) as
+    | { messages: Array<{ framed: string }>; remaining: number; more_than_fits?: true }
+    | undefined;
+  if (!data) return '';
+  const batch = data.messages.map((m) => m.framed).join(BATCH_SEPARATOR);
+  if (data.remaining > 0 && (batch || data.more_than_fits))
+    return [batch, waitingLine(data.remaining)].filter(Boolean).join('\n\n');
   return batch;
 }
+
+const waitingLine = (n: number) =>
+  `(OpenComms: ${n} more message(s) are waiting for you, beyond what this context can show whole. They arrive at the next turn boundary; to read them now, call opencomms_pull.)`;
 
 /** The role blocks a SessionStart gives: all of them, except on a resume, where the blocks the
  *  session's transcript already holds were given before (once per session, not per resume). */
@@ -175,9 +184,13 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   const codexWoken =
     ctx.host === 'codex' && ctx.event === 'UserPromptSubmit' ? await handWokenBatch(rt, ctx.input.prompt, member) : '';
   const woken = ctx.event === 'UserPromptSubmit' && carriesMail(ctx.input.prompt);
-  const batch = [codexWoken, woken ? '' : await handOver(rt, member)].filter(Boolean).join(BATCH_SEPARATOR);
-  const parts = ctx.event === 'SessionStart' ? [...(await rolesToGive(rt, ctx, member)), batch] : [batch];
-  const context = parts.filter(Boolean).join('\n\n');
+  const roles = ctx.event === 'SessionStart' ? await rolesToGive(rt, ctx, member) : [];
+  // The context holds the roles, a woken batch and what is pending, all within what the host
+  // shows whole of a hook's context; the pending mail gets the room the others leave.
+  const before = [...roles, codexWoken].filter(Boolean);
+  const room = routeLimit(ctx.host, 'hook_context') - shownSize(before.join('\n\n')) - 2;
+  const pending = woken ? '' : await handOver(rt, member, room);
+  const context = [...roles, [codexWoken, pending].filter(Boolean).join(BATCH_SEPARATOR)].filter(Boolean).join('\n\n');
   // Stop too answers with context, not `decision: block`: Claude Code renders a block's reason
   // twice in the model's request, additional context once (docs/hosts.md).
   return context ? { ...out, hookSpecificOutput: { hookEventName: ctx.event!, additionalContext: context } } : out;

@@ -12,6 +12,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { routeLimit } from '../../src/protocol/limits.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { openRuntime, processAlive, processTag } from '../../src/runtime/runtime.ts';
 import { HOOK_RUNNER } from '../install/bundles.ts';
@@ -125,6 +126,7 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
     driver: {
       method: 'push',
       confirmsLater: true,
+      maxSize: routeLimit('claude-code', 'wake'),
       owns: (rid: string, state: Readonly<State>) => {
         const r = resolveMember(state, ctx.host, sid);
         return r !== null && 'member' in r && r.member === rid && ready();

@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Hold } from '../../machines/index.ts';
+import { CONTEXT_NOTE_RESERVE, routeLimit } from '../../src/protocol/limits.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { isMemberId } from '../../src/protocol/ids.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
@@ -112,6 +113,9 @@ export async function startWaiter(o: WaiterOptions): Promise<Waiter | null> {
     driver: {
       method: 'push',
       confirmsLater: true,
+      // The woken turn's UserPromptSubmit hook shows the batch as its context, with room left for
+      // OpenComms' own line about mail that waits.
+      maxSize: routeLimit(HOST, 'hook_context') - CONTEXT_NOTE_RESERVE,
       owns: (rid, state) => rid === member && threadOf(state, member) !== null,
       hold: (): Hold | null => {
         held = o.busy();

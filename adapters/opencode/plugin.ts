@@ -4,6 +4,7 @@
 import { resolve } from 'node:path';
 import type { Caller } from '../../src/engine/index.ts';
 import { BATCH_SEPARATOR, frameIdMark } from '../../src/framing.ts';
+import { routeLimit } from '../../src/protocol/limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { memberships } from '../../src/engine/lookup.ts';
@@ -69,6 +70,7 @@ class Instance {
     this.log = (l) => process.stderr.write(`[opencomms] ${l}\n`);
     const driver: DeliveryDriver = {
       method: 'push',
+      maxSize: routeLimit('opencode', 'push'),
       crossServer: true,
       hold: (rid) => this.hold(rid),
       deliver: (rid, text, ids, redelivery) => this.prompt(rid, text, ids, redelivery),

@@ -2,8 +2,21 @@
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
 import type { Hold } from '../../machines/index.ts';
-import { BATCH_SEPARATOR, frameEnvelope, joinFrames, UnsafeHeaderError, UNTRUSTED_NOTICE } from '../framing.ts';
-import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PULL_LIMIT } from '../protocol/limits.ts';
+import {
+  BATCH_SEPARATOR,
+  frameEnvelope,
+  joinFrames,
+  shownSize,
+  UnsafeHeaderError,
+  UNTRUSTED_NOTICE,
+} from '../framing.ts';
+import {
+  DEFAULT_READ_LIMIT,
+  MAX_BATCH,
+  MAX_PULL_LIMIT,
+  PULL_ANSWER_RESERVE,
+  PULL_ENTRY_OVERHEAD,
+} from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
 import { channelById, findMember, memberChannel, recordError } from './lookup.ts';
@@ -117,12 +130,13 @@ export interface DrainOptions {
   hold?: Hold | null;
   /** Upper bound on the batch; default MAX_BATCH. */
   max?: number;
-  /** Upper bound on the framed batch in UTF-8 bytes (spawn: the batch is one argv element): the
-   *  longest FIFO prefix that fits is taken. */
-  maxBytes?: number;
+  /** Upper bound on the framed batch in shownSize units (framing.ts; never less than its UTF-8
+   *  bytes, so a command line's byte budget holds too): what the route's host shows whole
+   *  (limits.ts ROUTE_LIMITS). The longest FIFO prefix that fits is taken. */
+  maxSize?: number;
 }
 
-const SEPARATOR_BYTES = Buffer.byteLength(BATCH_SEPARATOR);
+const SEPARATOR_SIZE = shownSize(BATCH_SEPARATOR);
 
 /**
  * Drains one push recipient: settles its queue, asks the recipient machine of each channel whether
@@ -139,7 +153,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
   const max = Math.min(opts.max ?? MAX_BATCH, MAX_BATCH);
   const decided = new Map<string, 'delivering' | 'held'>();
   const taken = new Set<string>();
-  let bytes = 0;
+  let used = 0;
   for (const id of q) {
     if (batch.length >= max) break;
     const e = state.messages[id]!;
@@ -169,16 +183,16 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       taken.add(id);
       continue;
     }
-    // Its UTF-8 size as the batch joins it: the separator counted once per frame after the first.
-    const size = opts.maxBytes === undefined ? 0 : Buffer.byteLength(framed) + (batch.length ? SEPARATOR_BYTES : 0);
-    if (opts.maxBytes !== undefined && bytes + size > opts.maxBytes) break;
+    // Its size as the batch joins it: the separator counted once per frame after the first.
+    const size = opts.maxSize === undefined ? 0 : shownSize(framed) + (batch.length ? SEPARATOR_SIZE : 0);
+    if (opts.maxSize !== undefined && used + size > opts.maxSize) break;
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
     if (
       stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: staleWindow(member, env.spawnHosts) }) !==
       'in_flight'
     )
       continue;
-    bytes += size;
+    used += size;
     (state.delivered_to[id] ??= []).includes(rid) || state.delivered_to[id]!.push(rid);
     batch.push(e);
     frames.push(framed);
@@ -438,7 +452,20 @@ export { readLimit };
  * An explicit read: drain + commit in ONE mutation, returning the framed texts (no crash window,
  * no replay; the push cooldown never delays it). `method` is `pull` for the tool, `push` for hooks.
  */
-export function pull(state: State, sid: string, args: PullArgs, env: Env, method: 'pull' | 'push' = 'pull'): Outcome {
+/**
+ * Reads (drains and commits in one step) the caller's pending mail, FIFO, up to `limit` envelopes
+ * and, with `maxSize`, up to what the answer's route shows whole: each frame counted at its
+ * shownSize plus PULL_ENTRY_OVERHEAD, within maxSize less PULL_ANSWER_RESERVE. What does not fit
+ * stays pending, in order, for the next read.
+ */
+export function pull(
+  state: State,
+  sid: string,
+  args: PullArgs,
+  env: Env,
+  method: 'pull' | 'push' = 'pull',
+  maxSize?: number,
+): Outcome {
   let scope: Channel[];
   if (args.channel !== undefined && args.channel !== null && args.channel !== '') {
     const scoped = memberChannel(state, args.channel, sid);
@@ -469,6 +496,8 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   // Per channel, decided once per pull: whether it holds its mail, and how many hand-overs its
   // budget still allows; the channel machine then counts them in one HAND_OVER.
   const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
+  let used = 0;
+  let full = false; // stopped at the route's size: the rest waits for the next read
   for (const id of q) {
     if (out.length >= limit) break;
     const p = plain[id]!;
@@ -481,6 +510,15 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
     const name = raw(ch).name;
     const framed = frameOrReject(state, p, ch, name, env.now);
     if (framed === null) continue;
+    if (maxSize !== undefined) {
+      const size = shownSize(framed) + PULL_ENTRY_OVERHEAD;
+      if (used + size > maxSize - PULL_ANSWER_RESERVE) {
+        taken.delete(id);
+        full = true;
+        break;
+      }
+      used += size;
+    }
     // Stepped on a copy that then replaces the envelope in one write (writeBack), or leaves state
     // for the history log without one when it ends terminal: the change tracker records one path,
     // not one per field and per transition appended.
@@ -519,7 +557,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
   const remaining = rest.length;
   const history = [...left, ...enforceRetention(state, env.now, touched)];
   const got = out.length
-    ? `${out.length} message(s); ${remaining} still pending.`
+    ? `${out.length} message(s); ${remaining} still pending.${full ? ' Call opencomms_pull again for the next: one answer shows only so much whole.' : ''}`
     : remaining
       ? `No message can be handed over now; ${remaining} pending.`
       : 'No new messages.';
@@ -530,6 +568,7 @@ export function pull(state: State, sid: string, args: PullArgs, env: Env, method
       message_ids: out.map((e) => e.message_id),
       untrusted_notice: UNTRUSTED_NOTICE,
       remaining,
+      ...(full ? { more_than_fits: true } : {}),
     }),
     [],
     history.length ? { history } : undefined,

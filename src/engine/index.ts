@@ -49,7 +49,8 @@ export type Command =
   | { op: 'deliveries'; args: Ch; logged?: Envelope[] }
   | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown } }
   | { op: 'history'; sid: string; args: Ch & { limit?: unknown }; logged?: Envelope[] }
-  | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push' }
+  /** `max_size`: what the route the answer takes shows whole (limits.ts ROUTE_LIMITS), never a tool argument. */
+  | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push'; max_size?: number }
   | { op: 'update_role'; sid: string; args: Ch & { role_prompt: unknown } }
   /** `sid`: the member's own tool; `{ operator: true }`: the CLI or the console. */
   | { op: 'pause' | 'resume'; sid: string | { operator: true }; args: Ch }
@@ -107,7 +108,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'history':
       return history(state, cmd.sid, cmd.args, cmd.logged);
     case 'pull':
-      return pull(state, cmd.sid, cmd.args, env, cmd.method);
+      return pull(state, cmd.sid, cmd.args, env, cmd.method, cmd.max_size);
     case 'update_role':
       return updateRole(state, cmd.sid, cmd.args);
     case 'pause':

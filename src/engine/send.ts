@@ -1,8 +1,10 @@
 // send (protocol.md "Check order", "Rules and defaults", "Recipients").
 import { hash } from 'node:crypto';
+import { splitContent } from '../framing.ts';
 import {
   MAX_CONTENT_CHARS,
   MAX_DESCRIPTION_CHARS,
+  MAX_PART_SIZE,
   MAX_PROCESSED_CORRELATIONS,
   MESSAGE_TYPES,
 } from '../protocol/limits.ts';
@@ -154,30 +156,41 @@ export function planSend(
         : ['a', [...at, 'processed_correlations'], [correlation]],
     );
   }
+  // A message larger than one route can show whole travels as parts (protocol.md "Parts"): one
+  // envelope per part and recipient, queued in order, so FIFO hands them over in order.
+  const parts = splitContent(content, MAX_PART_SIZE);
   const ids: string[] = [];
+  const partIds: string[][] = [];
   for (const r of recipients) {
-    const e: Envelope = {
-      message_id: env.mint('ocm'),
-      channel_id: ch.id,
-      sender_session_id: sid,
-      sender_role: me.role,
-      recipient_session_id: r.session_id,
-      recipient_role: r.role,
-      message_type: type,
-      content,
-      reply_to: replyTo,
-      hop_count: hop,
-      correlation_id: correlation,
-      root_message_id: root,
-      ...acceptedEnvelope(env.now),
-    };
-    ops.push(['s', ['messages', e.message_id], e]);
+    const mine: string[] = [];
+    parts.forEach((slice, i) => {
+      const e: Envelope = {
+        message_id: env.mint('ocm'),
+        channel_id: ch.id,
+        sender_session_id: sid,
+        sender_role: me.role,
+        recipient_session_id: r.session_id,
+        recipient_role: r.role,
+        message_type: type,
+        content: slice,
+        reply_to: replyTo,
+        hop_count: hop,
+        correlation_id: correlation,
+        root_message_id: root,
+        ...(parts.length > 1 ? { part: { n: i + 1, of: parts.length } } : {}),
+        ...acceptedEnvelope(env.now),
+      };
+      ops.push(['s', ['messages', e.message_id], e]);
+      mine.push(e.message_id);
+    });
+    // A copy: the store may keep the value of a set as the queue itself, and append to it later.
     ops.push(
       state.queues[r.session_id]
-        ? ['a', ['queues', r.session_id], [e.message_id]]
-        : ['s', ['queues', r.session_id], [e.message_id]],
+        ? ['a', ['queues', r.session_id], [...mine]]
+        : ['s', ['queues', r.session_id], [...mine]],
     );
-    ids.push(e.message_id);
+    ids.push(mine[0]!);
+    partIds.push(mine);
   }
   for (const op of clockOps(ch, env.now, recipients[0]!.session_id)) ops.push(under(at, op));
   const description = describe(ch, args.session_description);
@@ -194,17 +207,19 @@ export function planSend(
     delivery_status: 'pending' as const,
     correlation_id: correlation,
     hop_count: hop,
+    ...(parts.length > 1 ? { parts: parts.length, part_message_ids: partIds } : {}),
     ...(description ? { session_description: description } : {}),
   };
   const names = recipients.map((r) => r.role).join(', ');
   return {
     ops,
     result: ok(
-      `Queued ${ids.length} envelope${ids.length === 1 ? '' : 's'} for ${names} on "${ch.name}" (hop ${hop}).`,
+      `Queued ${ids.length} envelope${ids.length === 1 ? '' : 's'} for ${names} on "${ch.name}" (hop ${hop})` +
+        `${parts.length > 1 ? `, each in ${parts.length} parts` : ''}.`,
       data,
     ) as ToolResult,
     effects: [{ type: 'Wake', recipients: recipients.map((r) => r.session_id) }],
-    queued: ids.length,
+    queued: ids.length * parts.length,
   };
 }
 

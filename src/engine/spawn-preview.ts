@@ -12,13 +12,13 @@ export type SpawnPreview =
   /** Nothing would leave now (held, cooling, empty): the real drain records why. */
   | { kind: 'none' };
 
-const promptOf = (state: State, rid: string, env: Env, maxBytes?: number) =>
-  drain(structuredClone(state), rid, env, maxBytes === undefined ? {} : { maxBytes }).effects.find(
+const promptOf = (state: State, rid: string, env: Env, maxSize?: number) =>
+  drain(structuredClone(state), rid, env, maxSize === undefined ? {} : { maxSize }).effects.find(
     (e) => e.type === 'Prompt',
   );
 
-export function spawnPreview(state: Readonly<State>, rid: string, env: Env, maxBytes: number): SpawnPreview {
-  const within = promptOf(state as State, rid, env, maxBytes);
+export function spawnPreview(state: Readonly<State>, rid: string, env: Env, maxSize: number): SpawnPreview {
+  const within = promptOf(state as State, rid, env, maxSize);
   if (within?.type === 'Prompt') return { kind: 'fits', count: within.message_ids.length };
   const any = promptOf(state as State, rid, env);
   return any?.type === 'Prompt' ? { kind: 'too_large', message_id: any.message_ids[0]! } : { kind: 'none' };

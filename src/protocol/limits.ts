@@ -138,3 +138,45 @@ export const SYSTEM_MESSAGE_TYPE = 'system';
 
 export const OPERATOR_ID = 'operator';
 export const OPERATOR_ROLE = 'Operator';
+
+// ---- What each host shows its model whole (docs/hosts.md "What each route shows whole") -------------
+// Hosts cut, move to files or escape text past a size of their own, counted in a unit of their own
+// (UTF-16 characters, UTF-8 bytes, JSON-escaped characters). OpenComms measures every text it hands
+// over with `shownSize` (src/framing.ts), which is never less than any of those units, against the
+// limits below, each measured on the real binary at the version pinned in test/real/package.json.
+
+/** Largest part of a message, in shownSize units: a message longer than this travels as parts, each
+ *  its own envelope and frame, so that one framed part (with its header, notice and one line of
+ *  OpenComms' own) fits the smallest route of any host (a hook's context, 10,000). */
+export const MAX_PART_SIZE = 7500;
+
+/** Room kept in a hook's context for OpenComms' own line about mail that waits ("N more…"). */
+export const CONTEXT_NOTE_RESERVE = 400;
+
+/** A read's answer (`opencomms_pull`, a hook's hand-over) around its frames: the message, the
+ *  notice and the ids (PULL_ANSWER_RESERVE), and per frame its JSON keys, channel name and id twice
+ *  (PULL_ENTRY_OVERHEAD), each above what they take at their longest. */
+export const PULL_ANSWER_RESERVE = 600;
+export const PULL_ENTRY_OVERHEAD = 200;
+
+/** A route's limit: what its host shows whole, in shownSize units. */
+export type RouteName = 'hook_context' | 'wake' | 'push' | 'tool_result';
+
+/** Measured per host (docs/hosts.md): Claude Code 2.1.332 keeps a hook's additionalContext inline up to
+ *  10,000 characters and moves it to a file beyond; it shows a wake's text whole up to ~100,000 and cuts
+ *  its middle beyond; an MCP tool result of 21,340 characters came back whole, 50,000 did not. Codex
+ *  0.171.0 keeps ~10,000 of a hook's context (head and tail beyond). OpenCode 1.18.33 showed a pushed
+ *  turn of 99,550 characters whole. Each limit sits below the largest size seen whole. */
+export const ROUTE_LIMITS: Readonly<Record<string, Readonly<Partial<Record<RouteName, number>>>>> = {
+  'claude-code': { hook_context: 10_000, wake: 95_000, tool_result: 20_000 },
+  codex: { hook_context: 9_500, tool_result: 9_500 },
+  opencode: { push: 95_000 },
+};
+
+/** A route no host was measured for (any other MCP client's tool result): the smallest measured
+ *  tool result above, so at least one part always fits. */
+export const DEFAULT_ROUTE_LIMIT = 9_500;
+
+export function routeLimit(host: string, route: RouteName): number {
+  return ROUTE_LIMITS[host]?.[route] ?? DEFAULT_ROUTE_LIMIT;
+}

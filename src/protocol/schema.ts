@@ -71,6 +71,9 @@ export const EnvelopeSchema = z.looseObject({
   delivery_method: z.enum(['push', 'spawn_push', 'pull']).nullable().default(null),
   in_flight_by: z.string().nullable().default(null),
   in_flight_at: nullableMs.default(null),
+  /** Additive: part `n` of `of` of a message longer than MAX_PART_SIZE (protocol.md "Parts"); its
+   *  content is that slice of the message. Absent on a message sent whole. */
+  part: z.object({ n: z.number().int().min(1), of: z.number().int().min(2) }).optional(),
   /** Additive receipt: every machine transition this envelope took, `[event, to, at]`. */
   transitions: z.array(z.tuple([z.string(), z.string(), z.number()])).default([]),
 });

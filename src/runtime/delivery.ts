@@ -26,6 +26,9 @@ export interface DeliveryDriver {
   /** Resolves when the host accepted the batch; throws when it did not. `redelivery`: part of the
    *  batch was handed over before (crash window), so the host may already hold it. */
   deliver(rid: string, text: string, messageIds: string[], redelivery: boolean): Promise<void>;
+  /** What the host shows whole of one hand-over, in shownSize units (limits.ts ROUTE_LIMITS): a
+   *  batch never exceeds it; the rest stays pending, in order. */
+  maxSize?: number;
   /** May prompt a push session nobody serves (degraded, protocol.md "Owner-side delivery"). */
   crossServer?: boolean;
   /** The host confirms the hand-over later (a hook of the woken turn commits it): the batch stays
@@ -260,7 +263,9 @@ export class Deliveries {
         this.redrain.delete(rid);
         const via = route === 'spawn' ? this.spawner! : this.driver!;
         const opts: DrainOptions | null =
-          route === 'spawn' ? await this.spawner!.bounds(rid) : { hold: (await via.hold?.(rid)) ?? null };
+          route === 'spawn'
+            ? await this.spawner!.bounds(rid)
+            : { hold: (await via.hold?.(rid)) ?? null, maxSize: via.maxSize };
         if (!opts) break;
         const res = await this.rt.step({ op: 'drain', rid, opts });
         if (res) this.run(res.effects);

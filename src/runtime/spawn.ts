@@ -150,17 +150,17 @@ export class Spawner implements SpawnDriver {
     if (!row) return null; // ineligible: the mail waits for opencomms_pull and never ages out (protocol.md "Delivery modes")
     const cmd = await this.command(row.host, rid);
     if (!cmd) return null;
-    const maxBytes = this.argBudget(cmd, this.o.contracts[row.host]!.args(row.host_session_id!, ''));
-    const preview = spawnPreview(state, rid, this.runtime.env(), maxBytes);
+    const maxSize = this.argBudget(cmd, this.o.contracts[row.host]!.args(row.host_session_id!, ''));
+    const preview = spawnPreview(state, rid, this.runtime.env(), maxSize);
     if (preview.kind === 'too_large') {
       await this.reportOnce(
         `size:${preview.message_id}`,
         rid,
-        `Message ${preview.message_id} for ${rid} is larger than one command-line argument can carry (${maxBytes} bytes framed); it was not spawned and waits for opencomms_pull.`,
+        `Message ${preview.message_id} for ${rid} is larger than one command-line argument can carry (${maxSize} bytes framed); it was not spawned and waits for opencomms_pull.`,
       );
       return null;
     }
-    return { maxBytes };
+    return { maxSize };
   }
 
   /** Bytes the framed batch may take: one argv element on POSIX; on Windows the whole command

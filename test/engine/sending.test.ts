@@ -456,7 +456,7 @@ describe('SND-8 rate limit', () => {
 });
 
 describe('SND-9 content size', () => {
-  it('blank or over 100000 chars is refused; exactly 100000 is accepted', () => {
+  it('blank or over 100000 chars is refused; exactly 100000 is accepted (as parts, test/engine/parts.test.ts)', () => {
     const sim = new Sim();
     sim.channel('team', [
       ['sess_a', 'Lead'],
@@ -467,7 +467,9 @@ describe('SND-9 content size', () => {
     const big = sim.refuse(sendCmd('sess_a', { content: 'y'.repeat(100001) }), 'content_too_large');
     expect(big.result.message).toMatch(/split|shorten/i);
     const o = sim.send('sess_a', 'team', 'y'.repeat(100000));
-    expect(sim.msg(idsOf(o)[0]!).content).toHaveLength(100000);
+    const [parts] = (o.result.data as { part_message_ids: string[][] }).part_message_ids;
+    expect(idsOf(o)[0]).toBe(parts![0]);
+    expect(parts!.map((id) => sim.msg(id).content).join('')).toHaveLength(100000);
   });
 });
 
