@@ -37,7 +37,15 @@ import {
 } from '../install/member-env.ts';
 import { foreignNote, isRefusal, malformed, type InstallPlan } from '../install/plan.ts';
 import { containerKey, created, emptyRecord, type InstallRecord } from '../install/record.ts';
-import { appendServer, parseToml, removeServer, serverOf, serversShapeError } from './config-toml.ts';
+import {
+  appendServer,
+  ownPart,
+  parseToml,
+  removeServer,
+  serverOf,
+  serversShapeError,
+  userKeyLines,
+} from './config-toml.ts';
 import { shellQuote } from './shell.ts';
 
 export const HOST = 'codex';
@@ -100,8 +108,11 @@ const canonical = (v: unknown): unknown =>
       : v;
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 
-/** config.toml with our server: appended when absent; an entry of ours that differs (another
- *  checkout's path, an older form) rewritten in place of the old one. */
+/** config.toml with our server: appended when absent; an entry of ours whose own keys differ
+ *  (another checkout's path, an older form) rewritten in place of the old one. Only the keys
+ *  OpenComms writes are compared and rewritten: the user's tool approvals in the entry (Codex's
+ *  `[mcp_servers.opencomms.tools.<tool>]` tables, `default_tools_approval_mode`, …) keep their bytes,
+ *  the tables where they stand and the keys inside the rewritten table. */
 function editServer(
   text: string,
   toml: ReturnType<typeof parseToml>,
@@ -111,8 +122,11 @@ function editServer(
   const cur = toml ? serverOf(toml.value) : undefined;
   if (cur !== undefined && !isOurServer(cur)) return { text, repaired: false, foreign: true };
   const want = serverEntry(pinnedOf(cur) ?? pin, pg || passesPg(cur));
-  if (cur !== undefined && sameJson(cur, want)) return { text, repaired: false, foreign: false };
-  const out = appendServer(cur !== undefined && toml ? removeServer(text, toml.ast) : text, want);
+  if (cur !== undefined && sameJson(ownPart(cur), want)) return { text, repaired: false, foreign: false };
+  const out =
+    cur !== undefined && toml
+      ? appendServer(removeServer(text, toml.ast, true), want, userKeyLines(text, toml.ast))
+      : appendServer(text, want);
   const check = parseToml(out);
   if (!check || !isOurServer(serverOf(check.value)))
     return malformed(

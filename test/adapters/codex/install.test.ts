@@ -99,6 +99,55 @@ describe('install codex', () => {
   });
 });
 
+describe("the user's tool approvals in [mcp_servers.opencomms]", () => {
+  // What Codex 0.171.0 writes when the user answers "Allow and don't ask me again" for a tool of a
+  // server the project's config defines: `[mcp_servers.<server>.tools.<tool>] approval_mode =
+  // "approve"` in that file; and the server-wide key a user writes by hand.
+  const TOOL_APPROVALS =
+    '\n[mcp_servers.opencomms.tools.opencomms_send]\napproval_mode = "approve"\n\n[mcp_servers.opencomms.tools.opencomms_pull]\napproval_mode = "approve"  # asked once\n';
+  const SERVER_WIDE = 'default_tools_approval_mode = "approve"\n';
+  const withApprovals = (text: string) =>
+    text.replace('[mcp_servers.opencomms]\n', `[mcp_servers.opencomms]\n${SERVER_WIDE}`) + TOOL_APPROVALS;
+
+  it('a second install and doctor --fix keep them byte for byte', async () => {
+    await p.write('.codex/config.toml', USER_TOML);
+    await install('codex', p.dir, quiet);
+    await p.write('.codex/config.toml', withApprovals(await p.read('.codex/config.toml')));
+    const approved = await p.snapshot();
+    const r = await install('codex', p.dir, quiet);
+    expect(r.result.data).toMatchObject({ changed: [], repaired: [] });
+    expect(await p.snapshot()).toEqual(approved);
+    const { cli } = await import('../../cli/fixtures.ts');
+    await cli('doctor', '--fix', '--project', p.dir);
+    expect(await p.read('.codex/config.toml')).toBe(approved['.codex/config.toml']);
+  });
+
+  it('a repair of our own keys keeps them byte for byte, and the repaired entry is stable', async () => {
+    // An older entry of ours (no `required`), with the user's approvals in it.
+    const older = `${USER_TOML}\n[mcp_servers.opencomms]\n${SERVER_WIDE}command = "node"\nargs = [ ".opencomms/opencomms-mcp.mjs", ".", "--host", "codex" ]\ncwd = "."\nenv_vars = [ "OPENCOMMS_MEMBER_ID" ]\n\n[mcp_servers.opencomms.env]\nOPENCOMMS_PINNED_MEMBER_ID = "sess_kept"\n${TOOL_APPROVALS}`;
+    await p.write('.codex/config.toml', older);
+    const r = await install('codex', p.dir, quiet);
+    expect(r.result.data.repaired).toEqual(['.codex/config.toml [mcp_servers.opencomms]']);
+    const text = await p.read('.codex/config.toml');
+    expect(text.startsWith(USER_TOML)).toBe(true);
+    expect(text).toContain(TOOL_APPROVALS.trimEnd());
+    expect(text).toContain(SERVER_WIDE);
+    const server = (parse(text) as any).mcp_servers.opencomms;
+    expect(server).toMatchObject({
+      required: true,
+      default_tools_approval_mode: 'approve',
+      tools: { opencomms_send: { approval_mode: 'approve' }, opencomms_pull: { approval_mode: 'approve' } },
+      env: { OPENCOMMS_PINNED_MEMBER_ID: 'sess_kept' },
+    });
+    const again = await install('codex', p.dir, quiet);
+    expect(again.result.data).toMatchObject({ changed: [], repaired: [] });
+    // Uninstall takes the server's approvals with the server (alone they would name a server with
+    // no command), and gives the user's file back byte for byte.
+    expect((await uninstall('codex', p.dir)).code).toBe(0);
+    expect(await p.read('.codex/config.toml')).toBe(USER_TOML);
+  });
+});
+
 describe('INS-4 uninstall codex', () => {
   it('restores config.toml and hooks.json byte for byte; state and pins stay', async () => {
     await p.write('.codex/config.toml', USER_TOML);
