@@ -73,12 +73,23 @@ if (process.env.OPENCOMMS_AGENT_TRACE === '1') {
   };
 }
 
+/** The sessions this machine's host has: its own, and those linked here by `join` with a `sid`.
+ *  Like a real OpenCode server, which answers 404 for a session it does not have, the host refuses
+ *  a prompt to any other session. */
+const sessions = new Set([sid]);
+
 const rt = new Runtime(store, {
   deliverOnChange: true,
   log: (line) => say({ log: line }),
   driver: {
     method: 'push',
-    deliver: async (_rid, _text, ids) => {
+    // As the OpenCode plugin: push sessions nobody serves may be prompted from here.
+    crossServer: true,
+    deliver: async (rid, _text, ids) => {
+      if (!sessions.has(rid)) {
+        say({ foreign: rid, ids, at: wall() });
+        throw new Error(`prompt refused: 404 session ${rid} not found`);
+      }
       // What the host was shown (before the commit): the test counts hand-overs from here.
       appendFileSync(received, `${ids.join('\n')}\n`);
       say({ shown: ids, at: wall() });
@@ -87,15 +98,16 @@ const rt = new Runtime(store, {
   },
 });
 
-const caller = {
-  session_id: sid,
+const callerOf = (session: string, path: string) => ({
+  session_id: session,
   host: 'host-push',
   surface: 'cli',
   delivery_mode: 'push',
-  host_session_id: sid,
+  host_session_id: session,
   project_id: key,
-  worktree,
-};
+  worktree: path,
+});
+const caller = callerOf(sid, worktree);
 
 /** The floor of a store call from this machine: a round trip (`select 1`) and a committed insert
  *  into `table` that notifies, as every mutation does (a round trip, the server's flush to disk
@@ -143,11 +155,40 @@ async function handle(cmd: { op: string; [k: string]: unknown }) {
         caller,
         args: { channel: cmd.channel, role, role_prompt: `Act as ${role}.`, rate_limit: 1000 },
       });
-    case 'join':
-      return rt.run({ op: 'join', caller, args: { channel: cmd.channel, role, role_prompt: `Act as ${role}.` } });
-    case 'serve':
-      await rt.serve(sid);
-      return { served: sid };
+    case 'join': {
+      // Another session of this machine's host (`sid`, `role`), from another checkout (`worktree`).
+      const session = typeof cmd.sid === 'string' ? cmd.sid : sid;
+      const as = typeof cmd.role === 'string' ? cmd.role : role;
+      const r = await rt.run({
+        op: 'join',
+        caller: callerOf(session, typeof cmd.worktree === 'string' ? cmd.worktree : worktree),
+        args: { channel: cmd.channel, role: as, role_prompt: `Act as ${as}.` },
+      });
+      if (r.ok) sessions.add(session);
+      return r;
+    }
+    case 'serve': {
+      const session = typeof cmd.sid === 'string' ? cmd.sid : sid;
+      await rt.serve(session);
+      return { served: session };
+    }
+    case 'reconcile': {
+      // What the OpenCode plugin runs once its host serves again: the roster check, then a scan.
+      const looked: string[] = [];
+      await rt.deliveries.reconcile({
+        hosts: new Set([caller.host]),
+        worktree,
+        label: 'host',
+        lookup: async (id) => {
+          looked.push(id);
+          return sessions.has(id) ? 'alive' : 'gone';
+        },
+      });
+      await rt.scan();
+      return { looked };
+    }
+    case 'ping':
+      return { pong: true };
     case 'send':
       return rt.run({ op: 'send', sid, args: { channel: cmd.channel, content: cmd.content, to: cmd.to } });
     case 'hold':

@@ -4,11 +4,16 @@
 // in-flight mail loses nothing (after its lease expires the mail goes back to its queue and is
 // delivered once the recipient is back); a partition longer than the lease has the mail swept and
 // the returning process's late commit refused (fencing); a partition shorter than the lease
-// sweeps and duplicates nothing. Root only (CI is root): anything else is a failure, not a skip.
+// sweeps and duplicates nothing. A process delivers only to sessions of its own machine: while B is
+// away past its lease, A never prompts B's session (its host would answer 404 and each failure would
+// count an attempt), and B delivers it all once it is back; a restarted B takes back its session on
+// a channel made on A at start-up, with no event from the session; any number of members on B join
+// that channel from B's checkout. Root only (CI is root): anything else is a failure, not a skip.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CROSS_SERVER_FALLBACK_MS, DELIVERY_RETRY_MS } from '../../src/protocol/limits.ts';
 import type { Envelope, State } from '../../src/protocol/schema.ts';
 import { PgStore } from '../../src/store/postgres/store.ts';
 import { dropProject, newProjectKey, testDatabaseUrl } from '../helpers/postgres.ts';
@@ -232,6 +237,46 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
       );
   });
 
+  it("a partition longer than the lease while A sends to B: A never prompts B's session, nothing is dead-lettered, B gets it all once in order", async () => {
+    // B serves its session (it claims it back after the partition above left it ownerless), and
+    // the mail sent before is all handed over.
+    await agentB.call('serve');
+    await until('B has nothing queued', async () => !((await state()).queues.sess_b ?? []).length);
+    const before = shown(b).length;
+    b.partition(true);
+    const ids: string[] = [];
+    try {
+      await until(
+        "B's session ownerless: its lease expired and A swept it",
+        async () => (await state()).channels[CHANNEL]!.members.find((m) => m.session_id === 'sess_b')!.owner === null,
+        LEASE_MS + 10_000,
+      );
+      // Sends spread over time, each arming A's cross-server fallback for B's session (nobody alive
+      // serves it), then a wait past the last one's fallback and its one retry: a prompt from A to a
+      // session its host does not have would fail and count an attempt each time.
+      for (let i = 0; i < 4; i++) {
+        ids.push(...(await send(agentA, 'sess_b', 1, `asleep ${i}`)));
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      await new Promise((r) => setTimeout(r, CROSS_SERVER_FALLBACK_MS + DELIVERY_RETRY_MS + 1_000));
+      expect(agentA.foreign).toEqual([]);
+      for (const e of envelopes(await state(), ids))
+        expect(e).toMatchObject({ delivery_status: 'pending', attempts: 0 });
+    } finally {
+      b.partition(false);
+    }
+    await until(
+      'delivered by B once it is back',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),
+      20_000,
+      ids,
+    );
+    expect(agentA.foreign).toEqual([]);
+    expect(shown(b).slice(before)).toEqual(ids);
+    for (const e of envelopes(await state(), ids))
+      expect([events(e, 'DRAIN'), events(e, 'REQUEUE'), events(e, 'COMMIT')]).toEqual([1, 0, 1]);
+  });
+
   it('a machine killed whole while it holds mail: after its lease expires the mail waits, and is delivered once it is back', async () => {
     await agentB.call('hold', { on: true });
     const ids = await send(agentA, 'sess_b', 3, 'kill');
@@ -260,5 +305,81 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     const all = shown(b);
     // Shown before the kill (the crash window: never committed) and once after; the rest once.
     for (const id of ids) expect(all.filter((x) => x === id)).toHaveLength(inFlight.includes(id) ? 2 : 1);
+  });
+
+  it('a machine killed with a batch in flight takes its mail back within 2 s of its return, with no event from its session, on a channel made on A', async () => {
+    await agentB.call('hold', { on: true });
+    const ids = await send(agentA, 'sess_b', 3, 'restart');
+    const inFlight = await heldAtB(ids);
+    await b.down();
+    await until(
+      'back to pending',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'pending'),
+      LEASE_MS + 10_000,
+    );
+    // B's host comes back: a new process on the same machine, at the same checkout. It starts and
+    // runs the start-up roster check, as the OpenCode plugin does; its session sends nothing.
+    await b.up();
+    agentB = b.agent({
+      key,
+      sid: 'sess_b',
+      role: 'Reviewer',
+      worktree: WORKTREE[2],
+      received: received(b),
+      leaseMs: LEASE_MS,
+    });
+    expect(await agentB.call('ping')).toEqual({ pong: true });
+    const back = performance.now();
+    expect(await agentB.call('start')).toMatchObject({ started: expect.stringContaining(`/${b.id}`) });
+    expect(await agentB.call('reconcile')).toEqual({ looked: ['sess_b'] });
+    const at = await until(
+      'shown at B after its return',
+      async () => ids.every((id) => agentB.shownAt.has(id)) && Math.max(...ids.map((id) => agentB.shownAt.get(id)!)),
+      10_000,
+      ids,
+    );
+    const handed = at - back;
+    process.stdout.write(
+      `${JSON.stringify({ figure: 'restarted machine: its mail handed over after its return', ms: Math.round(handed), bound_ms: 2_000 })}\n`,
+    );
+    expect(handed).toBeLessThanOrEqual(2_000);
+    await until(
+      'delivered',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),
+      10_000,
+      ids,
+    );
+    for (const e of envelopes(await state(), ids)) expect(events(e, 'COMMIT')).toBe(1);
+    // In order: the swept batch first, as it was queued.
+    expect(
+      shown(b)
+        .filter((id) => ids.includes(id))
+        .slice(inFlight.length),
+    ).toEqual(ids);
+    expect(agentA.foreign).toEqual([]);
+  });
+
+  it('a second member on B joins the channel made on A and gets its mail; another checkout on B is refused', async () => {
+    const second = await agentB.call('join', { channel: CHANNEL, sid: 'sess_b2', role: 'Tester' });
+    expect(second, JSON.stringify(second)).toMatchObject({ ok: true });
+    expect(
+      await agentB.call('join', { channel: CHANNEL, sid: 'sess_b3', role: 'Auditor', worktree: '/home/b/other-clone' }),
+    ).toMatchObject({ ok: false, data: { reason: 'worktree_mismatch' } });
+    const members = (await state()).channels[CHANNEL]!.members;
+    expect(members.map((m) => [m.session_id, m.machine, m.worktree])).toEqual([
+      ['sess_a', a.id, WORKTREE[1]],
+      ['sess_b', b.id, WORKTREE[2]],
+      ['sess_b2', b.id, WORKTREE[2]],
+    ]);
+    await agentB.call('serve', { sid: 'sess_b2' });
+    const before = shown(b).length;
+    const ids = await send(agentA, 'sess_b2', 2, 'second member');
+    await until(
+      'delivered to the second member on B',
+      async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),
+      20_000,
+      ids,
+    );
+    expect(shown(b).slice(before)).toEqual(ids);
   });
 });

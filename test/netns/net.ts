@@ -191,6 +191,8 @@ export class Agent {
   readonly leaseQueries: Array<{ kind: 'renew' | 'snapshot'; at: number }> = [];
   /** Trace points (OPENCOMMS_AGENT_TRACE=1): what, and when on the agent's wall clock. */
   readonly traces: Array<{ what: string; at: number }> = [];
+  /** Prompts this agent's host refused because the session is not one of its own (a 404). */
+  readonly foreign: Array<{ rid: string; ids: string[] }> = [];
 
   constructor(readonly child: ChildProcess) {
     createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -203,10 +205,13 @@ export class Agent {
         at?: number;
         lease_query?: 'renew' | 'snapshot';
         trace?: string;
+        foreign?: string;
+        ids?: string[];
       };
       if (m.log) this.logs.push(m.log);
       if (m.lease_query && m.at !== undefined) this.leaseQueries.push({ kind: m.lease_query, at: m.at });
       if (m.trace && m.at !== undefined) this.traces.push({ what: m.trace, at: m.at });
+      if (m.foreign) this.foreign.push({ rid: m.foreign, ids: m.ids ?? [] });
       for (const id of m.shown ?? []) {
         if (this.shownAt.has(id)) continue;
         this.shownAt.set(id, performance.now());
