@@ -1,18 +1,24 @@
 // Several machines (machines.md): two machines as Linux network namespaces (test/netns/net.ts), one
-// agent process each with the default lease, sharing one PostgreSQL. Three figures beside their
-// targets: a send on A until B's host is shown the batch (split by where the time goes), the lease
-// queries per process per minute, and a dead machine's in-flight mail back to pending after its
-// last renewal. Namespaces need root: otherwise one line says the figures were not measured, and why.
+// agent process each with the default lease, sharing one PostgreSQL. Four figures beside their
+// targets: a send on A until B's host is shown the batch (split by where the time goes), the same
+// send until Claude Code's waiter on B (the installed hook runner's `wait`) has written the batch
+// and exited 2, the lease queries per process per minute, and a dead machine's in-flight mail back
+// to pending after its last renewal. Namespaces need root: otherwise one line says the figures were
+// not measured, and why.
 //   sudo npm run bench -- machines   (OPENCOMMS_TEST_DATABASE_URL picks the server)
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { install } from '../src/cli/hosts.ts';
 import type { State } from '../src/protocol/schema.ts';
 import { LEASE_MS } from '../src/runtime/limits.ts';
+import { processTag } from '../src/runtime/process.ts';
+import { Runtime } from '../src/runtime/runtime.ts';
+import { writeBinding } from '../src/store/binding.ts';
 import { PgStore } from '../src/store/postgres/store.ts';
-import { Machine, type Agent } from '../test/netns/net.ts';
+import { Machine, insideUrl, type Agent } from '../test/netns/net.ts';
 import { admin, newProjectKey } from '../test/helpers/postgres.ts';
 import { emit, round, stats } from './lib.ts';
 
@@ -32,6 +38,7 @@ const wall = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const FIGURES = [
   'send on machine A → batch in flight and shown at the owner on machine B (namespaces, NOTIFY)',
+  "send on machine A → Claude Code's waiter on machine B wrote the batch and exited 2 (the installed hook runner)",
   'lease renewals: queries per process per minute',
   "a dead machine's in-flight mail back to pending after its last renewal",
 ];
@@ -90,6 +97,7 @@ export async function machinesBench() {
     const table = `"oc_${key}".floor`;
     await admin((c) => c.query(`create table ${table} (id text primary key)`), url);
     await latency(agentA, agentB, table);
+    await waiterLatency(agentA, agentB, b, key, `"oc_${key}".floor_waiter`, join(dir, 'b-project'));
     renewals([agentA, agentB]);
     await deadMachine(view, agentA, agentB, b);
   } finally {
@@ -101,10 +109,10 @@ export async function machinesBench() {
   }
 }
 
-async function send(from: Agent, content: string): Promise<string> {
+async function send(from: Agent, content: string, to = 'sess_b'): Promise<string> {
   const r = await from.call<{ ok: boolean; message?: string; data: { message_ids: string[] } }>('send', {
     channel: CHANNEL,
-    to: 'sess_b',
+    to,
     content,
   });
   if (!r.ok) throw new Error(`send refused: ${r.message}`);
@@ -121,6 +129,9 @@ async function shown(agent: Agent, id: string, ms = 10_000): Promise<number> {
     await sleep(5);
   }
 }
+
+/** A machine's floor of a store call (test/netns/agent.ts `floor`), medians in ms. */
+type Floor = { round_trip_ms: number; commit_ms: number; idle_round_trip_ms: number; idle_commit_ms: number };
 
 /** The first trace point `what` of an agent at or after `t`. */
 const after = (agent: Agent, what: string, t: number) => agent.traces.find((x) => x.what === what && x.at >= t)?.at;
@@ -162,7 +173,6 @@ async function latency(A: Agent, B: Agent, table: string) {
   // The floor of the path: A's send is one commit, B catches up with one round trip and drains
   // with one commit; measured from each machine right after the samples, back to back and (as
   // every sample meets them, SPACING_MS apart) after the same quiet.
-  type Floor = { round_trip_ms: number; commit_ms: number; idle_round_trip_ms: number; idle_commit_ms: number };
   const idle = { ms: SPACING_MS, n: FLOOR_IDLE_N };
   const fa = await A.call<Floor>('floor', { table, n: FLOOR_N, idle });
   const fb = await B.call<Floor>('floor', { table, n: FLOOR_N, idle });
@@ -184,6 +194,169 @@ async function latency(A: Agent, B: Agent, table: string) {
   });
 }
 
+/** Claude Code on machine B: the host session, and the member it is bound to. */
+const CC_SESSION = 'claude-b';
+const CC_MEMBER = 'sess_cc';
+
+/** A child of machine B, the bench's view of it: when its stderr first carried bytes, what it
+ *  wrote there, and its exit (code, and when it was reaped with its stdio closed), on this
+ *  process's wall clock. */
+function watch(child: ChildProcess) {
+  let firstErr = 0;
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    firstErr ||= wall();
+    err += d.toString();
+  });
+  const closed = new Promise<{ code: number | null; at: number }>((r) =>
+    child.on('close', (code) => r({ code, at: wall() })),
+  );
+  return { closed, firstErr: () => firstErr, stderr: () => err };
+}
+
+/** The floor of the waiter's last part: a bare `node` on B, idle for SPACING_MS, poked on stdin,
+ *  writes one line to stderr and exits 2; from its line at this process to its exit reaped (the
+ *  median of FLOOR_IDLE_N). */
+async function exitFloor(b: Machine): Promise<number> {
+  const script = `process.stdin.once('data', () => process.stderr.write('wake\\n', () => process.exit(2)))`;
+  const ms: number[] = [];
+  for (let i = 0; i < FLOOR_IDLE_N; i++) {
+    const child = b.spawn(process.execPath, ['-e', script], {}, ['pipe', 'ignore', 'pipe']);
+    const w = watch(child);
+    await sleep(SPACING_MS);
+    child.stdin!.write('x');
+    const { code, at } = await w.closed;
+    if (code !== 2) throw new Error(`the exit floor's process ended ${code}`);
+    ms.push(at - w.firstErr());
+  }
+  return stats(ms).p50;
+}
+
+/** Send on A until Claude Code's waiter on B has written the batch to stderr and exited 2, the
+ *  moment Claude Code sees the wake. The waiter is the installed hook runner as Claude Code runs it
+ *  (`node "$CLAUDE_PROJECT_DIR/.opencomms/claude-code-hooks.mjs" wait`, the hook input on stdin),
+ *  with a sleeping process on B standing in for `claude` (CLAUDE_PID). Every wake ends its waiter,
+ *  so each sample starts one (as the woken turn's Stop does), waits until it listens, then
+ *  SPACING_MS of quiet; after the wake the batch is committed as the woken turn's hook commits it
+ *  (under the hold it was drained with). The parts: A's send committed, the batch written (its
+ *  first bytes at this process), the waiter's exit reaped. */
+async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table: string, project: string) {
+  mkdirSync(project, { recursive: true });
+  await install('claude-code', project, { detect: async () => 'x', warn: () => {} });
+  await writeBinding(project, insideUrl(url), key);
+  const runner = join(project, '.opencomms', 'claude-code-hooks.mjs');
+  const claude = b.spawn('sleep', ['infinity'], {}, 'ignore');
+  const tag = processTag(claude.pid!, b.id);
+  const rt = new Runtime(new PgStore({ url, key }), { tag, log: () => {} });
+  const watcher = new pg.Client({ connectionString: url });
+  await watcher.connect();
+  const listeners = async () =>
+    new Set(
+      (await watcher.query<{ pid: number }>(`select pid from pg_stat_activity where query like 'listen %'`)).rows.map(
+        (r) => r.pid,
+      ),
+    );
+  try {
+    const joined = await rt.run({
+      op: 'join',
+      caller: {
+        session_id: CC_MEMBER,
+        host: 'claude-code',
+        surface: 'mcp',
+        delivery_mode: 'pull',
+        host_session_id: null,
+        project_id: key,
+        worktree: '/home/b/project',
+      },
+      args: { channel: CHANNEL, role: 'Coder', role_prompt: 'Act as Coder.' },
+    });
+    if (!joined.ok) throw new Error(`join refused: ${joined.message}`);
+    const bound = await rt.run({ op: 'bind', member: CC_MEMBER, host: 'claude-code', host_session_id: CC_SESSION });
+    if (!bound.ok) throw new Error(`bind refused: ${bound.message}`);
+
+    /** One wake: a fresh waiter, listening and quiet, then a send on A; the moments of the path. */
+    const wake = async (content: string) => {
+      const before = await listeners();
+      const child = b.spawn(
+        process.execPath,
+        [runner, 'wait'],
+        { CLAUDE_PROJECT_DIR: project, CLAUDE_PID: String(claude.pid), CLAUDE_CODE_ENTRYPOINT: 'cli' },
+        ['pipe', 'ignore', 'pipe'],
+      );
+      child.stdin!.end(
+        JSON.stringify({ hook_event_name: 'Stop', session_id: CC_SESSION, cwd: project, stop_hook_active: false }),
+      );
+      const w = watch(child);
+      for (const end = Date.now() + 20_000; ; await sleep(10)) {
+        if ([...(await listeners())].some((pid) => !before.has(pid))) break;
+        if (Date.now() > end) throw new Error(`the waiter on B did not listen within 20 s: ${w.stderr()}`);
+      }
+      await sleep(SPACING_MS);
+      const t0 = wall();
+      const id = await send(A, content, CC_MEMBER);
+      const { code, at } = await w.closed;
+      if (code !== 2 || !w.stderr().includes(`| id: ${id} |`))
+        throw new Error(`the waiter ended ${code} without ${id}: ${w.stderr().slice(0, 300)}`);
+      // Held in flight under Claude Code's tag, shown once: committed as the woken turn's hook does.
+      const e = (await rt.peek()).messages[id];
+      if (e?.delivery_status !== 'in_flight' || e.in_flight_by !== tag)
+        throw new Error(`${id} was not in flight under ${tag} after the wake: ${e?.delivery_status}`);
+      const done = await rt.run({
+        op: 'commit',
+        rid: CC_MEMBER,
+        message_ids: [id],
+        method: 'push',
+        held: { by: tag, attempts: [e.attempts] },
+      });
+      if (!done.ok) throw new Error(`commit refused: ${done.message}`);
+      return { t0, written: w.firstErr(), exited: at };
+    };
+
+    for (let i = 0; i < WARM; i++) await wake(`warm wake ${i}`);
+    const total: number[] = [];
+    const parts: Record<string, number[]> = { send: [], to_written: [], exit: [] };
+    for (let i = 0; i < SAMPLES; i++) {
+      const { t0, written, exited } = await wake(`timed wake ${i}`);
+      total.push(exited - t0);
+      const sent = after(A, 'committed', t0);
+      if (!sent || sent > written) continue;
+      parts.send!.push(sent - t0);
+      parts.to_written!.push(written - sent);
+      parts.exit!.push(exited - written);
+    }
+    // The floor of the path, after the same quiet: A's commit, B's round trip and commit (as for
+    // the agent's line, into a table of their own: the agent's floor rows are keyed by their order),
+    // and a bare process's write and exit on B.
+    await admin((c) => c.query(`create table ${table} (id text primary key)`), url);
+    const idle = { ms: SPACING_MS, n: FLOOR_IDLE_N };
+    const fa = await A.call<Floor>('floor', { table, n: FLOOR_N, idle });
+    const fb = await B.call<Floor>('floor', { table, n: FLOOR_N, idle });
+    const exit = await exitFloor(b);
+    const floorIdle = fa.idle_commit_ms + fb.idle_round_trip_ms + fb.idle_commit_ms + exit;
+    const s = stats(total);
+    emit(FIGURES[1]!, {
+      unit: 'ms',
+      p50: round(s.p50, 1),
+      p99: round(s.p99, 1),
+      n: s.n,
+      target: { p50: 15, p99: 50 },
+      floor_after_quiet: round(floorIdle, 1),
+      ratio_p50_after_quiet: round(s.p50 / floorIdle),
+      floor_parts: {
+        a_commit_ms: round(fa.idle_commit_ms),
+        b_round_trip_ms: round(fb.idle_round_trip_ms),
+        b_commit_ms: round(fb.idle_commit_ms),
+        b_write_and_exit_ms: round(exit),
+      },
+      p50_by_part: Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, round(stats(v).p50, 1)])),
+    });
+  } finally {
+    claude.kill('SIGKILL');
+    await watcher.end();
+    await rt.close();
+  }
+}
+
 /** Lease queries of each process between its first and last renewal of the run, per minute. */
 function renewals(agents: Agent[]) {
   const rates = agents.map((x) => {
@@ -192,7 +365,7 @@ function renewals(agents: Agent[]) {
     const n = x.leaseQueries.filter((q) => q.at > first && q.at <= last).length;
     return { per_minute: round((n / (last - first)) * 60_000, 1), window_s: round((last - first) / 1000, 1) };
   });
-  emit(FIGURES[1]!, {
+  emit(FIGURES[2]!, {
     value: Math.max(...rates.map((r) => r.per_minute)),
     per_process: rates,
     lease_ms: LEASE_MS,
@@ -221,7 +394,7 @@ async function deadMachine(view: PgStore, A: Agent, B: Agent, b: Machine) {
     await sleep(20);
   }
   const back = wall();
-  emit(FIGURES[2]!, {
+  emit(FIGURES[3]!, {
     unit: 'ms',
     value: Math.round(back - renewedLast),
     after_kill_ms: Math.round(back - killed),
