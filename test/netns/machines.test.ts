@@ -265,6 +265,16 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     } finally {
       b.partition(false);
     }
+    const back = performance.now();
+    const at = await until(
+      'shown at B once it is back',
+      async () => ids.every((id) => agentB.shownAt.has(id)) && Math.max(...ids.map((id) => agentB.shownAt.get(id)!)),
+      20_000,
+      ids,
+    );
+    process.stdout.write(
+      `${JSON.stringify({ figure: 'partitioned machine: the mail sent meanwhile shown at it after the link is back', ms: Math.round(at - back), lease_ms: LEASE_MS })}\n`,
+    );
     await until(
       'delivered by B once it is back',
       async () => envelopes(await state(), ids).every((e) => e.delivery_status === 'delivered'),
