@@ -1,9 +1,11 @@
 // The one delivery policy of every host (protocol.md "Owner-side delivery"; hosts.md "spawn_push"): which recipients this
-// process delivers to, when, and by which route. Adapters only translate to their host:
+// process delivers to, when, and by which route. Every route stays on this process's machine
+// (machines.md "Whose sessions a process delivers to"). Adapters only translate to their host:
 //   own     sessions this process serves (OpenCode push, a Claude Code wake waiter);
-//   spawn   spawn_push members resumed with a host CLI, for this process's own sends and re-drains;
-//   cross   push sessions nobody serves, CROSS_SERVER_FALLBACK_MS after this process queued mail for
-//           them, and ONE retry DELIVERY_RETRY_MS after such a hand-over failed.
+//   spawn   spawn_push members of this machine resumed with a host CLI, for this process's own sends
+//           and re-drains;
+//   cross   push sessions of this machine nobody serves, CROSS_SERVER_FALLBACK_MS after this process
+//           queued mail for them, and ONE retry DELIVERY_RETRY_MS after such a hand-over failed.
 // Per recipient one drain/hand-over cycle at a time (the in-flight guard), the batch persisted in
 // flight before the host sees it, then commit, requeue, or (a host that confirms later) neither.
 import type { Hold } from '../../machines/index.ts';
