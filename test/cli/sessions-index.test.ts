@@ -102,9 +102,22 @@ describe('the sessions index', () => {
       await busyRound(i);
       if (i % 6 === 5) await expectSameAsFullLoad();
     }
-    // Through those rounds the journal was compacted several times, and the index followed the seals.
+    // Through those rounds the journal was compacted several times, and the reads followed the seals.
     expect(await loads(list)).toBe(0);
+
+    // A compaction keeps only the journal it seals. Whether the index names that journal at this
+    // point depends on where the compactions above fell among the full loads, that is on the
+    // bytes each write appends (a member's `worktree` moved it), so both cases are made here.
+    // The index at the journal's end (a full load wrote it): the compaction's seal leads the read on.
+    await unlink(indexFile());
+    await list();
     await (writer.store as FileStore).compact();
+    expect(await loads(list)).toBe(0);
+    await expectSameAsFullLoad();
+    // The index one seal behind (a read that follows a seal leaves it as it was): the next
+    // compaction removes the journal it names, so a read loads in full, once, and writes it again.
+    await (writer.store as FileStore).compact();
+    expect(await loads(list)).toBe(1); // state.json parsed; the new journal holds nothing yet
     expect(await loads(list)).toBe(0);
     await expectSameAsFullLoad();
   });
