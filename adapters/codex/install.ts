@@ -72,6 +72,14 @@ export function codexHookGroups(platform = process.platform): Record<string, Hoo
 
 const REL = { config: '.codex/config.toml', hooks: '.codex/hooks.json' } as const;
 
+/** What Codex 0.171.0 does with OpenComms' tools (test/real/codex-approvals.test.ts). The install
+ *  writes no approval: that is the user's decision about what the model may do without asking, a
+ *  project config is often committed (an approval written there holds for every teammate), and the
+ *  tools change what peers see (send, pause, kick, delete a saved session). It keeps the ones the
+ *  user gives. */
+export const APPROVAL_NOTE =
+  'Codex asks before each OpenComms tool call until you approve it ("Allow and don\'t ask me again" writes [mcp_servers.opencomms.tools.<tool>] approval_mode = "approve" into .codex/config.toml, and installs keep it). Under approval_policy = "never" and in `codex exec` (spawn_push) nobody is asked and an unapproved call is refused: approve the tools first, or add default_tools_approval_mode = "approve" under [mcp_servers.opencomms].';
+
 /** The pinned id an existing entry of ours names (this form or the older literal OPENCOMMS_MEMBER_ID). */
 export function pinnedOf(entry: unknown): string | null {
   const env = isObject(entry) && isObject(entry.env) ? entry.env : {};
@@ -172,6 +180,7 @@ export function planCodexInstall(
       `Codex reads ${join('.codex', 'config.toml')} and ${join('.codex', 'hooks.json')} only in a trusted project: run /trust in Codex here, or move the [mcp_servers.opencomms] section to ~/.codex/config.toml.`,
       'Codex runs a project hook only after you review it: open /hooks in Codex and trust the three OpenComms hooks (or start Codex with --dangerously-bypass-hook-trust).',
       'Codex starts the MCP server and the hooks in the directory it was started in: start it at the project root.',
+      APPROVAL_NOTE,
       ...(server.foreign ? [foreignNote(`${REL.config} already has an [mcp_servers.opencomms]`)] : []),
       ...(pg ? [PG_NOTE] : []),
       pin

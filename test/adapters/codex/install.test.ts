@@ -102,7 +102,8 @@ describe('install codex', () => {
 describe("the user's tool approvals in [mcp_servers.opencomms]", () => {
   // What Codex 0.171.0 writes when the user answers "Allow and don't ask me again" for a tool of a
   // server the project's config defines: `[mcp_servers.<server>.tools.<tool>] approval_mode =
-  // "approve"` in that file; and the server-wide key a user writes by hand.
+  // "approve"` after a blank line at the end of that file (test/real/codex-approvals.test.ts); and
+  // the server-wide key a user writes by hand.
   const TOOL_APPROVALS =
     '\n[mcp_servers.opencomms.tools.opencomms_send]\napproval_mode = "approve"\n\n[mcp_servers.opencomms.tools.opencomms_pull]\napproval_mode = "approve"  # asked once\n';
   const SERVER_WIDE = 'default_tools_approval_mode = "approve"\n';
