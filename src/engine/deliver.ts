@@ -7,12 +7,14 @@ import {
   frameEnvelope,
   joinFrames,
   shownSize,
+  splitContent,
   UnsafeHeaderError,
   UNTRUSTED_NOTICE,
 } from '../framing.ts';
 import {
   DEFAULT_READ_LIMIT,
   MAX_BATCH,
+  MAX_PART_SIZE,
   MAX_PULL_LIMIT,
   PULL_ANSWER_RESERVE,
   PULL_ENTRY_OVERHEAD,
@@ -96,11 +98,38 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
       if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null)
         status = stepEnvelope(state.messages[id]!, { type: 'TICK', now, window_ms: w });
     }
-    if (status === 'pending') keep.push(id);
-    else changed = true;
+    if (status === 'pending') {
+      const parts = e.part ? null : partsOfWhole(state, e, env);
+      if (parts) {
+        keep.push(...parts);
+        changed = true;
+      } else keep.push(id);
+    } else changed = true;
   }
   if (changed) setQueue(state, rid, keep);
   return changed;
+}
+
+/** An envelope queued whole by an OpenComms older than parts, longer than one part: replaced by its
+ *  parts (protocol.md "Parts"), new ids in its place, so no route is ever asked to show more than it
+ *  can. Null when it fits one part. The length check first: it is the common, cheap answer. */
+function partsOfWhole(state: State, e: Envelope, env: Env): string[] | null {
+  if (e.content.length <= MAX_PART_SIZE) return null;
+  const slices = splitContent(e.content, MAX_PART_SIZE);
+  if (slices.length < 2) return null;
+  const ids = slices.map((content, i) => {
+    const id = env.mint('ocm');
+    state.messages[id] = {
+      ...e,
+      message_id: id,
+      content,
+      part: { n: i + 1, of: slices.length },
+      transitions: [...e.transitions],
+    };
+    return id;
+  });
+  delete state.messages[e.message_id];
+  return ids;
 }
 
 /** The envelope's frame, built once from the envelope as stored (a step changes no header

@@ -219,3 +219,28 @@ describe('a hand-over never exceeds its route', () => {
     expect(sim.msg(id!).delivery_status).toBe('pending');
   });
 });
+
+describe('an envelope queued whole by an older OpenComms, longer than one part', () => {
+  it('is replaced by its parts at its next hand-over, in its place in the queue, and read whole', () => {
+    const sim = team();
+    const [before] = idsOf(sim.send('sess_a', 'team', 'before', { to: 'Reviewer' }));
+    const text = tokened('OLD', 50_000);
+    // As an older version queued it: one envelope with the whole text.
+    const [old] = idsOf(sim.send('sess_a', 'team', 'placeholder', { to: 'Reviewer' }));
+    sim.state.messages[old!]!.content = text;
+    const [after] = idsOf(sim.send('sess_a', 'team', 'after', { to: 'Reviewer' }));
+    const read: Array<{ message_id: string; framed: string }> = [];
+    for (let i = 0; i < 20 && sim.state.queues.sess_b?.length; i++)
+      read.push(...pulled(sim.ok({ op: 'pull', sid: 'sess_b', args: {}, max_size: 20_000 })).messages);
+    expect(sim.state.messages[old!]).toBeUndefined();
+    expect(read[0]!.message_id).toBe(before);
+    expect(read.at(-1)!.message_id).toBe(after);
+    expect(
+      read
+        .slice(1, -1)
+        .flatMap((m) => framedContents(m.framed))
+        .join(''),
+    ).toBe(text);
+    expect(read.slice(1, -1).every((m) => / \| part: \d+ of \d+ \| /.test(m.framed))).toBe(true);
+  });
+});

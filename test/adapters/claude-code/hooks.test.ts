@@ -521,3 +521,51 @@ describe('wake hand-overs are confirmed by the woken turn', () => {
     await rt.close();
   });
 });
+
+describe('a hook hands over only what its host shows whole (docs/hosts.md "What each route shows whole")', () => {
+  /** Unique tokens at the start, middle and end of a text of `n` characters. */
+  const tokened = (tag: string, n: number) => {
+    const [a, m, z] = [`<${tag}-A>`, `<${tag}-M>`, `<${tag}-Z>`];
+    const half = Math.floor((n - a.length - m.length - z.length) / 2);
+    return a + 'x'.repeat(half) + m + 'x'.repeat(n - a.length - m.length - z.length - half) + z;
+  };
+  const contents = (ctx: string) =>
+    [...ctx.matchAll(/<<<UNTRUSTED_PEER_MESSAGE>>>\n([\s\S]*?)\n<<<END_UNTRUSTED_PEER_MESSAGE>>>/g)].map((m) => m[1]!);
+
+  for (const host of ['claude-code', 'codex'] as const)
+    it(`${host}: six messages of 2,900 characters and one of 20,000 reach the model whole over several prompts, each delivered only when handed over`, async () => {
+      await installMember(p.dir, { id: 'sess_builder', host });
+      if (host === 'codex') await install('codex', p.dir, quiet);
+      const rt = await team([
+        ['sess_builder', 'Builder', host],
+        ['sess_peer', 'Reviewer', 'codex'],
+      ]);
+      const texts = [1, 2, 3, 4, 5, 6].map((i) => tokened(`M${i}`, 2900));
+      texts.push(tokened('BIG', 20_000));
+      for (const t of texts) await send(rt, 'sess_peer', t);
+      const limit = host === 'codex' ? 9_500 : 10_000;
+      const args = host === 'codex' ? { args: ['--host', 'codex'] } : {};
+      const seen: string[] = [];
+      for (let turn = 0; turn < 12; turn++) {
+        const { out } = hook(
+          turn === 0
+            ? ev('SessionStart', 'claude-1', { source: 'startup' })
+            : ev('UserPromptSubmit', 'claude-1', { prompt: `turn ${turn}` }),
+          args,
+        );
+        const ctx: string | undefined = out.hookSpecificOutput?.additionalContext;
+        if (!ctx) break;
+        expect(ctx.length).toBeLessThanOrEqual(limit);
+        expect(Buffer.byteLength(ctx)).toBeLessThanOrEqual(limit);
+        const state = await rt.read();
+        // Every envelope handed over here is delivered; everything not yet shown is still pending.
+        for (const id of frameIds(ctx))
+          expect(state.messages[id]?.delivery_status ?? 'delivered (in history)').toMatch(/delivered/);
+        seen.push(...contents(ctx));
+        if (seen.join('') !== texts.join('')) expect(ctx).toMatch(/more message\(s\) are waiting.*opencomms_pull/);
+      }
+      expect(seen.join('')).toBe(texts.join(''));
+      expect(Object.values((await rt.read()).messages).filter((e) => e.delivery_status !== 'delivered')).toEqual([]);
+      await rt.close();
+    });
+});
