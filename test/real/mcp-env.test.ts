@@ -45,7 +45,7 @@ describe("a project MCP server's environment", () => {
   it("Claude Code: the session's whole environment; `${VAR:-}` adds an empty VAR when the session has none", async () => {
     const sb = sandbox('mcp-env-claude');
     const fake = defer(await startFakeAnthropic({ '[a]': ['SAY done'], '[b]': ['SAY done'] }), (f) => f.close());
-    const cases = [
+    const cases: Array<{ tag: string; entry: Record<string, string>; session: Record<string, string> }> = [
       { tag: 'a', entry: {}, session: { PGPASSFILE: '/secrets/team.pgpass', PROBE_SESSION: '1' } },
       {
         tag: 'b',
@@ -78,7 +78,7 @@ describe("a project MCP server's environment", () => {
     const env = configureCodex(sb, fake);
     trustCodexProject(sb, env);
     mkdirSync(join(sb.proj, '.codex'), { recursive: true });
-    const cases = [
+    const cases: Array<{ tag: string; session: Record<string, string> }> = [
       { tag: 'a', session: { PGPASSFILE: '/secrets/team.pgpass', PROBE_SESSION: '1' } },
       { tag: 'b', session: { PGPASSWORD: '', PROBE_SESSION: '1' } },
     ];

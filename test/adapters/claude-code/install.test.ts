@@ -120,7 +120,7 @@ describe('install claude-code', () => {
       );
     await p.write('.mcp.json', older(''));
     const r = await install('claude-code', p.dir, quiet);
-    expect(r.result.data.repaired).toEqual([
+    expect(r.result.data?.repaired).toEqual([
       ".mcp.json mcpServers.opencomms.env.PGPASSWORD (removed: the session's own reaches the server)",
       ".mcp.json mcpServers.opencomms.env.PGPASSFILE (removed: the session's own reaches the server)",
     ]);

@@ -128,7 +128,7 @@ describe("the user's tool approvals in [mcp_servers.opencomms]", () => {
     const older = `${USER_TOML}\n[mcp_servers.opencomms]\n${SERVER_WIDE}command = "node"\nargs = [ ".opencomms/opencomms-mcp.mjs", ".", "--host", "codex" ]\ncwd = "."\nenv_vars = [ "OPENCOMMS_MEMBER_ID" ]\n\n[mcp_servers.opencomms.env]\nOPENCOMMS_PINNED_MEMBER_ID = "sess_kept"\n${TOOL_APPROVALS}`;
     await p.write('.codex/config.toml', older);
     const r = await install('codex', p.dir, quiet);
-    expect(r.result.data.repaired).toEqual(['.codex/config.toml [mcp_servers.opencomms]']);
+    expect(r.result.data?.repaired).toEqual(['.codex/config.toml [mcp_servers.opencomms]']);
     const text = await p.read('.codex/config.toml');
     expect(text.startsWith(USER_TOML)).toBe(true);
     expect(text).toContain(TOOL_APPROVALS.trimEnd());
