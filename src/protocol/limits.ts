@@ -162,15 +162,20 @@ export const PULL_ENTRY_OVERHEAD = 200;
 /** A route's limit: what its host shows whole, in shownSize units. */
 export type RouteName = 'hook_context' | 'wake' | 'push' | 'tool_result';
 
-/** Measured per host (docs/hosts.md): Claude Code 2.1.332 keeps a hook's additionalContext inline up to
- *  10,000 characters and moves it to a file beyond; it shows a wake's text whole up to ~100,000 and cuts
- *  its middle beyond; an MCP tool result of 21,340 characters came back whole, 50,000 did not. Codex
- *  0.171.0 keeps ~10,000 of a hook's context (head and tail beyond). OpenCode 1.18.33 showed a pushed
- *  turn of 99,550 characters whole. Each limit sits below the largest size seen whole. */
+/** Measured per host on the real binaries (docs/hosts.md "What each route shows whole", each bracketed
+ *  at N whole / N+1 not, with ASCII and 2-, 3- and 4-byte text):
+ *  - Claude Code 2.1.332: a hook's additionalContext 10,000 UTF-16 units (beyond: moved to a file, a
+ *    2 KB preview shown); a wake's stderr 100,867 units (beyond: its middle cut); an MCP tool result
+ *    50,000 units (beyond: moved to a file).
+ *  - Codex 0.171.0: a hook's additionalContext 10,000 UTF-8 bytes (beyond: head and tail kept, the
+ *    whole saved under $TMPDIR); an MCP tool result 11,964 bytes (beyond: its middle cut).
+ *  - OpenCode 1.18.33: a pushed turn showed 1,000,000 characters whole (no limit found); its plugin
+ *    has no pull tool.
+ *  Each limit is at or below the largest size seen whole. */
 export const ROUTE_LIMITS: Readonly<Record<string, Readonly<Partial<Record<RouteName, number>>>>> = {
-  'claude-code': { hook_context: 10_000, wake: 95_000, tool_result: 20_000 },
-  codex: { hook_context: 9_500, tool_result: 9_500 },
-  opencode: { push: 95_000 },
+  'claude-code': { hook_context: 10_000, wake: 100_000, tool_result: 50_000 },
+  codex: { hook_context: 10_000, tool_result: 11_900 },
+  opencode: { push: 1_000_000 },
 };
 
 /** A route no host was measured for (any other MCP client's tool result): the smallest measured
