@@ -4,7 +4,8 @@
 // `delivery_method: push`). Fail-open: any fault answers `{}` and is recorded when the state is writable.
 import { open, readFile } from 'node:fs/promises';
 import { BATCH_SEPARATOR, FRAME_ID_MARK_RE, frameIdMark, shownSize } from '../../src/framing.ts';
-import { MAX_BATCH, routeLimit } from '../../src/protocol/limits.ts';
+import { MAX_BATCH } from '../../src/protocol/limits.ts';
+import { routeLimit } from '../route-limits.ts';
 import { channelHold } from '../../src/engine/deliver.ts';
 import { hasInFlight } from '../../src/engine/receipts.ts';
 import { roleInstructions } from '../../src/engine/roles.ts';

@@ -12,7 +12,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { routeLimit } from '../../src/protocol/limits.ts';
+import { routeLimit } from '../route-limits.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { openRuntime, processAlive, processTag } from '../../src/runtime/runtime.ts';
 import { HOOK_RUNNER } from '../install/bundles.ts';

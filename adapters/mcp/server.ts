@@ -4,7 +4,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
-import { routeLimit } from '../../src/protocol/limits.ts';
+import { routeLimit } from '../route-limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import { channelNamed } from '../../src/engine/lookup.ts';
 import type { State } from '../../src/protocol/schema.ts';

@@ -4,7 +4,7 @@
 import { resolve } from 'node:path';
 import type { Caller } from '../../src/engine/index.ts';
 import { BATCH_SEPARATOR, frameIdMark } from '../../src/framing.ts';
-import { routeLimit } from '../../src/protocol/limits.ts';
+import { routeLimit } from '../route-limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { memberships } from '../../src/engine/lookup.ts';

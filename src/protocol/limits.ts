@@ -142,8 +142,8 @@ export const OPERATOR_ROLE = 'Operator';
 // ---- What each host shows its model whole (docs/hosts.md "What each route shows whole") -------------
 // Hosts cut, move to files or escape text past a size of their own, counted in a unit of their own
 // (UTF-16 characters, UTF-8 bytes, JSON-escaped characters). OpenComms measures every text it hands
-// over with `shownSize` (src/framing.ts), which is never less than any of those units, against the
-// limits below, each measured on the real binary at the version pinned in test/real/package.json.
+// over with `shownSize` (src/framing.ts), which is never less than any of those units, against each
+// route's limit, measured per host on the real binary (adapters/route-limits.ts).
 
 /** Largest part of a message, in shownSize units: a message longer than this travels as parts, each
  *  its own envelope and frame, so that one framed part (with its header, notice and one line of
@@ -162,26 +162,7 @@ export const PULL_ENTRY_OVERHEAD = 200;
 /** A route's limit: what its host shows whole, in shownSize units. */
 export type RouteName = 'hook_context' | 'wake' | 'push' | 'tool_result';
 
-/** Measured per host on the real binaries (docs/hosts.md "What each route shows whole", each bracketed
- *  at N whole / N+1 not, with ASCII and 2-, 3- and 4-byte text):
- *  - Claude Code 2.1.332: a hook's additionalContext 10,000 UTF-16 units (beyond: moved to a file, a
- *    2 KB preview shown); a wake's stderr 100,867 units (beyond: its middle cut); an MCP tool result
- *    50,000 units (beyond: moved to a file).
- *  - Codex 0.171.0: a hook's additionalContext 10,000 UTF-8 bytes (beyond: head and tail kept, the
- *    whole saved under $TMPDIR); an MCP tool result 11,964 bytes (beyond: its middle cut).
- *  - OpenCode 1.18.33: a pushed turn showed 1,000,000 characters whole (no limit found); its plugin
- *    has no pull tool.
- *  Each limit is at or below the largest size seen whole. */
-export const ROUTE_LIMITS: Readonly<Record<string, Readonly<Partial<Record<RouteName, number>>>>> = {
-  'claude-code': { hook_context: 10_000, wake: 100_000, tool_result: 50_000 },
-  codex: { hook_context: 10_000, tool_result: 11_900 },
-  opencode: { push: 1_000_000 },
-};
-
-/** A route no host was measured for (any other MCP client's tool result): the smallest measured
- *  tool result above, so at least one part always fits. */
+/** A route no host was measured for (any other MCP client's tool result): below every measured
+ *  tool result and hook context, and above the largest framed part with a read's overheads
+ *  (test/engine/parts.test.ts), so at least one part always fits. */
 export const DEFAULT_ROUTE_LIMIT = 9_500;
-
-export function routeLimit(host: string, route: RouteName): number {
-  return ROUTE_LIMITS[host]?.[route] ?? DEFAULT_ROUTE_LIMIT;
-}

@@ -19,8 +19,8 @@ import {
   MAX_PART_SIZE,
   PULL_ANSWER_RESERVE,
   PULL_ENTRY_OVERHEAD,
-  ROUTE_LIMITS,
 } from '../../src/protocol/limits.ts';
+import { ROUTE_LIMITS } from '../../adapters/route-limits.ts';
 import type { Envelope } from '../../src/protocol/schema.ts';
 import { dataOf, idsOf, mustPrompt, Sim } from './fixtures.ts';
 
