@@ -269,7 +269,7 @@ describe('two machines as network namespaces, one PostgreSQL store', () => {
     const at = await until(
       'shown at B once it is back',
       async () => ids.every((id) => agentB.shownAt.has(id)) && Math.max(...ids.map((id) => agentB.shownAt.get(id)!)),
-      20_000,
+      30_000,
       ids,
     );
     process.stdout.write(
