@@ -11,6 +11,7 @@ import { joinCommandCli } from './commands/join-command.ts';
 import { mcp } from './commands/mcp.ts';
 import { pauseCommands } from './commands/pause.ts';
 import { session } from './commands/session.ts';
+import { speak } from './commands/speak.ts';
 import { status } from './commands/status.ts';
 import { store } from './commands/store.ts';
 import { version } from './commands/version.ts';
@@ -20,6 +21,7 @@ export const COMMANDS: readonly CliCommand[] = [
   status,
   channels,
   pauseCommands,
+  speak,
   session,
   joinCommandCli,
   watch,

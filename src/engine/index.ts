@@ -28,7 +28,7 @@ import {
 import { answered, done } from './outcome.ts';
 import { createSession, deliveries, sessionGet, sessionList, type CreateSessionArgs } from './operator.ts';
 import { history, inbox, operatorStatus, status } from './reads.ts';
-import { planSend, send, type SendArgs, type SendPlan } from './send.ts';
+import { planSend, send, type SendArgs, type Sender, type SendPlan } from './send.ts';
 import { nearCap } from './retention.ts';
 import { archiveRead, deleteSession, resume, save, type Actor } from './sessions.ts';
 import { timer, type TimerArgs } from './timer.ts';
@@ -40,7 +40,8 @@ export type Command =
   | { op: 'create'; caller: Caller; args: CreateArgs }
   | { op: 'create_session'; actor: OperatorCaller; args: CreateSessionArgs }
   | { op: 'join'; caller: Caller; args: JoinArgs; compact_context?: string }
-  | { op: 'send'; sid: string; args: SendArgs; parent?: Envelope }
+  /** `sid`: a member, or `{ operator: true }` (the CLI's `send`, the console's compose box). */
+  | { op: 'send'; sid: Sender; args: SendArgs; parent?: Envelope }
   | { op: 'status'; sid: string; args: { channel?: unknown } }
   | { op: 'operator_status' }
   /** Operator reads; the shell reads archives and history logs into them (runtime `prepare`). */
@@ -48,7 +49,7 @@ export type Command =
   | { op: 'session_get'; args: Ch; archive?: Archive | null }
   | { op: 'deliveries'; args: Ch; logged?: Envelope[] }
   | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown } }
-  | { op: 'history'; sid: string; args: Ch & { limit?: unknown }; logged?: Envelope[] }
+  | { op: 'history'; sid: string | { operator: true }; args: Ch & { limit?: unknown }; logged?: Envelope[] }
   /** `max_size`: what the route the answer takes shows whole (limits.ts ROUTE_LIMITS), never a tool argument. */
   | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push'; max_size?: number }
   | { op: 'update_role'; sid: string; args: Ch & { role_prompt: unknown } }

@@ -4,7 +4,7 @@ import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT, STATUS_ERRORS_SHOWN } from '../prot
 import { ok } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
-import { findMember, normaliseChannelName, memberChannel } from './lookup.ts';
+import { findMember, liveChannel, normaliseChannelName, memberChannel } from './lookup.ts';
 import { answered, refused } from './outcome.ts';
 import { mailIndex, type MailIndex } from './deliveries.ts';
 import { deliverability } from './receipts.ts';
@@ -22,6 +22,7 @@ export const messageView = (e: Envelope) => ({
   reply_to: e.reply_to !== null && headerFieldProblem(e.reply_to) === null ? e.reply_to : null,
   hop_count: e.hop_count,
   delivery_status: e.delivery_status,
+  ...(e.part ? { part: e.part } : {}),
 });
 
 const envelopesOf = (state: State, ch: Channel) => Object.values(state.messages).filter((e) => e.channel_id === ch.id);
@@ -153,11 +154,12 @@ export function inbox(state: State, sid: string, args: { channel: unknown; limit
 /** `logged` = the channel's history-log envelopes (newest first), read by the shell. */
 export function history(
   state: State,
-  sid: string,
+  who: string | { operator: true },
   args: { channel: unknown; limit?: unknown },
   logged: Envelope[] = [],
 ): Outcome {
-  const scoped = memberChannel(state, args.channel, sid);
+  // The operator reads any live channel (the CLI's `read`); it takes nobody's mail.
+  const scoped = typeof who === 'string' ? memberChannel(state, args.channel, who) : liveChannel(state, args.channel);
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_READ_LIMIT);
   const hot = envelopesOf(state, scoped.ch);

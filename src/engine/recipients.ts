@@ -7,7 +7,12 @@ import { memberLabel } from './lookup.ts';
 const MAX_ECHOED_CHARS = 64;
 
 /** `to` / `broadcast` / the single peer; never a guess on 3+ members. */
-export function resolveRecipients(ch: Channel, me: Member, to: unknown, broadcast: boolean): Member[] | Refusal {
+export function resolveRecipients(
+  ch: Channel,
+  me: Pick<Member, 'session_id'>,
+  to: unknown,
+  broadcast: boolean,
+): Member[] | Refusal {
   const others = ch.members.filter((m) => m.session_id !== me.session_id);
   const roster = { members: others.map(memberLabel) };
   if (to !== undefined && to !== null && to !== '' && broadcast)

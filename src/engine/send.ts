@@ -7,12 +7,14 @@ import {
   MAX_PART_SIZE,
   MAX_PROCESSED_CORRELATIONS,
   MESSAGE_TYPES,
+  OPERATOR_ID,
+  OPERATOR_ROLE,
 } from '../protocol/limits.ts';
 import { MESSAGE_ID_RE } from '../protocol/ids.ts';
 import { applyOps, raw, type Op } from '../protocol/draft.ts';
 import { ok, refuse, type Refusal, type ToolResult } from '../protocol/result.ts';
-import type { Channel, Envelope, State } from '../protocol/schema.ts';
-import { memberChannel } from './lookup.ts';
+import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
+import { liveChannel, memberChannel } from './lookup.ts';
 import { resolveRecipients } from './recipients.ts';
 import { done, refused } from './outcome.ts';
 import { deliverability } from './receipts.ts';
@@ -82,14 +84,15 @@ export interface SendPlan {
  *  `logged` = the reply's parent read from the history log by the shell, when it left hot state. */
 export function planSend(
   state: Readonly<State>,
-  sid: string,
+  who: Sender,
   args: SendArgs,
   env: Env,
   logged?: Envelope,
 ): SendPlan | { refusal: Refusal } {
-  const scoped = memberChannel(state, args.channel, sid);
+  const scoped = senderChannel(state, args.channel, who);
   if ('refusal' in scoped) return scoped;
   const { ch, me } = scoped;
+  const sid = me.session_id;
   const admit = channelStepOps(ch, { type: 'ADMIT', now: env.now });
   if (admit.refusal) return { refusal: refusalOf(admit.refusal, ch) };
   const content = args.content;
@@ -223,6 +226,23 @@ export function planSend(
   };
 }
 
+/** Who sends: a member by its session id, or the operator (the CLI, the console), who writes to any
+ *  live channel as `Operator` and is bound by every rule of a send but the roster (operator.md
+ *  "Speaking to the agents"). */
+export type Sender = string | { operator: true };
+
+const OPERATOR: Pick<Member, 'session_id' | 'role'> = { session_id: OPERATOR_ID, role: OPERATOR_ROLE };
+
+function senderChannel(
+  state: Readonly<State>,
+  raw: unknown,
+  who: Sender,
+): { ch: Channel; me: Pick<Member, 'session_id' | 'role'> } | { refusal: Refusal } {
+  if (typeof who === 'string') return memberChannel(state, raw, who);
+  const live = liveChannel(state, raw);
+  return 'refusal' in live ? live : { ch: live.ch, me: OPERATOR };
+}
+
 const under = (at: readonly string[], op: Op): Op =>
   op[0] === 'd'
     ? ['d', [...at, ...op[1]]]
@@ -230,8 +250,8 @@ const under = (at: readonly string[], op: Op): Op =>
       ? ['s', [...at, ...op[1]], op[2]]
       : ['a', [...at, ...op[1]], op[2]];
 
-export function send(state: State, sid: string, args: SendArgs, env: Env, logged?: Envelope): Outcome {
-  const plan = planSend(raw(state), sid, args, env, logged);
+export function send(state: State, who: Sender, args: SendArgs, env: Env, logged?: Envelope): Outcome {
+  const plan = planSend(raw(state), who, args, env, logged);
   if ('refusal' in plan) return refused(state, plan.refusal);
   applyOps(state, plan.ops);
   const history = enforceRetention(state, env.now, []); // a send makes no envelope terminal
