@@ -13,7 +13,8 @@ export type RefreshReason =
   | 'session_resumed'
   | 'session_paused'
   | 'session_unpaused'
-  | 'member_removed';
+  | 'member_removed'
+  | 'message_sent';
 
 export class EventHub {
   private readonly clients = new Set<ServerResponse>();

@@ -159,6 +159,38 @@ export const ROUTES: readonly Route[] = [
         'session_unpaused',
       ),
   },
+  // The operator speaks (the CLI's send / read): a message into the session, framed, sender Operator.
+  {
+    method: 'POST',
+    pattern: SUB('messages'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run({
+          op: 'send',
+          sid: { operator: true },
+          args: {
+            channel: c.params[0],
+            content: c.body.content,
+            type: c.body.type,
+            to: c.body.to,
+            broadcast: c.body.broadcast === true,
+          },
+        }),
+        'message_sent',
+      ),
+  },
+  {
+    method: 'GET',
+    pattern: SUB('messages'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run({
+          op: 'history',
+          sid: { operator: true },
+          args: { channel: c.params[0], limit: c.query.get('limit') ?? undefined },
+        }),
+      ),
+  },
   { method: 'GET', pattern: SUB('join-command'), handler: joinCommand },
   {
     method: 'GET',

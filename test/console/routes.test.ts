@@ -190,6 +190,47 @@ describe('pause and resume delivery', () => {
   });
 });
 
+describe('the operator speaks', () => {
+  it('POST …/messages sends as Operator to one agent or everyone (framed, every rule applies); GET …/messages reads without taking mail', async () => {
+    const rt = await seed();
+    const one = await c.req('POST', '/api/sessions/team/messages', { body: { content: 'ship it', to: 'Tester' } });
+    expect(one).toMatchObject({ status: 200, json: { ok: true, data: { recipients: [{ role: 'Tester' }] } } });
+    const all = await c.req('POST', '/api/sessions/team/messages', { body: { content: 'standup', broadcast: true } });
+    expect(all.json.data.recipients.map((r: { role: string }) => r.role).sort()).toEqual([
+      'Lead',
+      'Reviewer',
+      'Tester',
+    ]);
+    const read = (await c.req('GET', '/api/sessions/team/messages')).json.data.messages as Array<{
+      sender_role: string;
+      content: string;
+      delivery_status: string;
+    }>;
+    expect(read.filter((m) => m.sender_role === 'Operator').map((m) => m.delivery_status)).toEqual([
+      'pending',
+      'pending',
+      'pending',
+      'pending',
+    ]);
+    const pulled = await rt.run({ op: 'pull', sid: 'sess_test', args: {} });
+    const framed = (pulled.data as { messages: Array<{ framed: string }> }).messages.map((m) => m.framed);
+    expect(framed[0]).toMatch(/^\[OpenComms\] from Operator \| type: manual \| id: ocm_/);
+    expect(framed[0]).toContain('<<<UNTRUSTED_PEER_MESSAGE>>>\nship it\n<<<END_UNTRUSTED_PEER_MESSAGE>>>');
+    expect(await c.req('POST', '/api/sessions/team/messages', { body: { content: '', to: 'Lead' } })).toMatchObject({
+      status: 400,
+      json: { data: { reason: 'content_empty' } },
+    });
+    await c.req('POST', '/api/sessions/team/pause');
+    expect(await c.req('POST', '/api/sessions/team/messages', { body: { content: 'held', to: 'Lead' } })).toMatchObject(
+      {
+        status: 400,
+        json: { ok: false, data: { reason: 'channel_paused' } },
+      },
+    );
+    await rt.close();
+  });
+});
+
 describe('CON-3 save → resume as new → delete', () => {
   it('saves with a summary, shows the archive, resumes it as a new session, deletes both', async () => {
     const rt = await seed();

@@ -25,6 +25,8 @@ const ui = {
   recipient: null,
   host: 'opencode',
   join: null,
+  /** The operator's message being written, kept across live re-renders: `to` is a role or '*'. */
+  compose: { to: '*', text: '' },
 };
 
 // ---- small DOM helpers ----------------------------------------------------------------------
@@ -278,6 +280,48 @@ function agentsTable(d) {
       d.agents.map((a) => agentRow(a, live, d.agent_state_help)),
     ),
   );
+}
+
+/** The operator writes to the session's agents (operator.md "Speaking to the agents"): framed like
+ *  every message, sender Operator, every rule of a send applies; a refusal says what to do. */
+function composePanel(d) {
+  const live = d.agents.filter((a) => !a.stale);
+  const options = [h('option', { value: '*' }, 'everyone'), ...live.map((a) => h('option', { value: a.role }, a.role))];
+  const to = h(
+    'select',
+    { id: 'compose-to', 'aria-label': 'To', onchange: (e) => (ui.compose.to = e.target.value) },
+    options,
+  );
+  to.value = live.some((a) => a.role === ui.compose.to) ? ui.compose.to : '*';
+  const text = h('textarea', {
+    id: 'compose-text',
+    rows: 3,
+    'aria-label': 'Message',
+    placeholder: 'Write to the agents…',
+    oninput: (e) => (ui.compose.text = e.target.value),
+  });
+  text.value = ui.compose.text;
+  return h(
+    'section.panel',
+    { 'aria-labelledby': 'compose-title' },
+    h('h3', { id: 'compose-title' }, 'Write to the agents'),
+    h(
+      'form.compose',
+      { onsubmit: sendMessage },
+      h('label', {}, 'To ', to),
+      text,
+      h('button', { type: 'submit', id: 'compose-send' }, 'Send'),
+    ),
+  );
+}
+
+async function sendMessage(e) {
+  e.preventDefault();
+  const content = ui.compose.text;
+  const body = ui.compose.to === '*' ? { content, broadcast: true } : { content, to: ui.compose.to };
+  const r = await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/messages`, body, (x) => x.message);
+  if (r) ui.compose.text = '';
+  $('compose-text').value = ui.compose.text;
 }
 
 function joinPanel(d) {
@@ -545,15 +589,23 @@ function renderDetail() {
       h('h3', { id: 'agents-title' }, 'Agents'),
       agentsTable(d),
     ),
+    live ? composePanel(d) : null,
     live ? joinPanel(d) : null,
     live && ui.deliveries ? deliveryPanel(ui.deliveries) : null,
   ];
+  const writing = document.activeElement?.id === 'compose-text' ? document.activeElement : null;
+  const caret = writing ? [writing.selectionStart, writing.selectionEnd] : null;
   main.replaceChildren(...parts.filter(Boolean));
   // Keep keyboard focus on the row or host tab it was on across a re-render (a live update must not
   // send a keyboard user's next Enter nowhere).
   if (focused?.envelope) main.querySelector(`tr[data-envelope="${CSS.escape(focused.envelope)}"]`)?.focus();
   else if (focused?.recipient) main.querySelector(`tr[data-recipient="${CSS.escape(focused.recipient)}"]`)?.focus();
   else if (focused?.host) main.querySelector(`.tab[data-host="${CSS.escape(focused.host)}"]`)?.focus();
+  else if (caret) {
+    const t = $('compose-text');
+    t?.focus();
+    t?.setSelectionRange(caret[0], caret[1]);
+  }
 }
 
 function render() {
