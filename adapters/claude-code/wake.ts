@@ -9,12 +9,22 @@
 // orphaned by a killed `claude` never takes mail (it checks first, and notices within a second);
 // a batch whose Claude Code died before the turn is swept back to the queue. No wake loop: the
 // batch is in flight, not pending, when the woken turn's own Stop starts the next waiter.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { routeLimit } from '../route-limits.ts';
 import type { State } from '../../src/protocol/schema.ts';
-import { openRuntime, processAlive, processTag } from '../../src/runtime/runtime.ts';
+import { openRuntime, processAlive, processTag, Runtime } from '../../src/runtime/runtime.ts';
+import { MemoryStore } from '../../src/store/memory.ts';
 import { HOOK_RUNNER } from '../install/bundles.ts';
 import { SPAWN_HOSTS } from '../spawn.ts';
 import { resolveMember } from './binding.ts';
@@ -103,6 +113,69 @@ const diagnostics = (env: NodeJS.ProcessEnv) => {
     : () => {};
 };
 
+/** The hand-over: the batch to stderr, then exit 2 at once (Claude Code wakes the session when the
+ *  process has exited). Straight to the descriptor, as the hook runner answers: process.stderr
+ *  would first build a stream (loading the net and stream modules, about half a millisecond in a
+ *  waiter) and call back on a later tick. A pipe that takes less than the whole (non-blocking and
+ *  full) gets the rest through the stream, whose callback exits. */
+function wake(text: string): Promise<never> {
+  const bytes = Buffer.from(`${text}\n`);
+  let sent = 0;
+  try {
+    for (let n = 1; n > 0 && sent < bytes.length; sent += n) n = writeSync(2, bytes, sent);
+  } catch {
+    // EAGAIN: the stream writes the rest
+  }
+  if (sent >= bytes.length) process.exit(WAKE_EXIT);
+  return new Promise<never>(() => process.stderr.write(bytes.subarray(sent), () => process.exit(WAKE_EXIT)));
+}
+
+/** A state with more envelopes than this is not copied for a rehearsal: the copy's memory would
+ *  cost the waiter's exit more than the rehearsal saves. */
+const REHEARSAL_MAX_ENVELOPES = 1_000;
+/** The rehearsal's clock runs this far ahead, past the member's delivery cooldown. */
+const REHEARSAL_AHEAD_MS = 5_000;
+
+/** A waiter runs its hand-over once (one drain, one commit, then it exits), so every function on
+ *  that path would run for the first time in this process, when the mail has come (a waiter
+ *  warmed by one hand-over handed the next over ~10 ms sooner). While nothing waits, it rehearses:
+ *  a peer's message to its member, sent and drained and framed on a copy of the state in memory,
+ *  handed to no one. Nothing of it reaches the store (its server process is readied by
+ *  `Store.warm`). Best effort: a member with no peer, or a copy the engine holds (a paused
+ *  channel), rehearses less. */
+async function rehearse(rt: Runtime, ctx: HookContext, sid: string, log: (line: string) => void) {
+  try {
+    const state = await rt.peek();
+    if (Object.keys(state.messages).length > REHEARSAL_MAX_ENVELOPES) return;
+    const r = resolveMember(state, ctx.host, sid);
+    const member = r && 'member' in r ? r.member : null;
+    const ch = Object.values(state.channels).find(
+      (c) => c.lifecycle === 'active' && c.members.some((m) => m.session_id === member),
+    );
+    const peer = ch?.members.find((m) => m.session_id !== member);
+    if (!member || !ch || !peer) return;
+    let shown = () => {};
+    const handed = new Promise<void>((done) => (shown = done));
+    const copy = new Runtime(new MemoryStore(state as State), {
+      tag: rt.tag,
+      now: () => Date.now() + REHEARSAL_AHEAD_MS,
+      log: () => {},
+      driver: {
+        method: 'push',
+        confirmsLater: true,
+        maxSize: routeLimit('claude-code', 'wake'),
+        owns: (rid) => rid === member,
+        deliver: async () => shown(),
+      },
+    });
+    await copy.run({ op: 'send', sid: peer.session_id, args: { channel: ch.name, content: 'rehearsal', to: member } });
+    await Promise.race([handed, new Promise((later) => setTimeout(later, 1_000).unref())]);
+    await copy.close();
+  } catch (e) {
+    log(`rehearsal failed: ${(e as Error).message}`);
+  }
+}
+
 export async function runWaiter(ctx: HookContext): Promise<number> {
   const claudePid = Number(ctx.env.CLAUDE_PID);
   const sid = ctx.input.session_id;
@@ -135,7 +208,7 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
         if (!ready()) throw new Error('the Claude Code session ended before the wake');
         log(`waking for ${rid}: ${ids.length} message(s) ${ids.join(' ')}`);
         reg.release();
-        return new Promise<void>(() => process.stderr.write(`${text}\n`, () => process.exit(WAKE_EXIT)));
+        return wake(text);
       },
     },
   });
@@ -157,5 +230,8 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
   }, LIVENESS_MS);
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void stop(sig));
   await rt.start();
+  // Readied for the wake while nothing waits: see `rehearse`.
+  await rt.store.warm?.();
+  await rehearse(rt, ctx, sid, log);
   return new Promise<number>(() => {}); // runs until a wake, a newer waiter, or the end of Claude Code
 }

@@ -74,6 +74,9 @@ export interface Store {
   sessions?(): Promise<SessionsState | null>;
   /** A token that changes whenever the state changes (the live object itself may not). */
   revision(): Promise<string>;
+  /** Readies the store for a first mutation that must be quick, writing nothing (PostgreSQL: the
+   *  connection's server process compiles the commit); a store with nothing to ready has none. */
+  warm?(): Promise<void>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a
    *  change, and nothing at all if it throws. */
   mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T>;

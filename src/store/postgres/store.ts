@@ -89,9 +89,9 @@ interface ChangeRow {
   archives: boolean;
 }
 
-/** `q` as one simple query that ends the transaction too: its values written in as literals (a
- *  query with parameters is one statement), then COMMIT. */
-function withCommit(q: pg.QueryConfig): string {
+/** `q` with its values written in as literals: one simple query may then hold more statements (a
+ *  query with parameters is one statement). */
+function literally(q: pg.QueryConfig): string {
   const literal = (v: unknown): string =>
     v === null || v === undefined
       ? 'null'
@@ -100,8 +100,11 @@ function withCommit(q: pg.QueryConfig): string {
         : Array.isArray(v)
           ? `array[${v.map(literal).join(',')}]::${typeof v[0] === 'number' ? 'int' : 'text'}[]`
           : pg.escapeLiteral(String(v));
-  return `${q.text.replace(/\$(\d+)/g, (_, n: string) => literal(q.values![Number(n) - 1]))}; commit;`;
+  return q.text.replace(/\$(\d+)/g, (_, n: string) => literal(q.values![Number(n) - 1]));
 }
+
+/** `q` as one simple query that ends the transaction too, then COMMIT. */
+const withCommit = (q: pg.QueryConfig): string => `${literally(q)}; commit;`;
 
 export class PgStore implements Store {
   readonly location: string;
@@ -583,23 +586,45 @@ export class PgStore implements Store {
       throw e;
     }
     const history = out.history?.length ? historyBatches(out.history.map(raw)) : null;
-    const query: pg.QueryConfig = {
+    const query = this.commitQuery([
+      c.seq,
+      JSON.stringify(checked.ops),
+      history?.channels ?? null,
+      history?.counts ?? null,
+      history?.ids ?? null,
+      history?.envelopes ?? null,
+      archive && JSON.stringify(archive),
+      out.deleteArchive ?? null,
+      out.deleteHistory?.length ? out.deleteHistory : null,
+      mail.upsert.length || mail.remove.length ? JSON.stringify({ upsert: mail.upsert, remove: mail.remove }) : null,
+    ]);
+    return { query, undo, answer, ops: query.values![1] as string };
+  }
+
+  /** The commit statement (a statement prepared once per connection, by name). */
+  private commitQuery(values: unknown[]): pg.QueryConfig {
+    return {
       name: `${this.schema}.commit`,
       text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      values: [
-        c.seq,
-        JSON.stringify(checked.ops),
-        history?.channels ?? null,
-        history?.counts ?? null,
-        history?.ids ?? null,
-        history?.envelopes ?? null,
-        archive && JSON.stringify(archive),
-        out.deleteArchive ?? null,
-        out.deleteHistory?.length ? out.deleteHistory : null,
-        mail.upsert.length || mail.remove.length ? JSON.stringify({ upsert: mail.upsert, remove: mail.remove }) : null,
-      ],
+      values,
     };
-    return { query, undo, answer, ops: query.values![1] as string };
+  }
+
+  /** Readies this connection's server process for a first commit that must be quick (a Claude Code
+   *  wake waiter: one commit, then it exits). A server process runs the `commit` function's first
+   *  call slowly (it compiles the function and plans each statement as it first meets it: a fresh
+   *  connection's first drain took several ms more), so this one runs a commit of no change on the
+   *  cache's head, rolled back: every statement a drain's commit runs, nothing kept, no
+   *  notification sent. One simple query (no round trip inside the transaction): the head's row
+   *  lock is held only while the server runs it. A failure (a head moved on, a retired project)
+   *  leaves the commit itself to find out. */
+  async warm(): Promise<void> {
+    const base = this.cache?.seq;
+    if (base === undefined) return;
+    const none = this.commitQuery([base, '[]', null, null, null, null, null, null, null, '{"upsert":[],"remove":[]}']);
+    await this.query(`begin; ${literally(none)}; rollback;`).catch(() =>
+      this.client?.query('rollback').catch(() => {}),
+    );
   }
 
   /** The state whole at `c.seq`, so that a cold start reads it and a bounded tail. Written in the
