@@ -4,6 +4,8 @@ import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { CHANNEL_NAME_RE } from '../protocol/ids.ts';
+import { MAX_CHANNEL_NAME } from '../protocol/limits.ts';
 import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
 import { openRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.ts';
 import { CLI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
@@ -87,6 +89,31 @@ function existingDir(dir: string): string {
   return dir;
 }
 
+/** Longest part of a rejected name shown back: enough to recognise it, never a name it starts with. */
+const NAME_SHOWN = 24;
+
+/** A channel (session) name as the operator typed it, or the one refusal every command gives for a
+ *  name no channel can have: over MAX_CHANNEL_NAME characters (its length named, never the channel
+ *  its first characters would name), or outside the name rule (protocol.md "Rules and defaults"). */
+export function channelArg(raw: string): string {
+  const name = raw.trim().toLowerCase();
+  if (name.length > MAX_CHANNEL_NAME)
+    throw new RefusalError(
+      refuse(
+        'invalid_channel_name',
+        `"${raw.trim().slice(0, NAME_SHOWN)}…" is not a channel name: it has ${name.length} characters, and a channel name has at most ${MAX_CHANNEL_NAME}.`,
+      ),
+    );
+  if (!CHANNEL_NAME_RE.test(name))
+    throw new RefusalError(
+      refuse(
+        'invalid_channel_name',
+        `"${raw}" is not a channel name: use 1-${MAX_CHANNEL_NAME} lowercase letters, digits, "-" or "_", starting with a letter or digit.`,
+      ),
+    );
+  return raw;
+}
+
 /** The CLI acts as the operator with the `cli-local-project` sentinel (protocol.md "Timer, kick, sessions"). */
 export const cliOperator = (project: string) => operatorActor(project, CLI_PROJECT_ID);
 
@@ -104,6 +131,28 @@ export async function withRuntime<T>(
   }
 }
 
+/** The engine speaks to agents (protocol.md "Refusal reasons"): its next steps name MCP tools and
+ *  send the agent to the operator. The operator at the CLI gets the command that does it instead. */
+const FOR_OPERATOR: Array<[RegExp, string]> = [
+  [
+    /Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree\./,
+    '`opencomms session list` lists the sessions of this project.',
+  ],
+  [/List archives with opencomms_archive\./, '`opencomms session list` lists the saved ones.'],
+  [
+    /Channel "([^"]+)" is paused\. Resume it with opencomms_resume, or wait\./,
+    'Channel "$1" is paused: `opencomms resume $1` releases it.',
+  ],
+  [/Resume it first \(opencomms_resume_session or (`opencomms session resume [^`]+`)\)\./, 'Resume it first: $1.'],
+];
+
+export function forOperator<R extends ToolResult<object>>(r: R): R {
+  if (r.ok) return r;
+  let message = r.message;
+  for (const [from, to] of FOR_OPERATOR) message = message.replace(from, to);
+  return message === r.message ? r : { ...r, message };
+}
+
 /**
  * Prints a result: with `--json` exactly one `{ok, message, data}` document on stdout; otherwise
  * the text rendering on stdout, or the refusal's message on stderr. Returns the exit code.
@@ -115,9 +164,11 @@ export function answer<D extends object>(
   json: boolean | undefined,
   text: (data: D) => string,
 ): number {
-  if (json) io.out(`${JSON.stringify(r)}\n`);
+  // A refusal is one line, whoever wrote its message.
+  const said = r.ok ? r : forOperator({ ...r, message: r.message.trim().replace(/\s*\n\s*/g, ' ') });
+  if (json) io.out(`${JSON.stringify(said)}\n`);
   else if (r.ok) io.out(ensureNewline(text(r.data as D)));
-  else io.err(`opencomms: ${r.message}\n`);
+  else io.err(`opencomms: ${said.message}\n`);
   return r.ok ? EXIT_OK : EXIT_FAIL;
 }
 

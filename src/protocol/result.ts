@@ -53,6 +53,7 @@ export const REASONS = [
   'invalid_member_id',
   'pin_conflict',
   'host_not_installable',
+  'host_not_found',
   'config_malformed',
   'store_unwritable',
   'state_too_large',

@@ -13,7 +13,7 @@ import { MAX_CHANNEL_NAME } from '../../src/protocol/limits.ts';
 import { resolvePaths } from '../../src/store/index.ts';
 import { BIN } from '../helpers/process.ts';
 import { withReadOnly } from '../helpers/read-only.ts';
-import { cli } from './fixtures.ts';
+import { cli, liveProject } from './fixtures.ts';
 
 let dir: string;
 beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-refuse-'))));
@@ -130,11 +130,47 @@ describe('plain values', () => {
     const name = 'a'.repeat(MAX_CHANNEL_NAME);
     expect((await cli('session', 'create', name, '--project', dir)).code).toBe(0);
     const r = await cli('session', 'save', `${name}b`, '--project', dir, '--json');
-    expect(r.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
+    expect(r.json()).toMatchObject({ ok: false, data: { reason: 'invalid_channel_name' } });
     expect(r.json().message).toContain(
       `it has ${MAX_CHANNEL_NAME + 1} characters, and a channel name has at most ${MAX_CHANNEL_NAME}`,
     );
     expect(r.json().message).not.toContain(name);
     expect((await cli('session', 'get', name, '--project', dir)).code).toBe(0); // still live: nothing was saved
+  });
+});
+
+describe('refusals speak to the operator', () => {
+  it('no CLI refusal sends the operator to the operator or to an MCP tool', async () => {
+    await liveProject(dir);
+    expect((await cli('pause', 'team', '--project', dir)).code).toBe(0);
+    const runs = [
+      ['session', 'get', 'nosuch'],
+      ['session', 'save', 'nosuch'],
+      ['session', 'delete', 'nosuch', '--confirm'],
+      ['session', 'resume', 'nosuch'],
+      ['members', 'nosuch'],
+      ['pause', 'nosuch'],
+      ['join-command', 'nosuch'],
+      ['send', 'team', 'hello', '--to', 'Lead'],
+      ['send', 'old', 'hello', '--to', 'Lead'],
+    ];
+    for (const argv of runs) {
+      const r = await cli(...argv, '--project', dir);
+      expect(r.code, argv.join(' ')).toBe(1);
+      expect(r.err, argv.join(' ')).toMatch(/^opencomms: [^\n]+\n$/);
+      expect(r.err, argv.join(' ')).not.toMatch(/report this to the operator|opencomms_[a-z]/);
+    }
+    expect((await cli('session', 'resume', 'nosuch', '--project', dir)).err).toContain('`opencomms session list`');
+  });
+
+  it('session delete without --confirm says what this deletion removes', async () => {
+    await liveProject(dir);
+    const live = await cli('session', 'delete', 'team', '--project', dir, '--json');
+    expect(live.json()).toMatchObject({ ok: false, data: { reason: 'confirm_required' } });
+    expect(live.json().message).toContain('its members and undelivered mail are discarded');
+    expect(live.json().message).not.toContain('archive');
+    const saved = await cli('session', 'delete', 'old', '--project', dir, '--json');
+    expect(saved.json().message).toContain('its archive and history are removed');
+    expect((await cli('session', 'get', 'team', '--project', dir)).code).toBe(0);
   });
 });

@@ -181,6 +181,18 @@ describe('opencomms watch', () => {
     expect(r.err).toContain('schema_version 3');
   });
 
+  it('--channel naming no channel yet says so on its ready line; a saved one is refused lifecycle_refused', async () => {
+    const w = await watch('--channel', 'nosuch');
+    expect(w.stderr()).toContain('(channel nosuch, which does not exist yet: its lines start when it is created;');
+    const op = { operator: true as const, project_id: 'cli-local-project', worktree: dir };
+    await must(rt.run({ op: 'create_session', actor: op, args: { channel: 'old' } }));
+    await must(rt.run({ op: 'save_session', actor: op, args: { channel: 'old', summary: 'Old.' } }));
+    const r = await cli('watch', '--channel', 'old', '--project', dir, '--json');
+    expect(r.code).toBe(1);
+    expect(r.err).toBe('');
+    expect(r.json()).toMatchObject({ ok: false, data: { reason: 'lifecycle_refused', lifecycle: 'saved' } });
+  });
+
   it('refuses a malformed channel name (exit 1)', async () => {
     const p = start([BIN, 'watch', '--channel', 'Not A Name', '--project', dir]);
     procs.push(p);

@@ -82,6 +82,7 @@ export const NOT_THROUGH_MCP = {
   invalid_member_id: 'CLI/console only: install-member (FEATURES.md §3.4, §8.3)',
   pin_conflict: 'CLI/console only: install-member (FEATURES.md §3.4, §8.3)',
   host_not_installable: 'CLI/console only: install (FEATURES.md §3.4, §9)',
+  host_not_found: 'CLI only: `opencomms codex` with no Codex binary to run',
   config_malformed: 'CLI/console only: install (FEATURES.md §3.4, §6.7, §8.1)',
   hold_lost:
     'a delivery commit or requeue of the runtime (not a tool): the answer to a process that lost its hold on a batch',

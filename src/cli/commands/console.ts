@@ -6,8 +6,9 @@ import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { LOOPBACK_BINDS } from '../../console/guard.ts';
 import { DEFAULT_PORT } from '../../console/limits.ts';
+import { refuse, RefusalError } from '../../protocol/result.ts';
 import type { CliCommand } from '../command.ts';
-import { EXIT_FAIL, EXIT_OK, projectOf, type CliContext } from '../context.ts';
+import { EXIT_OK, projectOf, type CliContext } from '../context.ts';
 
 /** The largest TCP port number. */
 const MAX_PORT = 65_535;
@@ -35,16 +36,22 @@ interface Flags {
 async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
   // Decimal digits only: Number() would also take "0x50" (port 80) and "1e3" (port 1000).
   const port = /^[0-9]{1,5}$/.test(o.port) ? Number(o.port) : NaN;
-  if (!(port >= 1 && port <= MAX_PORT)) {
-    ctx.io.err(`opencomms: --port must be a whole number from 1 to ${MAX_PORT} in decimal digits (not "${o.port}").\n`);
-    return ctx.exit(EXIT_FAIL);
-  }
-  if (!(LOOPBACK_BINDS as readonly string[]).includes(o.bind)) {
-    ctx.io.err(
-      `opencomms: refusing to listen on "${o.bind}": the console binds loopback only (${LOOPBACK_BINDS.join(', ')}).\n`,
+  if (!(port >= 1 && port <= MAX_PORT))
+    throw new RefusalError(
+      refuse(
+        'invalid_argument',
+        `--port must be a whole number from 1 to ${MAX_PORT} in decimal digits (not "${o.port}").`,
+        { field: 'port' },
+      ),
     );
-    return ctx.exit(EXIT_FAIL);
-  }
+  if (!(LOOPBACK_BINDS as readonly string[]).includes(o.bind))
+    throw new RefusalError(
+      refuse(
+        'invalid_argument',
+        `refusing to listen on "${o.bind}": the console binds loopback only (${LOOPBACK_BINDS.join(', ')}).`,
+        { field: 'bind' },
+      ),
+    );
   const project = projectOf(cmd);
   const log = (l: string) => ctx.io.err(`[opencomms-console] ${l}\n`);
   const { startConsole } = await import('../../console/server.ts');
@@ -52,11 +59,17 @@ async function serve(ctx: CliContext, cmd: Command, o: Flags, open: boolean) {
   try {
     server = await startConsole({ project, port, bindAddress: o.bind, log });
   } catch (e) {
+    if (e instanceof RefusalError) throw e;
     const err = e as NodeJS.ErrnoException;
-    ctx.io.err(
-      `opencomms: ${err.code === 'EADDRINUSE' ? `port ${port} on ${o.bind} is in use; pass --port <another>` : err.message}.\n`,
+    throw new RefusalError(
+      refuse(
+        'invalid_argument',
+        err.code === 'EADDRINUSE'
+          ? `port ${port} on ${o.bind} is in use; pass --port <another>.`
+          : `the console cannot listen on ${o.bind}:${port} (${err.code ?? err.message}); pass another --port or --bind.`,
+        { field: 'port', code: err.code ?? null },
+      ),
     );
-    return ctx.exit(EXIT_FAIL);
   }
   // The signal handlers come before the ready line: whoever reads it may stop us at once, and a
   // signal with no handler yet kills the process instead of closing the console.

@@ -109,16 +109,24 @@ function register(program: Command, ctx: CliContext) {
       .option('--confirm', 'required: deletion is permanent'),
   ).action(async (name: string, o: { json?: boolean; confirm?: boolean }, cmd: Command) => {
     const project = projectOf(cmd);
-    const r = o.confirm
-      ? await withRuntime(project, (rt) =>
-          rt.run({
-            op: 'delete_session',
-            actor: cliOperator(project),
-            args: { channel: name, confirm: true },
-            archive: null,
-          }),
-        )
-      : refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with --confirm.');
+    const r = await withRuntime(project, async (rt) => {
+      // What the deletion removes depends on what the name is: a live channel's mail, or a saved one's archive.
+      const found = await rt.run({ op: 'session_get', args: { channel: name } });
+      if (!found.ok) return found;
+      if (!o.confirm)
+        return refuse(
+          'confirm_required',
+          (found.data as SessionDetail).kind === 'live'
+            ? `Deleting the live session "${(found.data as SessionDetail).name}" is permanent: its members and undelivered mail are discarded. Repeat with --confirm.`
+            : `Deleting the saved session "${(found.data as SessionDetail).name}" is permanent: its archive and history are removed. Repeat with --confirm.`,
+        );
+      return rt.run({
+        op: 'delete_session',
+        actor: cliOperator(project),
+        args: { channel: name, confirm: true },
+        archive: null,
+      });
+    });
     ctx.exit(answer(ctx.io, r, o.json, () => r.message));
   });
 

@@ -2,9 +2,29 @@
 // line per envelope / recipient / member machine transition as it happens in any process, until
 // Ctrl-C. `--json`: one JSON object per line, for scripts.
 import { normaliseChannelName } from '../../engine/lookup.ts';
+import type { SessionDetail } from '../../engine/operator.ts';
+import { refuse, type Refusal, RefusalError } from '../../protocol/result.ts';
 import type { CliCommand } from '../command.ts';
-import { EXIT_FAIL, EXIT_OK, projectOf } from '../context.ts';
-import { openRuntime } from '../../runtime/runtime.ts';
+import { EXIT_OK, projectOf } from '../context.ts';
+import { openRuntime, type Runtime } from '../../runtime/runtime.ts';
+
+/** What `--channel` names now: a live channel, none yet (its lines appear once it is created), or
+ *  a saved one, refused: nothing on it can move again (a resume makes a new channel). */
+async function channelNow(rt: Runtime, channel: string): Promise<'live' | 'none'> {
+  const r = await rt.run({ op: 'session_get', args: { channel } });
+  if (!r.ok) {
+    if (r.data?.reason === 'channel_not_found') return 'none';
+    throw new RefusalError(r as Refusal);
+  }
+  if ((r.data as SessionDetail).kind === 'live') return 'live';
+  throw new RefusalError(
+    refuse(
+      'lifecycle_refused',
+      `"${channel}" is a saved session, not a live channel: nothing on it moves. Resume it (\`opencomms session resume ${channel}\`) and watch the new one.`,
+      { lifecycle: 'saved' },
+    ),
+  );
+}
 
 export const watch: CliCommand = {
   register(program, ctx) {
@@ -14,11 +34,8 @@ export const watch: CliCommand = {
       .option('--channel <name>', 'only this channel')
       .option('--json', 'one JSON object per line')
       .action(async (o: { channel?: string; json?: boolean }, cmd) => {
-        const channel = o.channel === undefined ? undefined : normaliseChannelName(o.channel);
-        if (channel === null) {
-          ctx.io.err(`opencomms: "${o.channel}" is not a channel name (lowercase letters, digits, "-", "_").\n`);
-          return ctx.exit(EXIT_FAIL);
-        }
+        // main judged the name already (one answer for every command).
+        const channel = o.channel === undefined ? undefined : (normaliseChannelName(o.channel) ?? undefined);
         const [{ renderLine }, { streamChanges }] = await Promise.all([
           import('../watch/diff.ts'),
           import('../watch/stream.ts'),
@@ -26,7 +43,9 @@ export const watch: CliCommand = {
         const project = projectOf(cmd);
         const rt = openRuntime(project, { log: (l) => ctx.io.err(`[opencomms] ${l}\n`) });
         let w;
+        let now: 'live' | 'none' = 'live';
         try {
+          if (channel) now = await channelNow(rt, channel);
           w = await streamChanges(rt.store, {
             channel,
             log: (l) => ctx.io.err(`[opencomms] ${l}\n`),
@@ -35,8 +54,7 @@ export const watch: CliCommand = {
           });
         } catch (e) {
           await rt.close();
-          ctx.io.err(`opencomms: ${(e as Error).message}\n`);
-          return ctx.exit(EXIT_FAIL);
+          throw e; // main answers it: one line, or the --json document
         }
         // The signal handlers come before the ready line: whoever reads it may stop us at once.
         const stopped = new Promise<void>((resolve) => {
@@ -47,7 +65,12 @@ export const watch: CliCommand = {
               resolve();
             });
         });
-        ctx.io.err(`Watching ${project}${channel ? ` (channel ${channel})` : ''}; Ctrl-C stops.\n`);
+        const which = !channel
+          ? ''
+          : now === 'live'
+            ? ` (channel ${channel})`
+            : ` (channel ${channel}, which does not exist yet: its lines start when it is created; \`opencomms session list\` lists the sessions there are)`;
+        ctx.io.err(`Watching ${project}${which}; Ctrl-C stops.\n`);
         await stopped;
         await w.close();
         await rt.close();
