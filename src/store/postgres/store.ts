@@ -610,7 +610,7 @@ export class PgStore implements Store {
     };
   }
 
-  /** Readies this connection's server process for a first commit that must be quick (a Claude Code
+  /** Readies this connection's server process for a first commit that must be quick (a host's
    *  wake waiter: one commit, then it exits). A server process runs the `commit` function's first
    *  call slowly (it compiles the function and plans each statement as it first meets it: a fresh
    *  connection's first drain took several ms more), so this one runs a commit of no change on the
