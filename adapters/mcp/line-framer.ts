@@ -6,7 +6,8 @@
 // - one JSON-RPC message per line; a trailing "\r" is stripped (and not counted); blank lines are ignored;
 // - a line over `maxLineBytes` UTF-8 bytes (counted across chunks) becomes a -32700 error frame, its
 //   bytes up to the next newline are discarded, and at most `maxLineBytes` bytes are ever buffered;
-// - malformed JSON → -32700 id:null; JSON that is not a JSON-RPC message (SDK schema) → -32600.
+// - malformed JSON → -32700 id:null; JSON that is not a JSON-RPC message (SDK schema) → -32600;
+// - at the end of input, an unfinished last line is framed as if a newline followed it (`end`).
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_MAX_BUFFER_BYTES, MCP_MAX_FRAME_BYTES } from '../../src/protocol/limits.ts';
@@ -154,6 +155,14 @@ export class LineFramer {
       start = nl + 1;
     }
     return out;
+  }
+
+  /** The input ended: an unfinished last line (no newline after it) is framed as if one came. */
+  end(): Framed[] {
+    if (this.pendingBytes === 0) return [];
+    this.pendingCR = false; // a "\r" at the very end is the line's end, as before a newline
+    const f = this.finishLine();
+    return f ? [f] : [];
   }
 
   /** Forgets an unfinished line (the input ended). */

@@ -2,7 +2,7 @@
 // McpServer lists the tools from their zod shapes; tools/call is answered by our own handler so
 // that a missing or mistyped argument is a JSON-RPC -32602, not an isError result.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { CallToolRequestSchema, ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { HOST_LABEL_RE, MEMBER_ID_RE } from '../../src/protocol/ids.ts';
 import { routeLimit } from '../route-limits.ts';
 import { refuse, type ToolResult } from '../../src/protocol/result.ts';
@@ -67,7 +67,7 @@ export function buildServer(
 
   server.server.setRequestHandler(CallToolRequestSchema, async (req) => {
     const tool = byName.get(req.params.name);
-    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`);
+    if (!tool) throw invalidParamsError(`Unknown tool: ${req.params.name}`);
     const prepared = validate(tool, req.params.arguments ?? {});
     await ready;
     return asToolResult(await call(rt, tool, prepared, opts.pin, ctx));
@@ -75,13 +75,16 @@ export function buildServer(
   return server;
 }
 
+/** A -32602 whose wire message is the problem alone: an McpError's message starts "MCP error
+ *  -32602: ", which the SDK puts on the wire and a client's McpError then prefixes once more. */
+const invalidParamsError = (message: string) => Object.assign(new Error(message), { code: ErrorCode.InvalidParams });
+
 /** Required arguments (`key in args`) and JSON types, checked before anything runs. */
 function validate(tool: ToolDef, raw: Record<string, unknown>): Extract<Prepared, { ok: true }> {
   const missing = tool.required.filter((k) => !(k in raw));
-  if (missing.length)
-    throw new McpError(ErrorCode.InvalidParams, `Missing required argument(s) for ${tool.name}: ${missing.join(', ')}`);
+  if (missing.length) throw invalidParamsError(`Missing required argument(s) for ${tool.name}: ${missing.join(', ')}`);
   const prepared = tool.prepare(raw);
-  if (!prepared.ok) throw new McpError(ErrorCode.InvalidParams, prepared.problem);
+  if (!prepared.ok) throw invalidParamsError(prepared.problem);
   return prepared;
 }
 
@@ -122,7 +125,9 @@ export async function runMcpServer(o: McpOptions): Promise<number> {
   const env = o.env ?? process.env;
   const host = o.host ?? 'mcp';
   if (!HOST_LABEL_RE.test(host) || host === 'generic') {
-    log(`refusing to start: --host "${host}" is not a valid host label (lowercase, letter first, not "generic")`);
+    log(
+      `refusing to start (invalid_argument): --host "${host}" is not a valid host label (lowercase, letter first, not "generic")`,
+    );
     return 1;
   }
   const pin = memberIdFromEnv(env);

@@ -2,12 +2,23 @@
 // (line-framer.ts, where every framing rule lives). The SDK's StdioServerTransport cannot be
 // used: it closes itself when its buffer overflows and answers malformed lines with nothing, so a
 // client waits 60 s. Nothing but JSON-RPC is ever written to `output`; diagnostics go to `onLog`.
+// When the input ends, every request already read is still answered before the transport closes
+// (`echo <request> | opencomms mcp` gets its answer), for at most END_GRACE_MS.
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { LineFramer, type ProtocolErrorFrame } from './line-framer.ts';
+import type { JSONRPCMessage, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { type Framed, LineFramer, type ProtocolErrorFrame } from './line-framer.ts';
 
 export { INVALID_REQUEST, PARSE_ERROR, protocolErrorFor, sniffRequestId } from './line-framer.ts';
+
+/** After the input ended, how long requests already read may take to be answered before the
+ *  transport closes without them (a handler that never answers must not keep the server forever). */
+export const END_GRACE_MS = 60_000;
+
+const isRequest = (m: JSONRPCMessage): m is JSONRPCMessage & { id: RequestId; method: string } =>
+  'method' in m && 'id' in m;
+const isResponse = (m: JSONRPCMessage): m is JSONRPCMessage & { id: RequestId } =>
+  !('method' in m) && 'id' in m && ('result' in m || 'error' in m);
 
 export interface LineLimitedStdioTransportOptions {
   /** Longest accepted line in UTF-8 bytes, excluding the newline and a trailing "\r". */
@@ -26,6 +37,10 @@ export class LineLimitedStdioTransport implements Transport {
   private started = false;
   private closed = false;
   private drainWaiters: Array<(err?: Error) => void> = [];
+  /** Requests handed to `onmessage` and not answered yet. */
+  private readonly unanswered = new Set<RequestId>();
+  private ended = false;
+  private late?: NodeJS.Timeout;
 
   constructor(
     private readonly input: Readable = process.stdin,
@@ -71,12 +86,19 @@ export class LineLimitedStdioTransport implements Transport {
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
-    return this.writeLine(text);
+    const answered = isResponse(message) && this.unanswered.delete(message.id);
+    const written = this.writeLine(text);
+    if (answered && this.ended && this.unanswered.size === 0) {
+      const close = () => void this.close();
+      written.then(close, close);
+    }
+    return written;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.late);
     this.input.off('data', this.onData);
     this.input.off('end', this.onEnd);
     this.input.off('close', this.onEnd);
@@ -96,12 +118,17 @@ export class LineLimitedStdioTransport implements Transport {
 
   private onData = (data: Buffer | string): void => {
     if (this.closed) return;
-    for (const f of this.framer.push(typeof data === 'string' ? Buffer.from(data, 'utf8') : data)) {
+    this.handle(this.framer.push(typeof data === 'string' ? Buffer.from(data, 'utf8') : data));
+  };
+
+  private handle(frames: Framed[]): void {
+    for (const f of frames) {
       if (f.kind === 'error') {
         this.onLog(f.log);
         this.writeError(f.frame);
         continue;
       }
+      if (isRequest(f.message)) this.unanswered.add(f.message.id);
       try {
         this.onmessage?.(f.message);
       } catch (err) {
@@ -109,10 +136,24 @@ export class LineLimitedStdioTransport implements Transport {
       }
       if (this.closed) return;
     }
-  };
+  }
 
+  /** The input ended: nothing more comes, but what was read is answered first. */
   private onEnd = (): void => {
-    void this.close();
+    if (this.ended || this.closed) return;
+    this.ended = true;
+    this.input.off('data', this.onData);
+    this.handle(this.framer.end());
+    if (this.closed) return;
+    if (this.unanswered.size === 0) {
+      void this.close();
+      return;
+    }
+    this.late = setTimeout(() => {
+      this.onLog(`mcp transport: input ended; ${this.unanswered.size} request(s) unanswered after ${END_GRACE_MS} ms`);
+      void this.close();
+    }, END_GRACE_MS);
+    this.late.unref();
   };
 
   private onInputError = (err: Error): void => {

@@ -1,6 +1,6 @@
 // What every command module gets: where to write, which project, how to answer. One place for
 // the `--json` document, the exit codes (operator.md "Command line") and the operator identity of the CLI.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -9,6 +9,7 @@ import { MAX_CHANNEL_NAME } from '../protocol/limits.ts';
 import { refuse, RefusalError, type ToolResult } from '../protocol/result.ts';
 import { openRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.ts';
 import { CLI_PROJECT_ID, operatorActor } from '../runtime/operator.ts';
+import { existingDir } from './project-dir.ts';
 
 export interface Io {
   out(text: string): void;
@@ -65,28 +66,6 @@ export function projectOf(cmd: Command, io: Io = processIo): string {
       `opencomms: project ${root.dir} (${root.via === 'git' ? 'the git root' : 'the nearest directory with .opencomms'} above ${cwd})\n`,
     );
   return root.dir;
-}
-
-function existingDir(dir: string): string {
-  let isDir: boolean;
-  try {
-    isDir = statSync(dir).isDirectory();
-  } catch {
-    throw new RefusalError(
-      refuse(
-        'project_not_found',
-        `The project directory ${dir} does not exist. Pass an existing project with --project <dir>.`,
-      ),
-    );
-  }
-  if (!isDir)
-    throw new RefusalError(
-      refuse(
-        'project_not_directory',
-        `${dir} is a file, not a directory. Pass the project's directory with --project <dir>.`,
-      ),
-    );
-  return dir;
 }
 
 /** Longest part of a rejected name shown back: enough to recognise it, never a name it starts with. */

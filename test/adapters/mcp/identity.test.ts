@@ -196,7 +196,7 @@ describe('stderr logging', () => {
     // --host generic is refused at start: exit 1, a reason on stderr, nothing on stdout.
     const generic = spawnRaw(p.dir, { pin: pinFor('g'), host: 'generic' });
     expect(await generic.exited).toBe(1);
-    expect(generic.stderr()).toMatch(/^\[opencomms-mcp\] refusing to start: --host "generic"/);
+    expect(generic.stderr()).toMatch(/^\[opencomms-mcp\] refusing to start \(invalid_argument\): --host "generic"/);
     expect([...generic.lines, ...generic.badLines]).toEqual([]);
 
     // Every stderr line is ours (prefixed), so nothing else leaks there either.

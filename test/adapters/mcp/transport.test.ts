@@ -256,3 +256,24 @@ describe('LineLimitedStdioTransport with the SDK McpServer and Client', () => {
     await server.close();
   });
 });
+
+describe('the end of input', () => {
+  it('closes only once every request read before it is answered; notifications wait for nothing', async () => {
+    const s = setup();
+    await s.t.start();
+    s.input.write(`${req(1)}\n${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n${req(2)}`);
+    s.input.end(); // the last line has no newline: it is read all the same
+    await waitFor(() => s.messages.length === 3);
+    await tick();
+    expect(s.closes()).toBe(0);
+    await s.t.send({ jsonrpc: '2.0', id: 1, result: {} });
+    await tick();
+    expect(s.closes()).toBe(0);
+    await s.t.send({ jsonrpc: '2.0', id: 2, result: {} });
+    await waitFor(() => s.closes() === 1);
+    expect(s.out).toEqual([
+      { jsonrpc: '2.0', id: 1, result: {} },
+      { jsonrpc: '2.0', id: 2, result: {} },
+    ]);
+  });
+});
