@@ -10,7 +10,10 @@ import {
   type ProcessPlace,
 } from '../../runtime/placement.ts';
 import { VERSION } from '../../version.ts';
+import { SCHEMA_VERSION } from '../../protocol/limits.ts';
 import { migrationMarker } from '../../doctor/files.ts';
+import { type Binding, readBinding } from '../../store/binding.ts';
+import { describeUrl } from '../../store/postgres/connect.ts';
 import type { CliCommand } from '../command.ts';
 import { answer, projectOf, withRuntime } from '../context.ts';
 
@@ -32,8 +35,12 @@ export type PlacedStatus = Omit<StatusReport, 'channels'> & {
 const renderProcess = (p: ProcessPlace) =>
   `  pid ${p.pid} on machine ${machineLabel(p.machine, p.machine_name)}${p.this_machine ? ', this machine' : ''}: lease ${p.lease} (${Math.abs(Math.round(p.expires_in_ms / 1000))} s ${p.expires_in_ms >= 0 ? 'left' : 'ago'})`;
 
-export function renderStatus(project: string, d: PlacedStatus, migratedAt: string | null): string {
-  const lines = [`OpenComms ${VERSION} - project ${project}`, 'State schema: v2 at .opencomms/state.json'];
+/** Where the state lives: the files, or the server and project key of the binding. */
+const storeLine = (b: Binding) =>
+  `State schema: v${SCHEMA_VERSION} ${b.kind === 'postgres' ? `in PostgreSQL at ${describeUrl(b.url)}, project key ${b.key}` : 'at .opencomms/state.json'}`;
+
+export function renderStatus(project: string, d: PlacedStatus, migratedAt: string | null, binding: Binding): string {
+  const lines = [`OpenComms ${VERSION} - project ${project}`, storeLine(binding)];
   if (migratedAt)
     lines.push(
       `Migrated from .opencode-comms/state.json (schema 1) at ${migratedAt}; the legacy file was left in place.`,
@@ -67,7 +74,10 @@ export const status: CliCommand = {
           placed(rt.store, rt.machine, await rt.run({ op: 'operator_status' }), placeStatus),
         );
         const marker = await migrationMarker(project);
-        ctx.exit(answer(ctx.io, r, o.json, (d: PlacedStatus) => renderStatus(project, d, marker)));
+        // The runtime opened the same binding, so it reads here as it did there.
+        ctx.exit(
+          answer(ctx.io, r, o.json, (d: PlacedStatus) => renderStatus(project, d, marker, readBinding(project))),
+        );
       });
   },
 };
