@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { type ParseError, parse as parseJsonc, printParseErrorCode } from 'jsonc-parser';
 import {
   HOST as CLAUDE,
   claudePaths,
@@ -141,6 +142,8 @@ export async function install(host: string | undefined, project: string, o: Host
       ? (unrunnablePath(project) ?? unusableStateDir(project))
       : null;
   if (unusable) return outcome(unusable);
+  const malformedConfig = host === undefined ? null : await configSyntax(project, [host]);
+  if (malformedConfig) return outcome(malformedConfig);
   switch (host) {
     case 'opencode': {
       const { installOpenCode } = await import('../../adapters/opencode/install.ts');
@@ -201,6 +204,89 @@ const FOUND_BY: ReadonlyArray<{ host: 'opencode' | typeof CLAUDE | typeof CODEX;
   { host: CODEX, bin: 'codex', files: ['.codex', 'AGENTS.md'] },
 ];
 
+/** The config files each host's install reads and rewrites, with their syntax. */
+const CONFIGS_OF = (project: string, host: string): Array<{ path: string; syntax: 'json' | 'toml' }> =>
+  host === 'opencode'
+    ? [
+        {
+          path: existsSync(join(project, 'opencode.jsonc'))
+            ? join(project, 'opencode.jsonc')
+            : join(project, 'opencode.json'),
+          syntax: 'json',
+        },
+      ]
+    : host === CLAUDE
+      ? [
+          { path: claudePaths(project).mcp, syntax: 'json' },
+          { path: claudePaths(project).settings, syntax: 'json' },
+        ]
+      : host === CODEX
+        ? [
+            { path: codexPaths(project).config, syntax: 'toml' },
+            { path: codexPaths(project).hooks, syntax: 'json' },
+          ]
+        : [];
+
+export interface SyntaxProblem {
+  /** Relative to the project. */
+  file: string;
+  line: number;
+  column: number;
+  problem: string;
+}
+
+/** 1-based line and column of `offset` in `text`. */
+function lineColumn(text: string, offset: number): { line: number; column: number } {
+  const before = text.slice(0, offset);
+  const nl = before.lastIndexOf('\n');
+  return { line: before.split('\n').length, column: offset - nl };
+}
+
+/** Where a config file stops parsing, or null when it parses (or is not there). */
+async function syntaxProblem(project: string, path: string, syntax: 'json' | 'toml'): Promise<SyntaxProblem | null> {
+  const text = (await readTargets([path])).get(path) ?? null;
+  if (text === null) return null;
+  const file = path.slice(project.length + 1);
+  if (syntax === 'toml') {
+    const { parseTOML } = await import('toml-eslint-parser');
+    try {
+      parseTOML(text);
+      return null;
+    } catch (e) {
+      const err = e as { message: string; lineNumber?: number; column?: number };
+      return { file, line: err.lineNumber ?? 1, column: (err.column ?? 0) + 1, problem: err.message };
+    }
+  }
+  const errors: ParseError[] = [];
+  const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true, disallowComments: false });
+  if (errors.length) {
+    const first = errors[0]!;
+    // "PropertyNameExpected" → "property name expected"
+    const problem = printParseErrorCode(first.error)
+      .replace(/([a-z])([A-Z])/g, '$1 $2')
+      .toLowerCase();
+    return { file, ...lineColumn(text, first.offset), problem };
+  }
+  return isObject(value) ? null : { file, line: 1, column: 1, problem: 'not a JSON object' };
+}
+
+/** Every config the installs of `hosts` would read, checked before any of them writes: a file that
+ *  does not parse is named with its line and column, and nothing is written for any host. */
+export async function configSyntax(project: string, hosts: readonly string[]): Promise<Refusal | null> {
+  const problems: SyntaxProblem[] = [];
+  for (const host of hosts)
+    for (const c of CONFIGS_OF(project, host)) {
+      const p = await syntaxProblem(project, c.path, c.syntax);
+      if (p) problems.push(p);
+    }
+  if (!problems.length) return null;
+  return refuse(
+    'config_malformed',
+    `${problems.map((p) => `${p.file}: line ${p.line}, column ${p.column}: ${p.problem}`).join('; ')}; nothing was written. Fix ${problems.length === 1 ? 'it' : 'them'} and run the command again.`,
+    { files: problems },
+  );
+}
+
 /** Each host whose files are in the project or whose CLI runs here, and what showed it. */
 async function foundHosts(project: string, detect: Detect) {
   const found = await Promise.all(
@@ -225,15 +311,23 @@ export async function installAll(project: string, o: HostOptions = {}): Promise<
         `No host found in this project or on the PATH (OpenCode, Claude Code, Codex); nothing was written. Name one: opencomms install <${INSTALLABLE.slice(0, 3).join('|')}>.`,
       ),
     );
+  const malformedConfig = await configSyntax(
+    project,
+    found.map((f) => f.host),
+  );
+  if (malformedConfig) return outcome(malformedConfig);
   const lines: string[] = [];
   const changed: string[] = [];
+  const installed: string[] = [];
   for (const { host, why } of found) {
     lines.push(`${host} (${why}):`);
+    // One line: what stopped, and which hosts were installed before it (their files stay written).
     const failed = (r: CommandResult) =>
       outcome(
         refuse(
           String(r.result.data?.reason ?? 'internal_error') as Reason,
-          [...lines, `  ${r.result.message}`].join('\n'),
+          `${host} (${why}): ${r.result.message}${installed.length ? ` Installed before it: ${installed.join(', ')}.` : ''}`,
+          { ...r.result.data, host, installed },
         ),
       );
     // The member is pinned before the install, which then names it. A committed config may already
@@ -247,6 +341,7 @@ export async function installAll(project: string, o: HostOptions = {}): Promise<
     if (!r.result.ok) return failed(r);
     lines.push(...r.result.message.split('\n').map((l) => `  ${l}`));
     changed.push(...((r.result.data as { changed?: string[] } | undefined)?.changed ?? []));
+    installed.push(host);
   }
   return outcome(ok(lines.join('\n'), { hosts: found.map((f) => f.host), changed }));
 }
