@@ -140,7 +140,7 @@ export const TOOLS: ToolDef[] = [
     description: 'Preview your pending messages on a channel without consuming them. Use opencomms_pull to read them.',
     shape: { channel, limit: limit.optional() },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'inbox', sid: ctx.pin, args: a }),
+    command: (a, ctx) => ({ op: 'inbox', sid: ctx.pin, args: a, max_size: ctx.resultLimit }),
   }),
   tool({
     name: 'opencomms_pull',
@@ -156,7 +156,7 @@ export const TOOLS: ToolDef[] = [
     description: 'Recent messages of a channel, newest first (content framed as untrusted data).',
     shape: { channel, limit: limit.optional() },
     required: ['channel'],
-    command: (a, ctx) => ({ op: 'history', sid: ctx.pin, args: a }),
+    command: (a, ctx) => ({ op: 'history', sid: ctx.pin, args: a, max_size: ctx.resultLimit }),
   }),
   tool({
     name: 'opencomms_update_role',

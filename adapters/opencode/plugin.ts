@@ -184,7 +184,15 @@ class Instance {
     if (!prepared.ok) return refuse('invalid_argument', prepared.problem);
     const gate = def.linked ? (state: Readonly<State>) => rosterGate(state, sid, args.channel, notLinked) : undefined;
     const actor = { sid, project_id: this.projectId, worktree: this.worktree };
-    return this.runtime.run(prepared.command({ pin: sid, caller: () => this.caller(sid), actor }), gate);
+    return this.runtime.run(
+      prepared.command({
+        pin: sid,
+        caller: () => this.caller(sid),
+        actor,
+        resultLimit: routeLimit('opencode', 'tool_result'),
+      }),
+      gate,
+    );
   }
 }
 

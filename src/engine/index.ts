@@ -48,8 +48,14 @@ export type Command =
   | { op: 'session_list'; archives?: readonly ArchiveHead[] }
   | { op: 'session_get'; args: Ch; archive?: Archive | null }
   | { op: 'deliveries'; args: Ch; logged?: Envelope[] }
-  | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown } }
-  | { op: 'history'; sid: string | { operator: true }; args: Ch & { limit?: unknown }; logged?: Envelope[] }
+  | { op: 'inbox'; sid: string; args: Ch & { limit?: unknown }; max_size?: number }
+  | {
+      op: 'history';
+      sid: string | { operator: true };
+      args: Ch & { limit?: unknown };
+      logged?: Envelope[];
+      max_size?: number;
+    }
   /** `max_size`: what the route the answer takes shows whole (limits.ts ROUTE_LIMITS), never a tool argument. */
   | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push'; max_size?: number }
   | { op: 'update_role'; sid: string; args: Ch & { role_prompt: unknown } }
@@ -105,9 +111,9 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'deliveries':
       return deliveries(state, cmd.args, cmd.logged ?? [], env.now);
     case 'inbox':
-      return inbox(state, cmd.sid, cmd.args);
+      return inbox(state, cmd.sid, cmd.args, cmd.max_size);
     case 'history':
-      return history(state, cmd.sid, cmd.args, cmd.logged);
+      return history(state, cmd.sid, cmd.args, cmd.logged, cmd.max_size);
     case 'pull':
       return pull(state, cmd.sid, cmd.args, env, cmd.method, cmd.max_size);
     case 'update_role':

@@ -1,6 +1,12 @@
 // status, inbox, history: reads that change nothing (protocol.md "Result shape", "Drain, commit, requeue, sweep").
-import { frameContent, headerFieldProblem, UNTRUSTED_NOTICE } from '../framing.ts';
-import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT, STATUS_ERRORS_SHOWN } from '../protocol/limits.ts';
+import { frameContent, headerFieldProblem, shownSize, UNTRUSTED_NOTICE } from '../framing.ts';
+import {
+  DEFAULT_READ_LIMIT,
+  MAX_READ_LIMIT,
+  PULL_ANSWER_RESERVE,
+  PULL_ENTRY_OVERHEAD,
+  STATUS_ERRORS_SHOWN,
+} from '../protocol/limits.ts';
 import { ok } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
@@ -130,24 +136,50 @@ export function operatorStatus(state: State, now: number): Outcome {
   return answered(state, ok(`${data.channels.length} channel(s), ${data.pending_messages} pending.`, data));
 }
 
-export function inbox(state: State, sid: string, args: { channel: unknown; limit?: unknown }): Outcome {
+/** The longest prefix of `views` a tool result of `maxSize` shows whole (protocol.md "Route
+ *  limits"), each counted as its JSON at shownSize plus PULL_ENTRY_OVERHEAD, within maxSize less
+ *  PULL_ANSWER_RESERVE; all of them without a limit. */
+function fitting<T>(views: T[], maxSize: number | undefined): { shown: T[]; more: boolean } {
+  if (maxSize === undefined) return { shown: views, more: false };
+  let used = 0;
+  const room = maxSize - PULL_ANSWER_RESERVE;
+  for (let i = 0; i < views.length; i++) {
+    used += shownSize(JSON.stringify(views[i])) + PULL_ENTRY_OVERHEAD;
+    if (used > room) return { shown: views.slice(0, i), more: true };
+  }
+  return { shown: views, more: false };
+}
+
+export function inbox(
+  state: State,
+  sid: string,
+  args: { channel: unknown; limit?: unknown },
+  maxSize?: number,
+): Outcome {
   const scoped = memberChannel(state, args.channel, sid);
   if ('refusal' in scoped) return refused(state, scoped.refusal);
   const limit = readLimit(args.limit, DEFAULT_READ_LIMIT, MAX_READ_LIMIT);
   const pending = (state.queues[sid] ?? [])
     .map((id) => state.messages[id])
     .filter((e): e is Envelope => !!e && e.channel_id === scoped.ch.id && e.delivery_status === 'pending');
-  const messages = pending.slice(0, limit).map((e) => {
-    const { recipient_role: _own, ...view } = messageView(e); // the inbox is the caller's own
-    return view;
-  });
+  const { shown: messages, more } = fitting(
+    pending.slice(0, limit).map((e) => {
+      const { recipient_role: _own, ...view } = messageView(e); // the inbox is the caller's own
+      return view;
+    }),
+    maxSize,
+  );
   return answered(
     state,
-    ok(`${pending.length} pending message(s) on "${scoped.ch.name}" (preview only; nothing consumed).`, {
-      pending: pending.length,
-      messages,
-      untrusted_notice: UNTRUSTED_NOTICE,
-    }),
+    ok(
+      `${pending.length} pending message(s) on "${scoped.ch.name}" (preview only; nothing consumed).${more ? ` ${messages.length} shown: one answer shows only so much whole; opencomms_pull reads them all, in order.` : ''}`,
+      {
+        pending: pending.length,
+        messages,
+        untrusted_notice: UNTRUSTED_NOTICE,
+        ...(more ? { more_than_fits: true } : {}),
+      },
+    ),
   );
 }
 
@@ -157,6 +189,7 @@ export function history(
   who: string | { operator: true },
   args: { channel: unknown; limit?: unknown },
   logged: Envelope[] = [],
+  maxSize?: number,
 ): Outcome {
   // The operator reads any live channel (the CLI's `read`); it takes nobody's mail.
   const scoped = typeof who === 'string' ? memberChannel(state, args.channel, who) : liveChannel(state, args.channel);
@@ -167,12 +200,16 @@ export function history(
   const all = [...hot, ...logged.filter((e) => e.channel_id === scoped.ch.id && !seen.has(e.message_id))].sort(
     (a, b) => b.timestamp - a.timestamp,
   );
-  const messages = all.slice(0, limit).map(messageView);
+  const { shown: messages, more } = fitting(all.slice(0, limit).map(messageView), maxSize);
   return answered(
     state,
-    ok(`${messages.length} message(s) on "${scoped.ch.name}", newest first.`, {
-      messages,
-      untrusted_notice: UNTRUSTED_NOTICE,
-    }),
+    ok(
+      `${messages.length} message(s) on "${scoped.ch.name}", newest first.${more ? ' Older ones did not fit what one answer shows whole.' : ''}`,
+      {
+        ...(more ? { more_than_fits: true } : {}),
+        messages,
+        untrusted_notice: UNTRUSTED_NOTICE,
+      },
+    ),
   );
 }

@@ -244,3 +244,21 @@ describe('an envelope queued whole by an older OpenComms, longer than one part',
     expect(read.slice(1, -1).every((m) => / \| part: \d+ of \d+ \| /.test(m.framed))).toBe(true);
   });
 });
+
+describe('reads answer within the tool result', () => {
+  it('inbox and history stop at max_size, say so, and take nothing', () => {
+    const sim = team();
+    for (let i = 0; i < 6; i++) sim.send('sess_a', 'team', tokened(`H${i}`, 5000), { to: 'Reviewer' });
+    const inbox = sim.ok({ op: 'inbox', sid: 'sess_b', args: { channel: 'team', limit: 100 }, max_size: 20_000 });
+    const i = dataOf<{ messages: unknown[]; pending: number; more_than_fits?: true }>(inbox);
+    expect(JSON.stringify(inbox.result).length).toBeLessThanOrEqual(20_000);
+    expect([i.messages.length, i.pending, i.more_than_fits]).toEqual([3, 6, true]);
+    expect(inbox.result.message).toMatch(/opencomms_pull reads them all/);
+    const history = sim.ok({ op: 'history', sid: 'sess_b', args: { channel: 'team', limit: 100 }, max_size: 20_000 });
+    expect(JSON.stringify(history.result).length).toBeLessThanOrEqual(20_000);
+    expect(dataOf<{ more_than_fits?: true }>(history).more_than_fits).toBe(true);
+    expect(sim.state.queues.sess_b).toHaveLength(6);
+    const whole = sim.ok({ op: 'inbox', sid: 'sess_b', args: { channel: 'team', limit: 100 } });
+    expect(dataOf<{ messages: unknown[] }>(whole).messages).toHaveLength(6);
+  });
+});
