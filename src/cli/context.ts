@@ -68,6 +68,9 @@ export function projectOf(cmd: Command, io: Io = processIo): string {
   return root.dir;
 }
 
+/** `n` and the word, in the plural unless n is 1: "1 member", "2 members". */
+export const counted = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /** Longest part of a rejected name shown back: enough to recognise it, never a name it starts with. */
 const NAME_SHOWN = 24;
 

@@ -4,11 +4,11 @@ import type { LiveCard, SessionDetail } from '../../engine/operator.ts';
 import { refuse } from '../../protocol/result.ts';
 import { machineLabel, placed, placeSession, type MemberPlace } from '../../runtime/placement.ts';
 import type { CliCommand } from '../command.ts';
-import { answer, projectOf, withRuntime } from '../context.ts';
+import { answer, counted, projectOf, withRuntime } from '../context.ts';
 
 export const renderChannels = (live: LiveCard[]) =>
   live.length
-    ? live.map((c) => `${c.name}${c.paused ? ' [paused]' : ''} (${c.agents.length} members)`).join('\n')
+    ? live.map((c) => `${c.name}${c.paused ? ' [paused]' : ''} (${counted(c.agents.length, 'member')})`).join('\n')
     : 'No live channels in this project. Create one with `opencomms session create <name>`.';
 
 type PlacedAgent = SessionDetail['agents'][number] & Partial<MemberPlace>;

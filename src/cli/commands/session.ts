@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import type { ArchiveCard, LiveCard, SessionDetail } from '../../engine/operator.ts';
 import { refuse } from '../../protocol/result.ts';
 import type { CliCommand } from '../command.ts';
-import { answer, cliOperator, projectOf, withRuntime, type CliContext } from '../context.ts';
+import { answer, cliOperator, counted, projectOf, withRuntime, type CliContext } from '../context.ts';
 
 const NO_DESCRIPTION = 'No description yet';
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -17,7 +17,8 @@ export function renderSessionList(d: { live: LiveCard[]; archived: ArchiveCard[]
         `${c.name} [${c.lifecycle}${c.paused ? ', paused' : ''}] ${c.agents.length}/${c.max_members} agents — ${c.description ?? NO_DESCRIPTION}`,
     ),
     ...d.archived.map(
-      (a) => `${a.name} [saved ${day(a.saved_at)}] ${a.message_count} messages — ${a.description ?? NO_DESCRIPTION}`,
+      (a) =>
+        `${a.name} [saved ${day(a.saved_at)}] ${counted(a.message_count, 'message')} — ${a.description ?? NO_DESCRIPTION}`,
     ),
   ];
   return lines.length ? lines.join('\n') : 'No sessions yet. Create one with `opencomms session create <name>`.';
@@ -32,7 +33,7 @@ export function renderSessionDetail(d: SessionDetail): string {
     return [head, ...(rows.length ? rows : [`(no agents yet: see \`opencomms join-command ${d.name}\`)`])].join('\n');
   }
   return [
-    `${d.name} [saved ${day(d.saved_at)}] ${d.message_count} messages — ${d.description ?? NO_DESCRIPTION}`,
+    `${d.name} [saved ${day(d.saved_at)}] ${counted(d.message_count, 'message')} — ${d.description ?? NO_DESCRIPTION}`,
     `archive: ${d.archive_id}`,
     `roles: ${d.agents.map((a) => a.role).join(', ') || '(none)'}`,
     `summary: ${d.summary}`,
