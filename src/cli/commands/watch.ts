@@ -33,7 +33,11 @@ export const watch: CliCommand = {
       .description('print every delivery machine transition as it happens, in any process (Ctrl-C stops)')
       .option('--channel <name>', 'only this channel')
       .option('--json', 'one JSON object per line')
-      .action(async (o: { channel?: string; json?: boolean }, cmd) => {
+      .option(
+        '--inspect [ws-url]',
+        'also show every machine live in Stately Inspector: a page on 127.0.0.1, or a ws:// receiver on this machine',
+      )
+      .action(async (o: { channel?: string; json?: boolean; inspect?: string | true }, cmd) => {
         // main judged the name already (one answer for every command).
         const channel = o.channel === undefined ? undefined : (normaliseChannelName(o.channel) ?? undefined);
         const [{ renderLine }, { streamChanges }] = await Promise.all([
@@ -43,16 +47,22 @@ export const watch: CliCommand = {
         const project = projectOf(cmd);
         const rt = openRuntime(project, { log: (l) => ctx.io.err(`[opencomms] ${l}\n`) });
         let w;
+        // Stately Inspector (docs/stately.md): fed from the same looks as the lines.
+        let inspect: import('../../inspect/cli.ts').InspectTarget | null = null;
         let now: 'live' | 'none' = 'live';
         try {
           if (channel) now = await channelNow(rt, channel);
+          if (o.inspect !== undefined)
+            inspect = await (await import('../../inspect/cli.ts')).openInspectTarget(o.inspect);
           w = await streamChanges(rt.store, {
             channel,
+            onLook: inspect?.feed(channel),
             log: (l) => ctx.io.err(`[opencomms] ${l}\n`),
             onLines: (lines) =>
               ctx.io.out(`${lines.map((l) => (o.json ? JSON.stringify(l) : renderLine(l))).join('\n')}\n`),
           });
         } catch (e) {
+          await inspect?.close();
           await rt.close();
           throw e; // main answers it: one line, or the --json document
         }
@@ -70,9 +80,12 @@ export const watch: CliCommand = {
           : now === 'live'
             ? ` (channel ${channel})`
             : ` (channel ${channel}, which does not exist yet: its lines start when it is created; \`opencomms session list\` lists the sessions there are)`;
+        if (inspect)
+          ctx.io.err(`Stately Inspector: ${inspect.url} (no message content, role prompt or session id is sent)\n`);
         ctx.io.err(`Watching ${project}${which}; Ctrl-C stops.\n`);
         await stopped;
         await w.close();
+        await inspect?.close();
         await rt.close();
         ctx.exit(EXIT_OK);
       });

@@ -23,6 +23,18 @@ export interface StreamOptions {
   now?: () => number;
   log: (line: string) => void;
   onLines(lines: WatchLine[]): void;
+  /** Called at the start and on every wake-up, lines or not, with what that look read: the
+   *  inspector (src/inspect/) follows the same looks as the lines, so it sees what watch sees. */
+  onLook?(look: Look): void;
+}
+
+/** One look at the store: the state, the history-log envelopes read with it, and the lines it gave
+ *  (every channel's; `--channel` filters only `onLines`). */
+export interface Look {
+  state: Readonly<State>;
+  logged: readonly Envelope[];
+  lines: readonly WatchLine[];
+  now: number;
 }
 
 const activeChannels = (s: Readonly<State>) => Object.values(s.channels).filter((c) => c.lifecycle === 'active');
@@ -90,7 +102,9 @@ export async function streamChanges(store: Store, opts: StreamOptions): Promise<
   let revision = await store.revision();
   // Everything that exists now counts as reported: watch shows what happens from here on.
   const all = new Set(activeChannels(prev).map((c) => c.id));
-  let seen: Seen = diff(emptySeen(), prev, await tails(store, all), all, now(), true).seen;
+  const first = await tails(store, all);
+  let seen: Seen = diff(emptySeen(), prev, first, all, now(), true).seen;
+  opts.onLook?.({ state: prev, logged: first, lines: [], now: now() });
   const leases = await leaseLook(store, now, opts.onLines);
 
   const onChange = async () => {
@@ -102,9 +116,11 @@ export async function streamChanges(store: Store, opts: StreamOptions): Promise<
     const logs = next === prev ? [] : await logged(store, read, vanished(prev, next));
     // An unchanged state still moves recipients on time alone (a cooldown ends): the store's
     // periodic rescan lands here too, and only recipient lines can come out of it.
-    const r = diff(seen, next, logs, read, now());
+    const at = now();
+    const r = diff(seen, next, logs, read, at);
     seen = r.seen;
     prev = next;
+    opts.onLook?.({ state: next, logged: logs, lines: r.lines, now: at });
     const lines = opts.channel ? r.lines.filter((l) => l.kind === 'process' || l.channel === opts.channel) : r.lines;
     if (lines.length) opts.onLines(lines);
     await leases?.();

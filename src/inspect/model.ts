@@ -1,0 +1,177 @@
+// What Stately Inspector is shown of a project, as a pure function of what `watch` looked at: each
+// channel, member, recipient and envelope is an actor of its machine (machines/index.ts, the one
+// copy), with the machine's own state value and the context fields that machine owns, nothing else.
+// Envelope events are watch's lines (each envelope's stored receipt, in the order the store
+// recorded it); a channel, member or recipient event is the machine's own event that moves the
+// stored value before the look to the stored value after it (the path is found in the machine's
+// definition). No message content, role prompt or session id is read into an actor: actors are
+// named by channel name and role, and contexts come from the machines' persistence mappings.
+import { type AnyMachineSnapshot, type AnyStateMachine, transition } from 'xstate';
+import {
+  channelRecordOf,
+  envelopePersistence,
+  MACHINES,
+  type MachineName,
+  memberPersistence,
+  type RecipientRecord,
+  recipientPersistence,
+  channelPersistence,
+  toSnapshot,
+  type Hold,
+  type Persistence,
+} from '../../machines/index.ts';
+import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
+import type { WatchLine } from '../cli/watch/diff.ts';
+
+/** An inspected actor as last shown. */
+export interface ActorView {
+  id: string;
+  machine: MachineName;
+  /** The channel actor it belongs to (null for a channel). */
+  parent: string | null;
+  channel: string;
+  value: string;
+  context: Record<string, unknown>;
+}
+
+export interface InspectSnapshot {
+  value: string;
+  context: Record<string, unknown>;
+  status: 'active' | 'done' | 'stopped';
+}
+
+/** One inspection event, in the order they are to be sent. */
+export type InspectOp =
+  | { op: 'actor'; at: number; id: string; machine: MachineName; parent: string | null; snapshot: InspectSnapshot }
+  | { op: 'event'; at: number; id: string; event: { type: string; now: number } }
+  | { op: 'snapshot'; at: number; id: string; snapshot: InspectSnapshot; event: { type: string; now: number } | null };
+
+export type Actors = ReadonlyMap<string, ActorView>;
+
+export const channelActorId = (channel: string) => `channel:${channel}`;
+export const memberActorId = (channel: string, role: string) => `member:${channel}/${role}`;
+export const recipientActorId = (channel: string, role: string) => `recipient:${channel}/${role}`;
+export const envelopeActorId = (messageId: string) => `envelope:${messageId}`;
+
+const machineOf = (name: MachineName) => MACHINES[name].machine as unknown as AnyStateMachine;
+const isFinal = (name: MachineName, value: string) =>
+  (machineOf(name).root.states[value] as { type?: string } | undefined)?.type === 'final';
+/** A plain copy: the state a look hands in changes in place after it. */
+const copy = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+export const snapshotOf = (a: Pick<ActorView, 'machine' | 'value' | 'context'>, stopped = false): InspectSnapshot => ({
+  value: a.value,
+  context: copy(a.context),
+  status: stopped ? 'stopped' : isFinal(a.machine, a.value) ? 'done' : 'active',
+});
+
+const stateOf = <R>(p: unknown, record: R) =>
+  (p as Persistence<AnyStateMachine, R>).toState(record) as { value: string; context: Record<string, unknown> };
+
+function recipientRecord(state: Readonly<State>, ch: Channel, m: Member): RecipientRecord {
+  const sid = m.session_id;
+  const inFlight = Object.values(state.messages).some(
+    (e) => e.channel_id === ch.id && e.recipient_session_id === sid && e.delivery_status === 'in_flight',
+  );
+  return {
+    in_flight: inFlight,
+    cooldown_until: ch.cooldown_until[sid] ?? null,
+    retry_at: ch.retry_at[sid] ?? null,
+    held_by: (ch.holds[sid] as Hold | undefined) ?? null,
+    cooldown_ms: ch.delivery_cooldown_ms,
+  };
+}
+
+/** Every channel, member and recipient actor of the state now (envelopes follow their receipts).
+ *  A saved or deleted channel keeps its channel actor; it has no members. */
+export function standingActors(state: Readonly<State>, only?: string): Map<string, ActorView> {
+  const out = new Map<string, ActorView>();
+  for (const ch of Object.values(state.channels)) {
+    if (only !== undefined && ch.name !== only) continue;
+    const cid = channelActorId(ch.name);
+    const c = stateOf(channelPersistence, channelRecordOf(ch, ch.lifecycle, ch.paused));
+    out.set(cid, { id: cid, machine: 'channel', parent: null, channel: ch.name, ...c });
+    for (const m of ch.members) {
+      const mid = memberActorId(ch.name, m.role);
+      const ms = stateOf(memberPersistence, { stale: m.stale, stale_at: m.stale_at, removed: false });
+      out.set(mid, { id: mid, machine: 'member', parent: cid, channel: ch.name, ...ms });
+      const rid = recipientActorId(ch.name, m.role);
+      const rs = stateOf(recipientPersistence, recipientRecord(state, ch, m));
+      out.set(rid, { id: rid, machine: 'recipient', parent: cid, channel: ch.name, ...rs });
+    }
+  }
+  return out;
+}
+
+/** The envelope machine's snapshot of a stored envelope (its `delivery_status` and own fields). */
+export function envelopeView(e: Envelope, channel: string): ActorView {
+  const s = stateOf(envelopePersistence, e);
+  return { id: envelopeActorId(e.message_id), machine: 'envelope', parent: channelActorId(channel), channel, ...s };
+}
+
+/** The live envelopes of the state, as actors (a look's first registration). */
+export function liveEnvelopes(state: Readonly<State>, only?: string): ActorView[] {
+  const names = new Map(Object.values(state.channels).map((c) => [c.id, c.name]));
+  return Object.values(state.messages)
+    .map((e) => envelopeView(e, names.get(e.channel_id) ?? e.channel_id))
+    .filter((a) => only === undefined || a.channel === only);
+}
+
+/** One step of a machine's own definition. */
+export interface Step {
+  event: string;
+  target: string;
+}
+
+/**
+ * The shortest run of the machine's own events from `from` to `to` in its definition, trying the
+ * `hints` first (the events this look saw for the actor), then every other event. `[]` when the
+ * value did not move and no hinted self-transition exists.
+ */
+export function eventsBetween(name: MachineName, from: string, to: string, hints: readonly string[]): Step[] {
+  const root = machineOf(name).root;
+  const rank = (e: string) => (hints.includes(e) ? hints.indexOf(e) : hints.length);
+  const edges = (key: string): Step[] => {
+    const node = root.states[key];
+    if (!node) return [];
+    const out: Step[] = [];
+    for (const [event, ts] of node.transitions)
+      for (const t of ts) out.push({ event, target: (t.target?.[0] as { key: string } | undefined)?.key ?? key });
+    return out.sort((a, b) => rank(a.event) - rank(b.event));
+  };
+  if (from === to) {
+    const self = edges(from).find((s) => s.target === from && hints.includes(s.event));
+    return self ? [self] : [];
+  }
+  const queue: [string, Step[]][] = [[from, []]];
+  const visited = new Set([from]);
+  while (queue.length) {
+    const [key, path] = queue.shift()!;
+    for (const step of edges(key)) {
+      if (step.target === to) return [...path, step];
+      if (visited.has(step.target)) continue;
+      visited.add(step.target);
+      queue.push([step.target, [...path, step]]);
+    }
+  }
+  return [];
+}
+
+/** The envelope machine's snapshot after `event`, replayed with the machine's own `transition()`
+ *  from the one before; the stored receipt says where it went, the event carries what it must
+ *  for the guard to agree. Null when the machine does not go there (then the record is used). */
+export function replayEnvelope(before: ActorView, line: Extract<WatchLine, { kind: 'envelope' }>, record: Envelope) {
+  const p = envelopePersistence as unknown as Persistence<AnyStateMachine, unknown>;
+  const snap = toSnapshot(p, { delivery_status: before.value, ...before.context }) as AnyMachineSnapshot;
+  const stale = line.to === 'stale';
+  const event = {
+    type: line.event,
+    now: line.at,
+    window_ms: stale ? -1 : null,
+    by: record.in_flight_by ?? '',
+    method: record.delivery_method ?? 'pull',
+  };
+  const [next] = transition(p.machine, snap as never, event as never) as unknown as [AnyMachineSnapshot];
+  if (next.value !== line.to) return null;
+  return { value: String(next.value), context: copy(next.context) as Record<string, unknown> };
+}

@@ -1,0 +1,146 @@
+// What the inspector tests compare: each inspection event reduced to one line (kind, actor, event,
+// state value, status, parent), and the waits between the scenario's steps.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { StatelyInspectionEvent } from '@statelyai/inspect';
+import type { Ids } from './scenario.ts';
+
+/** One event as a line: `actor <id> <value> [parent]`, `event <id> <TYPE>`, `snapshot <id> <value> <status>`. */
+export function line(e: StatelyInspectionEvent): string {
+  if (e.type === '@xstate.actor')
+    return `actor ${e.sessionId} ${(e.snapshot as { value?: unknown }).value}${e.parentId ? ` < ${e.parentId}` : ''}`;
+  if (e.type === '@xstate.event') return `event ${e.sessionId} ${e.event.type}`;
+  const s = e.snapshot as { value?: unknown; status?: string };
+  return `snapshot ${e.sessionId} ${s.value} ${s.status}`;
+}
+
+export const summary = (events: StatelyInspectionEvent[]) => events.map(line);
+
+/** The event each step must have produced before the next one runs. */
+const MARKS: Record<string, (id?: string) => string> = {
+  send: (id) => `actor envelope:${id} pending < channel:team`,
+  drain: (id) => `event envelope:${id} DRAIN`,
+  sweep: (id) => `event envelope:${id} SWEEP`,
+  pull: (id) => `event envelope:${id} PULL`,
+  pause: () => 'event channel:team PAUSE',
+  save: () => 'event channel:team SAVE',
+};
+
+/** Waits until the step's mark arrived, then a little longer for the rest of its look; the
+ *  mark's index among the events. */
+export async function settled(
+  events: () => StatelyInspectionEvent[],
+  step: string,
+  id?: string,
+  ms = 3000,
+): Promise<number> {
+  const mark = MARKS[step]!(id);
+  const until = Date.now() + ms;
+  while (!summary(events()).includes(mark)) {
+    if (Date.now() > until) throw new Error(`no "${mark}" within ${ms} ms: ${summary(events()).join('\n')}`);
+    await sleep(5);
+  }
+  const at = summary(events()).indexOf(mark);
+  await sleep(150);
+  return at;
+}
+
+/** The scenario's events, as the store recorded them (scenario.ts). */
+export function expected({ pushed, pulled }: Ids): string[] {
+  const out = `envelope:${pushed}`;
+  const back = `envelope:${pulled}`;
+  return [
+    // Registered when the inspector starts: the channel, its members and their recipient lines.
+    'actor channel:team active',
+    'actor member:team/Lead linked < channel:team',
+    'actor recipient:team/Lead ready < channel:team',
+    'actor member:team/Pusher linked < channel:team',
+    'actor recipient:team/Pusher ready < channel:team',
+    // send: the channel's SEND gate, then the new envelope.
+    'event channel:team SEND',
+    'snapshot channel:team active active',
+    `actor ${out} pending < channel:team`,
+    // drain: the hand-over, the envelope in flight, its recipient delivering.
+    'event channel:team HAND_OVER',
+    'snapshot channel:team active active',
+    `event ${out} DRAIN`,
+    `snapshot ${out} in_flight active`,
+    'event recipient:team/Pusher DRAIN',
+    'snapshot recipient:team/Pusher delivering active',
+    // sweep: the owner died; the envelope goes back to pending, its recipient cools down.
+    `event ${out} SWEEP`,
+    `snapshot ${out} pending active`,
+    'event recipient:team/Pusher SWEEP',
+    'snapshot recipient:team/Pusher cooling active',
+    // A reply, pulled by Lead.
+    'event channel:team SEND',
+    'snapshot channel:team active active',
+    `actor ${back} pending < channel:team`,
+    'event channel:team HAND_OVER',
+    'snapshot channel:team active active',
+    `event ${back} PULL`,
+    `snapshot ${back} delivered done`,
+    // pause.
+    'event channel:team PAUSE',
+    'snapshot channel:team paused active',
+    // save: the channel is saved, its members removed; the mail still pending is archived with it
+    // and its recipient lines end (stopped: no machine event ends them).
+    'event channel:team SAVE',
+    'snapshot channel:team saved active',
+    'event member:team/Lead REMOVE',
+    'snapshot member:team/Lead removed done',
+    'event member:team/Pusher REMOVE',
+    'snapshot member:team/Pusher removed done',
+    `snapshot ${out} pending stopped`,
+    'snapshot recipient:team/Lead ready stopped',
+    'snapshot recipient:team/Pusher cooling stopped',
+  ];
+}
+
+const MACHINE_CONTEXT: Record<string, string[]> = {
+  envelope: ['attempts', 'delivered_at', 'delivery_method', 'in_flight_at', 'in_flight_by', 'timestamp'],
+  recipient: ['cooldown_ms', 'cooldown_until', 'held_by', 'retry_at'],
+  channel: [
+    'budgets',
+    'created_at',
+    'delivered_total',
+    'lifecycle_at',
+    'max_hops',
+    'paused_at',
+    'rate',
+    'rate_limit',
+    'stale_event_ms',
+  ],
+  member: ['stale_at'],
+};
+
+/** JSON with every object's keys sorted (the inspector's serializer sorts them). */
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_k, x) =>
+    x && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => a.localeCompare(b)))
+      : x,
+  );
+
+/** What every event carries beyond its line: an actor its machine's definition (the runtime's own
+ *  config) and its channel as root; a snapshot only its machine's context fields; an event only
+ *  its type and time. Returns the breaches. */
+export function shapeBreaches(events: StatelyInspectionEvent[], configs: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const machineOf = new Map<string, string>();
+  for (const e of events) {
+    if (e.type === '@xstate.actor') {
+      machineOf.set(e.sessionId, e.name);
+      const def = JSON.parse(e.definition ?? 'null');
+      if (canonical(def?.states) !== canonical(JSON.parse(JSON.stringify(configs[e.name])).states))
+        out.push(`${e.sessionId}: definition is not the ${e.name} machine's config`);
+    }
+    if (e.type === '@xstate.event' && Object.keys(e.event).sort().join() !== 'now,type')
+      out.push(`${e.sessionId}: event carries ${Object.keys(e.event)}`);
+    if (e.type !== '@xstate.event') {
+      const keys = Object.keys((e.snapshot as { context?: object }).context ?? {}).sort();
+      const want = MACHINE_CONTEXT[machineOf.get(e.sessionId) ?? ''];
+      if (JSON.stringify(keys) !== JSON.stringify(want)) out.push(`${e.sessionId}: context ${keys}`);
+    }
+  }
+  return out;
+}
