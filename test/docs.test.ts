@@ -30,12 +30,12 @@ const prose = (text: string) => text.replace(/^```[\s\S]*?^```/gm, '');
 describe("the README's command table", () => {
   const program = buildProgram({ io: { out: () => {}, err: () => {} }, exit: () => {} });
   const table = /<!-- usage:begin -->([\s\S]*?)<!-- usage:end -->/.exec(read('README.md'))?.[1] ?? '';
-  /** Each backticked command line of the table's first column, without `npx opencomms`. */
+  /** Each backticked command line of the table's first column, without `opencomms`. */
   const lines = table
     .split('\n')
     .filter((l) => l.startsWith('| `'))
     .flatMap((row) =>
-      [...row.split(' | ')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/^npx opencomms /, '')),
+      [...row.split(' | ')[0]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/^opencomms /, '')),
     );
   /** The registered commands as `help` lists them (the help command included). */
   const listed = program.createHelp().visibleCommands(program);
