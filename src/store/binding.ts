@@ -23,6 +23,14 @@ export function readBinding(projectDir: string): Binding {
     text = readFileSync(file, 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'file' };
+    if ((e as NodeJS.ErrnoException).code === 'ENOTDIR')
+      throw new RefusalError(
+        refuse(
+          'state_unreadable',
+          `${resolvePaths(projectDir).dir} is not a directory; OpenComms keeps its state, pins and bundles there. Move that file away, then run the command again. Nothing was written.`,
+          { code: 'ENOTDIR' },
+        ),
+      );
     throw new RefusalError(
       refuse(
         'config_malformed',

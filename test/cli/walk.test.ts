@@ -81,6 +81,7 @@ let missing: string;
 let file: string;
 let unreachable: string;
 let incompatible: string;
+let stateFile: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'oc-walk-'));
   missing = join(dir, 'missing');
@@ -96,6 +97,9 @@ beforeAll(async () => {
   await mkdir(incompatible);
   await incompatibleState(incompatible);
   await mkdir(join(dir, 'empty'));
+  stateFile = join(dir, 'state-file');
+  await mkdir(stateFile);
+  await writeFile(join(stateFile, '.opencomms'), 'x');
   vi.stubEnv('OPENCOMMS_CODEX_BIN', join(dir, 'no-codex-here'));
 });
 afterAll(async () => {
@@ -202,6 +206,17 @@ describe('every command × bad input', () => {
     const l = LEAVES.find((x) => name(x) === n)!;
     await failsWith([...l.path, ...fill(l), ...l.required, '--project', incompatible], 'state_incompatible', l.json);
   });
+
+  it.each([...STORE_USERS, 'store status', 'store migrate'])(
+    '%s: a .opencomms that is a file is state_unreadable, named as such',
+    async (n) => {
+      const l = LEAVES.find((x) => name(x) === n)!;
+      await failsWith([...l.path, ...fill(l), ...l.required, '--project', stateFile], 'state_unreadable', l.json);
+      expect((await cli(...l.path, ...fill(l), ...l.required, '--project', stateFile)).err).toContain(
+        `${join(stateFile, '.opencomms')} is not a directory`,
+      );
+    },
+  );
 
   it('codex without Codex on the PATH is host_not_found', async () => {
     await failsWith(['codex', '--project', join(dir, 'empty')], 'host_not_found', false);
