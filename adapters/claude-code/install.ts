@@ -30,6 +30,8 @@ import {
   PG_PASSWORD_VARS,
   MEMBER_ID_PLACEHOLDER,
   MEMBER_ID_VAR,
+  OLD_ROLE_VALUE,
+  OLD_ROLE_VAR,
   pinnedIn,
   serverArgs,
   isOurServer,
@@ -175,6 +177,10 @@ function editServer(text: string, mcp: JsonObject | null, pin: string | null): E
       edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${MEMBER_ID_VAR} (now the session's own id, else ${id})`);
     }
     dropInjectedPgVars(edit, cur.env);
+    if (cur.env[OLD_ROLE_VAR] === OLD_ROLE_VALUE) {
+      edit.text = remove(edit.text, [...at, 'env', OLD_ROLE_VAR]);
+      edit.repaired.push(`${REL.mcp} mcpServers.opencomms.env.${OLD_ROLE_VAR} (removed: nothing reads it)`);
+    }
   }
   return edit;
 }

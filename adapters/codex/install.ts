@@ -29,6 +29,8 @@ import {
   PG_PASSWORD_VARS,
   MEMBER_ID_PLACEHOLDER,
   MEMBER_ID_VAR,
+  OLD_ROLE_VALUE,
+  OLD_ROLE_VAR,
   PINNED_ID_VAR,
   PROJECT_ARG,
   relBundle,
@@ -130,6 +132,10 @@ function editServer(
   const cur = toml ? serverOf(toml.value) : undefined;
   if (cur !== undefined && !isOurServer(cur)) return { text, repaired: false, foreign: true };
   const want = serverEntry(pinnedOf(cur) ?? pin, pg || passesPg(cur));
+  // An older install's `OPENCOMMS_MEMBER_ROLE = "<role label>"` goes with the rewrite; a value the
+  // user gave that variable stays.
+  const role = isObject(cur) && isObject(cur.env) ? cur.env[OLD_ROLE_VAR] : undefined;
+  if (typeof role === 'string' && role !== OLD_ROLE_VALUE) (want.env as Record<string, string>)[OLD_ROLE_VAR] = role;
   if (cur !== undefined && sameJson(ownPart(cur), want)) return { text, repaired: false, foreign: false };
   const out =
     cur !== undefined && toml

@@ -8,7 +8,12 @@
 import { MCP_BUNDLE } from './bundle-names.ts';
 
 export const MEMBER_ID_PLACEHOLDER = '<set by: opencomms install-member>';
-export const ROLE_PLACEHOLDER = '<role label>';
+/** What older installs wrote beside the member id: `"OPENCOMMS_MEMBER_ROLE": "<role label>"`. Nothing
+ *  reads it (a member's role is the `role` argument of `opencomms_create` / `opencomms_join`, one per
+ *  channel), so an install writes it no more and removes exactly this value from its own entry; any
+ *  other value of that variable is the user's and stays. */
+export const OLD_ROLE_VAR = 'OPENCOMMS_MEMBER_ROLE';
+export const OLD_ROLE_VALUE = '<role label>';
 export const MEMBER_ID_VAR = 'OPENCOMMS_MEMBER_ID';
 export const PINNED_ID_VAR = 'OPENCOMMS_PINNED_MEMBER_ID';
 
@@ -25,12 +30,10 @@ export const followsSession = (value: unknown) => typeof value === 'string' && v
 
 export const claudeMemberEnv = (pin: string | null) => ({
   [MEMBER_ID_VAR]: claudeMemberValue(pin ?? MEMBER_ID_PLACEHOLDER),
-  OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
 });
 
 export const codexMemberEnv = (pin: string | null) => ({
   [PINNED_ID_VAR]: pin ?? MEMBER_ID_PLACEHOLDER,
-  OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER,
 });
 
 /** Where the PostgreSQL client finds a password (libpq's variables; ~/.pgpass needs only HOME,

@@ -31,7 +31,6 @@ import {
   MEMBER_ID_VAR,
   pinnedIn,
   PINNED_ID_VAR,
-  ROLE_PLACEHOLDER,
   isOurServer,
 } from '../../adapters/install/member-env.ts';
 import { isRefusal, malformed, type InstallPlan } from '../../adapters/install/plan.ts';
@@ -172,7 +171,7 @@ export async function install(host: string | undefined, project: string, o: Host
           opencomms: {
             command: process.execPath,
             args,
-            env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER, OPENCOMMS_MEMBER_ROLE: ROLE_PLACEHOLDER },
+            env: { OPENCOMMS_MEMBER_ID: MEMBER_ID_PLACEHOLDER },
           },
         },
       };

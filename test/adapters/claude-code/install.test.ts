@@ -63,7 +63,6 @@ describe('install claude-code', () => {
       args: [...MCP_NODE_FLAGS, '.opencomms/opencomms-mcp.mjs', '.', '--host', 'claude-code'],
       env: {
         OPENCOMMS_MEMBER_ID: `\${OPENCOMMS_MEMBER_ID:-${MEMBER_ID_PLACEHOLDER}}`,
-        OPENCOMMS_MEMBER_ROLE: '<role label>',
       },
     });
     const cmd = await p.read('.claude/commands/opencomms.md');
@@ -109,14 +108,14 @@ describe('install claude-code', () => {
   it("removes an older install's empty-when-unset password variables from its own entry, and keeps the user's", async () => {
     await install('claude-code', p.dir, quiet);
     const installed = await p.read('.mcp.json');
-    const role = '"OPENCOMMS_MEMBER_ROLE": "<role label>"';
-    expect(installed).toContain(role);
+    const member = `"OPENCOMMS_MEMBER_ID": "\${OPENCOMMS_MEMBER_ID:-${MEMBER_ID_PLACEHOLDER}}"`;
+    expect(installed).toContain(member);
     // What installs on a PostgreSQL project wrote: Claude Code expands `${VAR:-}` to "" when the
     // session has no such variable, and an empty PGPASSWORD hides the password file from `pg`.
     const older = (extra: string) =>
       installed.replace(
-        role,
-        `${role},\n        "PGPASSWORD": "\${PGPASSWORD:-}",\n        "PGPASSFILE": "\${PGPASSFILE:-}"${extra}`,
+        member,
+        `${member},\n        "PGPASSWORD": "\${PGPASSWORD:-}",\n        "PGPASSFILE": "\${PGPASSFILE:-}"${extra}`,
       );
     await p.write('.mcp.json', older(''));
     const r = await install('claude-code', p.dir, quiet);
@@ -130,6 +129,25 @@ describe('install claude-code', () => {
     await p.write('.mcp.json', own);
     await install('claude-code', p.dir, quiet);
     expect(await p.read('.mcp.json')).toBe(own.replace(',\n        "PGPASSWORD": "${PGPASSWORD:-}"', ''));
+  });
+
+  it("writes no OPENCOMMS_MEMBER_ROLE (nothing reads it), removes an older install's placeholder from its own entry, and keeps the user's value", async () => {
+    await install('claude-code', p.dir, quiet);
+    const installed = await p.read('.mcp.json');
+    expect(installed).not.toContain('OPENCOMMS_MEMBER_ROLE');
+    const member = `"OPENCOMMS_MEMBER_ID": "\${OPENCOMMS_MEMBER_ID:-${MEMBER_ID_PLACEHOLDER}}"`;
+    const withRole = (value: string) =>
+      installed.replace(member, `${member},\n        "OPENCOMMS_MEMBER_ROLE": "${value}"`);
+    await p.write('.mcp.json', withRole('<role label>'));
+    const r = await install('claude-code', p.dir, quiet);
+    expect(r.result.data?.repaired).toEqual([
+      '.mcp.json mcpServers.opencomms.env.OPENCOMMS_MEMBER_ROLE (removed: nothing reads it)',
+    ]);
+    expect(await p.read('.mcp.json')).toBe(installed);
+    expect((await install('claude-code', p.dir, quiet)).result.data).toMatchObject({ changed: [], repaired: [] });
+    await p.write('.mcp.json', withRole('Reviewer'));
+    await install('claude-code', p.dir, quiet);
+    expect(await p.read('.mcp.json')).toBe(withRole('Reviewer'));
   });
 
   it('replaces an older OpenComms hook group in place instead of adding a second', async () => {

@@ -35,7 +35,7 @@ describe('install codex', () => {
       cwd: '.',
       required: true,
       env_vars: ['OPENCOMMS_MEMBER_ID'],
-      env: { OPENCOMMS_PINNED_MEMBER_ID: '<set by: opencomms install-member>', OPENCOMMS_MEMBER_ROLE: '<role label>' },
+      env: { OPENCOMMS_PINNED_MEMBER_ID: '<set by: opencomms install-member>' },
     });
     expect(p.dir).toContain(' ');
     const hooks = JSON.parse(await p.read('.codex/hooks.json')).hooks;
@@ -72,6 +72,25 @@ describe('install codex', () => {
     const server = (parse(await p.read('.codex/config.toml')) as any).mcp_servers.opencomms;
     expect(server.required).toBe(true);
     expect(server.env.OPENCOMMS_PINNED_MEMBER_ID).toBe('sess_kept');
+  });
+
+  it("writes no OPENCOMMS_MEMBER_ROLE (nothing reads it): an older install's placeholder goes with a repair, a value the user gave it stays", async () => {
+    await install('codex', p.dir, quiet);
+    const installed = await p.read('.codex/config.toml');
+    expect(installed).not.toContain('OPENCOMMS_MEMBER_ROLE');
+    const pinLine = 'OPENCOMMS_PINNED_MEMBER_ID = "<set by: opencomms install-member>"';
+    expect(installed).toContain(pinLine);
+    const withRole = (value: string) => installed.replace(pinLine, `${pinLine}\nOPENCOMMS_MEMBER_ROLE = "${value}"`);
+    await p.write('.codex/config.toml', withRole('<role label>'));
+    const r = await install('codex', p.dir, quiet);
+    expect(r.result.data?.repaired).toEqual(['.codex/config.toml [mcp_servers.opencomms]']);
+    expect(await p.read('.codex/config.toml')).toBe(installed);
+    await p.write('.codex/config.toml', withRole('Builder'));
+    const again = await install('codex', p.dir, quiet);
+    expect(again.result.data).toMatchObject({ repaired: [] });
+    expect((parse(await p.read('.codex/config.toml')) as any).mcp_servers.opencomms.env.OPENCOMMS_MEMBER_ROLE).toBe(
+      'Builder',
+    );
   });
 
   it('an existing [mcp_servers.opencomms] is left as the user set it', async () => {
