@@ -35,7 +35,10 @@ function checkChannelNames(cmd: Command) {
 export function buildProgram(ctx: CliContext, json = false): Command {
   const program = new Command('opencomms')
     .description(`OpenComms ${VERSION}: messaging between AI coding sessions in one project`)
-    .option('--project <dir>', 'the project directory (default: the current directory); allowed anywhere on the line')
+    .option(
+      '--project <dir>',
+      'the project directory (default: the nearest directory at or above the current one holding .opencomms or .git); allowed anywhere on the line',
+    )
     .helpCommand('help [command]', 'usage of opencomms or of one command')
     .exitOverride()
     .configureOutput({
