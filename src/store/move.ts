@@ -24,12 +24,15 @@ import { serialize } from './file/state-file.ts';
 import { FileStore } from './file/store.ts';
 import { asRefusal, clientConfig, describeUrl, retired } from './postgres/connect.ts';
 import { Mailbox } from './postgres/mailbox.ts';
+import { probeTarget } from './postgres/preflight.ts';
 import {
+  PG_LAYOUT,
   fillMailboxSql,
   historyBatches,
   historyEnvelopes,
   ident,
   insertHistorySql,
+  layoutSql,
   schemaOf,
 } from './postgres/schema.ts';
 import { PgStore } from './postgres/store.ts';
@@ -58,24 +61,19 @@ export async function moveToPostgres(projectDir: string, url: string, key: strin
     throw new RefusalError(
       refuse('invalid_argument', 'This project is not on the file store: `opencomms store status` shows where it is.'),
     );
-  schemaOf(key);
+  // Everything that can refuse is checked before a row is written (preflight.ts): the URL, the
+  // server, TLS, credentials, the grant, and that the key holds no project, live or retired.
+  const found = await probeTarget(url, key);
   const paths = resolvePaths(projectDir);
-  const where = `${describeUrl(url)}#${key}`;
-  // The target's layout, created (or its version checked) by a store's first query.
-  const target = new PgStore({ url, key });
-  const taken = () =>
-    new RefusalError(
-      refuse('invalid_argument', `${where} already holds a project: choose another key; nothing was moved.`),
-    );
-  try {
-    // A retired project refuses every read, and its key stays taken.
-    const head = await target.revision().catch((e: unknown) => {
-      if (e instanceof RefusalError && e.refusal.data?.retired === true) throw taken();
-      throw e;
-    });
-    if (head !== '0') throw taken();
-  } finally {
-    await target.close();
+  if (found.retired !== null || found.head !== 0) throw taken(url, key, found.retired);
+  if (found.layout !== null && found.layout < PG_LAYOUT) {
+    // An empty project of an older layout: a store's first query brings it to this one.
+    const target = new PgStore({ url, key });
+    try {
+      await target.revision();
+    } finally {
+      await target.close();
+    }
   }
   return withLock(paths, async () => {
     const file = new FileStore(projectDir);
@@ -103,20 +101,30 @@ export async function moveToPostgres(projectDir: string, url: string, key: strin
   });
 }
 
+/** The refusal of a key that holds a project already (a retired one stays taken). */
+const taken = (url: string, key: string, retiredTo: string | null) =>
+  new RefusalError(
+    refuse(
+      'invalid_argument',
+      `${describeUrl(url)}#${key} already holds a project${retiredTo ? ` (retired: it moved to ${retiredTo})` : ''}: choose another key; nothing was moved.`,
+      { field: 'key', code: retiredTo ? 'key_retired' : 'key_taken' },
+    ),
+  );
+
 async function copy(url: string, key: string, state: State, logs: Map<string, Envelope[]>, archives: unknown[]) {
   const s = ident(schemaOf(key));
   const c = new pg.Client(clientConfig(url));
   try {
     await c.connect();
     await c.query('begin');
-    const head = await c.query<{ seq: string }>(`select seq from ${s}.head for update`);
-    if (Number(head.rows[0]?.seq) !== 0)
-      throw new RefusalError(
-        refuse(
-          'invalid_argument',
-          `${describeUrl(url)}#${key} already holds a project: choose another key; nothing was moved.`,
-        ),
-      );
+    // Laid out in this transaction when the key is new, so that a failure leaves no schema behind.
+    await c.query(`select pg_advisory_xact_lock(hashtext('opencomms:${schemaOf(key)}'))`);
+    const laid = await c.query<{ laid: boolean }>(`select to_regclass('${s}.meta') is not null as laid`);
+    if (!laid.rows[0]?.laid) await c.query(layoutSql(schemaOf(key)));
+    const head = await c.query<{ seq: string; retired: string | null }>(
+      `select seq, retired from ${s}.head for update`,
+    );
+    if (Number(head.rows[0]?.seq) !== 0 || head.rows[0]?.retired) throw taken(url, key, head.rows[0]?.retired ?? null);
     await c.query({ text: `insert into ${s}.snapshots values (1, $1)`, values: [JSON.stringify(state)] });
     await c.query(`update ${s}.head set seq = 1`);
     await c.query({

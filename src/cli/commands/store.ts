@@ -4,7 +4,13 @@
 import type { Command } from 'commander';
 import { ok, refuse, RefusalError, type ToolResult } from '../../protocol/result.ts';
 import { readBinding, writeBinding } from '../../store/binding.ts';
+import { existsSync } from 'node:fs';
+import { listArchives } from '../../store/file/archives.ts';
+import { withLock } from '../../store/file/lock.ts';
+import { FileStore } from '../../store/file/store.ts';
+import { resolvePaths, type StorePaths } from '../../store/paths.ts';
 import { describeUrl } from '../../store/postgres/connect.ts';
+import { probeTarget } from '../../store/postgres/preflight.ts';
 import { type Moved, moveToFiles, moveToPostgres } from '../../store/move.ts';
 import { ident, schemaOf } from '../../store/postgres/schema.ts';
 import { PgStore, type PgStatus } from '../../store/postgres/store.ts';
@@ -26,7 +32,18 @@ async function status(project: string): Promise<ToolResult<object>> {
   if (b.kind === 'file') return ok('Store: files under .opencomms/ (the default).', { store: 'file' });
   const store = new PgStore({ url: b.url, key: b.key });
   try {
-    const s: PgStatus = await store.status();
+    const s: PgStatus = await store.status().catch(async (e: unknown) => {
+      // A fresh process: restarting cannot help, the folder itself is bound to the retired key.
+      if (!(e instanceof RefusalError && e.refusal.data?.retired === true)) throw e;
+      const to = (await probeTarget(b.url, b.key).catch(() => null))?.retired ?? 'elsewhere';
+      throw new RefusalError(
+        refuse(
+          'state_incompatible',
+          `This folder is bound to project key ${b.key} at ${describeUrl(b.url)}, which was retired: the project moved to ${to}. Work on it there, or bind this folder to another key with \`opencomms store init\`; nothing was written.`,
+          { retired: true, code: 'key_retired' },
+        ),
+      );
+    });
     const where = describeUrl(b.url);
     return ok(
       `Store: PostgreSQL ${s.server_version} at ${where}, project key ${b.key}\nHead: change ${s.head} (this process ${s.lag} behind; a cold start replays ${s.cold_start_changes})\nConnections of OpenComms to the database: ${s.connections}`,
@@ -35,6 +52,66 @@ async function status(project: string): Promise<ToolResult<object>> {
   } finally {
     await store.close();
   }
+}
+
+/** What the files of a project on the file store hold; null when nothing (no channel, message or archive). */
+async function filesHold(project: string, paths: StorePaths): Promise<string | null> {
+  const file = new FileStore(project);
+  try {
+    const state = await file.read();
+    const channels = Object.keys(state.channels).length;
+    const messages = Object.keys(state.messages).length;
+    const archives = (await listArchives(paths)).archives.length;
+    if (!channels && !messages && !archives) return null;
+    return `${channels} channel(s), ${messages} live message(s), ${archives} archive(s)`;
+  } finally {
+    await file.close();
+  }
+}
+
+/** `store init`: everything checked first (preflight.ts; a retired key; state in this folder's
+ *  files, which the binding would hide), then the binding written, under the file lock when the
+ *  folder has files, so that no file writer adds state between the check and the binding. */
+async function init(project: string, url: string, key: string): Promise<ToolResult<object>> {
+  const found = await probeTarget(url, key);
+  const server = describeUrl(url);
+  if (found.retired !== null)
+    return refuse(
+      'state_incompatible',
+      `Project key ${key} at ${server} was retired: the project moved to ${found.retired}. Work on it there, or pass another --key (a retired key stays taken); nothing was written.`,
+      { retired: true, code: 'key_retired' },
+    );
+  // A binding that does not parse is replaced; the files are checked as for a folder on files.
+  let bound: ReturnType<typeof readBinding>;
+  try {
+    bound = readBinding(project);
+  } catch (e) {
+    if (!(e instanceof RefusalError)) throw e;
+    bound = { kind: 'file' };
+  }
+  const paths = resolvePaths(project);
+  const bind = async () => {
+    await writeBinding(project, url, key);
+    return null;
+  };
+  const refused =
+    bound.kind === 'file' && (existsSync(paths.state) || existsSync(paths.archives))
+      ? await withLock(paths, async () => {
+          const held = await filesHold(project, paths);
+          if (!held) return bind();
+          return refuse(
+            'state_incompatible',
+            `This project's state lives in its files (${held}), which a binding would hide: move it with \`opencomms store migrate --to '${url}' --key ${key}\` instead; nothing was written.`,
+            { code: 'files_hold_project' },
+          );
+        })
+      : await bind();
+  if (refused) return refused;
+  const joined = found.head > 0 ? `, which holds change ${found.head}` : '';
+  return ok(
+    `This project is now bound to ${server}, project key ${key}${joined} (.opencomms/store.json). ${REINSTALL}`,
+    { store: 'postgres', server, key, head: found.head },
+  );
 }
 
 /** Installed hosts pass the password's variables to their MCP servers only once installed for a bound project. */
@@ -98,17 +175,7 @@ export const store: CliCommand = {
       .option('--json', 'one {ok, message, data} document')
       .action(async (url: string, o: { key: string; json?: boolean }, cmd: Command) => {
         const project = projectOf(cmd);
-        const r = await asResult(async () => {
-          await writeBinding(project, url, o.key);
-          return ok(
-            `This project is now bound to ${describeUrl(url)}, project key ${o.key} (.opencomms/store.json). ${REINSTALL}`,
-            {
-              store: 'postgres',
-              server: describeUrl(url),
-              key: o.key,
-            },
-          );
-        });
+        const r = await asResult(() => init(project, url, o.key));
         ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
     group

@@ -48,7 +48,17 @@ export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env):
   let cfg: pg.ClientConfig;
   try {
     cfg = parseIntoClientConfig(url);
-  } catch {
+  } catch (e) {
+    // pg-connection-string reads sslrootcert, sslcert and sslkey as it parses.
+    const file = e as NodeJS.ErrnoException;
+    if (file?.code && file.path)
+      throw new RefusalError(
+        refuse(
+          'invalid_argument',
+          `The store URL for ${describeUrl(url)} names a TLS file that cannot be read (${file.code}): ${file.path}. Fix sslrootcert, sslcert or sslkey in the URL; nothing was written.`,
+          { field: 'url', code: 'tls_file' },
+        ),
+      );
     throw new RefusalError(
       refuse(
         'invalid_argument',
@@ -105,6 +115,10 @@ const CONNECTION_CODES = new Set([
   '08003',
 ]);
 
+/** Node's TLS errors: a certificate not trusted, expired, or for another host; a handshake that failed. */
+const TLS_CODES =
+  /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|HOSTNAME_MISMATCH$|EPROTO$)/;
+
 /** Whether an error means the connection is gone (the next call connects again). */
 export function isConnectionError(e: unknown): boolean {
   const err = e as { code?: string; message?: string };
@@ -129,16 +143,19 @@ export function refusalOf(e: unknown, where: string): Refusal | null {
     return refuse(
       'state_unreadable',
       `PostgreSQL at ${where} refused the credentials: check the user in the store URL and the password in PGPASSWORD, ~/.pgpass or PGPASSFILE.`,
+      { code: 'credentials' },
     );
   if (code === '3D000')
     return refuse(
       'state_unreadable',
       `The database of ${where} does not exist: create it (docs/postgres.md) or fix the URL with \`opencomms store init\`.`,
+      { code: 'no_database' },
     );
   if (code === '42501')
     return refuse(
       'state_unreadable',
       `The database role of ${where} may not use this project's schema: run the SQL of \`opencomms store grant\` as an administrator.`,
+      { code: 'no_grant' },
     );
   if (code === 'OC001') return retired(where);
   if (code === '53100')
@@ -146,6 +163,18 @@ export function refusalOf(e: unknown, where: string): Refusal | null {
       'store_unwritable',
       `PostgreSQL at ${where} has no room left on its disk (disk_full), so this change was not made. Free space on the server's disk (or ask its administrator to), then retry.`,
       { code: 'disk_full' },
+    );
+  if ((e as Error)?.message === 'The server does not support SSL connections')
+    return refuse(
+      'state_unreadable',
+      `PostgreSQL at ${where} does not accept TLS, which the store URL's sslmode asks for: turn ssl on in the server's configuration, or on loopback drop sslmode from the URL; nothing was written.`,
+      { code: 'tls_unsupported' },
+    );
+  if (code && TLS_CODES.test(code))
+    return refuse(
+      'state_unreadable',
+      `PostgreSQL at ${where} presented a TLS certificate that was not accepted (${code}): name the CA that signed it with sslrootcert=<file> in the URL, and with verify-full connect by a host name the certificate holds; nothing was written.`,
+      { code: 'tls_certificate' },
     );
   if (isConnectionError(e)) {
     const cause = (e as { code?: string }).code ?? 'connection lost';
@@ -162,7 +191,7 @@ export function refusalOf(e: unknown, where: string): Refusal | null {
 export const retired = (where: string, to?: string): Refusal =>
   refuse(
     'state_incompatible',
-    `This project's store at ${where} was retired: the project moved${to ? ` to ${to}` : ' elsewhere'}. Restart this process so that it opens the store its folder is bound to now (\`opencomms store status\` shows it); nothing was written.`,
+    `This project's store at ${where} was retired: the project moved${to ? ` to ${to}` : ' elsewhere'}; nothing was written. Restart this process if it started before the move (it then opens the store its folder is bound to now); if this folder is still bound here (\`opencomms store status\`), work where the project went, or bind another key with \`opencomms store init\`.`,
     { retired: true },
   );
 

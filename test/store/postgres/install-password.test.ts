@@ -112,7 +112,15 @@ function filesUnder(root: string): string[] {
 it('installed hosts reach a password-protected store through the session environment; no file holds the password', async () => {
   const url = `postgres://${ROLE}@127.0.0.1:${port}/postgres`;
   const p = project.dir;
-  expect((await cli('store', 'init', url, '--key', KEY, '--json', '--project', p)).json().ok).toBe(true);
+  // `store init` connects to check what it binds: the password is at hand where it runs.
+  const savedPassfile = process.env.PGPASSFILE;
+  process.env.PGPASSFILE = passfile;
+  try {
+    expect((await cli('store', 'init', url, '--key', KEY, '--json', '--project', p)).json().ok).toBe(true);
+  } finally {
+    if (savedPassfile === undefined) delete process.env.PGPASSFILE;
+    else process.env.PGPASSFILE = savedPassfile;
+  }
   for (const host of ['claude-code', 'codex'])
     expect((await cli('install-member', '--host', host, '--json', '--project', p)).json().ok).toBe(true);
   for (const host of ['claude-code', 'codex', 'opencode']) {

@@ -1,6 +1,8 @@
 // `opencomms store migrate --to <url>`: a live file project (channels, pending mail, history, an
 // archive) moves into PostgreSQL whole; the folder is then bound there; a process that still
 // holds the files refuses to write; a target that holds a project already is refused.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import type { RefusalError } from '../../../src/protocol/result.ts';
 import type { Envelope } from '../../../src/protocol/schema.ts';
@@ -192,7 +194,11 @@ it('moves back to files: nothing accepted on PostgreSQL is lost, and a process s
   await fresh.close();
   const t2 = await tempProject();
   cleanups.push(t2.cleanup);
-  await cli('store', 'init', url, '--key', key, '--project', t2.dir);
+  // `store init` refuses the retired key; a folder bound to it before the move is refused too.
+  const init = await cli('store', 'init', url, '--key', key, '--json', '--project', t2.dir);
+  expect(init.json()).toMatchObject({ ok: false, data: { reason: 'state_incompatible', retired: true } });
+  mkdirSync(join(t2.dir, '.opencomms'), { recursive: true });
+  writeFileSync(join(t2.dir, '.opencomms', 'store.json'), JSON.stringify({ kind: 'postgres', url, key }));
   const again = await cli('store', 'migrate', '--to', 'file', '--json', '--project', t2.dir);
   expect(again.json()).toMatchObject({ ok: false, data: { reason: 'state_incompatible' } });
   expect(again.json().message).toMatch(/retired/);

@@ -137,10 +137,18 @@ describe('a project on a server that asks every connection for its password', ()
     passfile = join(dirOf('oc-pf-secrets-'), 'team.pgpass');
     writeFileSync(passfile, `127.0.0.1:${own.port}:postgres:${ROLE}:${SECRET}\n`, { mode: 0o600 });
     const p = project.dir;
-    expect(
-      (await cli('store', 'init', `postgres://${ROLE}@127.0.0.1:${own.port}/postgres`, '--key', KEY, '--project', p))
-        .code,
-    ).toBe(0);
+    // `store init` connects to check what it binds: the password is at hand where it runs.
+    const savedPassfile = process.env.PGPASSFILE;
+    process.env.PGPASSFILE = passfile;
+    try {
+      expect(
+        (await cli('store', 'init', `postgres://${ROLE}@127.0.0.1:${own.port}/postgres`, '--key', KEY, '--project', p))
+          .code,
+      ).toBe(0);
+    } finally {
+      if (savedPassfile === undefined) delete process.env.PGPASSFILE;
+      else process.env.PGPASSFILE = savedPassfile;
+    }
     for (const host of ['claude-code', 'codex']) {
       expect(
         (
