@@ -79,6 +79,17 @@ export function refusalOf(e: unknown): Refusal {
 
 const firstLine = (s: string) => s.split('\n')[0]!.trim();
 
+/** The words of a command line without its program options (`--project <dir>`, `--json`). */
+function positionals(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--project') i++;
+    else if (!a.startsWith('--project=') && a !== '--json') out.push(a);
+  }
+  return out;
+}
+
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   let code = EXIT_OK;
   const ctx: CliContext = { io, exit: (c) => void (code = c) };
@@ -88,6 +99,25 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   if (argv.length === 0) {
     program.outputHelp();
     return EXIT_OK;
+  }
+  // Commander answers `opencomms session` (a group alone) and `help <no such command>` with its
+  // whole help on stderr and exit 1: a group alone is a request for its help, and a command that
+  // does not exist is a usage error like any other.
+  const words = positionals(argv);
+  const group = words.length === 1 ? program.commands.find((c) => c.name() === words[0] && c.commands.length) : null;
+  if (group) {
+    group.outputHelp();
+    return EXIT_OK;
+  }
+  if (
+    words[0] === 'help' &&
+    words[1] &&
+    !program.commands.some((c) => c.name() === words[1] || c.aliases().includes(words[1]!))
+  ) {
+    const line = usageLine(`unknown command '${words[1]}'`);
+    if (json) io.out(`${JSON.stringify(refuse('usage_error', line))}\n`);
+    else io.err(`opencomms: ${line}\n`);
+    return EXIT_FAIL;
   }
   try {
     await program.parseAsync(argv, { from: 'user' });

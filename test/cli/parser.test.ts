@@ -71,6 +71,23 @@ describe('INS-6 unknown commands and --project anywhere', () => {
     expect(sub.err).toContain("unknown command 'explode'");
   });
 
+  it('a command group alone prints its help on stdout (exit 0); help of no such command is one usage line', async () => {
+    for (const argv of [['session'], ['store'], ['--project', dir, 'session']]) {
+      const r = await cli(...argv);
+      expect(r.code, argv.join(' ')).toBe(0);
+      expect(r.err).toBe('');
+      expect(r.out).toMatch(new RegExp(`^Usage: opencomms ${argv.at(-1)} `));
+    }
+    const r = await cli('help', 'nosuch');
+    expect(r).toMatchObject({ code: 1, out: '' });
+    expect(r.err).toBe("opencomms: unknown command 'nosuch'. Run `opencomms help` for the list of commands.\n");
+    expect((await cli('help', 'nosuch', '--json')).json()).toMatchObject({
+      ok: false,
+      data: { reason: 'usage_error' },
+    });
+    expect((await cli('help', 'join')).code).toBe(0);
+  });
+
   it('unknown options and missing arguments are usage errors (exit 1)', async () => {
     const opt = await cli('status', '--bogus');
     expect(opt.code).toBe(1);
