@@ -13,6 +13,8 @@ import { VERSION } from '../version.ts';
 import { loadAssets } from './assets.ts';
 import { EventHub } from './events.ts';
 import { forbidden } from './guard.ts';
+import { INSPECT_PATH, InspectStreams } from './inspect.ts';
+import { STATELY_INSPECTOR_URL } from '../inspect/bridge.ts';
 import { DEFAULT_PORT, MAX_BODY_CHARS } from './limits.ts';
 import { match } from './routes.ts';
 
@@ -33,6 +35,9 @@ export interface ConsoleOptions {
   port?: number;
   /** The address the server listens on (default 127.0.0.1). */
   bindAddress?: string;
+  /** The Stately Inspector page a channel's Inspect button opens (default https://stately.ai/inspect;
+   *  the browser test points it at a local receiver). */
+  inspectorUrl?: string;
   log?: (line: string) => void;
 }
 
@@ -108,6 +113,9 @@ interface Console {
   log: (line: string) => void;
   /** Records a refusal or a fault in state.errors. */
   record(reason: string, message: string): Promise<void>;
+  /** The channels' Stately inspection streams (inspect.ts). */
+  inspect: InspectStreams;
+  inspectorUrl: string;
 }
 
 /** The request's JSON object; null when it was answered already (over the cap, not an object). */
@@ -151,7 +159,10 @@ async function handle(c: Console, req: IncomingMessage, res: ServerResponse) {
   const body = method === 'GET' || method === 'HEAD' ? {} : await bodyOf(req, res);
   if (body === null) return;
   if (method === 'GET' && path === '/api/events')
-    return c.events.add(res, { at: Date.now(), project: c.project, version: VERSION });
+    return c.events.add(res, { at: Date.now(), project: c.project, version: VERSION, inspector_url: c.inspectorUrl });
+  const inspected = method === 'GET' ? INSPECT_PATH.exec(path) : null;
+  if (inspected)
+    return c.inspect.add(res, inspected[1]!, (m) => send(res, 404, failure(m, { reason: 'channel_not_found' })));
   const asset = method === 'GET' ? c.assets.get(path) : undefined;
   if (asset) return send(res, 200, asset.body, asset.type);
   const found = match(method, path);
@@ -209,6 +220,8 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     actor: operatorActor(opts.project, GUI_PROJECT_ID),
     assets: loadAssets(),
     events: new EventHub(),
+    inspect: new InspectStreams(rt.store, log),
+    inspectorUrl: opts.inspectorUrl ?? STATELY_INSPECTOR_URL,
     log,
     record: (reason, message) =>
       rt.run({ op: 'record_error', entry: { at: Date.now(), reason, message } }).then((r) => {
@@ -248,6 +261,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleServer>
     async close() {
       await subscription?.close();
       c.events.close();
+      await c.inspect.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
       await rt.close();

@@ -28,18 +28,20 @@ const MARKS: Record<string, (id?: string) => string> = {
 /** Waits until the step's mark arrived, then a little longer for the rest of its look; the
  *  mark's index among the events. */
 export async function settled(
-  events: () => StatelyInspectionEvent[],
+  events: () => StatelyInspectionEvent[] | Promise<StatelyInspectionEvent[]>,
   step: string,
   id?: string,
   ms = 3000,
 ): Promise<number> {
   const mark = MARKS[step]!(id);
   const until = Date.now() + ms;
-  while (!summary(events()).includes(mark)) {
-    if (Date.now() > until) throw new Error(`no "${mark}" within ${ms} ms: ${summary(events()).join('\n')}`);
+  let seen = summary(await events());
+  while (!seen.includes(mark)) {
+    if (Date.now() > until) throw new Error(`no "${mark}" within ${ms} ms: ${seen.join('\n')}`);
     await sleep(5);
+    seen = summary(await events());
   }
-  const at = summary(events()).indexOf(mark);
+  const at = seen.indexOf(mark);
   await sleep(150);
   return at;
 }

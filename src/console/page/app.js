@@ -537,6 +537,48 @@ function deliveryPanel(v) {
   );
 }
 
+// ---- Stately Inspector (docs/stately.md) -------------------------------------------------------
+
+/** The channel shown in Stately Inspector: its window, the stream that feeds it, and the events
+ *  waiting for the window to say it is ready. One at a time; another channel's click replaces it. */
+let inspecting = null;
+
+/** The console makes the inspection events (`@statelyai/inspect`'s own inspector, fed as `watch`
+ *  is); the page relays them to the Stately window as the library's browser inspector does:
+ *  postMessage, once the window posted `@statelyai.connected`. */
+function inspectInStately(name) {
+  const url = ui.inspectorUrl;
+  if (!url) return toast('The console has not said where Stately Inspector is yet; try again.');
+  // Opened in the click itself, so that no pop-up blocker stops it.
+  const win = window.open(url, 'xstateinspector');
+  if (!win) return toast('The browser blocked the Stately Inspector window: allow pop-ups for this page.');
+  inspecting?.stream.close();
+  const s = {
+    win,
+    origin: new URL(url).origin,
+    connected: false,
+    waiting: [],
+    stream: new EventSource(`/api/sessions/${encodeURIComponent(name)}/inspect`),
+  };
+  inspecting = s;
+  s.stream.addEventListener('inspect', (m) => {
+    const ev = JSON.parse(m.data);
+    if (s.connected) s.win.postMessage(ev, s.origin);
+    else s.waiting.push(ev);
+  });
+  s.stream.addEventListener('error', () => {
+    if (s.stream.readyState === EventSource.CLOSED) toast(`"${name}" can no longer be inspected.`);
+  });
+  toast(`"${name}" is live in Stately Inspector. No message content, role prompt or session id is sent.`, 'ok');
+}
+
+window.addEventListener('message', (e) => {
+  const s = inspecting;
+  if (!s || e.source !== s.win || e.origin !== s.origin || e.data?.type !== '@statelyai.connected') return;
+  s.connected = true;
+  for (const ev of s.waiting.splice(0)) s.win.postMessage(ev, s.origin);
+});
+
 function renderDetail() {
   const main = $('detail');
   const d = ui.detail;
@@ -550,6 +592,16 @@ function renderDetail() {
           d.paused ? 'Resume delivery' : 'Pause delivery',
         ),
         h('button', { type: 'button', onclick: saveSession }, 'Save session…'),
+        h(
+          'button',
+          {
+            type: 'button',
+            onclick: () => inspectInStately(d.name),
+            title:
+              'Open Stately Inspector with this channel live: its envelopes, recipients and members as actors of their machines. No message content, role prompt or session id is sent.',
+          },
+          'Inspect in Stately',
+        ),
         h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
       ]
     : [
@@ -703,6 +755,7 @@ function connect() {
   es.addEventListener('hello', (e) => {
     const hello = JSON.parse(e.data);
     $('project').textContent = hello.project;
+    ui.inspectorUrl = hello.inspector_url;
     live.textContent = 'live';
     live.className = 'live on';
     refresh();
