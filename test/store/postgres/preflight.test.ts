@@ -144,6 +144,10 @@ describe('store init checks before it binds', () => {
       const doc = await initRefused(dir, `${urlAs()}?sslmode=verify-full`, k, 'state_unreadable', 'tls_unsupported');
       expect(doc.message).toMatch(/does not accept TLS/);
     }
+    await initRefused(dir, urlAs().replace(/\/[^/?]*$/, '/oc_no_such_database'), k, 'state_unreadable', 'no_database');
+    const badKey = await cli('store', 'init', urlAs(), '--key', 'Not A Key', '--json', '--project', dir);
+    expect(badKey.json()).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
+    expect(bindingOf(dir)).toBeNull();
     await initRefused(
       dir,
       `${urlAs()}?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem`,
@@ -357,6 +361,13 @@ describe('TLS on a server of its own', () => {
     const otherHost = tlsUrl('localhost', `sslmode=verify-full&sslrootcert=${ca}`);
     await initRefused(dir, otherHost, k, 'state_unreadable', 'tls_certificate');
     const good = tlsUrl('127.0.0.1', `sslmode=verify-full&sslrootcert=${ca}`);
+    // This server asks every connection for its password.
+    process.env.PGPASSWORD = 'not-the-password';
+    try {
+      await initRefused(dir, good, k, 'state_unreadable', 'credentials');
+    } finally {
+      process.env.PGPASSWORD = PASSWORD;
+    }
     const r = await cli('store', 'init', good, '--key', k, '--json', '--project', dir);
     expect(r.json()).toMatchObject({ ok: true, data: { key: k } });
   });
