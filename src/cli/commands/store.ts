@@ -206,15 +206,17 @@ export const store: CliCommand = {
       .description('print the SQL that gives one database role this project and nothing else')
       .requiredOption('--role <name>', 'the database role to create')
       .option('--key <project-key>', 'the project key (default: the bound one)')
-      .action(async (o: { role: string; key?: string }, cmd: Command) => {
+      .option('--json', 'one {ok, message, data} document (data.sql)')
+      .action(async (o: { role: string; key?: string; json?: boolean }, cmd: Command) => {
         const r = await asResult(async () => {
           const b = readBinding(projectOf(cmd));
           const key = o.key ?? (b.kind === 'postgres' ? b.key : null);
           if (!key)
             return refuse('invalid_argument', 'This project is not bound to PostgreSQL: pass --key <project-key>.');
-          return ok(grantSql(key, o.role));
+          const sql = grantSql(key, o.role);
+          return ok(sql, { sql, key, role: o.role });
         });
-        ctx.exit(answer(ctx.io, r, false, () => r.message));
+        ctx.exit(answer(ctx.io, r, o.json, () => r.message));
       });
   },
 };
