@@ -42,7 +42,9 @@ const onPath = (bin: string, env: NodeJS.ProcessEnv) =>
   (env.PATH ?? '')
     .split(delimiter)
     .filter(Boolean)
-    .some((d) => runnable(join(d, bin)) || (process.platform === 'win32' && runnable(join(d, `${bin}.exe`))));
+    .some((d) =>
+      (process.platform === 'win32' ? ['', '.exe', '.cmd'] : ['']).some((ext) => runnable(join(d, `${bin}${ext}`))),
+    );
 
 /** How long the process may take to end by itself once Codex has exited and all is closed. */
 const EXIT_GRACE_MS = 500;
