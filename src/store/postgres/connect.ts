@@ -157,6 +157,12 @@ export function refusalOf(e: unknown, where: string): Refusal | null {
       `The database role of ${where} may not use this project's schema: run the SQL of \`opencomms store grant\` as an administrator.`,
       { code: 'no_grant' },
     );
+  if (code === '22P05')
+    return refuse(
+      'invalid_argument',
+      `PostgreSQL (${where}) cannot store the character U+0000 that this change holds (in a message, a summary or a name): leave it out; nothing was written.`,
+      { code: 'nul_character' },
+    );
   if (code === 'OC001') return retired(where);
   if (code === '53100')
     return refuse(

@@ -20,7 +20,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { grantSql } from '../../../src/cli/commands/store.ts';
-import { cli, liveProject } from '../../cli/fixtures.ts';
+import { openRuntime } from '../../../src/runtime/runtime.ts';
+import { cli, IDS, liveProject } from '../../cli/fixtures.ts';
 import { startOwnPostgres, type OwnPostgres } from '../../helpers/own-postgres.ts';
 import { admin, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 import { tempProject } from '../../helpers/store-fixtures.ts';
@@ -389,4 +390,24 @@ describe('TLS on a server of its own', () => {
     expect(r.json()).toMatchObject({ ok: true, data: { key: k } });
     expect(await target(k, own.url)).toMatchObject({ schema: true, head: { seq: '1', retired: null } });
   });
+});
+
+it('a change holding U+0000, which PostgreSQL cannot store, is a refusal that says so; nothing is written', async () => {
+  const [dir, k] = [await folder(), key()];
+  await liveProject(dir);
+  expect((await cli('store', 'migrate', '--to', urlAs(), '--key', k, '--json', '--project', dir)).json().ok).toBe(true);
+  const before = await target(k);
+  const rt = openRuntime(dir);
+  try {
+    const r = await rt.run({
+      op: 'send',
+      sid: IDS.lead,
+      args: { channel: 'team', content: 'a\u0000b', to: 'Reviewer' },
+    });
+    expect(r).toMatchObject({ ok: false, data: { reason: 'invalid_argument', code: 'nul_character' } });
+    expect(r.message).toMatch(/U\+0000/);
+  } finally {
+    await rt.close();
+  }
+  expect(await target(k)).toEqual(before);
 });
