@@ -185,11 +185,10 @@ export function inspectLook(prev: Actors, look: Look, only?: string): { ops: Ins
     (l): l is EnvelopeLine => l.kind === 'envelope' && (only === undefined || l.channel === only),
   );
   const ops = [...standingOps(actors, look, hintsOf(lines), only), ...envelopeOps(actors, lines, records(look))];
-  for (const e of liveEnvelopes(look.state, only))
-    if (!actors.has(e.id)) {
-      ops.push(registration(e, e.context.timestamp as number));
-      actors.set(e.id, e);
-    }
+  for (const e of liveEnvelopes(look.state, actors, only)) {
+    ops.push(registration(e, e.context.timestamp as number));
+    actors.set(e.id, e);
+  }
   const machineOfOp = (o: InspectOp) => (o.op === 'actor' ? o.machine : (actors.get(o.id) ?? prev.get(o.id))?.machine);
   const indexed = ops.map((o, i) => ({ o, i, rank: RANK[machineOfOp(o) ?? 'envelope'] }));
   indexed.sort((a, b) => a.o.at - b.o.at || a.rank - b.rank || a.i - b.i);

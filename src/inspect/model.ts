@@ -109,12 +109,17 @@ export function envelopeView(e: Envelope, channel: string): ActorView {
   return { id: envelopeActorId(e.message_id), machine: 'envelope', parent: channelActorId(channel), channel, ...s };
 }
 
-/** The live envelopes of the state, as actors (a look's first registration). */
-export function liveEnvelopes(state: Readonly<State>, only?: string): ActorView[] {
+/** The live envelopes of the state not shown yet, as actors (a look's first registration): a
+ *  look passes every live envelope, so only the ones `shown` lacks are mapped. */
+export function liveEnvelopes(state: Readonly<State>, shown: Actors, only?: string): ActorView[] {
   const names = new Map(Object.values(state.channels).map((c) => [c.id, c.name]));
-  return Object.values(state.messages)
-    .map((e) => envelopeView(e, names.get(e.channel_id) ?? e.channel_id))
-    .filter((a) => only === undefined || a.channel === only);
+  const out: ActorView[] = [];
+  for (const e of Object.values(state.messages)) {
+    if (shown.has(envelopeActorId(e.message_id))) continue;
+    const channel = names.get(e.channel_id) ?? e.channel_id;
+    if (only === undefined || channel === only) out.push(envelopeView(e, channel));
+  }
+  return out;
 }
 
 /** One step of a machine's own definition. */
@@ -123,38 +128,58 @@ export interface Step {
   target: string;
 }
 
+/** How many of `hints` a run of events takes in their order (each hint once). */
+function inOrder(events: readonly string[], hints: readonly string[]): number {
+  let next = 0;
+  let n = 0;
+  for (const e of events) {
+    const at = hints.indexOf(e, next);
+    if (at < 0) continue;
+    n++;
+    next = at + 1;
+  }
+  return n;
+}
+
+/** Longest run of events looked for between two stored values (the machines are small). */
+const MAX_RUN = 3;
+
 /**
- * The shortest run of the machine's own events from `from` to `to` in its definition, trying the
- * `hints` first (the events this look saw for the actor), then every other event. `[]` when the
- * value did not move and no hinted self-transition exists.
+ * The run of the machine's own events from `from` to `to` in its definition: the shortest, and
+ * among those the one that takes the most of `hints` (the events this look saw for the actor) in
+ * their order, then the one with the fewest other events. `[]` when the value did not move and no
+ * hinted self-transition exists, or when no run is found.
  */
 export function eventsBetween(name: MachineName, from: string, to: string, hints: readonly string[]): Step[] {
   const root = machineOf(name).root;
-  const rank = (e: string) => (hints.includes(e) ? hints.indexOf(e) : hints.length);
   const edges = (key: string): Step[] => {
     const node = root.states[key];
-    if (!node) return [];
     const out: Step[] = [];
-    for (const [event, ts] of node.transitions)
+    for (const [event, ts] of node?.transitions ?? [])
       for (const t of ts) out.push({ event, target: (t.target?.[0] as { key: string } | undefined)?.key ?? key });
-    return out.sort((a, b) => rank(a.event) - rank(b.event));
+    return out;
   };
   if (from === to) {
     const self = edges(from).find((s) => s.target === from && hints.includes(s.event));
     return self ? [self] : [];
   }
-  const queue: [string, Step[]][] = [[from, []]];
-  const visited = new Set([from]);
-  while (queue.length) {
-    const [key, path] = queue.shift()!;
+  const runs: Step[][] = [];
+  const walk = (key: string, run: Step[], visited: Set<string>) => {
+    if (run.length >= MAX_RUN) return;
     for (const step of edges(key)) {
-      if (step.target === to) return [...path, step];
-      if (visited.has(step.target)) continue;
-      visited.add(step.target);
-      queue.push([step.target, [...path, step]]);
+      if (step.target === to) runs.push([...run, step]);
+      else if (!visited.has(step.target)) walk(step.target, [...run, step], new Set([...visited, step.target]));
     }
-  }
-  return [];
+  };
+  walk(from, [], new Set([from]));
+  const score = (r: Step[]) => {
+    const events = r.map((s) => s.event);
+    return [r.length, -inOrder(events, hints), events.filter((e) => !hints.includes(e)).length];
+  };
+  const compare = (a: number[], b: number[]) => a.map((x, k) => x - b[k]!).find((d) => d !== 0) ?? 0;
+  let best: Step[] = [];
+  for (const r of runs) if (!best.length || compare(score(r), score(best)) < 0) best = r;
+  return best;
 }
 
 /** The envelope machine's snapshot after `event`, replayed with the machine's own `transition()`

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { inspectStore } from '../../src/inspect/send.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import type { Subscription } from '../../src/store/index.ts';
-import { leaked, play, setUp, storeText, TOKENS } from './scenario.ts';
+import { caller, leaked, play, setUp, storeText, TOKENS } from './scenario.ts';
 import { MACHINES } from '../../machines/index.ts';
 import { expected, settled, shapeBreaches, summary } from './expect.ts';
 
@@ -46,5 +46,31 @@ describe('the inspection events of a live project', () => {
     // Every actor but a channel names its channel as parent and root.
     const actors = events().filter((e) => e.type === '@xstate.actor');
     for (const a of actors.filter((x) => !x.sessionId.startsWith('channel:'))) expect(a.rootId).toBe('channel:team');
+  });
+
+  it("one channel only (watch --channel, the console's button): another channel's actors are not shown", async () => {
+    await setUp(rt, dir);
+    const solo = caller(dir, 'sess_solo', 'pull', 'host_solo');
+    await rt.run({ op: 'create', caller: solo, args: { channel: 'other', role: 'Solo', role_prompt: 's' } });
+    await rt.run({
+      op: 'join',
+      caller: caller(dir, TOKENS.sidLead, 'pull', TOKENS.hostLead),
+      args: { channel: 'other', role: 'Lead', role_prompt: 'l' },
+    });
+    const wire: StatelyInspectionEvent[] = [];
+    sub = await inspectStore(rt.store, createInspector({ send: (e: StatelyInspectionEvent) => void wire.push(e) }), {
+      channel: 'team',
+      log: () => {},
+    });
+    await rt.run({ op: 'send', sid: 'sess_solo', args: { channel: 'other', content: 'o', to: 'Lead' } });
+    const sent = await rt.run({
+      op: 'send',
+      sid: TOKENS.sidLead,
+      args: { channel: 'team', content: 't', to: 'Pusher' },
+    });
+    const id = (sent as unknown as { data: { message_ids: string[] } }).data.message_ids[0];
+    await settled(() => wire, 'send', id);
+    expect(wire.filter((e) => !e.sessionId.includes(':team') && !e.sessionId.startsWith('envelope:'))).toEqual([]);
+    expect(wire.filter((e) => e.sessionId.startsWith('envelope:')).map((e) => e.sessionId)).toEqual([`envelope:${id}`]);
   });
 });

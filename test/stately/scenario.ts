@@ -24,7 +24,7 @@ export const TOKENS = {
   sidPusher: `sess_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
 };
 
-const caller = (dir: string, session_id: string, delivery_mode: string, host_session_id: string): Caller => ({
+export const caller = (dir: string, session_id: string, delivery_mode: string, host_session_id: string): Caller => ({
   session_id,
   host: 'test',
   surface: 'cli',

@@ -1,0 +1,90 @@
+// The pure half of the inspector (src/inspect/model.ts, diff.ts): the machine's own events between two
+// stored values, and a look in which one envelope moved several times (its earlier snapshots are the
+// envelope machine's replay of its receipt; its last is the stored record).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { diff, emptySeen } from '../../src/cli/watch/diff.ts';
+import { inspectLook } from '../../src/inspect/diff.ts';
+import { eventsBetween, type InspectOp } from '../../src/inspect/model.ts';
+import { DELIVERY_COOLDOWN_MS } from '../../src/protocol/limits.ts';
+import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
+import { setUp, TOKENS } from './scenario.ts';
+
+describe('eventsBetween: the shortest run of a machine’s own events', () => {
+  const steps = (...a: Parameters<typeof eventsBetween>) => eventsBetween(...a).map((s) => `${s.event}>${s.target}`);
+  it('takes the hinted events first, through an intermediate state', () => {
+    expect(steps('recipient', 'ready', 'cooling', ['DRAIN', 'COMMIT'])).toEqual(['DRAIN>delivering', 'COMMIT>cooling']);
+    expect(steps('recipient', 'ready', 'cooling', ['DRAIN', 'SWEEP'])).toEqual(['DRAIN>delivering', 'SWEEP>cooling']);
+  });
+  it('finds the one event a move has', () => {
+    expect(steps('channel', 'active', 'paused', [])).toEqual(['PAUSE>paused']);
+    expect(steps('channel', 'paused', 'saved', [])).toEqual(['SAVE>saved']);
+    expect(steps('member', 'stale', 'linked', [])).toEqual(['CLEAR_STALE>linked']);
+  });
+  it('names a self-transition only when the look saw it', () => {
+    expect(steps('channel', 'active', 'active', ['SEND'])).toEqual(['SEND>active']);
+    expect(steps('channel', 'active', 'active', [])).toEqual([]);
+  });
+});
+
+let dir: string;
+let rt: Runtime;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'oc-inspect-model-'));
+  rt = openRuntime(dir);
+});
+afterEach(async () => {
+  await rt.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('inspectLook', () => {
+  it('one look, four moves of one envelope: SEND, DRAIN, SWEEP, DRAIN', async () => {
+    await setUp(rt, dir);
+    const before = await rt.store.read();
+    const first = inspectLook(new Map(), { state: before, logged: [], lines: [], now: Date.now() });
+    const seen = diff(emptySeen(), before, [], new Set(), Date.now(), true).seen;
+    const sent = await rt.run({
+      op: 'send',
+      sid: TOKENS.sidLead,
+      args: { channel: 'team', content: 'x', to: 'Pusher' },
+    });
+    const id = (sent as unknown as { data: { message_ids: string[] } }).data.message_ids[0]!;
+    await rt.run({ op: 'drain', rid: TOKENS.sidPusher });
+    await rt.run({ op: 'sweep', alive: () => false });
+    // The recipient's cooldown from the first drain (DELIVERY_COOLDOWN_MS) holds a drain back until it ends.
+    await sleep(DELIVERY_COOLDOWN_MS + 100);
+    await rt.run({ op: 'drain', rid: TOKENS.sidPusher });
+    const after = await rt.store.read();
+    const lines = diff(seen, after, [], new Set(), Date.now()).lines;
+    const look = inspectLook(first.actors, { state: after, logged: [], lines, now: Date.now() });
+    const mine = look.ops.filter((o) => o.id === `envelope:${id}`);
+    const brief = (o: InspectOp) =>
+      o.op === 'event'
+        ? `event ${o.event.type}`
+        : `${o.op} ${o.snapshot.value} attempts=${o.snapshot.context.attempts} in_flight_at=${o.snapshot.context.in_flight_at === null ? 'null' : 'set'}`;
+    expect(mine.map(brief)).toEqual([
+      'actor pending attempts=0 in_flight_at=null',
+      'event DRAIN',
+      'snapshot in_flight attempts=1 in_flight_at=set',
+      'event SWEEP',
+      'snapshot pending attempts=1 in_flight_at=null',
+      'event DRAIN',
+      'snapshot in_flight attempts=2 in_flight_at=set',
+    ]);
+    // The last snapshot is the stored record itself.
+    const last = mine.at(-1) as Extract<InspectOp, { op: 'snapshot' }>;
+    const stored = after.messages[id]!;
+    expect(last.snapshot.context).toEqual({
+      timestamp: stored.timestamp,
+      attempts: stored.attempts,
+      delivered_at: stored.delivered_at,
+      delivery_method: stored.delivery_method,
+      in_flight_by: stored.in_flight_by,
+      in_flight_at: stored.in_flight_at,
+    });
+  });
+});
