@@ -411,3 +411,41 @@ it('a change holding U+0000, which PostgreSQL cannot store, is a refusal that sa
   }
   expect(await target(k)).toEqual(before);
 });
+
+it('a copy that fails after laying the schema out leaves no schema behind (the layout is part of the copy)', async () => {
+  const [dir, k] = [await folder(), key()];
+  await liveProject(dir);
+  const s = `oc_${k}`;
+  // A failure injected into the copy's last inserts: when the key's archives table is created, an
+  // event trigger gives it a trigger that refuses every row.
+  const fn = `oc_pf_fail_${k}`;
+  await admin((c) =>
+    c.query(`create function "${fn}_row"() returns trigger language plpgsql as $f$
+        begin raise exception 'injected failure' using errcode = 'XX042'; end $f$;
+      create function "${fn}"() returns event_trigger language plpgsql as $f$
+        begin
+          if exists (select 1 from pg_event_trigger_ddl_commands() d
+              where d.command_tag = 'CREATE TABLE' and d.object_identity = '${s}.archives') then
+            create trigger refuse_rows before insert on "${s}".archives for each row execute function "${fn}_row"();
+          end if;
+        end $f$;
+      create event trigger "${fn}" on ddl_command_end when tag in ('CREATE TABLE') execute function "${fn}"();`),
+  );
+  try {
+    const [files, at] = [filesOf(dir), await target(k)];
+    expect(at).toEqual({ schema: false });
+    const r = await cli('store', 'migrate', '--to', urlAs(), '--key', k, '--json', '--project', dir);
+    expect(r.json().ok).toBe(false);
+    expect(await target(k)).toEqual(at);
+    expect(filesOf(dir)).toEqual(files);
+    expect(bindingOf(dir)).toBeNull();
+  } finally {
+    await admin((c) =>
+      c.query(
+        `drop event trigger if exists "${fn}"; drop function if exists "${fn}"(); drop function if exists "${fn}_row"() cascade;`,
+      ),
+    );
+  }
+  const again = await cli('store', 'migrate', '--to', urlAs(), '--key', k, '--json', '--project', dir);
+  expect(again.json()).toMatchObject({ ok: true, data: { key: k, archives: 1 } });
+});
