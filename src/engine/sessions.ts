@@ -22,6 +22,7 @@ import {
   findMember,
   invalidChannelName,
   liveChannel,
+  lookupChannel,
   memberChannel,
   normaliseChannelName,
   notMember,
@@ -219,11 +220,18 @@ export function deleteSession(
   if (args.confirm !== true)
     return refused(
       state,
-      refuse('confirm_required', 'Deletion is permanent and also removes the archive. Repeat with confirm=true.'),
+      refuse(
+        'confirm_required',
+        "Deletion is permanent: a live channel's members and mail are discarded, a saved one's archive and history removed. Repeat with confirm=true.",
+      ),
     );
   const name = normaliseChannelName(args.channel);
   const ch = name === null ? undefined : state.channels[name];
-  if (!ch && !archive) return refused(state, channelNotFound(shownName(args.channel)));
+  if (!ch && !archive) {
+    // As every lookup answers it: a name over the limit by its length, never by its first characters.
+    const found = lookupChannel(state, args.channel);
+    return refused(state, 'refusal' in found ? found.refusal : channelNotFound(shownName(args.channel)));
+  }
   if (ch?.lifecycle === 'deleted') return refused(state, tombstoneRefusal(ch));
   if (ch?.lifecycle === 'active') {
     if (!isOperator(actor) && !findMember(ch, actor.sid)) return refused(state, notMember(ch));

@@ -340,6 +340,24 @@ describe('LCY-6 delete', () => {
       { op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'ghost', confirm: true }, archive: null },
       'channel_not_found',
     );
+    // A name longer than any channel's is answered as such, as every lookup answers it, never as
+    // the channel its first 64 characters would name.
+    const long = sim.refuse(
+      {
+        op: 'delete_session',
+        actor: memberActor('sess_a'),
+        args: { channel: `team${'x'.repeat(66)}`, confirm: true },
+        archive: null,
+      },
+      'channel_not_found',
+    );
+    expect(long.result.message).toContain('it has 70 characters, and a channel name has at most 64');
+    expect(long.result.message).not.toContain('xxxxxxxxxx');
+    const unconfirmed = sim.refuse(
+      { op: 'delete_session', actor: memberActor('sess_a'), args: { channel: 'team' }, archive: null },
+      'confirm_required',
+    );
+    expect(unconfirmed.result.message).not.toMatch(/also removes the archive/);
     const id = sim.ch('team').id;
     const o = sim.ok({
       op: 'delete_session',
