@@ -43,11 +43,27 @@ const hasCredentials = (cfg: pg.ClientConfig, env: NodeJS.ProcessEnv) =>
   existsSync(passFilePath(env)) ||
   (typeof cfg.ssl === 'object' && cfg.ssl !== null && Boolean(cfg.ssl.cert) && Boolean(cfg.ssl.key));
 
+/** pg 8 reads sslmode prefer, require and verify-ca as verify-full, and says so in a warning of
+ *  ten lines on stderr (a Claude Code wake waiter's stderr is the text the model is woken with):
+ *  the URL it parses names verify-full itself, which is what pg does with those modes. */
+const ALIASED_SSLMODES = new Set(['prefer', 'require', 'verify-ca']);
+function asParsed(url: string): string {
+  try {
+    const u = new URL(url);
+    const mode = u.searchParams.get('sslmode');
+    if (!mode || !ALIASED_SSLMODES.has(mode) || u.searchParams.get('uselibpqcompat') === 'true') return url;
+    u.searchParams.set('sslmode', 'verify-full');
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
 /** The client configuration of a URL, or the refusal that forbids connecting at all. */
 export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env): pg.ClientConfig {
   let cfg: pg.ClientConfig;
   try {
-    cfg = parseIntoClientConfig(url);
+    cfg = parseIntoClientConfig(asParsed(url));
   } catch (e) {
     // pg-connection-string reads sslrootcert, sslcert and sslkey as it parses.
     const file = e as NodeJS.ErrnoException;

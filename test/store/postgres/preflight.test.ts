@@ -3,7 +3,7 @@
 // tests') PostgreSQL, and one of this file's own with TLS on. Each refusal is one `--json`
 // document with a stable reason and code; a refused init leaves the binding as it was, and a
 // refused migrate leaves the target schema as it found it and the project's files untouched.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   chownSync,
   existsSync,
@@ -448,4 +448,33 @@ it('a copy that fails after laying the schema out leaves no schema behind (the l
   }
   const again = await cli('store', 'migrate', '--to', urlAs(), '--key', k, '--json', '--project', dir);
   expect(again.json()).toMatchObject({ ok: true, data: { key: k, archives: 1 } });
+});
+
+it("sslmode=require, prefer or verify-ca prints no warning of pg's on stderr: a command's stderr is its one line", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'oc-pf-sslmode-'));
+  try {
+    for (const mode of ['require', 'prefer', 'verify-ca']) {
+      const r = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          join(__dirname, '../../../src/cli/main.ts'),
+          'store',
+          'init',
+          `postgres://postgres@127.0.0.1:1/test?sslmode=${mode}`,
+          '--key',
+          'k1',
+          '--json',
+          '--project',
+          dir,
+        ],
+        { encoding: 'utf8', timeout: 60_000, cwd: join(__dirname, '../../..') },
+      );
+      expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, data: { reason: 'state_unreadable' } });
+      expect(r.stderr).not.toMatch(/SECURITY WARNING|Warning/);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
