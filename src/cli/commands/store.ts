@@ -158,6 +158,7 @@ export function grantSql(key: string, role: string): string {
     `create role ${r} login;`,
     `create schema if not exists ${schema} authorization ${r};`,
     `alter schema ${schema} owner to ${r};`,
+    `-- Database-wide (PostgreSQL 15 and later have it already): no role creates objects in the public schema. Leave it out if other applications of this database need that.`,
     `revoke create on schema public from public;`,
     '',
   ].join('\n');

@@ -478,3 +478,10 @@ it("sslmode=require, prefer or verify-ca prints no warning of pg's on stderr: a 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+it('the grant SQL says which of its statements changes the whole database', () => {
+  const lines = grantSql('k1', 'r1').split('\n');
+  const revoke = lines.indexOf('revoke create on schema public from public;');
+  expect(revoke).toBeGreaterThan(0);
+  expect(lines[revoke - 1]).toMatch(/^-- Database-wide .*Leave it out if/);
+});
