@@ -10,7 +10,7 @@ import { withLock } from '../../store/file/lock.ts';
 import { FileStore } from '../../store/file/store.ts';
 import { resolvePaths, type StorePaths } from '../../store/paths.ts';
 import { describeUrl } from '../../store/postgres/connect.ts';
-import { probeTarget } from '../../store/postgres/preflight.ts';
+import { checkScheme, probeTarget } from '../../store/postgres/preflight.ts';
 import { type Moved, moveToFiles, moveToPostgres } from '../../store/move.ts';
 import { ident, schemaOf } from '../../store/postgres/schema.ts';
 import { PgStore, type PgStatus } from '../../store/postgres/store.ts';
@@ -131,6 +131,7 @@ async function migrate(project: string, to: string, key: string | undefined): Pr
       { ...m, store: 'file', from: where },
     );
   }
+  checkScheme(to, ', or `file` for the files of this folder');
   if (!key) return refuse('invalid_argument', 'Moving to PostgreSQL needs the project key: pass --key <project-key>.');
   const m = await moveToPostgres(project, to, key);
   return ok(

@@ -26,26 +26,7 @@ const no = (r: Refusal) => new RefusalError(r);
 /** The URL's own checks, before any connection: a postgres:// URL that parses, with no password
  *  in it (it would be written into .opencomms/), and the rule for a server off loopback. */
 export function checkUrl(url: string, key: string, env: NodeJS.ProcessEnv = process.env): pg.ClientConfig {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw no(
-      refuse(
-        'invalid_argument',
-        'The store URL is not a URL: use postgres://user@host:port/database (the password stays out of it).',
-        { field: 'url', code: 'url_unparsable' },
-      ),
-    );
-  }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:')
-    throw no(
-      refuse(
-        'invalid_argument',
-        `The store URL starts with ${u.protocol}// where OpenComms needs a PostgreSQL URL: use postgres://user@host:port/database.`,
-        { field: 'url', code: 'url_scheme' },
-      ),
-    );
+  checkScheme(url);
   if (urlHasPassword(url))
     throw no(
       refuse(
@@ -56,6 +37,31 @@ export function checkUrl(url: string, key: string, env: NodeJS.ProcessEnv = proc
     );
   schemaOf(key);
   return clientConfig(url, env);
+}
+
+/** A URL that parses, of scheme postgres:// or postgresql://; `orElse` names what else the
+ *  argument may be (`store migrate --to file`). */
+export function checkScheme(url: string, orElse = ''): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw no(
+      refuse(
+        'invalid_argument',
+        `The store URL is not a URL: use postgres://user@host:port/database (the password stays out of it)${orElse}.`,
+        { field: 'url', code: 'url_unparsable' },
+      ),
+    );
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:')
+    throw no(
+      refuse(
+        'invalid_argument',
+        `The store URL starts with ${u.protocol}// where OpenComms needs a PostgreSQL URL: use postgres://user@host:port/database${orElse}.`,
+        { field: 'url', code: 'url_scheme' },
+      ),
+    );
 }
 
 /** The catalog's answer on the project's schema, for the role connected. */

@@ -243,6 +243,13 @@ describe('store migrate --to checks before it copies', () => {
     await liveProject(dir);
     const at = new URL(testDatabaseUrl());
     await migrateRefused(dir, `http://${at.host}${at.pathname}`, k, 'invalid_argument', 'url_scheme');
+    // A slip for `file`, with no key: the URL is what is wrong.
+    const slip = await refused(
+      ['store', 'migrate', '--to', 'files', '--project', dir],
+      'invalid_argument',
+      'url_unparsable',
+    );
+    expect(slip.message).toContain('or `file`');
     await migrateRefused(dir, 'postgres://postgres@127.0.0.1:1/test', k, 'state_unreadable', 'ECONNREFUSED');
     if (await admin(async (c) => (await c.query('show ssl')).rows[0].ssl === 'off'))
       await migrateRefused(dir, `${urlAs()}?sslmode=verify-full`, k, 'state_unreadable', 'tls_unsupported');
