@@ -129,7 +129,12 @@ function eventAt(a: ActorView, event: string, hint: Hint | undefined, now: numbe
 /** The machine's events from the view shown last to the view now, each with its snapshot. */
 function moveOps(before: ActorView, now_: ActorView, hint: Hint | undefined, now: number): InspectOp[] {
   const hints = [...(hint?.events ?? []), ...(now_.machine === 'recipient' ? ['TICK'] : [])];
-  const steps = eventsBetween(now_.machine, before.value, now_.value, hints);
+  // A channel that also sent or handed over before it moved (one look): those first.
+  const counted =
+    now_.machine === 'channel' && before.value !== now_.value
+      ? eventsBetween('channel', before.value, before.value, hints)
+      : [];
+  const steps = [...counted, ...eventsBetween(now_.machine, before.value, now_.value, hints)];
   if (!steps.length) return [{ op: 'snapshot', at: now, id: now_.id, snapshot: snapshotOf(now_), event: null }];
   const ops: InspectOp[] = [];
   for (const [i, s] of steps.entries()) {

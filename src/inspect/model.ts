@@ -141,14 +141,23 @@ function inOrder(events: readonly string[], hints: readonly string[]): number {
   return n;
 }
 
+/** The hinted self-transitions of a state, once each, in the hints' order (a send and a hand-over
+ *  in one look are both the channel's). */
+function selfSteps(edges: Step[], at: string, hints: readonly string[]): Step[] {
+  return hints.flatMap((h) => {
+    const s = edges.find((e) => e.target === at && e.event === h);
+    return s ? [s] : [];
+  });
+}
+
 /** Longest run of events looked for between two stored values (the machines are small). */
 const MAX_RUN = 3;
 
 /**
  * The run of the machine's own events from `from` to `to` in its definition: the shortest, and
  * among those the one that takes the most of `hints` (the events this look saw for the actor) in
- * their order, then the one with the fewest other events. `[]` when the value did not move and no
- * hinted self-transition exists, or when no run is found.
+ * their order, then the one with the fewest other events. When the value did not move: the hinted
+ * self-transitions. `[]` when there is none, or no run is found.
  */
 export function eventsBetween(name: MachineName, from: string, to: string, hints: readonly string[]): Step[] {
   const root = machineOf(name).root;
@@ -159,10 +168,9 @@ export function eventsBetween(name: MachineName, from: string, to: string, hints
       for (const t of ts) out.push({ event, target: (t.target?.[0] as { key: string } | undefined)?.key ?? key });
     return out;
   };
-  if (from === to) {
-    const self = edges(from).find((s) => s.target === from && hints.includes(s.event));
-    return self ? [self] : [];
-  }
+  // A channel's self-transitions each count something (a send, a hand-over); a recipient's are one
+  // hold or wait, so one is named.
+  if (from === to) return selfSteps(edges(from), from, hints).slice(0, name === 'channel' ? undefined : 1);
   const runs: Step[][] = [];
   const walk = (key: string, run: Step[], visited: Set<string>) => {
     if (run.length >= MAX_RUN) return;

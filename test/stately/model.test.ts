@@ -24,9 +24,11 @@ describe('eventsBetween: the shortest run of a machine’s own events', () => {
     expect(steps('channel', 'paused', 'saved', [])).toEqual(['SAVE>saved']);
     expect(steps('member', 'stale', 'linked', [])).toEqual(['CLEAR_STALE>linked']);
   });
-  it('names a self-transition only when the look saw it', () => {
+  it('names a self-transition only when the look saw it; a channel each one it saw', () => {
     expect(steps('channel', 'active', 'active', ['SEND'])).toEqual(['SEND>active']);
+    expect(steps('channel', 'active', 'active', ['SEND', 'HAND_OVER'])).toEqual(['SEND>active', 'HAND_OVER>active']);
     expect(steps('channel', 'active', 'active', [])).toEqual([]);
+    expect(steps('recipient', 'cooling', 'cooling', ['DRAIN', 'TICK'])).toEqual(['DRAIN>cooling']);
   });
 });
 
@@ -86,5 +88,32 @@ describe('inspectLook', () => {
       in_flight_by: stored.in_flight_by,
       in_flight_at: stored.in_flight_at,
     });
+  });
+
+  it('one look holding a send and its pull: SEND, the envelope, HAND_OVER, PULL, in the order they happened', async () => {
+    await setUp(rt, dir);
+    const before = await rt.store.read();
+    const first = inspectLook(new Map(), { state: before, logged: [], lines: [], now: Date.now() });
+    const seen = diff(emptySeen(), before, [], new Set(), Date.now(), true).seen;
+    const sent = await rt.run({
+      op: 'send',
+      sid: TOKENS.sidPusher,
+      args: { channel: 'team', content: 'x', to: 'Lead' },
+    });
+    const id = (sent as unknown as { data: { message_ids: string[] } }).data.message_ids[0]!;
+    await rt.run({ op: 'pull', sid: TOKENS.sidLead, args: { channel: 'team' } });
+    const after = await rt.store.read();
+    const logged = await rt.store.history(after.channels.team!.id, 50);
+    const lines = diff(seen, after, logged, new Set([after.channels.team!.id]), Date.now()).lines;
+    const look = inspectLook(first.actors, { state: after, logged, lines, now: Date.now() });
+    const shown = look.ops.map((o) =>
+      o.op === 'event' ? `${o.id} ${o.event.type}` : o.op === 'actor' ? `new ${o.id}` : null,
+    );
+    expect(shown.filter((x) => x !== null)).toEqual([
+      'channel:team SEND',
+      `new envelope:${id}`,
+      'channel:team HAND_OVER',
+      `envelope:${id} PULL`,
+    ]);
   });
 });
