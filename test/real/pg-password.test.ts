@@ -44,7 +44,15 @@ async function boundProject(sb: Sandbox) {
   }, own.url);
   const passfile = join(sb.root, 'team.pgpass');
   writeFileSync(passfile, `127.0.0.1:${own.port}:postgres:${role}:${secret}\n`, { mode: 0o600 });
-  await opencomms(sb, 'store', 'init', `postgres://${role}@127.0.0.1:${own.port}/postgres`, '--key', key);
+  // `store init` connects to check what it binds (docs/postgres.md "What init and migrate check"):
+  // the operator who runs it has the password file too.
+  const env = sb.env;
+  sb.env = { ...env, PGPASSFILE: passfile };
+  try {
+    await opencomms(sb, 'store', 'init', `postgres://${role}@127.0.0.1:${own.port}/postgres`, '--key', key);
+  } finally {
+    sb.env = env;
+  }
   /** The channel's creator and the host session bound to it, read as the administrator. */
   const creator = async (channel: string) => {
     const view = new PgStore({ url: `postgres://postgres:admin-pw@127.0.0.1:${own.port}/postgres`, key });
