@@ -24,21 +24,22 @@ export interface Bridge {
 const page = (inspectorUrl: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>OpenComms in Stately Inspector</title>
 <style>html,body{height:100%;margin:0}iframe{width:100%;height:100%;border:0}</style></head>
-<body><iframe id="inspector" src="${inspectorUrl}"></iframe>
+<body><iframe id="inspector" src="${inspectorUrl.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`)}"></iframe>
 <script type="module" src="/bridge.js"></script></body></html>`;
 
 /** The page's script: events from /events, posted to the frame once it is connected. */
 const SCRIPT = `const frame = document.getElementById('inspector');
+const origin = new URL(frame.src).origin; // only the inspector's page may receive the events
 const waiting = [];
 let connected = false;
 window.addEventListener('message', (e) => {
-  if (e.source !== frame.contentWindow || e.data?.type !== '@statelyai.connected') return;
+  if (e.source !== frame.contentWindow || e.origin !== origin || e.data?.type !== '@statelyai.connected') return;
   connected = true;
-  for (const ev of waiting.splice(0)) frame.contentWindow.postMessage(ev, '*');
+  for (const ev of waiting.splice(0)) frame.contentWindow.postMessage(ev, origin);
 });
 new EventSource('/events').addEventListener('inspect', (m) => {
   const ev = JSON.parse(m.data);
-  if (connected) frame.contentWindow.postMessage(ev, '*');
+  if (connected) frame.contentWindow.postMessage(ev, origin);
   else waiting.push(ev);
 });
 `;

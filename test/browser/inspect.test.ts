@@ -13,6 +13,8 @@ import type { StatelyInspectionEvent } from '@statelyai/inspect';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startConsole, type ConsoleServer } from '../../src/console/server.ts';
+import { startBridge } from '../../src/inspect/bridge.ts';
+import { inspectStore } from '../../src/inspect/send.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { expected, settled, summary } from '../stately/expect.ts';
 import { leaked, play, setUp } from '../stately/scenario.ts';
@@ -98,5 +100,30 @@ describe('Inspect in Stately (console)', () => {
     const r = await fetch(new URL('/api/sessions/nope/inspect', server.url));
     expect(r.status).toBe(404);
     expect(await r.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
+  });
+
+  it("watch --inspect's loopback page: the inspector in its frame gets the same events, in order, without peer text", async () => {
+    await setUp(rt, dir);
+    const bridge = await startBridge({ inspectorUrl: receiverUrl });
+    const sub = await inspectStore(rt.store, bridge.inspector, { log: () => {} });
+    try {
+      await page.goto(bridge.url);
+      const frame = () => page.frames().find((f) => f.url() === receiverUrl);
+      const until = Date.now() + 5000;
+      while (!frame()) {
+        if (Date.now() > until) throw new Error('no inspector frame');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const got = () => frame()!.evaluate(() => (window as unknown as { received: Got[] }).received ?? []);
+      const events = async () => (await got()).map((g) => JSON.parse(g.text) as StatelyInspectionEvent);
+      const ids = await play(rt, dir, async (step, id) => void (await settled(events, step, id)));
+      expect(summary(await events())).toEqual(expected(ids));
+      const all = await got();
+      expect(new Set(all.map((g) => g.origin))).toEqual(new Set([new URL(bridge.url).origin]));
+      expect(leaked(all.map((g) => g.text).join('\n'))).toEqual([]);
+    } finally {
+      await sub.close();
+      await bridge.close();
+    }
   });
 });
