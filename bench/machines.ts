@@ -238,8 +238,9 @@ async function exitFloor(b: Machine): Promise<number> {
  *  with a sleeping process on B standing in for `claude` (CLAUDE_PID). Every wake ends its waiter,
  *  so each sample starts one (as the woken turn's Stop does), waits until it listens, then
  *  SPACING_MS of quiet; after the wake the batch is committed as the woken turn's hook commits it
- *  (under the hold it was drained with). The parts: A's send committed, the batch written (its
- *  first bytes at this process), the waiter's exit reaped. */
+ *  (under the hold it was drained with). The parts: A's send committed, B's drain committed (the
+ *  batch in flight: its notification heard here), the batch written (its first bytes here), the
+ *  waiter's exit reaped. */
 async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table: string, project: string) {
   mkdirSync(project, { recursive: true });
   await install('claude-code', project, { detect: async () => 'x', warn: () => {} });
@@ -248,8 +249,13 @@ async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table:
   const claude = b.spawn('sleep', ['infinity'], {}, 'ignore');
   const tag = processTag(claude.pid!, b.id);
   const rt = new Runtime(new PgStore({ url, key }), { tag, log: () => {} });
+  // The bench's own connection: it sees the waiter listen (its LISTEN in pg_stat_activity) and
+  // hears each commit's notification (A's send, then B's drain: the batch in flight).
   const watcher = new pg.Client({ connectionString: url });
   await watcher.connect();
+  const notified: number[] = [];
+  watcher.on('notification', () => notified.push(wall()));
+  await watcher.query(`listen "oc_${key}"`);
   const listeners = async () =>
     new Set(
       (await watcher.query<{ pid: number }>(`select pid from pg_stat_activity where query like 'listen %'`)).rows.map(
@@ -295,6 +301,7 @@ async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table:
       const t0 = wall();
       const id = await send(A, content, CC_MEMBER);
       const { code, at } = await w.closed;
+      const heard = notified.filter((n) => n >= t0);
       if (code !== 2 || !w.stderr().includes(`| id: ${id} |`))
         throw new Error(`the waiter ended ${code} without ${id}: ${w.stderr().slice(0, 300)}`);
       // Held in flight under Claude Code's tag, shown once: committed as the woken turn's hook does.
@@ -309,19 +316,20 @@ async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table:
         held: { by: tag, attempts: [e.attempts] },
       });
       if (!done.ok) throw new Error(`commit refused: ${done.message}`);
-      return { t0, written: w.firstErr(), exited: at };
+      return { t0, inFlight: heard[1], written: w.firstErr(), exited: at };
     };
 
     for (let i = 0; i < WARM; i++) await wake(`warm wake ${i}`);
     const total: number[] = [];
-    const parts: Record<string, number[]> = { send: [], to_written: [], exit: [] };
+    const parts: Record<string, number[]> = { send: [], in_flight: [], write: [], exit: [] };
     for (let i = 0; i < SAMPLES; i++) {
-      const { t0, written, exited } = await wake(`timed wake ${i}`);
+      const { t0, inFlight, written, exited } = await wake(`timed wake ${i}`);
       total.push(exited - t0);
       const sent = after(A, 'committed', t0);
-      if (!sent || sent > written) continue;
+      if (!sent || !inFlight || sent > inFlight || inFlight > written) continue;
       parts.send!.push(sent - t0);
-      parts.to_written!.push(written - sent);
+      parts.in_flight!.push(inFlight - sent);
+      parts.write!.push(written - inFlight);
       parts.exit!.push(exited - written);
     }
     // The floor of the path, after the same quiet: A's commit, B's round trip and commit (as for
