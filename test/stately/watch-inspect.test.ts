@@ -2,12 +2,15 @@
 // process, reach a local WebSocket receiver as Stately inspection events, in order, as fast as
 // watch prints them, and with none of the planted peer text. Without a URL it serves the loopback
 // page that shows Stately Inspector; a receiver that is not on this machine is refused.
+import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
+import { writeBinding } from '../../src/store/binding.ts';
+import { dropProject, newProjectKey, testDatabaseUrl } from '../helpers/postgres.ts';
 import type { WatchLine } from '../../src/cli/watch/diff.ts';
 import { BIN, start, type Proc } from '../helpers/process.ts';
 import { expected, settled, summary } from './expect.ts';
@@ -30,8 +33,8 @@ afterEach(async () => {
 });
 
 /** `watch` started and ready; every stdout line with the time it arrived. */
-async function watch(...extra: string[]) {
-  const p = start([BIN, 'watch', '--project', dir, '--json', ...extra]);
+async function watch(extra: string[], env: NodeJS.ProcessEnv = {}) {
+  const p = start([BIN, 'watch', '--project', dir, '--json', ...extra], { env });
   procs.push(p);
   const arrived: { at: number; line: string }[] = [];
   let buf = '';
@@ -55,7 +58,7 @@ describe('opencomms watch --inspect', () => {
     await setUp(rt, dir);
     receiver = await wsReceiver();
     const r = receiver;
-    const { p, arrived } = await watch('--inspect', r.url);
+    const { p, arrived } = await watch(['--inspect', r.url]);
     expect(p.stderr()).toContain(`Stately Inspector: ${r.url}/`);
     // From the moment each step's write returned in this process to the receiver having its mark.
     const sinceWrite: number[] = [];
@@ -97,7 +100,7 @@ describe('opencomms watch --inspect', () => {
 
   it('with no URL serves a loopback page that embeds Stately Inspector and streams the events', async () => {
     await setUp(rt, dir);
-    const { p } = await watch('--inspect');
+    const { p } = await watch(['--inspect']);
     const url = /Stately Inspector: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(p.stderr())?.[1];
     expect(url).toBeDefined();
     const page = await (await fetch(url!)).text();
@@ -116,6 +119,45 @@ describe('opencomms watch --inspect', () => {
     expect(doc).toMatchObject({ ok: false, data: { reason: 'invalid_argument' } });
     expect(doc.message).toContain('"example.com" is not one');
   });
+
+  it("on a project in PostgreSQL: another process's transitions reach the receiver, in order, without peer text", async () => {
+    // The binding records no password; both processes get it as a user's environment would.
+    const u = new URL(testDatabaseUrl());
+    const env = u.password ? { PGPASSWORD: decodeURIComponent(u.password) } : {};
+    u.password = '';
+    const key = newProjectKey('insp');
+    await writeBinding(dir, u.toString(), key);
+    await rt.close();
+    const saved = process.env.PGPASSWORD;
+    Object.assign(process.env, env);
+    try {
+      rt = openRuntime(dir);
+      await setUp(rt, dir);
+      receiver = await wsReceiver();
+      const r = receiver;
+      await watch(['--inspect', r.url], env);
+      const sinceWrite: number[] = [];
+      const ids = await play(rt, dir, async (step, id) => {
+        const wrote = performance.timeOrigin + performance.now();
+        sinceWrite.push(r.received[await settled(() => r.events(), step, id)]!.at - wrote);
+      });
+      expect(summary(r.events())).toEqual(expected(ids));
+      expect(leaked(r.received.map((m) => m.text).join('\n'))).toEqual([]);
+      expect(Math.max(...sinceWrite)).toBeLessThan(1000);
+      // The project is in PostgreSQL: no state file was ever written.
+      expect(existsSync(join(dir, '.opencomms', 'state.json'))).toBe(false);
+      process.stderr.write(
+        `[watch --inspect, PostgreSQL] write to first event at the receiver, ms: ${sinceWrite.map((x) => x.toFixed(1)).join(', ')}\n`,
+      );
+    } finally {
+      for (const p of procs.splice(0)) await p.stop('SIGKILL');
+      await rt.close();
+      rt = openRuntime(dir); // closed again by afterEach
+      if (saved === undefined) delete process.env.PGPASSWORD;
+      else process.env.PGPASSWORD = saved;
+      await dropProject(key);
+    }
+  }, 60_000);
 });
 
 /** The first `inspect` frames of an event stream, until one contains `until`. */
