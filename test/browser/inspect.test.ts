@@ -16,8 +16,9 @@ import { startConsole, type ConsoleServer } from '../../src/console/server.ts';
 import { startBridge } from '../../src/inspect/bridge.ts';
 import { inspectStore } from '../../src/inspect/send.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
-import { expected, settled, summary } from '../stately/expect.ts';
-import { leaked, play, setUp } from '../stately/scenario.ts';
+import { MACHINES } from '../../machines/index.ts';
+import { expected, settled, shapeBreaches, summary } from '../stately/expect.ts';
+import { leaked, play, setUp, storeText, TOKENS } from '../stately/scenario.ts';
 import { LAUNCH_HOOK_TIMEOUT_MS, launch, type Browser } from './browser.ts';
 
 /** What `createBrowserReceiver` of @statelyai/inspect does in Stately's page, and a record of it. */
@@ -65,6 +66,7 @@ afterEach(async () => {
 });
 
 type Got = { at: number; origin: string; text: string };
+const CONFIGS = Object.fromEntries(Object.entries(MACHINES).map(([n, p]) => [n, p.machine.config]));
 
 describe('Inspect in Stately (console)', () => {
   it("relays the channel's actors, events and snapshots to the inspector window, in order, without peer text", async () => {
@@ -89,6 +91,8 @@ describe('Inspect in Stately (console)', () => {
     const all = await got();
     expect(new Set(all.map((g) => g.origin))).toEqual(new Set([`http://127.0.0.1:${server.port}`]));
     expect(leaked(all.map((g) => g.text).join('\n'))).toEqual([]);
+    expect(leaked(await storeText(dir))).toEqual(expect.arrayContaining([TOKENS.content1, TOKENS.promptLead]));
+    expect(shapeBreaches(await events(), CONFIGS)).toEqual([]);
     expect(Math.max(...sinceWrite)).toBeLessThan(1000);
     process.stderr.write(
       `[console inspect] write to the inspector window, ms: ${sinceWrite.map((x) => x.toFixed(1)).join(', ')}\n`,
@@ -121,6 +125,7 @@ describe('Inspect in Stately (console)', () => {
       const all = await got();
       expect(new Set(all.map((g) => g.origin))).toEqual(new Set([new URL(bridge.url).origin]));
       expect(leaked(all.map((g) => g.text).join('\n'))).toEqual([]);
+      expect(shapeBreaches(await events(), CONFIGS)).toEqual([]);
     } finally {
       await sub.close();
       await bridge.close();

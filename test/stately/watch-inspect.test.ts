@@ -13,9 +13,12 @@ import { writeBinding } from '../../src/store/binding.ts';
 import { dropProject, newProjectKey, testDatabaseUrl } from '../helpers/postgres.ts';
 import type { WatchLine } from '../../src/cli/watch/diff.ts';
 import { BIN, start, type Proc } from '../helpers/process.ts';
-import { expected, settled, summary } from './expect.ts';
+import { MACHINES } from '../../machines/index.ts';
+import { expected, settled, shapeBreaches, summary } from './expect.ts';
 import { wsReceiver, type Receiver } from './receiver.ts';
-import { leaked, play, setUp } from './scenario.ts';
+import { leaked, play, setUp, storeText, TOKENS } from './scenario.ts';
+
+const CONFIGS = Object.fromEntries(Object.entries(MACHINES).map(([n, p]) => [n, p.machine.config]));
 
 let dir: string;
 let rt: Runtime;
@@ -69,8 +72,10 @@ describe('opencomms watch --inspect', () => {
     });
     expect(Math.max(...sinceWrite)).toBeLessThan(1000);
     expect(summary(r.events())).toEqual(expected(ids));
-    // 0 bytes of peer text: no planted token in any message the receiver got.
+    // 0 bytes of peer text: no planted token in any message the receiver got (and the store has them).
     expect(leaked(r.received.map((m) => m.text).join('\n'))).toEqual([]);
+    expect(leaked(await storeText(dir))).toEqual(expect.arrayContaining([TOKENS.content1, TOKENS.promptLead]));
+    expect(shapeBreaches(r.events(), CONFIGS)).toEqual([]);
 
     // Each envelope line watch printed, and when the receiver had its inspection event: a SEND is
     // the envelope actor's registration, a PURGE (archived with the save) its stopped snapshot.
