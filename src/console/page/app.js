@@ -562,6 +562,12 @@ function inspectInStately(name) {
   };
   inspecting = s;
   s.stream.addEventListener('inspect', (m) => {
+    // The window was closed: nothing reads the stream any more.
+    if (s.win.closed) {
+      s.stream.close();
+      if (inspecting === s) inspecting = null;
+      return;
+    }
     const ev = JSON.parse(m.data);
     if (s.connected) s.win.postMessage(ev, s.origin);
     else s.waiting.push(ev);
