@@ -220,7 +220,7 @@ export const TOOLS: ToolDef[] = [
   tool({
     name: 'opencomms_save_session',
     description:
-      'Archive a channel (messages, roster, summary) and close it; resume it later with opencomms_resume_session.',
+      'Archive a channel (messages, roster, summary) and close it; restore it later with opencomms_resume_session.',
     shape: {
       channel,
       summary: z.string().optional().describe('What was decided and what is open (at most 2000 chars).'),
@@ -230,9 +230,10 @@ export const TOOLS: ToolDef[] = [
   }),
   tool({
     name: 'opencomms_resume_session',
-    description: 'Start a new, empty channel linked to a saved session (by name or archive id); members then join it.',
+    description:
+      'Restore a saved channel (by name or archive id) as a new, empty channel linked to it; members then join it.',
     shape: {
-      channel: z.string().describe('Saved session name or archive id (chn_...).'),
+      channel: z.string().describe('Saved channel name or archive id (chn_...).'),
       new_name: z.string().optional(),
     },
     required: ['channel'],

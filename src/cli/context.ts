@@ -125,7 +125,7 @@ const FOR_OPERATOR: Array<[RegExp, string]> = [
     /Channel "([^"]+)" is paused\. Resume it with opencomms_resume, or wait\./,
     'Channel "$1" is paused: `opencomms resume $1` releases it.',
   ],
-  [/Resume it first \(opencomms_resume_session or (`opencomms session resume [^`]+`)\)\./, 'Resume it first: $1.'],
+  [/Restore it first \(opencomms_resume_session or (`opencomms session restore [^`]+`)\)\./, 'Restore it first: $1.'],
 ];
 
 export function forOperator<R extends ToolResult<object>>(r: R): R {

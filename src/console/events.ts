@@ -10,7 +10,7 @@ export type RefreshReason =
   | 'session_created'
   | 'session_deleted'
   | 'session_saved'
-  | 'session_resumed'
+  | 'session_restored'
   | 'session_paused'
   | 'session_unpaused'
   | 'member_removed'

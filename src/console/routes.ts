@@ -48,7 +48,7 @@ async function joinCommand(c: RouteContext): Promise<Reply> {
   const d = live.data as SessionDetail;
   if (d.kind !== 'live')
     return answer(
-      refuse('lifecycle_refused', `"${d.name}" is saved: resume it first, then join the new session.`, {
+      refuse('lifecycle_refused', `"${d.name}" is saved: restore it first, then join the new session.`, {
         lifecycle: 'saved',
       }),
     );
@@ -101,7 +101,7 @@ export const ROUTES: readonly Route[] = [
   },
   {
     method: 'POST',
-    pattern: SUB('resume'),
+    pattern: SUB('restore'),
     handler: async (c) =>
       answer(
         await c.rt.run({
@@ -110,7 +110,7 @@ export const ROUTES: readonly Route[] = [
           args: { channel: c.params[0], new_name: c.body.new_name },
           archive: null,
         }),
-        'session_resumed',
+        'session_restored',
       ),
   },
   {

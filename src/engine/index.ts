@@ -30,7 +30,7 @@ import { createSession, deliveries, sessionGet, sessionList, type CreateSessionA
 import { history, inbox, operatorStatus, status } from './reads.ts';
 import { planSend, send, type SendArgs, type Sender, type SendPlan } from './send.ts';
 import { nearCap } from './retention.ts';
-import { archiveRead, deleteSession, resume, save, type Actor } from './sessions.ts';
+import { archiveRead, deleteSession, restore, save, type Actor } from './sessions.ts';
 import { timer, type TimerArgs } from './timer.ts';
 import type { Caller, Env, Held, OperatorCaller, Outcome } from './types.ts';
 
@@ -131,7 +131,7 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
     case 'save_session':
       return save(state, cmd.actor, cmd.args, cmd.logged ?? [], env, cmd.loggedIds);
     case 'resume_session':
-      return resume(state, cmd.actor, cmd.args, cmd.archive, env);
+      return restore(state, cmd.actor, cmd.args, cmd.archive, env);
     case 'delete_session':
       return deleteSession(state, cmd.actor, cmd.args, cmd.archive, env);
     case 'archive':

@@ -102,7 +102,7 @@ export const channelOf = (
     ...fields,
   });
 
-/** A name a new channel cannot take: held by an active channel, or by a saved one (resume it);
+/** A name a new channel cannot take: held by an active channel, or by a saved one (restore it);
  *  a deleted tombstone's name is free (protocol.md "Timer, kick, sessions"). */
 export function nameTaken(state: State, name: string, next: string): Refusal | null {
   const existing = state.channels[name];
@@ -208,7 +208,7 @@ export interface JoinArgs {
   role_prompt: unknown;
 }
 
-/** `compactContext` is the resumed channel's archive digest, read by the shell. */
+/** `compactContext` is the restored channel's archive digest, read by the shell. */
 export function join(state: State, caller: Caller, args: JoinArgs, env: Env, compactContext?: string): Outcome {
   const role = normaliseRole(args.role);
   if (role === null) return refused(state, invalidRole());

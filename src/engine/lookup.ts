@@ -75,7 +75,7 @@ export function tombstoneRefusal(ch: Channel): Refusal {
   return ch.lifecycle === 'saved'
     ? refuse(
         'lifecycle_refused',
-        `Channel "${ch.name}" was saved and archived. Resume it first (opencomms_resume_session or \`opencomms session resume ${ch.name}\`).`,
+        `Channel "${ch.name}" was saved and archived. Restore it first (opencomms_resume_session or \`opencomms session restore ${ch.name}\`).`,
         {
           lifecycle: 'saved',
           hint: `opencomms_resume_session channel=${ch.name}`,
@@ -101,7 +101,7 @@ export const shownName = (raw: unknown) =>
   typeof raw === 'string' ? raw.trim().toLowerCase().slice(0, MAX_CHANNEL_NAME) : '';
 
 /** An existing channel (live or tombstone) by raw name. A name no channel has is
- *  `channel_not_found` whatever its spelling: only create and resume judge a new name's shape. */
+ *  `channel_not_found` whatever its spelling: only create and restore judge a new name's shape. */
 export function lookupChannel(state: Readonly<State>, raw: unknown): { ch: Channel } | { refusal: Refusal } {
   const ch = channelNamed(state, raw);
   if (ch) return { ch };

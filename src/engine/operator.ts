@@ -113,7 +113,7 @@ export type SessionDetail = (
 };
 
 /**
- * A live session's roster with agent states (+ the compact context of the archive it was resumed
+ * A live session's roster with agent states (+ the compact context of the archive it was restored
  * from), or a saved session's archive view, where every agent is Offline. `archive` is, for a
  * live session, its parent's archive; otherwise the archive the name or id resolves to.
  */

@@ -1,4 +1,4 @@
-// Saved sessions: save, resume, delete, archive reads (protocol.md "Timer, kick, sessions", "Archives").
+// Saved channels: save, restore, delete, archive reads (protocol.md "Timer, kick, sessions", "Archives").
 // Archives are read by the shell and passed in; an archive to write comes back in `writes`, and
 // the store writes it before it saves the tombstone, so a crash never loses the saved messages.
 import { frameContent, frameWritten, UNTRUSTED_NOTICE } from '../framing.ts';
@@ -48,14 +48,14 @@ function generatedSummary(ch: Channel, messages: Envelope[], count: number): str
   return `${count} message(s) on "${ch.name}" between ${roles.join(', ')}, from ${iso(messages[0]!.timestamp)} to ${iso(last.timestamp)}; last from ${last.sender_role}.`;
 }
 
-/** What joiners of a resumed channel (and `mode=summary`) read. The summary and the final note
+/** What joiners of a restored channel (and `mode=summary`) read. The summary and the final note
  *  were written by members of the saved session, so they reach agents framed as peer text. */
 export function compactContext(a: ArchiveHead): string {
   const written = [`Summary: ${a.summary}`, a.final_state_note ? `Final state: ${a.final_state_note}` : '']
     .filter(Boolean)
     .join('\n');
   return [
-    `OpenComms resumed session "${a.name}" (saved ${iso(a.saved_at)}).`,
+    `OpenComms restored the saved channel "${a.name}" (saved ${iso(a.saved_at)}).`,
     `Roles: ${a.members.map((m) => m.role).join(', ') || '(none)'}.`,
     `Messages archived: ${a.message_count}. Use opencomms_archive mode=messages channel=${a.channel_id} for more.`,
     frameWritten(written, `members of the saved session "${a.name}"`),
@@ -142,7 +142,7 @@ export function save(
   stepChannel(ch, { type: 'SAVE', now: env.now });
   return done(
     state,
-    ok(`Saved "${ch.name}" (${messageCount} messages). Resume it with opencomms_resume_session channel=${ch.name}.`, {
+    ok(`Saved "${ch.name}" (${messageCount} messages). Restore it with opencomms_resume_session channel=${ch.name}.`, {
       archive_id: ch.id,
       message_count: messageCount,
       summary,
@@ -156,13 +156,13 @@ const inRoster = (a: ArchiveHead, sid: string) => a.members.some((m) => m.sessio
 const notArchivedMember = () =>
   refuse(
     'not_archived_member',
-    'You are not in the archived roster. Ask someone from it, or the operator (`opencomms session resume`).',
+    'You are not in the archived roster. Ask someone from it, or the operator (`opencomms session restore`).',
   );
 export const archiveNotFound = () =>
   refuse('archive_not_found', 'No saved session matches. List archives with opencomms_archive.');
 
-/** A free name for a resumed channel: `new_name`, or the ladder base, base-r2 … base-r9. */
-function resumeName(state: State, archive: Archive, raw: unknown): string | Refusal {
+/** A free name for a restored channel: `new_name`, or the ladder base, base-r2 … base-r9. */
+function restoreName(state: State, archive: Archive, raw: unknown): string | Refusal {
   const free = (n: string) => !state.channels[n] || state.channels[n]!.lifecycle !== 'active';
   if (raw !== undefined && raw !== null && raw !== '') {
     const name = normaliseChannelName(raw);
@@ -170,7 +170,7 @@ function resumeName(state: State, archive: Archive, raw: unknown): string | Refu
     return free(name) ? name : refuse('channel_exists', `Channel "${name}" already exists. Choose another new_name.`);
   }
   const base = archive.name.slice(0, MAX_CHANNEL_NAME - 3);
-  // `base`, then MAX_RESUME_LADDER suffixed rungs: base-r2 … base-r9 (the resume ladder, protocol.md "Rules and defaults").
+  // `base`, then MAX_RESUME_LADDER suffixed rungs: base-r2 … base-r9 (the restore ladder, protocol.md "Rules and defaults").
   for (let i = 1; i <= MAX_RESUME_LADDER + 1; i++) {
     const name = i === 1 ? archive.name : `${base}-r${i}`;
     if (free(name)) return name;
@@ -178,7 +178,7 @@ function resumeName(state: State, archive: Archive, raw: unknown): string | Refu
   return refuse('resume_ladder_exhausted', `"${archive.name}" and its -r2 … -r9 names are all taken. Pass new_name.`);
 }
 
-export function resume(
+export function restore(
   state: State,
   actor: Actor,
   args: { channel: unknown; new_name?: unknown },
@@ -187,7 +187,7 @@ export function resume(
 ): Outcome {
   if (!archive) return refused(state, archiveNotFound());
   if (!isOperator(actor) && !inRoster(archive, actor.sid)) return refused(state, notArchivedMember());
-  const name = resumeName(state, archive, args.new_name);
+  const name = restoreName(state, archive, args.new_name);
   if (typeof name !== 'string') return refused(state, name);
   const ch = channelOf(actor, name, env, {
     parent_channel_id: archive.channel_id,
@@ -200,7 +200,7 @@ export function resume(
   state.channels[name] = ch;
   return done(
     state,
-    ok(`Resumed "${archive.name}" as new channel "${name}". Members join it with opencomms_join channel=${name}.`, {
+    ok(`Restored "${archive.name}" as new channel "${name}". Members join it with opencomms_join channel=${name}.`, {
       channel_id: ch.id,
       name,
       parent_channel_id: archive.channel_id,

@@ -274,7 +274,7 @@ export class Runtime {
         return parent ? { ...cmd, parent } : cmd;
       }
       case 'join': {
-        // Joiners of a resumed channel get the archive's compact context, never its messages.
+        // Joiners of a restored channel get the archive's compact context, never its messages.
         const ch = channelNamed(await look(), cmd.args.channel);
         const archive = ch?.parent_channel_id ? await this.store.archive(ch.parent_channel_id) : null;
         return archive ? { ...cmd, compact_context: compactContext(archive) } : cmd;
@@ -318,7 +318,7 @@ export class Runtime {
     const state = await look();
     const heads = (await this.store.archives()).archives;
     if (cmd.op === 'session_list') return listSessions(state, heads);
-    // A live session shows the compact context of the archive it was resumed from.
+    // A live session shows the compact context of the archive it was restored from.
     const ch = channelNamed(state, cmd.args.channel);
     let head: ArchiveHead | undefined;
     if (ch?.lifecycle === 'active') head = heads.find((h) => h.channel_id === ch.parent_channel_id);

@@ -219,7 +219,7 @@ describe('CON-2 remove a member', () => {
   });
 });
 
-describe('CON-3 save → resume as new → delete', () => {
+describe('CON-3 save → restore as new → delete', () => {
   it('runs the whole lifecycle from the page, with a structured summary and a confirm dialog', async () => {
     await page.fill('#create-name', 'sprint');
     await page.press('#create-name', 'Enter');
@@ -241,12 +241,12 @@ describe('CON-3 save → resume as new → delete', () => {
     await expect(page.locator('#live-list').innerText()).resolves.toBe('No live sessions.');
     await page.locator('pre.summary', { hasText: 'Goal: ship the parser' }).waitFor();
 
-    await page.getByRole('button', { name: 'Resume as new…' }).click();
-    await page.fill('#resume-name', 'sprint-2');
-    await page.press('#resume-name', 'Enter');
+    await page.getByRole('button', { name: 'Restore as new…' }).click();
+    await page.fill('#restore-name', 'sprint-2');
+    await page.press('#restore-name', 'Enter');
     await page.locator('#live-list button.card[data-session="sprint-2"]').waitFor();
     await page.locator('.detail-head h2', { hasText: 'sprint-2' }).waitFor();
-    await page.locator('details.panel summary', { hasText: 'Resumed from a saved session' }).waitFor();
+    await page.locator('details.panel summary', { hasText: 'Restored from a saved channel' }).waitFor();
 
     // Delete asks first; Cancel (the default button) keeps the session.
     await page.getByRole('button', { name: 'Delete…' }).click();

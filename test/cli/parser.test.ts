@@ -46,7 +46,7 @@ describe('help', () => {
   it('`help <command>` shows that command, its subcommands and options', async () => {
     const r = await cli('help', 'session');
     expect(r.code).toBe(0);
-    for (const sub of ['list', 'get', 'create', 'save', 'delete', 'resume'])
+    for (const sub of ['list', 'get', 'create', 'save', 'delete', 'restore'])
       expect(r.out).toMatch(new RegExp(`\\n\\s+${sub} `));
     expect((await cli('session', 'create', '--help')).out).toContain('--max-members <n>');
   });

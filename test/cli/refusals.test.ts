@@ -147,7 +147,7 @@ describe('refusals speak to the operator', () => {
       ['session', 'get', 'nosuch'],
       ['session', 'save', 'nosuch'],
       ['session', 'delete', 'nosuch', '--confirm'],
-      ['session', 'resume', 'nosuch'],
+      ['session', 'restore', 'nosuch'],
       ['members', 'nosuch'],
       ['pause', 'nosuch'],
       ['join-command', 'nosuch'],
@@ -160,7 +160,7 @@ describe('refusals speak to the operator', () => {
       expect(r.err, argv.join(' ')).toMatch(/^opencomms: [^\n]+\n$/);
       expect(r.err, argv.join(' ')).not.toMatch(/report this to the operator|opencomms_[a-z]/);
     }
-    expect((await cli('session', 'resume', 'nosuch', '--project', dir)).err).toContain('`opencomms session list`');
+    expect((await cli('session', 'restore', 'nosuch', '--project', dir)).err).toContain('`opencomms session list`');
   });
 
   it('session delete without --confirm says what this deletion removes', async () => {

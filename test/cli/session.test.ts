@@ -1,5 +1,5 @@
 // `opencomms session …` and `join-command` (FEATURES.md §9, §5.10, §10.4) on an empty, a live and
-// a broken project. CON-1 (create → a working join command per host) and CON-3 (save → resume as
+// a broken project. CON-1 (create → a working join command per host) and CON-3 (save → restore as
 // new → delete) from the CLI side.
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -39,7 +39,7 @@ describe('session list and get', () => {
     const old = await cli('session', 'get', 'old', '--project', dir);
     expect(old.code).toBe(0);
     expect(old.out).toMatch(
-      /^old \[saved \d{4}-\d\d-\d\d\] 0 messages — No description yet\narchive: chn_[0-9a-f]{32}\nroles: \(none\)\nsummary: An old session\.\nresume it with: opencomms session resume old\n$/,
+      /^old \[saved \d{4}-\d\d-\d\d\] 0 messages — No description yet\narchive: chn_[0-9a-f]{32}\nroles: \(none\)\nsummary: An old session\.\nrestore it with: opencomms session restore old\n$/,
     );
     const missing = await cli('session', 'get', 'nope', '--project', dir, '--json');
     expect(missing.code).toBe(1);
@@ -54,7 +54,7 @@ describe('session list and get', () => {
       ['session', 'create', 'x'],
       ['session', 'save', 'x'],
       ['session', 'delete', 'x', '--confirm'],
-      ['session', 'resume', 'x'],
+      ['session', 'restore', 'x'],
       ['join-command', 'x'],
     ]) {
       const r = await cli(...argv, '--project', dir);
@@ -141,24 +141,24 @@ describe('CON-1 session create and join-command', () => {
   });
 });
 
-describe('CON-3 save → resume as new → delete', () => {
-  it('saves with a summary, resumes under a new name, deletes with --confirm only', async () => {
+describe('CON-3 save → restore as new → delete', () => {
+  it('saves with a summary, restores under a new name, deletes with --confirm only', async () => {
     await liveProject(dir);
     const save = await cli('session', 'save', 'team', '--summary', 'Parser reviewed.', '--project', dir);
     expect(save).toMatchObject({
       code: 0,
-      out: 'Saved "team": 1 message(s) archived.\nResume it with: opencomms session resume team\n',
+      out: 'Saved "team": 1 message(s) archived.\nRestore it with: opencomms session restore team\n',
     });
     expect((await cli('session', 'save', 'team', '--project', dir, '--json')).json()).toMatchObject({
       ok: false,
       data: { reason: 'lifecycle_refused' },
     });
 
-    const resume = await cli('session', 'resume', 'team', '--project', dir);
-    expect(resume.out).toBe(
-      'Resumed "team" as new session "team".\nJoin commands: opencomms join-command team --host <host>\n',
+    const restored = await cli('session', 'restore', 'team', '--project', dir);
+    expect(restored.out).toBe(
+      'Restored "team" as new session "team".\nJoin commands: opencomms join-command team --host <host>\n',
     );
-    const again = await cli('session', 'resume', 'team', '--as', 'team-b', '--project', dir, '--json');
+    const again = await cli('session', 'restore', 'team', '--as', 'team-b', '--project', dir, '--json');
     expect(again.json()).toMatchObject({ ok: true, data: { name: 'team-b', members: [] } });
     const get = (await cli('session', 'get', 'team-b', '--json', '--project', dir)).json();
     expect(get.data.compact_context).toContain('Parser reviewed.');

@@ -58,7 +58,7 @@ const STORE_USERS = new Set([
   'session create',
   'session save',
   'session delete',
-  'session resume',
+  'session restore',
   'join-command',
   'watch',
 ]);

@@ -54,8 +54,8 @@ describe('GET /api/events', () => {
     await events.waitFor((e) => e.event === 'refresh' && e.data.reason === 'session_created');
     await c.req('POST', '/api/sessions/x/save', { body: {} });
     await events.waitFor((e) => e.data?.reason === 'session_saved');
-    await c.req('POST', '/api/sessions/x/resume', { body: { new_name: 'y' } });
-    await events.waitFor((e) => e.data?.reason === 'session_resumed');
+    await c.req('POST', '/api/sessions/x/restore', { body: { new_name: 'y' } });
+    await events.waitFor((e) => e.data?.reason === 'session_restored');
     await c.req('DELETE', '/api/sessions/y');
     await events.waitFor((e) => e.data?.reason === 'session_deleted');
     // A refused action announces nothing.

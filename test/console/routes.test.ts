@@ -1,6 +1,6 @@
 // Every route of the console API (FEATURES.md §10.2) and the page's own files: CON-1 (create → an
 // empty card with a join command per host), CON-2 (remove severs the link and notifies the rest),
-// CON-3 (save → resume as new → delete), the live machine view.
+// CON-3 (save → restore as new → delete), the live machine view.
 import { describe, expect, it } from 'vitest';
 import { JOIN_HOSTS } from '../../adapters/join-commands.ts';
 import type { Caller } from '../../src/engine/index.ts';
@@ -231,8 +231,8 @@ describe('the operator speaks', () => {
   });
 });
 
-describe('CON-3 save → resume as new → delete', () => {
-  it('saves with a summary, shows the archive, resumes it as a new session, deletes both', async () => {
+describe('CON-3 save → restore as new → delete', () => {
+  it('saves with a summary, shows the archive, restores it as a new session, deletes both', async () => {
     const rt = await seed();
     await rt.close();
     const saved = await c.req('POST', '/api/sessions/team/save', { body: { summary: 'Goal: ship. State: reviewed.' } });
@@ -251,13 +251,13 @@ describe('CON-3 save → resume as new → delete', () => {
     expect(list.live).toEqual([]);
     expect(list.archived).toMatchObject([{ name: 'team', message_count: 1, roles: ['Lead', 'Reviewer', 'Tester'] }]);
 
-    const resumed = await c.req('POST', '/api/sessions/team/resume', { body: { new_name: 'team-2' } });
-    expect(resumed.status).toBe(200);
-    expect(resumed.json.data).toMatchObject({ name: 'team-2', members: [], archive_name: 'team' });
+    const restored = await c.req('POST', '/api/sessions/team/restore', { body: { new_name: 'team-2' } });
+    expect(restored.status).toBe(200);
+    expect(restored.json.data).toMatchObject({ name: 'team-2', members: [], archive_name: 'team' });
     const live = (await c.req('GET', '/api/sessions/team-2/members')).json.data;
     expect(live).toMatchObject({ kind: 'live', agents: [], parent_channel_id: archived.archive_id });
     expect(live.compact_context).toContain('Goal: ship. State: reviewed.');
-    expect((await c.req('POST', '/api/sessions/team/resume', { body: { new_name: 'team-2' } })).json.data.reason).toBe(
+    expect((await c.req('POST', '/api/sessions/team/restore', { body: { new_name: 'team-2' } })).json.data.reason).toBe(
       'channel_exists',
     );
 

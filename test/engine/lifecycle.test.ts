@@ -1,5 +1,5 @@
 // FEATURES.md §12 Session lifecycle (LCY-1..7), §2.3 tombstones, §2.6 archives, §5.10, §5.11.
-// A save returns its archive in `writes.archive`; the tests feed that archive back into resume,
+// A save returns its archive in `writes.archive`; the tests feed that archive back into restore,
 // delete and archive commands as the shell would after reading the file.
 import { describe, expect, it } from 'vitest';
 import { compactContext } from '../../src/engine/index.ts';
@@ -129,14 +129,14 @@ describe('LCY-2 save', () => {
 });
 
 describe('LCY-3 after a save', () => {
-  it('send, join, create and every channel-scoped call answer lifecycle_refused with the resume hint', () => {
+  it('send, join, create and every channel-scoped call answer lifecycle_refused with the restore hint', () => {
     const sim = busy();
     sim.ok(saveCmd('sess_a'));
     const check = (cmd: Parameters<Sim['refuse']>[0]) => {
       const o = sim.refuse(cmd, 'lifecycle_refused');
       expect(dataOf(o).lifecycle).toBe('saved');
       expect(String(dataOf(o).hint)).toContain('opencomms_resume_session');
-      expect(o.result.message).toMatch(/resume/i);
+      expect(o.result.message).toMatch(/restore/i);
     };
     check({ op: 'send', sid: 'sess_a', args: { channel: 'team', content: 'x' } });
     check({ op: 'join', caller: caller('sess_x'), args: { channel: 'team', role: 'New', role_prompt: 'p' } });
@@ -168,7 +168,7 @@ describe('LCY-3 after a save', () => {
   });
 });
 
-describe('LCY-4 resume', () => {
+describe('LCY-4 restore', () => {
   it('creates a new, empty, linked session; its joiners get only compact_context', () => {
     const sim = new Sim();
     sim.channel(
@@ -258,15 +258,15 @@ describe('LCY-4 resume', () => {
       archive: a,
     });
     expect(sim.ch('fresh-start').parent_channel_id).toBe(a.channel_id);
-    // The tombstone is untouched by a resume under another name.
+    // The tombstone is untouched by a restore under another name.
     expect(sim.ch('team').lifecycle).toBe('saved');
-    // The operator may resume any archive; a name held by a tombstone counts as free.
+    // The operator may restore any archive; a name held by a tombstone counts as free.
     sim.ok({ op: 'resume_session', actor: operatorActor(), args: { channel: 'team' }, archive: a });
     expect(sim.ch('team')).toMatchObject({ lifecycle: 'active', project_id: 'cli-local-project' });
   });
 });
 
-describe('LCY-5 resume ladder', () => {
+describe('LCY-5 restore ladder', () => {
   it('gives base, -r2 … -r9, then resume_ladder_exhausted', () => {
     const sim = busy();
     sim.ok(saveCmd('sess_a'));

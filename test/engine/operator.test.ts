@@ -138,7 +138,7 @@ describe('operator reads', () => {
     expect(d.archived).toMatchObject([{ name: 'old', message_count: 0, roles: [] }]);
   });
 
-  it('session_get: a live roster (with the compact context of a resumed session) or the archive view', () => {
+  it('session_get: a live roster (with the compact context of a restored channel) or the archive view', () => {
     const sim = world();
     expect(dataOf(sim.ok({ op: 'session_get', args: { channel: 'TEAM' } }))).toMatchObject({
       kind: 'live',

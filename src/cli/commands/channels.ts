@@ -47,7 +47,7 @@ export const channels: CliCommand = {
           r.ok && !live
             ? refuse(
                 'lifecycle_refused',
-                `"${channel}" is a saved session, not a live channel: see \`opencomms session get ${channel}\`, or resume it.`,
+                `"${channel}" is a saved session, not a live channel: see \`opencomms session get ${channel}\`, or restore it.`,
                 { lifecycle: 'saved' },
               )
             : r;

@@ -27,7 +27,7 @@ export const joinCommandCli: CliCommand = {
           : (live.data as SessionDetail).kind !== 'live'
             ? refuse(
                 'lifecycle_refused',
-                `"${name}" is saved: resume it first (\`opencomms session resume ${name}\`), then join the new session.`,
+                `"${name}" is saved: restore it first (\`opencomms session restore ${name}\`), then join the new session.`,
                 { lifecycle: 'saved' },
               )
             : joinCommandResult((live.data as SessionDetail).name, o.host, o.role);

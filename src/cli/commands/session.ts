@@ -1,4 +1,4 @@
-// `opencomms session list|get|create|save|delete|resume` (operator.md "Command line"; protocol.md "Timer, kick, sessions"): the operator's
+// `opencomms session list|get|create|save|delete|restore` (operator.md "Command line"; protocol.md "Timer, kick, sessions"): the operator's
 // session lifecycle. Every change is one engine operation through the runtime, as the operator
 // (project id `cli-local-project`, worktree = the project).
 import type { Command } from 'commander';
@@ -37,7 +37,7 @@ export function renderSessionDetail(d: SessionDetail): string {
     `archive: ${d.archive_id}`,
     `roles: ${d.agents.map((a) => a.role).join(', ') || '(none)'}`,
     `summary: ${d.summary}`,
-    `resume it with: opencomms session resume ${d.name}`,
+    `restore it with: opencomms session restore ${d.name}`,
   ].join('\n');
 }
 
@@ -46,7 +46,7 @@ const json = (c: Command) => c.option('--json', 'one {ok, message, data} documen
 function register(program: Command, ctx: CliContext) {
   const session = program
     .command('session')
-    .description('list, inspect, create, save, delete and resume sessions (channels)');
+    .description('list, inspect, create, save, delete and restore sessions (channels)');
 
   json(session.command('list').description('live sessions and every saved one')).action(
     async (o: { json?: boolean }, cmd: Command) => {
@@ -98,7 +98,7 @@ function register(program: Command, ctx: CliContext) {
         r,
         o.json,
         (d: { message_count: number }) =>
-          `Saved "${name}": ${d.message_count} message(s) archived.\nResume it with: opencomms session resume ${name.trim().toLowerCase()}`,
+          `Saved "${name}": ${d.message_count} message(s) archived.\nRestore it with: opencomms session restore ${name.trim().toLowerCase()}`,
       ),
     );
   });
@@ -133,7 +133,7 @@ function register(program: Command, ctx: CliContext) {
 
   json(
     session
-      .command('resume <name>')
+      .command('restore <name>')
       .description('a new empty session from a saved one')
       .option('--as <new-name>', 'the new session name (default: the ladder name, name-r2 …)'),
   ).action(async (name: string, o: { json?: boolean; as?: string }, cmd: Command) => {
@@ -152,7 +152,7 @@ function register(program: Command, ctx: CliContext) {
         r,
         o.json,
         (d: { name: string }) =>
-          `Resumed "${name}" as new session "${d.name}".\nJoin commands: opencomms join-command ${d.name} --host <host>`,
+          `Restored "${name}" as new session "${d.name}".\nJoin commands: opencomms join-command ${d.name} --host <host>`,
       ),
     );
   });

@@ -9,7 +9,7 @@ import { EXIT_OK, projectOf } from '../context.ts';
 import { openRuntime, type Runtime } from '../../runtime/runtime.ts';
 
 /** What `--channel` names now: a live channel, none yet (its lines appear once it is created), or
- *  a saved one, refused: nothing on it can move again (a resume makes a new channel). */
+ *  a saved one, refused: nothing on it can move again (a restore makes a new channel). */
 async function channelNow(rt: Runtime, channel: string): Promise<'live' | 'none'> {
   const r = await rt.run({ op: 'session_get', args: { channel } });
   if (!r.ok) {
@@ -20,7 +20,7 @@ async function channelNow(rt: Runtime, channel: string): Promise<'live' | 'none'
   throw new RefusalError(
     refuse(
       'lifecycle_refused',
-      `"${channel}" is a saved session, not a live channel: nothing on it moves. Resume it (\`opencomms session resume ${channel}\`) and watch the new one.`,
+      `"${channel}" is a saved session, not a live channel: nothing on it moves. Restore it (\`opencomms session restore ${channel}\`) and watch the new one.`,
       { lifecycle: 'saved' },
     ),
   );

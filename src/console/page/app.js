@@ -611,7 +611,7 @@ function renderDetail() {
         h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
       ]
     : [
-        h('button', { type: 'button', onclick: resumeSession }, 'Resume as new…'),
+        h('button', { type: 'button', onclick: restoreSession }, 'Restore as new…'),
         h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
       ];
   const focused = document.activeElement?.closest?.('tr.selectable, .tab')?.dataset;
@@ -637,7 +637,7 @@ function renderDetail() {
       ? h(
           'details.panel',
           {},
-          h('summary', {}, 'Resumed from a saved session'),
+          h('summary', {}, 'Restored from a saved channel'),
           h('pre.summary', {}, d.compact_context),
         )
       : null,
@@ -713,13 +713,13 @@ async function saveSession() {
   );
 }
 
-async function resumeSession() {
-  $('resume-name').value = '';
-  if ((await ask($('resume-dialog'))) !== 'resume') return;
-  const newName = $('resume-name').value.trim();
+async function restoreSession() {
+  $('restore-name').value = '';
+  if ((await ask($('restore-dialog'))) !== 'restore') return;
+  const newName = $('restore-name').value.trim();
   const r = await act(
     'POST',
-    `/api/sessions/${encodeURIComponent(ui.selected)}/resume`,
+    `/api/sessions/${encodeURIComponent(ui.selected)}/restore`,
     newName ? { new_name: newName } : {},
     (x) => x.message,
   );
@@ -731,7 +731,7 @@ async function deleteSession() {
   $('delete-text').textContent =
     d.kind === 'live'
       ? `"${d.name}" and its pending mail are deleted for good; its agents keep their host sessions.`
-      : `The saved archive of "${d.name}" is deleted for good; it cannot be resumed afterwards.`;
+      : `The saved archive of "${d.name}" is deleted for good; it cannot be restored afterwards.`;
   if ((await ask($('delete-dialog'))) !== 'delete') return;
   if (await act('DELETE', `/api/sessions/${encodeURIComponent(ui.selected)}`, undefined, (r) => r.message))
     select(null);

@@ -106,7 +106,7 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     expect(
       (await t.refuse(t.B, 'opencomms_create', { channel: 'Channel_Exists', role: 'Beta', role_prompt: 'p' })).message,
     ).toMatch(/join/i);
-    // A resume under an explicit name that a live channel holds.
+    // A restore under an explicit name that a live channel holds.
     await ok(t.A, 'opencomms_create', { channel: 'channel_exists-saved', role: 'Alpha', role_prompt: 'p' });
     await ok(t.A, 'opencomms_save_session', { channel: 'channel_exists-saved' });
     await t.refuse(t.A, 'opencomms_resume_session', { channel: 'channel_exists-saved', new_name: 'channel_exists' });

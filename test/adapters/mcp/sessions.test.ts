@@ -1,5 +1,5 @@
 // Sessions through `opencomms mcp` (FEATURES.md §2.3, §2.6, §5.10, LCY-2..6): save, the saved
-// tombstone, archive reads, resume with compact_context for joiners, delete of a live channel, of
+// tombstone, archive reads, restore with compact_context for joiners, delete of a live channel, of
 // an archive by id and of a saved session by name.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,7 +38,7 @@ describe('save', () => {
     expect(state.queues[p.pin.B]).toBeUndefined();
   });
 
-  it('LCY-3 the saved name answers lifecycle_refused with the resume hint, for members and strangers alike', async () => {
+  it('LCY-3 the saved name answers lifecycle_refused with the restore hint, for members and strangers alike', async () => {
     await savedSolo('saved-name');
     for (const [h, tool, args] of [
       [p.h.A, 'opencomms_send', { channel: 'saved-name', content: 'late' }],
@@ -83,7 +83,7 @@ describe('archive reads', () => {
   });
 });
 
-describe('resume', () => {
+describe('restore', () => {
   it('LCY-4 creates a new empty channel linked to the archive; its joiners get the compact_context', async () => {
     const id = await savedPair('resumed');
     const resumed = await ok(p.h.B, 'opencomms_resume_session', { channel: 'resumed' });

@@ -196,7 +196,7 @@ describe('every peer-controlled string stays inside the frame (MCP)', () => {
     await receive('pull (descriptions)', 'opencomms_pull', { limit: 100 });
   });
 
-  it('save summary and final note: archive list, summary and messages, and the join compact_context of the resumed session', async () => {
+  it('save summary and final note: archive list, summary and messages, and the join compact_context of the restored channel', async () => {
     const summary = PAYLOADS.filter((p) => p.text.length < 300)
       .map((p) => p.text)
       .join('\n')

@@ -96,7 +96,7 @@ describe('every peer-controlled string stays inside the frame (OpenCode plugin)'
     expect(sys).not.toContain(PROMPT_CANARY);
   });
 
-  it('save summary and final note: archive reads and the compact_context a joiner of the resumed session gets', async () => {
+  it('save summary and final note: archive reads and the compact_context a joiner of the restored channel gets', async () => {
     const summary = PAYLOADS.filter((p) => p.text.length < 300)
       .map((p) => p.text)
       .join('\n')
