@@ -87,9 +87,38 @@ function envelopeOps(actors: Map<string, ActorView>, lines: EnvelopeLine[], recs
   return ops;
 }
 
-interface Hint {
+export interface Hint {
   events: string[];
   at: Map<string, number>;
+}
+
+/** What was shown so far: the actors, and the channel counts a look's lines announced that its
+ *  state did not show yet (kept for the next look only). */
+export interface Shown {
+  actors: Actors;
+  carried: ReadonlyMap<string, Hint>;
+}
+
+export const nothingShown = (): Shown => ({ actors: new Map(), carried: new Map() });
+
+/** The channel context field each counted self-transition writes (machines/channel.ts: SEND's
+ *  `recordSend`, HAND_OVER's `countHandOver`; test/stately/model.test.ts holds this to the machine). */
+export const COUNTED: Readonly<Record<string, string>> = { SEND: 'rate', HAND_OVER: 'delivered_total' };
+
+/** Both hints in one, the carried ones first (they happened first). */
+function merged(a: Hint | undefined, b: Hint | undefined): Hint | undefined {
+  if (!a || !b) return a ?? b;
+  const at = new Map([...b.at, ...a.at]);
+  return { events: [...new Set([...a.events, ...b.events])], at };
+}
+
+/** A channel's counted hints whose field the state shows unchanged: the state was read before the
+ *  log that announced them (PostgreSQL can), so they are kept for the next look. */
+function unshown(before: ActorView | undefined, now_: ActorView, hint: Hint | undefined): Hint | undefined {
+  if (now_.machine !== 'channel' || !hint) return undefined;
+  const same = (f: string) => JSON.stringify(before?.context[f]) === JSON.stringify(now_.context[f]);
+  const events = hint.events.filter((e) => e in COUNTED && same(COUNTED[e]!));
+  return events.length ? { events, at: new Map(events.map((e) => [e, hint.at.get(e)!])) } : undefined;
 }
 
 /** What each channel and recipient was seen doing in this look's lines: the events to try first. */
@@ -128,7 +157,11 @@ function eventAt(a: ActorView, event: string, hint: Hint | undefined, now: numbe
 
 /** The machine's events from the view shown last to the view now, each with its snapshot. */
 function moveOps(before: ActorView, now_: ActorView, hint: Hint | undefined, now: number): InspectOp[] {
-  const hints = [...(hint?.events ?? []), ...(now_.machine === 'recipient' ? ['TICK'] : [])];
+  const waiting = unshown(before, now_, hint)?.events ?? [];
+  const hints = [
+    ...(hint?.events ?? []).filter((e) => !waiting.includes(e)),
+    ...(now_.machine === 'recipient' ? ['TICK'] : []),
+  ];
   // A channel that also sent or handed over before it moved (one look): those first.
   const counted =
     now_.machine === 'channel' && before.value !== now_.value
@@ -157,15 +190,26 @@ const bornAt = (a: ActorView, look: Look): number => {
 };
 
 /** Channels, members and recipients: registrations, moves, and those that are gone. */
-function standingOps(actors: Map<string, ActorView>, look: Look, hints: Map<string, Hint>, only?: string) {
+function standingOps(
+  actors: Map<string, ActorView>,
+  look: Look,
+  hints: Map<string, Hint>,
+  carried: Map<string, Hint>,
+  only?: string,
+) {
   const ops: InspectOp[] = [];
   const standing = standingActors(look.state, only);
+  const fresh = new Map(carried);
+  carried.clear();
   for (const [id, a] of standing) {
     const before = actors.get(id);
+    const hint = merged(fresh.get(id), hints.get(id));
     actors.set(id, a);
+    const wait = unshown(before, a, hints.get(id)); // carried once only
+    if (wait) carried.set(id, wait);
     if (!before) ops.push(registration(a, bornAt(a, look)));
     else if (before.value !== a.value || JSON.stringify(before.context) !== JSON.stringify(a.context))
-      ops.push(...moveOps(before, a, hints.get(id), look.now));
+      ops.push(...moveOps(before, a, hint, look.now));
   }
   for (const [id, a] of actors) {
     if (a.machine === 'envelope' || standing.has(id)) continue;
@@ -184,18 +228,21 @@ function standingOps(actors: Map<string, ActorView>, look: Look, hints: Map<stri
  * instant a channel before its envelopes, an envelope before its recipient), and the actors as
  * shown after it. `only`: one channel's actors (a channel name).
  */
-export function inspectLook(prev: Actors, look: Look, only?: string): { ops: InspectOp[]; actors: Actors } {
-  const actors = new Map(prev);
+export function inspectLook(prev: Shown, look: Look, only?: string): { ops: InspectOp[]; shown: Shown } {
+  const actors = new Map(prev.actors);
+  const carried = new Map(prev.carried);
   const lines = look.lines.filter(
     (l): l is EnvelopeLine => l.kind === 'envelope' && (only === undefined || l.channel === only),
   );
-  const ops = [...standingOps(actors, look, hintsOf(lines), only), ...envelopeOps(actors, lines, records(look))];
-  for (const e of liveEnvelopes(look.state, actors, only)) {
+  const recs = records(look);
+  const ops = [...standingOps(actors, look, hintsOf(lines), carried, only), ...envelopeOps(actors, lines, recs)];
+  for (const e of liveEnvelopes(look.state, actors, only, recs)) {
     ops.push(registration(e, e.context.timestamp as number));
     actors.set(e.id, e);
   }
-  const machineOfOp = (o: InspectOp) => (o.op === 'actor' ? o.machine : (actors.get(o.id) ?? prev.get(o.id))?.machine);
+  const machineOfOp = (o: InspectOp) =>
+    o.op === 'actor' ? o.machine : (actors.get(o.id) ?? prev.actors.get(o.id))?.machine;
   const indexed = ops.map((o, i) => ({ o, i, rank: RANK[machineOfOp(o) ?? 'envelope'] }));
   indexed.sort((a, b) => a.o.at - b.o.at || a.rank - b.rank || a.i - b.i);
-  return { ops: indexed.map((x) => x.o), actors };
+  return { ops: indexed.map((x) => x.o), shown: { actors, carried } };
 }

@@ -20,7 +20,7 @@ import {
   type Hold,
   type Persistence,
 } from '../../machines/index.ts';
-import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
+import { type Channel, type Envelope, type Member, type State, TERMINAL_STATUSES } from '../protocol/schema.ts';
 import type { WatchLine } from '../cli/watch/diff.ts';
 
 /** An inspected actor as last shown. */
@@ -110,12 +110,19 @@ export function envelopeView(e: Envelope, channel: string): ActorView {
 }
 
 /** The live envelopes of the state not shown yet, as actors (a look's first registration): a
- *  look passes every live envelope, so only the ones `shown` lacks are mapped. */
-export function liveEnvelopes(state: Readonly<State>, shown: Actors, only?: string): ActorView[] {
+ *  look passes every live envelope, so only the ones `shown` lacks are mapped. One whose `newest`
+ *  copy ended is not new: the state was read before the log that shows it ended (PostgreSQL can). */
+export function liveEnvelopes(
+  state: Readonly<State>,
+  shown: Actors,
+  only?: string,
+  newest?: ReadonlyMap<string, Envelope>,
+): ActorView[] {
   const names = new Map(Object.values(state.channels).map((c) => [c.id, c.name]));
   const out: ActorView[] = [];
   for (const e of Object.values(state.messages)) {
     if (shown.has(envelopeActorId(e.message_id))) continue;
+    if (TERMINAL_STATUSES.includes(newest?.get(e.message_id)?.delivery_status ?? e.delivery_status)) continue;
     const channel = names.get(e.channel_id) ?? e.channel_id;
     if (only === undefined || channel === only) out.push(envelopeView(e, channel));
   }

@@ -11,8 +11,8 @@ import type { AnyStateMachine } from 'xstate';
 import { MACHINES, type MachineName } from '../../machines/index.ts';
 import { streamChanges, type Look } from '../cli/watch/stream.ts';
 import type { Store, Subscription } from '../store/index.ts';
-import type { Actors, InspectOp } from './model.ts';
-import { inspectLook } from './diff.ts';
+import type { InspectOp } from './model.ts';
+import { inspectLook, nothingShown } from './diff.ts';
 
 export type StatelyInspector = Pick<ReturnType<typeof createInspector>, 'actor' | 'event' | 'snapshot'>;
 
@@ -56,11 +56,11 @@ export function opSender(inspector: StatelyInspector): (ops: readonly InspectOp[
 
 /** Feeds looks to the inspector, keeping what was shown. */
 export function inspectorFeed(inspector: StatelyInspector, only?: string) {
-  let actors: Actors = new Map();
+  let shown = nothingShown();
   const send = opSender(inspector);
   return (look: Look) => {
-    const r = inspectLook(actors, look, only);
-    actors = r.actors;
+    const r = inspectLook(shown, look, only);
+    shown = r.shown;
     send(r.ops);
   };
 }

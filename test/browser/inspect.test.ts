@@ -17,7 +17,7 @@ import { startBridge } from '../../src/inspect/bridge.ts';
 import { inspectStore } from '../../src/inspect/send.ts';
 import { openRuntime, type Runtime } from '../../src/runtime/runtime.ts';
 import { MACHINES } from '../../machines/index.ts';
-import { expected, settled, shapeBreaches, summary } from '../stately/expect.ts';
+import { differs, expected, settled, shapeBreaches, summary } from '../stately/expect.ts';
 import { leaked, play, setUp, storeText, TOKENS } from '../stately/scenario.ts';
 import { LAUNCH_HOOK_TIMEOUT_MS, launch, type Browser } from './browser.ts';
 
@@ -73,7 +73,7 @@ describe('Inspect in Stately (console)', () => {
     await setUp(rt, dir);
     await page.goto(server.url);
     await page.locator('#live', { hasText: 'live' }).waitFor();
-    await page.locator('button.card[data-session="team"]').click();
+    await page.locator('button.card[data-channel="team"]').click();
     const opened = page.waitForEvent('popup');
     await page.getByRole('button', { name: 'Inspect in Stately' }).click();
     const win = await opened;
@@ -87,7 +87,7 @@ describe('Inspect in Stately (console)', () => {
       const mark = await settled(events, step, id);
       sinceWrite.push((await got())[mark]!.at - wrote);
     });
-    expect(summary(await events())).toEqual(expected(ids));
+    expect(differs(summary(await events()), expected(ids))).toBeNull();
     const all = await got();
     expect(new Set(all.map((g) => g.origin))).toEqual(new Set([`http://127.0.0.1:${server.port}`]));
     expect(leaked(all.map((g) => g.text).join('\n'))).toEqual([]);
@@ -101,7 +101,7 @@ describe('Inspect in Stately (console)', () => {
   });
 
   it('a channel that is not live is answered 404 with a reason', async () => {
-    const r = await fetch(new URL('/api/sessions/nope/inspect', server.url));
+    const r = await fetch(new URL('/api/channels/nope/inspect', server.url));
     expect(r.status).toBe(404);
     expect(await r.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
   });
@@ -121,7 +121,7 @@ describe('Inspect in Stately (console)', () => {
       const got = () => frame()!.evaluate(() => (window as unknown as { received: Got[] }).received ?? []);
       const events = async () => (await got()).map((g) => JSON.parse(g.text) as StatelyInspectionEvent);
       const ids = await play(rt, dir, async (step, id) => void (await settled(events, step, id)));
-      expect(summary(await events())).toEqual(expected(ids));
+      expect(differs(summary(await events()), expected(ids))).toBeNull();
       const all = await got();
       expect(new Set(all.map((g) => g.origin))).toEqual(new Set([new URL(bridge.url).origin]));
       expect(leaked(all.map((g) => g.text).join('\n'))).toEqual([]);

@@ -15,6 +15,28 @@ export function line(e: StatelyInspectionEvent): string {
 
 export const summary = (events: StatelyInspectionEvent[]) => events.map(line);
 
+/**
+ * Whether `got` is the scenario's `want`: every line there, and each actor's lines in `want`'s
+ * order (what Stately Inspector shows of one actor). Across actors the order is the order of the
+ * looks: a look can read the state before the history log that is newer (the file store and
+ * PostgreSQL both), and then the channel's HAND_OVER of a pull shows one look after the envelope's
+ * PULL. Returns what differs, or null.
+ */
+export function differs(got: readonly string[], want: readonly string[]): unknown {
+  const a = perActor(got);
+  const b = perActor(want);
+  if (JSON.stringify(a) !== JSON.stringify(b)) return { got: a, want: b };
+  const sorted = (l: readonly string[]) => [...l].sort();
+  return JSON.stringify(sorted(got)) === JSON.stringify(sorted(want)) ? null : { got, want };
+}
+
+/** The lines of each actor, in their order (what Stately Inspector shows of one actor). */
+export function perActor(lines: readonly string[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const l of lines) (out[l.split(' ')[1]!] ??= []).push(l);
+  return out;
+}
+
 /** The event each step must have produced before the next one runs. */
 const MARKS: Record<string, (id?: string) => string> = {
   send: (id) => `actor envelope:${id} pending < channel:team`,
