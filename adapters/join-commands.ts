@@ -1,5 +1,5 @@
 // Join commands (operator.md "Command line"): what an operator pastes into each host so that its session
-// joins a session, one source for `opencomms join-command` and the console.
+// joins a channel, one source for `opencomms join-command` and the console.
 import { ok, refuse, type ToolResult } from '../src/protocol/result.ts';
 
 export const JOIN_HOSTS = ['opencode', 'claude-code', 'codex', 'claude-desktop', 'chatgpt'] as const;

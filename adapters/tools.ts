@@ -121,7 +121,7 @@ export const TOOLS: ToolDef[] = [
       session_description: z
         .string()
         .optional()
-        .describe('A one-line description of the session (kept only the first time).'),
+        .describe('A one-line description of the channel (kept only the first time).'),
     },
     required: ['channel', 'content'],
     command: (a, ctx) => ({ op: 'send', sid: ctx.pin, args: a }),
@@ -243,7 +243,7 @@ export const TOOLS: ToolDef[] = [
   tool({
     name: 'opencomms_delete_session',
     description:
-      'Permanently delete a live channel (you must be a member) or a saved session (you must be in its roster). Needs confirm=true.',
+      'Permanently delete a live channel (you must be a member) or a saved channel (you must be in its roster). Needs confirm=true.',
     shape: { channel: z.string(), confirm: z.boolean().describe('Must be true.') },
     required: ['channel', 'confirm'],
     bootstrap: true,
@@ -252,7 +252,7 @@ export const TOOLS: ToolDef[] = [
   tool({
     name: 'opencomms_archive',
     description:
-      'Saved sessions you were part of: mode=list (default), summary or messages (channel = name or archive id).',
+      'Saved channels you were part of: mode=list (default), summary or messages (channel = name or archive id).',
     shape: {
       channel: z.string().optional(),
       mode: z.string().optional().describe('list | summary | messages'),

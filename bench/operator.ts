@@ -1,5 +1,5 @@
 // Operator reads under load: `opencomms watch` on a burst, and the console's and the CLI's session
-// reads on a project with 10,000 pending over 30 channels × 8 members and 120 saved sessions
+// reads on a project with 10,000 pending over 30 channels × 8 members and 120 saved channels
 // (~100 MB of archives). Each figure beside its target, one JSON line each.
 import { main } from '../src/cli/main.ts';
 import { startConsole } from '../src/console/server.ts';
@@ -161,16 +161,16 @@ async function readsBench() {
     const server = await startConsole({ project: dir, port: 0, log: () => {} });
     try {
       const api = await timed(async () => {
-        const r = await fetch(`${server.url}api/sessions`);
-        if (r.status !== 200) throw new Error(`GET /api/sessions: ${r.status}`);
+        const r = await fetch(`${server.url}api/channels`);
+        if (r.status !== 200) throw new Error(`GET /api/channels: ${r.status}`);
         await r.arrayBuffer();
       });
-      emit('console_api_sessions', { unit: 'ms', ...api, ...shape, what: 'GET /api/sessions on a running console' });
+      emit('console_api_channels', { unit: 'ms', ...api, ...shape, what: 'GET /api/channels on a running console' });
     } finally {
       await server.close();
     }
-    // What a fresh process pays to load this state whole: a CLI session read pays it only when
-    // the sessions index does not describe the files (then it writes the index again).
+    // What a fresh process pays to load this state whole: a CLI channel read pays it only when
+    // the channel-reads index (sessions.json) does not describe the files (then it writes the index again).
     const load = await timed(async () => {
       const store = new FileStore(dir);
       await store.peek();
@@ -181,19 +181,19 @@ async function readsBench() {
       ...load,
       ...shape,
       target: 'reported',
-      what: "a fresh FileStore's first peek of this state (snapshot + journal, validated): a CLI session read's cost when its sessions index is missing or stale",
+      what: "a fresh FileStore's first peek of this state (snapshot + journal, validated): a CLI channel read's cost when its index is missing or stale",
     });
-    emit('cli_session_list', {
+    emit('cli_channel_list', {
       unit: 'ms',
-      ...(await timed(cliRun(dir, 'session', 'list'))),
+      ...(await timed(cliRun(dir, 'channel', 'list'))),
       ...shape,
-      what: 'session list --json in process: sessions index, engine, render; no Node start',
+      what: 'channel list --json in process: channel-reads index, engine, render; no Node start',
     });
-    emit('cli_session_get', {
+    emit('cli_channel_get', {
       unit: 'ms',
-      ...(await timed(cliRun(dir, 'session', 'get', `saved-${ARCHIVES / 2}`))),
+      ...(await timed(cliRun(dir, 'channel', 'get', `saved-${ARCHIVES / 2}`))),
       ...shape,
-      what: 'session get <a saved session> --json in process; no Node start',
+      what: 'channel get <a saved channel> --json in process; no Node start',
     });
   });
 }

@@ -257,7 +257,7 @@ export function frameBatch(envelopes: Envelope[], channelNameOf: (channelId: str
   return joinFrames(envelopes.map((e) => frameEnvelope(e, channelNameOf(e.channel_id))));
 }
 
-/** Text other members wrote that is not a message (a saved session's summary and final note,
+/** Text other members wrote that is not a message (a saved channel's summary and final note,
  *  a session description), framed like peer content with its own provenance. */
 export function frameWritten(text: string, writtenBy: string): string {
   return (

@@ -77,7 +77,7 @@ const REL = { config: '.codex/config.toml', hooks: '.codex/hooks.json' } as cons
 /** What Codex 0.171.0 does with OpenComms' tools (test/real/codex-approvals.test.ts). The install
  *  writes no approval: that is the user's decision about what the model may do without asking, a
  *  project config is often committed (an approval written there holds for every teammate), and the
- *  tools change what peers see (send, pause, kick, delete a saved session). It keeps the ones the
+ *  tools change what peers see (send, pause, kick, delete a saved channel). It keeps the ones the
  *  user gives. */
 export const APPROVAL_NOTE =
   'Codex asks before each OpenComms tool call until you approve it ("Allow and don\'t ask me again" writes [mcp_servers.opencomms.tools.<tool>] approval_mode = "approve" into .codex/config.toml, and installs keep it). Under approval_policy = "never" and in `codex exec` (spawn_push) nobody is asked and an unapproved call is refused: approve the tools first, or add default_tools_approval_mode = "approve" under [mcp_servers.opencomms].';

@@ -108,7 +108,7 @@ async function call(
       'identity_unpinned',
       "This MCP server has no member identity (OPENCOMMS_MEMBER_ID is unset, blank or malformed). The operator must set it in this server's config; arguments can never supply an identity.",
     );
-  // Bootstrap tools need no live roster; delete_session is one only for a saved session (it
+  // Bootstrap tools need no live roster; delete_session is one only for a saved channel (it
   // checks the archived roster): on a live channel it is gated like every other tool.
   const gate = (state: Readonly<State>) => {
     if (

@@ -74,7 +74,7 @@ export const counted = (n: number, word: string) => `${n} ${word}${n === 1 ? '' 
 /** Longest part of a rejected name shown back: enough to recognise it, never a name it starts with. */
 const NAME_SHOWN = 24;
 
-/** A channel (session) name as the operator typed it, or the one refusal every command gives for a
+/** A channel name as the operator typed it, or the one refusal every command gives for a
  *  name no channel can have: over MAX_CHANNEL_NAME characters (its length named, never the channel
  *  its first characters would name), or outside the name rule (protocol.md "Rules and defaults"). */
 export function channelArg(raw: string): string {
@@ -96,7 +96,7 @@ export function channelArg(raw: string): string {
   return raw;
 }
 
-/** The CLI acts as the operator with the `cli-local-project` sentinel (protocol.md "Timer, kick, sessions"). */
+/** The CLI acts as the operator with the `cli-local-project` sentinel (protocol.md "Timer, kick, saved channels"). */
 export const cliOperator = (project: string) => operatorActor(project, CLI_PROJECT_ID);
 
 /** Runs `fn` with a runtime on the project and always closes it. */
@@ -118,14 +118,14 @@ export async function withRuntime<T>(
 const FOR_OPERATOR: Array<[RegExp, string]> = [
   [
     /Do not create a channel or replace anyone: report this to the operator, who checks the project and worktree\./,
-    '`opencomms session list` lists the sessions of this project.',
+    '`opencomms channel list` lists the channels of this project.',
   ],
-  [/List archives with opencomms_archive\./, '`opencomms session list` lists the saved ones.'],
+  [/List archives with opencomms_archive\./, '`opencomms channel list` lists the saved ones.'],
   [
     /Channel "([^"]+)" is paused\. Resume it with opencomms_resume, or wait\./,
     'Channel "$1" is paused: `opencomms resume $1` releases it.',
   ],
-  [/Restore it first \(opencomms_resume_session or (`opencomms session restore [^`]+`)\)\./, 'Restore it first: $1.'],
+  [/Restore it first \(opencomms_resume_session or (`opencomms channel restore [^`]+`)\)\./, 'Restore it first: $1.'],
 ];
 
 export function forOperator<R extends ToolResult<object>>(r: R): R {

@@ -17,8 +17,8 @@ const usageLine = (message: string) =>
     .replace(/\s*\n\s*/g, ' ')
     .replace(/\.$/, '')}. ${HELP_HINT}`;
 
-/** The positions and options that name a channel (a session, in the CLI's words). */
-const CHANNEL_ARGS = new Set(['channel', 'name', 'session']);
+/** The positions and options that name a channel. */
+const CHANNEL_ARGS = new Set(['channel', 'name']);
 const CHANNEL_OPTIONS = ['channel', 'as'];
 
 /** Every channel name on the line is judged once, here, before any command runs: one answer for
@@ -100,10 +100,17 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     program.outputHelp();
     return EXIT_OK;
   }
-  // Commander answers `opencomms session` (a group alone) and `help <no such command>` with its
+  // Commander answers `opencomms channel` (a group alone) and `help <no such command>` with its
   // whole help on stderr and exit 1: a group alone is a request for its help, and a command that
   // does not exist is a usage error like any other.
   const words = positionals(argv);
+  // A session is a host's (a Claude Code session, a Codex thread): channels are `opencomms channel …`.
+  if (words[0] === 'session') {
+    const line = usageLine(`unknown command 'session': a channel's lifecycle is \`opencomms channel …\``);
+    if (json) io.out(`${JSON.stringify(refuse('usage_error', line))}\n`);
+    else io.err(`opencomms: ${line}\n`);
+    return EXIT_FAIL;
+  }
   const group = words.length === 1 ? program.commands.find((c) => c.name() === words[0] && c.commands.length) : null;
   if (group) {
     group.outputHelp();

@@ -10,7 +10,7 @@ import { install } from './commands/install.ts';
 import { joinCommandCli } from './commands/join-command.ts';
 import { mcp } from './commands/mcp.ts';
 import { pauseCommands } from './commands/pause.ts';
-import { session } from './commands/session.ts';
+import { channel } from './commands/channel.ts';
 import { speak } from './commands/speak.ts';
 import { status } from './commands/status.ts';
 import { store } from './commands/store.ts';
@@ -22,7 +22,7 @@ export const COMMANDS: readonly CliCommand[] = [
   channels,
   pauseCommands,
   speak,
-  session,
+  channel,
   joinCommandCli,
   watch,
   consoleCommands,

@@ -7,12 +7,12 @@ import type { ServerResponse } from 'node:http';
 export const SSE_PING_MS = 10_000;
 
 export type RefreshReason =
-  | 'session_created'
-  | 'session_deleted'
-  | 'session_saved'
-  | 'session_restored'
-  | 'session_paused'
-  | 'session_unpaused'
+  | 'channel_created'
+  | 'channel_deleted'
+  | 'channel_saved'
+  | 'channel_restored'
+  | 'channel_paused'
+  | 'channel_unpaused'
   | 'member_removed'
   | 'message_sent';
 

@@ -1,4 +1,4 @@
-// GET /api/sessions/:name/inspect (docs/stately.md): one live channel's actors as Stately inspection
+// GET /api/channels/:name/inspect (docs/stately.md): one live channel's actors as Stately inspection
 // events, by server-sent events (`inspect`, one event each). The events are made here, by
 // `@statelyai/inspect`'s own `createInspector` fed from watch's looks (src/inspect/), on a
 // subscription of this stream's own; the page only relays them to the Stately Inspector window it
@@ -10,7 +10,7 @@ import { normaliseChannelName } from '../engine/lookup.ts';
 import { inspectStore } from '../inspect/send.ts';
 import type { Store, Subscription } from '../store/index.ts';
 
-export const INSPECT_PATH = /^\/api\/sessions\/([^/]+)\/inspect$/;
+export const INSPECT_PATH = /^\/api\/channels\/([^/]+)\/inspect$/;
 
 const decoded = (s: string) => {
   try {

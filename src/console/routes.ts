@@ -48,7 +48,7 @@ async function joinCommand(c: RouteContext): Promise<Reply> {
   const d = live.data as SessionDetail;
   if (d.kind !== 'live')
     return answer(
-      refuse('lifecycle_refused', `"${d.name}" is saved: restore it first, then join the new session.`, {
+      refuse('lifecycle_refused', `"${d.name}" is saved: restore it first, then join the new channel.`, {
         lifecycle: 'saved',
       }),
     );
@@ -57,14 +57,14 @@ async function joinCommand(c: RouteContext): Promise<Reply> {
   return answer(joinCommandResult(d.name, host, role));
 }
 
-const SESSION = /^\/api\/sessions\/([^/]+)$/;
-const SUB = (tail: string) => new RegExp(`^/api/sessions/([^/]+)/${tail}$`);
+const CHANNEL = /^\/api\/channels\/([^/]+)$/;
+const SUB = (tail: string) => new RegExp(`^/api/channels/([^/]+)/${tail}$`);
 
 export const ROUTES: readonly Route[] = [
-  { method: 'GET', pattern: /^\/api\/sessions$/, handler: async (c) => answer(await c.rt.run({ op: 'session_list' })) },
+  { method: 'GET', pattern: /^\/api\/channels$/, handler: async (c) => answer(await c.rt.run({ op: 'session_list' })) },
   {
     method: 'POST',
-    pattern: /^\/api\/sessions$/,
+    pattern: /^\/api\/channels$/,
     handler: async (c) =>
       answer(
         await c.rt.run({
@@ -72,12 +72,12 @@ export const ROUTES: readonly Route[] = [
           actor: c.actor,
           args: { channel: c.body.name, max_members: c.body.max_members },
         }),
-        'session_created',
+        'channel_created',
       ),
   },
   {
     method: 'DELETE',
-    pattern: SESSION,
+    pattern: CHANNEL,
     // The click (and its confirm dialog) is the confirmation.
     handler: async (c) =>
       answer(
@@ -87,7 +87,7 @@ export const ROUTES: readonly Route[] = [
           args: { channel: c.params[0], confirm: true },
           archive: null,
         }),
-        'session_deleted',
+        'channel_deleted',
       ),
   },
   {
@@ -96,7 +96,7 @@ export const ROUTES: readonly Route[] = [
     handler: async (c) =>
       answer(
         await c.rt.run({ op: 'save_session', actor: c.actor, args: { channel: c.params[0], summary: c.body.summary } }),
-        'session_saved',
+        'channel_saved',
       ),
   },
   {
@@ -110,7 +110,7 @@ export const ROUTES: readonly Route[] = [
           args: { channel: c.params[0], new_name: c.body.new_name },
           archive: null,
         }),
-        'session_restored',
+        'channel_restored',
       ),
   },
   {
@@ -140,14 +140,14 @@ export const ROUTES: readonly Route[] = [
         'member_removed',
       ),
   },
-  // Delivery on a live session: POST holds it, DELETE releases it (the CLI's pause / resume).
+  // Delivery on a live channel: POST holds it, DELETE releases it (the CLI's pause / resume).
   {
     method: 'POST',
     pattern: SUB('pause'),
     handler: async (c) =>
       answer(
         await c.rt.run({ op: 'pause', sid: { operator: true }, args: { channel: c.params[0] } }),
-        'session_paused',
+        'channel_paused',
       ),
   },
   {
@@ -156,10 +156,10 @@ export const ROUTES: readonly Route[] = [
     handler: async (c) =>
       answer(
         await c.rt.run({ op: 'resume', sid: { operator: true }, args: { channel: c.params[0] } }),
-        'session_unpaused',
+        'channel_unpaused',
       ),
   },
-  // The operator speaks (the CLI's send / read): a message into the session, framed, sender Operator.
+  // The operator speaks (the CLI's send / read): a message into the channel, framed, sender Operator.
   {
     method: 'POST',
     pattern: SUB('messages'),
@@ -209,7 +209,7 @@ export function match(method: string, path: string): { route: Route; params: str
     try {
       return { route, params: m.slice(1).map((p) => decodeURIComponent(p)) };
     } catch {
-      return null; // a malformed %-escape names no session
+      return null; // a malformed %-escape names no channel
     }
   }
   return pathMatched ? 'wrong_method' : null;

@@ -104,7 +104,7 @@ async function archiveRows(paths: StorePaths): Promise<Row[]> {
   const { archives, invalid } = await listArchives(paths);
   return [
     ...invalid.map((f) => row('WARN', 'archives', `archives/${f.file} is skipped: ${f.cause}`)),
-    row('OK', 'archives', `${archives.length} saved session(s)`),
+    row('OK', 'archives', `${archives.length} saved channel(s)`),
   ];
 }
 
@@ -162,7 +162,7 @@ async function storeRows(paths: StorePaths, now: number, load: StateLoad): Promi
       ? row(
           'FAIL',
           'writable',
-          `${unwritable.map((u) => `${shown(u.dir)} (${u.code})`).join(', ')} refuses new files: every send, pull and session change is refused (store_unwritable). Remount it read-write or give the user running OpenComms write permission`,
+          `${unwritable.map((u) => `${shown(u.dir)} (${u.code})`).join(', ')} refuses new files: every send, pull and channel change is refused (store_unwritable). Remount it read-write or give the user running OpenComms write permission`,
         )
       : row('OK', 'writable', 'the store can create its files'),
     ...(load.kind === 'ok' ? damageRows(load.state) : []),

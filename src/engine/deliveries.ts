@@ -83,7 +83,7 @@ export interface MailCount {
   queued: boolean;
 }
 
-/** The live mail of a state grouped once: a view over many members (session cards, status,
+/** The live mail of a state grouped once: a view over many members (channel cards, status,
  *  watch's recipient lines) looks each one up here instead of scanning every live envelope per
  *  member, so its cost follows the mail once, not the mail times the members. */
 export interface MailIndex {

@@ -103,7 +103,7 @@ export const channelOf = (
   });
 
 /** A name a new channel cannot take: held by an active channel, or by a saved one (restore it);
- *  a deleted tombstone's name is free (protocol.md "Timer, kick, sessions"). */
+ *  a deleted tombstone's name is free (protocol.md "Timer, kick, saved channels"). */
 export function nameTaken(state: State, name: string, next: string): Refusal | null {
   const existing = state.channels[name];
   if (existing?.lifecycle === 'active') return refuse('channel_exists', `Channel "${name}" already exists. ${next}`);

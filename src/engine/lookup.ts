@@ -75,7 +75,7 @@ export function tombstoneRefusal(ch: Channel): Refusal {
   return ch.lifecycle === 'saved'
     ? refuse(
         'lifecycle_refused',
-        `Channel "${ch.name}" was saved and archived. Restore it first (opencomms_resume_session or \`opencomms session restore ${ch.name}\`).`,
+        `Channel "${ch.name}" was saved and archived. Restore it first (opencomms_resume_session or \`opencomms channel restore ${ch.name}\`).`,
         {
           lifecycle: 'saved',
           hint: `opencomms_resume_session channel=${ch.name}`,

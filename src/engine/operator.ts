@@ -1,7 +1,7 @@
-// Operator-only operations of the CLI and the console (`session …`; operator.md "Command line", "The console"): an
-// empty active session that agents then join, and the reads behind session cards, session detail
+// Operator-only operations of the CLI and the console (`channel …`; operator.md "Command line", "The console"): an
+// empty active channel that agents then join, and the reads behind channel cards, channel detail
 // and the live machine view. The operator sees every channel and archive and is bound by no
-// roster; its project id is a sentinel, so a session's first joiner sets its identity.
+// roster; its project id is a sentinel, so a channel's first joiner sets its identity.
 import type { ArchiveHead } from '../protocol/archive.ts';
 import { isArchiveId } from '../protocol/ids.ts';
 import { DEFAULT_MAX_MEMBERS, MAX_MAX_MEMBERS, MIN_MAX_MEMBERS } from '../protocol/limits.ts';
@@ -20,7 +20,7 @@ export interface CreateSessionArgs {
   max_members?: unknown;
 }
 
-/** An empty active session; a `deleted` tombstone's name is reused, a `saved` one blocks it. */
+/** An empty active channel; a `deleted` tombstone's name is reused, a `saved` one blocks it. */
 export function createSession(state: State, actor: OperatorCaller, args: CreateSessionArgs, env: Env): Outcome {
   const name = normaliseChannelName(args.channel);
   if (name === null) return refused(state, invalidChannelName());
@@ -35,13 +35,13 @@ export function createSession(state: State, actor: OperatorCaller, args: CreateS
     },
   ]);
   if ('ok' in opts) return refused(state, opts as Refusal);
-  const taken = nameTaken(state, name, 'Open that session, or choose another name.');
+  const taken = nameTaken(state, name, 'Open that channel, or choose another name.');
   if (taken) return refused(state, taken);
   const ch = channelOf(actor, name, env, { max_members: opts.max_members! });
   state.channels[name] = ch;
   return done(
     state,
-    ok(`Created empty session "${name}" (0/${ch.max_members} agents). Agents join it with the join command.`, {
+    ok(`Created empty channel "${name}" (0/${ch.max_members} agents). Agents join it with the join command.`, {
       channel_id: ch.id,
       name,
       max_members: ch.max_members,
@@ -65,7 +65,7 @@ const agentsOf = (state: SessionsState, ch: Channel): AgentView[] =>
     state: m.stale ? 'Offline' : state.working(ch.id, m.session_id) ? 'Working' : 'Idle',
   }));
 
-/** One live session card (GET /api/sessions; operator.md "The console"). */
+/** One live channel card (GET /api/channels; operator.md "The console"). */
 export const liveCard = (state: SessionsState, ch: Channel) => ({
   name: ch.name,
   channel_id: ch.id,
@@ -79,7 +79,7 @@ export const liveCard = (state: SessionsState, ch: Channel) => ({
 export type LiveCard = ReturnType<typeof liveCard>;
 export type ArchiveCard = ReturnType<typeof archiveSummary>;
 
-/** Every live session (tombstones skipped, protocol.md "Timer, kick, sessions") and every archive, newest first (protocol.md "Result shape": the
+/** Every live channel (tombstones skipped, protocol.md "Timer, kick, saved channels") and every archive, newest first (protocol.md "Result shape": the
  *  operator sees all). `archives` come from the store, newest first. */
 export const sessionList = (state: State, archives: readonly ArchiveHead[]): Outcome =>
   answered(state, listSessions(sessionsOf(state), archives));
@@ -91,7 +91,7 @@ export function listSessions(state: SessionsState, archives: readonly ArchiveHea
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((c) => liveCard(state, c));
   const archived = archives.map((a) => archiveSummary(a));
-  return ok(`${live.length} live session(s), ${archived.length} saved.`, { live, archived });
+  return ok(`${live.length} live channel(s), ${archived.length} saved.`, { live, archived });
 }
 
 export type SessionDetail = (
@@ -113,9 +113,9 @@ export type SessionDetail = (
 };
 
 /**
- * A live session's roster with agent states (+ the compact context of the archive it was restored
- * from), or a saved session's archive view, where every agent is Offline. `archive` is, for a
- * live session, its parent's archive; otherwise the archive the name or id resolves to.
+ * A live channel's roster with agent states (+ the compact context of the archive it was restored
+ * from), or a saved channel's archive view, where every agent is Offline. `archive` is, for a
+ * live channel, its parent's archive; otherwise the archive the name or id resolves to.
  */
 export const sessionGet = (state: State, args: { channel: unknown }, archive: ArchiveHead | null): Outcome =>
   answered<object>(state, getSession(sessionsOf(state), args, archive));
@@ -136,7 +136,7 @@ export function getSession(
       compact_context: compact,
       agent_state_help: AGENT_STATE_HELP,
     };
-    return ok(`Session "${ch.name}": ${ch.members.length}/${ch.max_members} agent(s).`, detail);
+    return ok(`Channel "${ch.name}": ${ch.members.length}/${ch.max_members} agent(s).`, detail);
   }
   if (!archive) {
     if (ch) return tombstoneRefusal(ch);
@@ -155,10 +155,10 @@ export function getSession(
     agents: archive.members.map((m) => ({ ...memberRow(m), state: 'Offline' as const })),
     agent_state_help: AGENT_STATE_HELP,
   };
-  return ok(`Saved session "${archive.name}" (${archive.message_count} messages).`, detail);
+  return ok(`Saved channel "${archive.name}" (${archive.message_count} messages).`, detail);
 }
 
-/** The live machine view of one session (operator.md "The console"); `logged` = its newest history-log envelopes. */
+/** The live machine view of one channel (operator.md "The console"); `logged` = its newest history-log envelopes. */
 export function deliveries(
   state: State,
   args: { channel: unknown },

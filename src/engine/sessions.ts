@@ -1,4 +1,4 @@
-// Saved channels: save, restore, delete, archive reads (protocol.md "Timer, kick, sessions", "Archives").
+// Saved channels: save, restore, delete, archive reads (protocol.md "Timer, kick, saved channels", "Archives").
 // Archives are read by the shell and passed in; an archive to write comes back in `writes`, and
 // the store writes it before it saves the tombstone, so a crash never loses the saved messages.
 import { frameContent, frameWritten, UNTRUSTED_NOTICE } from '../framing.ts';
@@ -39,7 +39,7 @@ const isOperator = (a: Actor): a is OperatorCaller => 'operator' in a;
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** `count` = every message of the session; `messages` = the newest of them, oldest first. */
+/** `count` = every message of the channel; `messages` = the newest of them, oldest first. */
 function generatedSummary(ch: Channel, messages: Envelope[], count: number): string {
   if (!messages.length)
     return `Channel "${ch.name}" with ${ch.members.map((m) => m.role).join(', ') || 'no members'}; no messages.`;
@@ -49,7 +49,7 @@ function generatedSummary(ch: Channel, messages: Envelope[], count: number): str
 }
 
 /** What joiners of a restored channel (and `mode=summary`) read. The summary and the final note
- *  were written by members of the saved session, so they reach agents framed as peer text. */
+ *  were written by members of the saved channel, so they reach agents framed as peer text. */
 export function compactContext(a: ArchiveHead): string {
   const written = [`Summary: ${a.summary}`, a.final_state_note ? `Final state: ${a.final_state_note}` : '']
     .filter(Boolean)
@@ -58,7 +58,7 @@ export function compactContext(a: ArchiveHead): string {
     `OpenComms restored the saved channel "${a.name}" (saved ${iso(a.saved_at)}).`,
     `Roles: ${a.members.map((m) => m.role).join(', ') || '(none)'}.`,
     `Messages archived: ${a.message_count}. Use opencomms_archive mode=messages channel=${a.channel_id} for more.`,
-    frameWritten(written, `members of the saved session "${a.name}"`),
+    frameWritten(written, `members of the saved channel "${a.name}"`),
   ].join('\n');
 }
 
@@ -92,7 +92,7 @@ function channelFor(state: State, actor: Actor, raw: unknown): { ch: Channel } |
 }
 
 /** `logged` = the newest logged envelopes (the archive keeps at most MAX_ARCHIVE_MESSAGES);
- *  `loggedIds` = every id in the channel's log, so message_count counts the whole session. */
+ *  `loggedIds` = every id in the channel's log, so message_count counts the whole channel. */
 export function save(
   state: State,
   actor: Actor,
@@ -156,10 +156,10 @@ const inRoster = (a: ArchiveHead, sid: string) => a.members.some((m) => m.sessio
 const notArchivedMember = () =>
   refuse(
     'not_archived_member',
-    'You are not in the archived roster. Ask someone from it, or the operator (`opencomms session restore`).',
+    'You are not in the archived roster. Ask someone from it, or the operator (`opencomms channel restore`).',
   );
 export const archiveNotFound = () =>
-  refuse('archive_not_found', 'No saved session matches. List archives with opencomms_archive.');
+  refuse('archive_not_found', 'No saved channel matches. List archives with opencomms_archive.');
 
 /** A free name for a restored channel: `new_name`, or the ladder base, base-r2 … base-r9. */
 function restoreName(state: State, archive: Archive, raw: unknown): string | Refusal {
@@ -237,7 +237,7 @@ export function deleteSession(
     if (!isOperator(actor) && !findMember(ch, actor.sid)) return refused(state, notMember(ch));
     purge(state, ch, env.now, true);
     stepChannel(ch, { type: 'DELETE', now: env.now });
-    // Its envelopes already moved to the channel's history log go too: a deleted session carries no context.
+    // Its envelopes already moved to the channel's history log go too: a deleted channel carries no context.
     return done(state, ok(`Deleted "${ch.name}"; its mail was discarded.`, { name: ch.name, deleted: 'live' }), [], {
       deleteHistory: [ch.id],
     });
@@ -280,7 +280,7 @@ export function archiveRead(
     const list = archives.filter(visible).map((a) => archiveSummary(a, !isOperator(actor)));
     return answered(
       state,
-      ok(`${list.length} saved session(s).`, { archives: list, untrusted_notice: UNTRUSTED_NOTICE }),
+      ok(`${list.length} saved channel(s).`, { archives: list, untrusted_notice: UNTRUSTED_NOTICE }),
     );
   }
   if (mode !== 'summary' && mode !== 'messages')

@@ -1,4 +1,4 @@
-// The chess clock (protocol.md "Timer, kick, sessions"): one member's clock runs at a time; advisory, never blocks.
+// The chess clock (protocol.md "Timer, kick, saved channels"): one member's clock runs at a time; advisory, never blocks.
 import { applyOps, raw, type Op } from '../protocol/draft.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, State } from '../protocol/schema.ts';

@@ -1,4 +1,4 @@
-// A saved session's archive, `archives/<channel_id>.json` (protocol.md "Archives").
+// A saved channel's archive, `archives/<channel_id>.json` (protocol.md "Archives").
 import * as z from 'zod';
 import { ARCHIVE_ID_RE, CHANNEL_NAME_RE } from './ids.ts';
 import { MAX_ARCHIVE_MESSAGES, MAX_CHANNEL_NAME, MAX_SUMMARY_CHARS } from './limits.ts';
@@ -37,6 +37,6 @@ export function archiveNamed<A extends { name: string }>(newestFirst: readonly A
   return newestFirst.find((a) => a.name.toLowerCase() === wanted);
 }
 
-/** An archive without its messages: what lists, lookups by name and session cards read. */
+/** An archive without its messages: what lists, lookups by name and channel cards read. */
 export const ArchiveHeadSchema = ArchiveSchema.omit({ messages: true });
 export type ArchiveHead = z.infer<typeof ArchiveHeadSchema>;

@@ -1,4 +1,4 @@
-// The operator as the engine sees it (protocol.md "Words", "Timer, kick, sessions"): the person at the CLI or the console,
+// The operator as the engine sees it (protocol.md "Words", "Timer, kick, saved channels"): the person at the CLI or the console,
 // bound by no roster. Its project id is a sentinel, so the first agent joining a session it created
 // sets the session's identity; the worktree is the project directory.
 import type { OperatorCaller } from '../engine/index.ts';

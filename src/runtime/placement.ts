@@ -130,7 +130,7 @@ export function placeStatus(p: Placement, r: ToolResult): ToolResult {
   return { ...r, data: { ...d, channels, machine: p.machine, processes: p.processes() } };
 }
 
-/** `session_get` of a live session with the machine of each agent and this process's. */
+/** `session_get` of a live channel with the machine of each agent and this process's. */
 export function placeSession(p: Placement, r: ToolResult): ToolResult {
   if (!r.ok) return r;
   const d = r.data as { kind: string; channel_id?: string; agents: Row[] };

@@ -312,13 +312,13 @@ export class Runtime {
   }
 
   /** The session reads: from what they show (the store's sessions index, where it keeps one)
-   *  when no gate needs the whole state, and archive heads only (what a session card or a saved
+   *  when no gate needs the whole state, and archive heads only (what a channel card or a saved
    *  session's detail shows; never an archive's messages). */
   private async readSessions(cmd: SessionRead, look: () => Promise<SessionsState>): Promise<ToolResult> {
     const state = await look();
     const heads = (await this.store.archives()).archives;
     if (cmd.op === 'session_list') return listSessions(state, heads);
-    // A live session shows the compact context of the archive it was restored from.
+    // A live channel shows the compact context of the archive it was restored from.
     const ch = channelNamed(state, cmd.args.channel);
     let head: ArchiveHead | undefined;
     if (ch?.lifecycle === 'active') head = heads.find((h) => h.channel_id === ch.parent_channel_id);

@@ -50,12 +50,12 @@ describe('the compose box', () => {
     agents.push(a, b);
     await ok(a.call('opencomms_create', { channel: 'team', role: 'Builder', role_prompt: 'Build.' }));
     await ok(b.call('opencomms_join', { channel: 'team', role: 'Reviewer', role_prompt: 'Review.' }));
-    await page.locator('button.card[data-session="team"]').click();
+    await page.locator('button.card[data-channel="team"]').click();
     await page.locator('#compose-to option[value="Reviewer"]').waitFor({ state: 'attached' });
 
     await page.locator('#compose-text').click();
     await page.keyboard.type('Please look at the parser');
-    // Another process changes the session while the operator types: the page re-renders by SSE.
+    // Another process changes the channel while the operator types: the page re-renders by SSE.
     await ok(a.call('opencomms_send', { channel: 'team', content: 'from the builder', to: 'Reviewer' }));
     await page.locator('tr[data-envelope][data-status="pending"]').waitFor();
     await page.keyboard.type(' first.');

@@ -50,7 +50,7 @@ afterEach(async () => {
   expect(browser.errors).toEqual([]);
 });
 
-const card = (name: string) => page.locator(`button.card[data-session="${name}"]`);
+const card = (name: string) => page.locator(`button.card[data-channel="${name}"]`);
 const row = (status: string) => page.locator(`tr[data-envelope][data-status="${status}"]`);
 async function mcp(pin: string): Promise<McpHandle> {
   const h = await startMcp(dir, { pin, host: 'claude-code' });
@@ -63,8 +63,8 @@ const ok = async (p: Promise<{ ok: boolean; message: string; data?: any }>) => {
   return r;
 };
 
-describe('CON-1 create a session', () => {
-  it('the form creates an empty active card with a join command per host; a CLI-made session appears too', async () => {
+describe('CON-1 create a channel', () => {
+  it('the form creates an empty active card with a join command per host; a CLI-made channel appears too', async () => {
     await page.fill('#create-name', 'review');
     await page.fill('#create-max', '3');
     await page.press('#create-name', 'Enter'); // the keyboard submits the form
@@ -74,10 +74,10 @@ describe('CON-1 create a session', () => {
     await expect(page.locator('#join-code').innerText()).resolves.toBe(
       '/OpenComms Join Channel=review As=<role> [role instructions]',
     );
-    // Keyboard: Tab to the Codex tab. Meanwhile another process (the CLI) creates a session: the page
+    // Keyboard: Tab to the Codex tab. Meanwhile another process (the CLI) creates a channel: the page
     // learns of it by SSE and re-renders, and the focus stays on the tab, so Enter still chooses it.
     await page.locator('.tab[data-host="codex"]').focus();
-    await promisify(execFile)(process.execPath, [BIN, 'session', 'create', 'from-cli', '--project', dir]);
+    await promisify(execFile)(process.execPath, [BIN, 'channel', 'create', 'from-cli', '--project', dir]);
     await card('from-cli').waitFor({ timeout: 5000 });
     await expect(page.evaluate(() => document.activeElement?.getAttribute('data-host'))).resolves.toBe('codex');
     await page.keyboard.press('Enter');
@@ -85,7 +85,7 @@ describe('CON-1 create a session', () => {
     await expect(page.locator('#join-code').innerText()).resolves.toBe(
       'opencomms_join(channel="review", role="<role>", role_prompt="...", spawn_push=true)',
     );
-    await page.screenshot({ path: join(SHOTS, 'sessions.png') });
+    await page.screenshot({ path: join(SHOTS, 'channels.png') });
   });
 });
 
@@ -94,7 +94,7 @@ describe('CON-7 an agent process sends; the machine view follows live', () => {
     await page.fill('#create-name', 'team');
     await page.press('#create-name', 'Enter');
     await card('team').waitFor();
-    // Agents join the console-made session from the join command (CON-6: the first joiner sets its identity).
+    // Agents join the console-made channel from the join command (CON-6: the first joiner sets its identity).
     const a = await mcp(A);
     const b = await mcp(B);
     await ok(a.call('opencomms_join', { channel: 'team', role: 'Builder', role_prompt: 'Build.' }));
@@ -199,7 +199,7 @@ describe('CON-2 remove a member', () => {
     ]);
     await expect(page.locator('table.agents td', { hasText: 'this machine' }).count()).resolves.toBe(3);
     await expect(states.first().getAttribute('title')).resolves.toMatch(/^Offline: .*Working: .*Idle: /);
-    await page.screenshot({ path: join(SHOTS, 'session-detail.png') });
+    await page.screenshot({ path: join(SHOTS, 'channel-detail.png') });
 
     await page.getByRole('button', { name: 'Remove Reviewer' }).click();
     await page.locator('table.agents td', { hasText: 'Reviewer' }).waitFor({ state: 'detached' });
@@ -230,25 +230,25 @@ describe('CON-3 save → restore as new → delete', () => {
     await expect(page.locator('#toast').innerText()).resolves.toBe('Paused "sprint": delivery is held.');
     await page.getByRole('button', { name: 'Resume delivery' }).click();
     await page.locator('.detail-head .badge', { hasText: 'paused' }).waitFor({ state: 'detached' });
-    await page.getByRole('button', { name: 'Save session…' }).click();
+    await page.getByRole('button', { name: 'Save channel…' }).click();
     await expect(page.locator('#save-summary').inputValue()).resolves.toBe(
       'Goal: \nDone: \nOpen questions: \nNext steps: ',
     );
     await page.fill('#save-summary', 'Goal: ship the parser\nDone: review\nOpen questions: none\nNext steps: release');
     await page.screenshot({ path: join(SHOTS, 'save-dialog.png') });
     await page.getByRole('button', { name: 'Save', exact: true }).click();
-    await page.locator('#saved-list button.card[data-session="sprint"]').waitFor();
-    await expect(page.locator('#live-list').innerText()).resolves.toBe('No live sessions.');
+    await page.locator('#saved-list button.card[data-channel="sprint"]').waitFor();
+    await expect(page.locator('#live-list').innerText()).resolves.toBe('No live channels.');
     await page.locator('pre.summary', { hasText: 'Goal: ship the parser' }).waitFor();
 
     await page.getByRole('button', { name: 'Restore as new…' }).click();
     await page.fill('#restore-name', 'sprint-2');
     await page.press('#restore-name', 'Enter');
-    await page.locator('#live-list button.card[data-session="sprint-2"]').waitFor();
+    await page.locator('#live-list button.card[data-channel="sprint-2"]').waitFor();
     await page.locator('.detail-head h2', { hasText: 'sprint-2' }).waitFor();
     await page.locator('details.panel summary', { hasText: 'Restored from a saved channel' }).waitFor();
 
-    // Delete asks first; Cancel (the default button) keeps the session.
+    // Delete asks first; Cancel (the default button) keeps the channel.
     await page.getByRole('button', { name: 'Delete…' }).click();
     await expect(page.locator('#delete-text').innerText()).resolves.toContain(
       '"sprint-2" and its pending mail are deleted for good',
@@ -263,7 +263,7 @@ describe('CON-3 save → restore as new → delete', () => {
     await page.getByRole('button', { name: 'Delete…' }).click();
     await page.locator('#delete-dialog').getByRole('button', { name: 'Delete' }).click();
     await card('sprint').waitFor({ state: 'detached' });
-    await expect(page.locator('#saved-list').innerText()).resolves.toBe('No saved sessions.');
+    await expect(page.locator('#saved-list').innerText()).resolves.toBe('No saved channels.');
   });
 });
 

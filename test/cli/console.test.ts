@@ -38,7 +38,7 @@ describe('opencomms serve / gui', () => {
     const p = run('serve', '--port', String(port));
     const line = await p.waitFor((l) => l.startsWith('OpenComms console:'));
     expect(line).toBe(`OpenComms console: http://127.0.0.1:${port}/ (project ${dir}); Ctrl-C stops.`);
-    expect((await send(port, 'GET', '/api/sessions')).json).toMatchObject({ ok: true, data: { live: [] } });
+    expect((await send(port, 'GET', '/api/channels')).json).toMatchObject({ ok: true, data: { live: [] } });
     const busy = run('gui', '--no-open', '--port', String(port));
     expect(await busy.exited).toBe(1);
     expect(busy.stderr()).toContain(`port ${port} on 127.0.0.1 is in use; pass --port <another>`);

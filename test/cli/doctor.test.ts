@@ -63,7 +63,7 @@ describe('doctor on an empty and a live project', () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain('[OK] state: schema v2, 2 live channel(s), 1 live envelope(s)');
     expect(r.out).toContain('[WARN] spawn_push members: Spawner on "team" (sess_ccccccc...) has no bound host session');
-    expect(r.out).toContain('[OK] archives: 1 saved session(s)');
+    expect(r.out).toContain('[OK] archives: 1 saved channel(s)');
     for (const id of Object.values(IDS)) expect(r.out).not.toContain(id);
   });
 });

@@ -50,7 +50,7 @@ const caller = (dir: string, session_id: string, delivery_mode: string): Caller 
 });
 
 /** A project in use: channel "team" (a pull Lead, a pull Reviewer with pending mail, an unbound
- *  spawn_push member), an empty session "empty", and a saved session "old". */
+ *  spawn_push member), an empty channel "empty", and a saved channel "old". */
 export async function liveProject(dir: string) {
   const rt = openRuntime(dir);
   const must = async (p: Promise<{ ok: boolean; message: string }>) => {

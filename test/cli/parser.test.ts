@@ -26,7 +26,7 @@ describe('help', () => {
         'status',
         'channels',
         'members',
-        'session',
+        'channel',
         'join-command|join',
         'watch',
         'gui',
@@ -44,11 +44,11 @@ describe('help', () => {
   });
 
   it('`help <command>` shows that command, its subcommands and options', async () => {
-    const r = await cli('help', 'session');
+    const r = await cli('help', 'channel');
     expect(r.code).toBe(0);
     for (const sub of ['list', 'get', 'create', 'save', 'delete', 'restore'])
       expect(r.out).toMatch(new RegExp(`\\n\\s+${sub} `));
-    expect((await cli('session', 'create', '--help')).out).toContain('--max-members <n>');
+    expect((await cli('channel', 'create', '--help')).out).toContain('--max-members <n>');
   });
 
   it('every command of the registry is in the generated help', async () => {
@@ -66,13 +66,21 @@ describe('INS-6 unknown commands and --project anywhere', () => {
     expect(r.err).toContain("unknown command 'frobnicate'");
     expect(r.err).toContain('opencomms help');
     expect(r.out).toBe('');
-    const sub = await cli('session', 'explode');
+    const sub = await cli('channel', 'explode');
     expect(sub.code).toBe(1);
     expect(sub.err).toContain("unknown command 'explode'");
   });
 
+  it('`session` is no command: one usage line names `opencomms channel …` (a session is a host session)', async () => {
+    const r = await cli('session', 'list', '--project', dir);
+    expect(r).toMatchObject({ code: 1, out: '' });
+    expect(r.err).toMatch(/^opencomms: unknown command 'session': [^\n]*`opencomms channel …`[^\n]*\n$/);
+    const j = (await cli('session', 'restore', 'x', '--json')).json();
+    expect(j).toMatchObject({ ok: false, data: { reason: 'usage_error' } });
+  });
+
   it('a command group alone prints its help on stdout (exit 0); help of no such command is one usage line', async () => {
-    for (const argv of [['session'], ['store'], ['--project', dir, 'session']]) {
+    for (const argv of [['channel'], ['store'], ['--project', dir, 'channel']]) {
       const r = await cli(...argv);
       expect(r.code, argv.join(' ')).toBe(0);
       expect(r.err).toBe('');
@@ -98,10 +106,10 @@ describe('INS-6 unknown commands and --project anywhere', () => {
   });
 
   it('--project works before the command, between subcommands and at the end', async () => {
-    expect((await cli('--project', dir, 'session', 'create', 'a')).code).toBe(0);
-    expect((await cli('session', '--project', dir, 'create', 'b')).code).toBe(0);
-    expect((await cli('session', 'create', 'c', '--project', dir)).code).toBe(0);
-    expect((await cli('session', 'create', `--project=${dir}`, 'd')).code).toBe(0);
+    expect((await cli('--project', dir, 'channel', 'create', 'a')).code).toBe(0);
+    expect((await cli('channel', '--project', dir, 'create', 'b')).code).toBe(0);
+    expect((await cli('channel', 'create', 'c', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'create', `--project=${dir}`, 'd')).code).toBe(0);
     const list = await cli('channels', '--json', '--project', dir);
     expect(list.json().data.live.map((c: { name: string }) => c.name)).toEqual(['a', 'b', 'c', 'd']);
   });

@@ -1,7 +1,7 @@
 // Counts read as English: one member, one message; several members, several messages.
 import { describe, expect, it } from 'vitest';
 import { renderChannels } from '../../src/cli/commands/channels.ts';
-import { renderSessionDetail, renderSessionList } from '../../src/cli/commands/session.ts';
+import { renderChannelDetail, renderChannelList } from '../../src/cli/commands/channel.ts';
 
 const live = (name: string, agents: number) => ({ name, paused: false, agents: Array(agents).fill({}) }) as never;
 const saved = (message_count: number) =>
@@ -14,10 +14,10 @@ describe('counts', () => {
     );
   });
 
-  it('session list and get: 1 message, 2 messages', () => {
-    expect(renderSessionList({ live: [], archived: [saved(1), saved(2)] })).toMatch(
+  it('channel list and get: 1 message, 2 messages', () => {
+    expect(renderChannelList({ live: [], archived: [saved(1), saved(2)] })).toMatch(
       /^old \[saved 1970-01-01\] 1 message — .*\nold \[saved 1970-01-01\] 2 messages — /,
     );
-    expect(renderSessionDetail({ kind: 'archived', ...(saved(1) as object) } as never)).toMatch(/\] 1 message — /);
+    expect(renderChannelDetail({ kind: 'archived', ...(saved(1) as object) } as never)).toMatch(/\] 1 message — /);
   });
 });

@@ -85,12 +85,12 @@ describe('channels', () => {
     const empty = await cli('channels', '--project', dir);
     expect(empty).toMatchObject({
       code: 0,
-      out: 'No live channels in this project. Create one with `opencomms session create <name>`.\n',
+      out: 'No live channels in this project. Create one with `opencomms channel create <name>`.\n',
     });
     await liveProject(dir);
     const live = await cli('channels', '--project', dir);
     expect(live).toMatchObject({ code: 0, out: 'empty (0 members)\nteam (3 members)\n' });
-    await cli('--project', dir, 'session', 'create', 'x');
+    await cli('--project', dir, 'channel', 'create', 'x');
     const j = (await cli('channels', '--json', '--project', dir)).json();
     expect(j.ok).toBe(true);
     expect(j.data.live.map((c: { name: string }) => c.name)).toEqual(['empty', 'team', 'x']);

@@ -49,7 +49,7 @@ describe('usage errors under --json', () => {
 describe('--project', () => {
   it('a missing directory is refused and not created', async () => {
     const missing = join(dir, 'nope');
-    const r = await cli('session', 'create', 'alpha', '--project', missing, '--json');
+    const r = await cli('channel', 'create', 'alpha', '--project', missing, '--json');
     expect(r.code).toBe(1);
     expect(r.json()).toMatchObject({ ok: false, data: { reason: 'project_not_found' } });
     expect(r.json().message).toContain(missing);
@@ -62,7 +62,7 @@ describe('--project', () => {
   it('a file is refused with a message, no stack; doctor still answers with rows', async () => {
     const file = join(dir, 'a-file');
     await writeFile(file, 'x');
-    const create = await bin('session', 'create', 'alpha', '--project', file);
+    const create = await bin('channel', 'create', 'alpha', '--project', file);
     expect(create.code).toBe(1);
     expect(create.err).toBe(
       `opencomms: ${file} is a file, not a directory. Pass the project's directory with --project <dir>.\n`,
@@ -80,14 +80,14 @@ describe('--project', () => {
 
 describe('a read-only .opencomms', () => {
   it('CLI writes answer store_unwritable without a stack; reads still work; doctor fails it', async () => {
-    expect((await cli('session', 'create', 'alpha', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'create', 'alpha', '--project', dir)).code).toBe(0);
     await withReadOnly(dir, async () => {
-      const w = await bin('session', 'create', 'beta', '--project', dir);
+      const w = await bin('channel', 'create', 'beta', '--project', dir);
       expect(w.code).toBe(1);
       expect(w.err).not.toMatch(STACK);
       expect(w.err).not.toContain('Retry once');
       expect(w.err).toContain('refuses writes');
-      const j = await bin('session', 'save', 'alpha', '--project', dir, '--json');
+      const j = await bin('channel', 'save', 'alpha', '--project', dir, '--json');
       expect(JSON.parse(j.out)).toMatchObject({ ok: false, data: { reason: 'store_unwritable' } });
       expect((await bin('status', '--project', dir)).code).toBe(0);
       const doc = await bin('doctor', '--json', '--project', dir);
@@ -103,7 +103,7 @@ describe('a read-only .opencomms', () => {
 describe('an oversized state.json', () => {
   it('status refuses it by name and size; doctor reports it as a FAIL row', async () => {
     const p = resolvePaths(dir);
-    expect((await cli('session', 'create', 'alpha', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'create', 'alpha', '--project', dir)).code).toBe(0);
     await truncate(p.state, 600 * 1024 * 1024); // sparse: nothing is written
     const s = await bin('status', '--project', dir, '--json');
     expect(s.code).toBe(1);
@@ -128,14 +128,14 @@ describe('plain values', () => {
 
   it('a channel name over the limit is refused as too long, never as the name it starts with', async () => {
     const name = 'a'.repeat(MAX_CHANNEL_NAME);
-    expect((await cli('session', 'create', name, '--project', dir)).code).toBe(0);
-    const r = await cli('session', 'save', `${name}b`, '--project', dir, '--json');
+    expect((await cli('channel', 'create', name, '--project', dir)).code).toBe(0);
+    const r = await cli('channel', 'save', `${name}b`, '--project', dir, '--json');
     expect(r.json()).toMatchObject({ ok: false, data: { reason: 'invalid_channel_name' } });
     expect(r.json().message).toContain(
       `it has ${MAX_CHANNEL_NAME + 1} characters, and a channel name has at most ${MAX_CHANNEL_NAME}`,
     );
     expect(r.json().message).not.toContain(name);
-    expect((await cli('session', 'get', name, '--project', dir)).code).toBe(0); // still live: nothing was saved
+    expect((await cli('channel', 'get', name, '--project', dir)).code).toBe(0); // still live: nothing was saved
   });
 });
 
@@ -144,10 +144,10 @@ describe('refusals speak to the operator', () => {
     await liveProject(dir);
     expect((await cli('pause', 'team', '--project', dir)).code).toBe(0);
     const runs = [
-      ['session', 'get', 'nosuch'],
-      ['session', 'save', 'nosuch'],
-      ['session', 'delete', 'nosuch', '--confirm'],
-      ['session', 'restore', 'nosuch'],
+      ['channel', 'get', 'nosuch'],
+      ['channel', 'save', 'nosuch'],
+      ['channel', 'delete', 'nosuch', '--confirm'],
+      ['channel', 'restore', 'nosuch'],
       ['members', 'nosuch'],
       ['pause', 'nosuch'],
       ['join-command', 'nosuch'],
@@ -160,17 +160,17 @@ describe('refusals speak to the operator', () => {
       expect(r.err, argv.join(' ')).toMatch(/^opencomms: [^\n]+\n$/);
       expect(r.err, argv.join(' ')).not.toMatch(/report this to the operator|opencomms_[a-z]/);
     }
-    expect((await cli('session', 'restore', 'nosuch', '--project', dir)).err).toContain('`opencomms session list`');
+    expect((await cli('channel', 'restore', 'nosuch', '--project', dir)).err).toContain('`opencomms channel list`');
   });
 
   it('session delete without --confirm says what this deletion removes', async () => {
     await liveProject(dir);
-    const live = await cli('session', 'delete', 'team', '--project', dir, '--json');
+    const live = await cli('channel', 'delete', 'team', '--project', dir, '--json');
     expect(live.json()).toMatchObject({ ok: false, data: { reason: 'confirm_required' } });
     expect(live.json().message).toContain('its members and undelivered mail are discarded');
     expect(live.json().message).not.toContain('archive');
-    const saved = await cli('session', 'delete', 'old', '--project', dir, '--json');
+    const saved = await cli('channel', 'delete', 'old', '--project', dir, '--json');
     expect(saved.json().message).toContain('its archive and history are removed');
-    expect((await cli('session', 'get', 'team', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'get', 'team', '--project', dir)).code).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-// The CLI's session reads (`session list`, `session get`, `channels`, `members`) answer a fresh
+// The CLI's channel reads (`channel list`, `channel get`, `channels`, `members`) answer a fresh
 // process from the sessions index (`.opencomms/sessions.json`) and the journal lines appended
 // since, not from a whole-state load, and give exactly the answer a whole-state read gives:
 // after writes, after compactions, and after a crash that left the index stale, torn or missing.
@@ -35,10 +35,10 @@ afterEach(async () => {
 
 const indexFile = () => join(resolvePaths(dir).dir, 'sessions.json');
 const READS: Array<[string[], Command]> = [
-  [['session', 'list'], { op: 'session_list' }],
+  [['channel', 'list'], { op: 'session_list' }],
   [['channels'], { op: 'session_list' }],
-  [['session', 'get', 'team'], { op: 'session_get', args: { channel: 'team' } }],
-  [['session', 'get', 'old'], { op: 'session_get', args: { channel: 'old' } }],
+  [['channel', 'get', 'team'], { op: 'session_get', args: { channel: 'team' } }],
+  [['channel', 'get', 'old'], { op: 'session_get', args: { channel: 'old' } }],
   [['members', 'team'], { op: 'session_get', args: { channel: 'team' } }],
 ];
 
@@ -63,7 +63,7 @@ async function loads(fn: () => Promise<unknown>): Promise<number> {
   await fn();
   return storeStats.parses + storeStats.linesApplied - before;
 }
-const list = () => cli('session', 'list', '--project', dir, '--json');
+const list = () => cli('channel', 'list', '--project', dir, '--json');
 
 const must = async (p: Promise<{ ok: boolean; message: string }>) => {
   const r = await p;
@@ -206,7 +206,7 @@ describe('the sessions index', () => {
     const answers = JSON.parse(out.trim().split('\n').at(-1)!) as Array<{ ok: boolean }>;
     expect(answers.filter((a) => a.ok)).toHaveLength(150);
     expect(reads).toBeGreaterThan(1);
-    const get: [string[], Command] = [['session', 'get', CHANNEL], { op: 'session_get', args: { channel: CHANNEL } }];
+    const get: [string[], Command] = [['channel', 'get', CHANNEL], { op: 'session_get', args: { channel: CHANNEL } }];
     await expectSameAsFullLoad([READS[0]!, get]);
   }, 120_000);
 });

@@ -30,7 +30,7 @@ describe('status names its store', () => {
     const url = testDatabaseUrl();
     await mkdir(join(dir, '.opencomms'), { recursive: true });
     await writeFile(join(dir, '.opencomms', 'store.json'), JSON.stringify({ kind: 'postgres', url, key }));
-    expect((await cli('session', 'create', 'alpha', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'create', 'alpha', '--project', dir)).code).toBe(0);
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out.split('\n')[1]).toBe(

@@ -44,8 +44,8 @@ function leaves(cmd: Command, path: string[] = []): Leaf[] {
 const program = buildProgram({ io: { out: () => {}, err: () => {} }, exit: () => {} });
 const LEAVES = leaves(program);
 const name = (l: Leaf) => l.path.join(' ');
-/** Positions that name a channel (a session, in the CLI's words). */
-const CHANNEL_ARGS = new Set(['channel', 'name', 'session']);
+/** Positions that name a channel. */
+const CHANNEL_ARGS = new Set(['channel', 'name']);
 /** The commands that act on a project's state through the store. */
 const STORE_USERS = new Set([
   'status',
@@ -53,12 +53,12 @@ const STORE_USERS = new Set([
   'members',
   'pause',
   'resume',
-  'session list',
-  'session get',
-  'session create',
-  'session save',
-  'session delete',
-  'session restore',
+  'channel list',
+  'channel get',
+  'channel create',
+  'channel save',
+  'channel delete',
+  'channel restore',
   'join-command',
   'watch',
 ]);

@@ -36,7 +36,7 @@ describe('GET /api/events', () => {
       expect(refresh.data).toEqual({ at: expect.any(Number) });
       expect(refresh.at - sentAt).toBeLessThan(REFRESH_WITHIN_MS);
       // The page's next read shows the envelope.
-      const view = await c.req('GET', '/api/sessions/team/deliveries');
+      const view = await c.req('GET', '/api/channels/team/deliveries');
       expect(view.json.data.envelopes).toMatchObject([
         { sender_role: 'Lead', recipient_role: 'Reviewer', delivery_status: 'pending' },
       ]);
@@ -50,25 +50,25 @@ describe('GET /api/events', () => {
   it("announces the console's own actions with their reason", async () => {
     const events = await sse(c.server.port);
     await events.waitFor((e) => e.event === 'hello');
-    await c.req('POST', '/api/sessions', { body: { name: 'x' } });
-    await events.waitFor((e) => e.event === 'refresh' && e.data.reason === 'session_created');
-    await c.req('POST', '/api/sessions/x/save', { body: {} });
-    await events.waitFor((e) => e.data?.reason === 'session_saved');
-    await c.req('POST', '/api/sessions/x/restore', { body: { new_name: 'y' } });
-    await events.waitFor((e) => e.data?.reason === 'session_restored');
-    await c.req('DELETE', '/api/sessions/y');
-    await events.waitFor((e) => e.data?.reason === 'session_deleted');
+    await c.req('POST', '/api/channels', { body: { name: 'x' } });
+    await events.waitFor((e) => e.event === 'refresh' && e.data.reason === 'channel_created');
+    await c.req('POST', '/api/channels/x/save', { body: {} });
+    await events.waitFor((e) => e.data?.reason === 'channel_saved');
+    await c.req('POST', '/api/channels/x/restore', { body: { new_name: 'y' } });
+    await events.waitFor((e) => e.data?.reason === 'channel_restored');
+    await c.req('DELETE', '/api/channels/y');
+    await events.waitFor((e) => e.data?.reason === 'channel_deleted');
     // A refused action announces nothing.
     const n = events.events.filter((e) => e.data?.reason).length;
-    await c.req('POST', '/api/sessions/nope/members/remove', { body: { target_role: 'X' } });
+    await c.req('POST', '/api/channels/nope/members/remove', { body: { target_role: 'X' } });
     await new Promise((r) => setTimeout(r, 200));
     expect(events.events.filter((e) => e.data?.reason).length).toBe(n);
     events.close();
   });
 
   it('CON-5 an archive-only change still refreshes; an idle project sends nothing', async () => {
-    await c.req('POST', '/api/sessions', { body: { name: 'keep' } });
-    await c.req('POST', '/api/sessions/keep/save', { body: {} });
+    await c.req('POST', '/api/channels', { body: { name: 'keep' } });
+    await c.req('POST', '/api/channels/keep/save', { body: {} });
     const archives = join(c.dir, '.opencomms', 'archives');
     const file = (await readdir(archives)).find((n) => n.startsWith('chn_')); // not the heads index beside it
     const backup = join(c.dir, 'backup.json');
@@ -81,12 +81,12 @@ describe('GET /api/events', () => {
     // Removed by hand, then restored from a backup: state.json is untouched both times.
     await rm(join(archives, file!));
     await events.waitFor((e) => e.event === 'refresh', REFRESH_WITHIN_MS);
-    expect((await c.req('GET', '/api/sessions')).json.data.archived).toEqual([]);
+    expect((await c.req('GET', '/api/channels')).json.data.archived).toEqual([]);
     const n = events.events.length;
     await mkdir(archives, { recursive: true });
     await copyFile(backup, join(archives, file!));
     await events.waitFor((e, i = events.events.indexOf(e)) => i >= n && e.event === 'refresh', REFRESH_WITHIN_MS);
-    expect((await c.req('GET', '/api/sessions')).json.data.archived).toMatchObject([{ name: 'keep' }]);
+    expect((await c.req('GET', '/api/channels')).json.data.archived).toMatchObject([{ name: 'keep' }]);
     events.close();
   });
 });

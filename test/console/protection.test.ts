@@ -22,7 +22,7 @@ const errors = async () => {
 describe('CON-4 Host check (DNS rebinding)', () => {
   it('answers loopback names on any port; any other Host is a 403, recorded', async () => {
     for (const host of ['127.0.0.1', 'localhost:4919', `127.0.0.1:${c.server.port}`, '[::1]:80', 'LOCALHOST'])
-      expect((await c.req('GET', '/api/sessions', { headers: { host } })).status, host).toBe(200);
+      expect((await c.req('GET', '/api/channels', { headers: { host } })).status, host).toBe(200);
     for (const host of [
       'evil.example',
       'evil.example:4919',
@@ -31,14 +31,14 @@ describe('CON-4 Host check (DNS rebinding)', () => {
       '10.0.0.5',
       '[::2]:4919',
     ]) {
-      const r = await c.req('GET', '/api/sessions', { headers: { host } });
+      const r = await c.req('GET', '/api/channels', { headers: { host } });
       expect(r.status, host).toBe(403);
       expect(r.json).toMatchObject({ ok: false, message: expect.stringContaining('Forbidden: Host header') });
     }
     const logged = (await errors()).filter((e) => e.reason === 'console_forbidden');
     expect(logged).toHaveLength(6);
     expect(logged[0]!.message).toBe(
-      'Console refused GET /api/sessions: Host header "evil.example" is not 127.0.0.1, localhost or [::1].',
+      'Console refused GET /api/channels: Host header "evil.example" is not 127.0.0.1, localhost or [::1].',
     );
   });
 });
@@ -53,13 +53,13 @@ describe('CON-4 cross-site writes (CSRF)', () => {
       { 'sec-fetch-site': 'same-site', origin: 'http://127.0.0.1.evil.example' },
     ];
     for (const headers of refused) {
-      const r = await c.req('POST', '/api/sessions', { body: { name: 'x' }, headers });
+      const r = await c.req('POST', '/api/channels', { body: { name: 'x' }, headers });
       expect(r.status, JSON.stringify(headers)).toBe(403);
     }
-    expect((await c.req('DELETE', '/api/sessions/x', { headers: { origin: 'https://evil.example' } })).status).toBe(
+    expect((await c.req('DELETE', '/api/channels/x', { headers: { origin: 'https://evil.example' } })).status).toBe(
       403,
     );
-    expect((await c.req('GET', '/api/sessions')).json.data.live).toEqual([]);
+    expect((await c.req('GET', '/api/channels')).json.data.live).toEqual([]);
     expect((await errors()).filter((e) => e.reason === 'console_forbidden')).toHaveLength(refused.length + 1);
     expect((await errors()).some((e) => e.message.includes('cross-site POST from origin "https://evil.example"'))).toBe(
       true,
@@ -74,11 +74,11 @@ describe('CON-4 cross-site writes (CSRF)', () => {
     ];
     for (const [i, headers] of allowed.entries())
       expect(
-        (await c.req('POST', '/api/sessions', { body: { name: `ok${i}` }, headers })).status,
+        (await c.req('POST', '/api/channels', { body: { name: `ok${i}` }, headers })).status,
         JSON.stringify(headers),
       ).toBe(200);
     // Reads carry no write risk: another site's GET is answered (the browser keeps the answer from it).
-    expect((await c.req('GET', '/api/sessions', { headers: { origin: 'https://evil.example' } })).status).toBe(200);
+    expect((await c.req('GET', '/api/channels', { headers: { origin: 'https://evil.example' } })).status).toBe(200);
   });
 
   it('the checks as a pure function', () => {
@@ -93,17 +93,17 @@ describe('CON-4 cross-site writes (CSRF)', () => {
 
 describe('bodies, unknown routes, faults', () => {
   it('a body over 1,000,000 chars is a 413; exactly that many is read', async () => {
-    const big = await c.req('POST', '/api/sessions', { raw: `"${'x'.repeat(MAX_BODY_CHARS)}"` });
+    const big = await c.req('POST', '/api/channels', { raw: `"${'x'.repeat(MAX_BODY_CHARS)}"` });
     expect(big.status).toBe(413);
     expect(big.json.message).toBe('Request body over 1000000 characters.');
     // Counted in characters, not bytes: 1,000,000 three-byte characters still fit.
-    const atCap = await c.req('POST', '/api/sessions', {
+    const atCap = await c.req('POST', '/api/channels', {
       raw: JSON.stringify({ name: 'cap', pad: '€'.repeat(MAX_BODY_CHARS - 30) }),
     });
     expect(atCap.status).toBe(200);
-    const bad = await c.req('POST', '/api/sessions', { raw: '{not json' });
+    const bad = await c.req('POST', '/api/channels', { raw: '{not json' });
     expect(bad).toMatchObject({ status: 400, json: { ok: false, data: { reason: 'invalid_argument' } } });
-    expect((await c.req('POST', '/api/sessions', { raw: '[1,2]' })).status).toBe(400);
+    expect((await c.req('POST', '/api/channels', { raw: '[1,2]' })).status).toBe(400);
   });
 
   it('an unknown route is a 404 naming method and path', async () => {
@@ -112,10 +112,10 @@ describe('bodies, unknown routes, faults', () => {
       status: 404,
       json: { ok: false, message: 'No route for GET /api/nope.', data: { method: 'GET', path: '/api/nope' } },
     });
-    const wrong = await c.req('PUT', '/api/sessions');
+    const wrong = await c.req('PUT', '/api/channels');
     expect(wrong.status).toBe(404);
-    expect(wrong.json.message).toBe('No route for PUT /api/sessions. That path exists for another method.');
-    expect((await c.req('GET', '/api/sessions/%E0%A4%A/members')).status).toBe(404);
+    expect(wrong.json.message).toBe('No route for PUT /api/channels. That path exists for another method.');
+    expect((await c.req('GET', '/api/channels/%E0%A4%A/members')).status).toBe(404);
     expect((await c.req('POST', '/')).json.message).toBe('No route for POST /.');
   });
 
@@ -123,7 +123,7 @@ describe('bodies, unknown routes, faults', () => {
     // An archives "directory" that is a file: listing it fails with ENOTDIR, an unexpected fault.
     await mkdir(join(c.dir, '.opencomms'), { recursive: true });
     await writeFile(join(c.dir, '.opencomms', 'archives'), 'not a directory');
-    const r = await c.req('GET', '/api/sessions');
+    const r = await c.req('GET', '/api/channels');
     expect(r.status).toBe(500);
     expect(r.json).toMatchObject({ ok: false, data: { reason: 'internal_error' } });
     expect(r.text).not.toMatch(/ENOTDIR|at .*\.ts:\d+|\n\s+at /);
@@ -139,16 +139,16 @@ describe('a broken project', () => {
     await mkdir(join(c.dir, '.opencomms'), { recursive: true });
     await writeFile(join(c.dir, '.opencomms', 'state.json'), JSON.stringify({ schema_version: 3 }));
     for (const path of [
-      '/api/sessions',
-      '/api/sessions/x/members',
-      '/api/sessions/x/deliveries',
-      '/api/sessions/x/join-command',
+      '/api/channels',
+      '/api/channels/x/members',
+      '/api/channels/x/deliveries',
+      '/api/channels/x/join-command',
     ]) {
       const r = await c.req('GET', path);
       expect(r.status, path).toBe(400);
       expect(r.json.data.reason).toBe('state_incompatible');
     }
-    expect((await c.req('POST', '/api/sessions', { body: { name: 'x' } })).json.data.reason).toBe('state_incompatible');
+    expect((await c.req('POST', '/api/channels', { body: { name: 'x' } })).json.data.reason).toBe('state_incompatible');
   });
 });
 

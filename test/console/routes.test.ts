@@ -68,14 +68,14 @@ describe('the page and its files', () => {
   });
 });
 
-describe('CON-1 sessions', () => {
-  it('GET /api/sessions lists live cards and archives; POST creates an empty session', async () => {
-    expect((await c.req('GET', '/api/sessions')).json).toEqual({
+describe('CON-1 channels', () => {
+  it('GET /api/channels lists live cards and archives; POST creates an empty channel', async () => {
+    expect((await c.req('GET', '/api/channels')).json).toEqual({
       ok: true,
-      message: '0 live session(s), 0 saved.',
+      message: '0 live channel(s), 0 saved.',
       data: { live: [], archived: [] },
     });
-    const made = await c.req('POST', '/api/sessions', { body: { name: 'Review', max_members: 3 } });
+    const made = await c.req('POST', '/api/channels', { body: { name: 'Review', max_members: 3 } });
     expect(made.status).toBe(200);
     expect(made.json.data).toMatchObject({ name: 'review', max_members: 3 });
     const rt = openRuntime(c.dir);
@@ -85,7 +85,7 @@ describe('CON-1 sessions', () => {
       lifecycle: 'active',
     });
     await rt.close();
-    const list = (await c.req('GET', '/api/sessions')).json.data;
+    const list = (await c.req('GET', '/api/channels')).json.data;
     expect(list.live).toEqual([
       {
         name: 'review',
@@ -98,38 +98,38 @@ describe('CON-1 sessions', () => {
         agents: [],
       },
     ]);
-    const dup = await c.req('POST', '/api/sessions', { body: { name: 'review' } });
+    const dup = await c.req('POST', '/api/channels', { body: { name: 'review' } });
     expect(dup.status).toBe(400);
     expect(dup.json).toMatchObject({ ok: false, data: { reason: 'channel_exists' } });
-    expect((await c.req('POST', '/api/sessions', { body: { name: 'Not ok!' } })).json.data.reason).toBe(
+    expect((await c.req('POST', '/api/channels', { body: { name: 'Not ok!' } })).json.data.reason).toBe(
       'invalid_channel_name',
     );
-    expect((await c.req('POST', '/api/sessions', { body: {} })).json.data.reason).toBe('invalid_channel_name');
+    expect((await c.req('POST', '/api/channels', { body: {} })).json.data.reason).toBe('invalid_channel_name');
   });
 
   it('GET …/join-command gives the command for every host; refusals are 400', async () => {
-    await c.req('POST', '/api/sessions', { body: { name: 'review' } });
+    await c.req('POST', '/api/channels', { body: { name: 'review' } });
     for (const host of JOIN_HOSTS) {
-      const r = await c.req('GET', `/api/sessions/review/join-command?host=${host}`);
+      const r = await c.req('GET', `/api/channels/review/join-command?host=${host}`);
       expect(r.status).toBe(200);
       expect(r.json.data).toMatchObject({ session: 'review', host });
     }
-    expect((await c.req('GET', '/api/sessions/review/join-command')).json.data.command).toBe(
+    expect((await c.req('GET', '/api/channels/review/join-command')).json.data.command).toBe(
       '/OpenComms Join Channel=review As=<role> [role instructions]',
     );
-    expect((await c.req('GET', '/api/sessions/review/join-command?host=codex&role=Builder')).json.data.command).toBe(
+    expect((await c.req('GET', '/api/channels/review/join-command?host=codex&role=Builder')).json.data.command).toBe(
       'opencomms_join(channel="review", role="Builder", role_prompt="...", spawn_push=true)',
     );
-    const bad = await c.req('GET', '/api/sessions/review/join-command?host=gemini');
+    const bad = await c.req('GET', '/api/channels/review/join-command?host=gemini');
     expect(bad).toMatchObject({ status: 400, json: { data: { reason: 'invalid_argument', field: 'host' } } });
-    expect((await c.req('GET', '/api/sessions/nope/join-command')).json.data.reason).toBe('channel_not_found');
+    expect((await c.req('GET', '/api/channels/nope/join-command')).json.data.reason).toBe('channel_not_found');
   });
 });
 
 describe('CON-2 members', () => {
   it('GET …/members shows honest agent states; POST …/members/remove severs one link and notifies the rest', async () => {
     const rt = await seed();
-    const members = (await c.req('GET', '/api/sessions/team/members')).json.data;
+    const members = (await c.req('GET', '/api/channels/team/members')).json.data;
     expect(members).toMatchObject({ kind: 'live', name: 'team', compact_context: null });
     expect(members.agents.map((a: { role: string; state: string }) => `${a.role}:${a.state}`)).toEqual([
       'Lead:Idle',
@@ -141,14 +141,14 @@ describe('CON-2 members', () => {
     for (const a of members.agents)
       expect(a).toMatchObject({ machine: machineId(), this_machine: true, process: null, lease: 'n/a' });
     await rt.run({ op: 'mark_stale', session: 'sess_test' });
-    expect((await c.req('GET', '/api/sessions/team/members')).json.data.agents[2].state).toBe('Offline');
+    expect((await c.req('GET', '/api/channels/team/members')).json.data.agents[2].state).toBe('Offline');
 
-    const missing = await c.req('POST', '/api/sessions/team/members/remove', { body: { target_role: 'Nobody' } });
+    const missing = await c.req('POST', '/api/channels/team/members/remove', { body: { target_role: 'Nobody' } });
     expect(missing).toMatchObject({ status: 400, json: { data: { reason: 'target_not_found' } } });
-    expect((await c.req('POST', '/api/sessions/team/members/remove', { body: {} })).json.data.reason).toBe(
+    expect((await c.req('POST', '/api/channels/team/members/remove', { body: {} })).json.data.reason).toBe(
       'target_required',
     );
-    const removed = await c.req('POST', '/api/sessions/team/members/remove', {
+    const removed = await c.req('POST', '/api/channels/team/members/remove', {
       body: { target_session_id: 'sess_rev' },
     });
     expect(removed.status).toBe(200);
@@ -168,21 +168,21 @@ describe('CON-2 members', () => {
 });
 
 describe('pause and resume delivery', () => {
-  it('POST …/pause holds a live session (sends refused), DELETE …/pause releases it; refusals are 400 with the reason', async () => {
+  it('POST …/pause holds a live channel (sends refused), DELETE …/pause releases it; refusals are 400 with the reason', async () => {
     const rt = await seed();
-    const paused = await c.req('POST', '/api/sessions/team/pause');
+    const paused = await c.req('POST', '/api/channels/team/pause');
     expect(paused).toMatchObject({
       status: 200,
       json: { ok: true, message: 'Paused "team": delivery is held.', data: { paused: true, changed: true } },
     });
-    expect((await c.req('GET', '/api/sessions/team/members')).json.data.paused).toBe(true);
+    expect((await c.req('GET', '/api/channels/team/members')).json.data.paused).toBe(true);
     expect(
       await rt.run({ op: 'send', sid: 'sess_test', args: { channel: 'team', content: 'held?', to: 'Lead' } }),
     ).toMatchObject({ ok: false, data: { reason: 'channel_paused' } });
-    const resumed = await c.req('DELETE', '/api/sessions/team/pause');
+    const resumed = await c.req('DELETE', '/api/channels/team/pause');
     expect(resumed).toMatchObject({ status: 200, json: { data: { paused: false, changed: true } } });
     expect((await rt.read()).channels.team!.paused).toBe(false);
-    expect(await c.req('POST', '/api/sessions/nope/pause')).toMatchObject({
+    expect(await c.req('POST', '/api/channels/nope/pause')).toMatchObject({
       status: 400,
       json: { ok: false, data: { reason: 'channel_not_found' } },
     });
@@ -193,15 +193,15 @@ describe('pause and resume delivery', () => {
 describe('the operator speaks', () => {
   it('POST …/messages sends as Operator to one agent or everyone (framed, every rule applies); GET …/messages reads without taking mail', async () => {
     const rt = await seed();
-    const one = await c.req('POST', '/api/sessions/team/messages', { body: { content: 'ship it', to: 'Tester' } });
+    const one = await c.req('POST', '/api/channels/team/messages', { body: { content: 'ship it', to: 'Tester' } });
     expect(one).toMatchObject({ status: 200, json: { ok: true, data: { recipients: [{ role: 'Tester' }] } } });
-    const all = await c.req('POST', '/api/sessions/team/messages', { body: { content: 'standup', broadcast: true } });
+    const all = await c.req('POST', '/api/channels/team/messages', { body: { content: 'standup', broadcast: true } });
     expect(all.json.data.recipients.map((r: { role: string }) => r.role).sort()).toEqual([
       'Lead',
       'Reviewer',
       'Tester',
     ]);
-    const read = (await c.req('GET', '/api/sessions/team/messages')).json.data.messages as Array<{
+    const read = (await c.req('GET', '/api/channels/team/messages')).json.data.messages as Array<{
       sender_role: string;
       content: string;
       delivery_status: string;
@@ -216,12 +216,12 @@ describe('the operator speaks', () => {
     const framed = (pulled.data as { messages: Array<{ framed: string }> }).messages.map((m) => m.framed);
     expect(framed[0]).toMatch(/^\[OpenComms\] from Operator \| type: manual \| id: ocm_/);
     expect(framed[0]).toContain('<<<UNTRUSTED_PEER_MESSAGE>>>\nship it\n<<<END_UNTRUSTED_PEER_MESSAGE>>>');
-    expect(await c.req('POST', '/api/sessions/team/messages', { body: { content: '', to: 'Lead' } })).toMatchObject({
+    expect(await c.req('POST', '/api/channels/team/messages', { body: { content: '', to: 'Lead' } })).toMatchObject({
       status: 400,
       json: { data: { reason: 'content_empty' } },
     });
-    await c.req('POST', '/api/sessions/team/pause');
-    expect(await c.req('POST', '/api/sessions/team/messages', { body: { content: 'held', to: 'Lead' } })).toMatchObject(
+    await c.req('POST', '/api/channels/team/pause');
+    expect(await c.req('POST', '/api/channels/team/messages', { body: { content: 'held', to: 'Lead' } })).toMatchObject(
       {
         status: 400,
         json: { ok: false, data: { reason: 'channel_paused' } },
@@ -232,14 +232,14 @@ describe('the operator speaks', () => {
 });
 
 describe('CON-3 save → restore as new → delete', () => {
-  it('saves with a summary, shows the archive, restores it as a new session, deletes both', async () => {
+  it('saves with a summary, shows the archive, restores it as a new channel, deletes both', async () => {
     const rt = await seed();
     await rt.close();
-    const saved = await c.req('POST', '/api/sessions/team/save', { body: { summary: 'Goal: ship. State: reviewed.' } });
+    const saved = await c.req('POST', '/api/channels/team/save', { body: { summary: 'Goal: ship. State: reviewed.' } });
     expect(saved.status).toBe(200);
     expect(saved.json.data).toMatchObject({ message_count: 1, summary: 'Goal: ship. State: reviewed.' });
-    expect((await c.req('POST', '/api/sessions/team/save', { body: {} })).json.data.reason).toBe('lifecycle_refused');
-    const archived = (await c.req('GET', '/api/sessions/team/members')).json.data;
+    expect((await c.req('POST', '/api/channels/team/save', { body: {} })).json.data.reason).toBe('lifecycle_refused');
+    const archived = (await c.req('GET', '/api/channels/team/members')).json.data;
     expect(archived).toMatchObject({
       kind: 'archived',
       name: 'team',
@@ -247,27 +247,27 @@ describe('CON-3 save → restore as new → delete', () => {
       message_count: 1,
     });
     expect(archived.agents.map((a: { state: string }) => a.state)).toEqual(['Offline', 'Offline', 'Offline']);
-    const list = (await c.req('GET', '/api/sessions')).json.data;
+    const list = (await c.req('GET', '/api/channels')).json.data;
     expect(list.live).toEqual([]);
     expect(list.archived).toMatchObject([{ name: 'team', message_count: 1, roles: ['Lead', 'Reviewer', 'Tester'] }]);
 
-    const restored = await c.req('POST', '/api/sessions/team/restore', { body: { new_name: 'team-2' } });
+    const restored = await c.req('POST', '/api/channels/team/restore', { body: { new_name: 'team-2' } });
     expect(restored.status).toBe(200);
     expect(restored.json.data).toMatchObject({ name: 'team-2', members: [], archive_name: 'team' });
-    const live = (await c.req('GET', '/api/sessions/team-2/members')).json.data;
+    const live = (await c.req('GET', '/api/channels/team-2/members')).json.data;
     expect(live).toMatchObject({ kind: 'live', agents: [], parent_channel_id: archived.archive_id });
     expect(live.compact_context).toContain('Goal: ship. State: reviewed.');
-    expect((await c.req('POST', '/api/sessions/team/restore', { body: { new_name: 'team-2' } })).json.data.reason).toBe(
+    expect((await c.req('POST', '/api/channels/team/restore', { body: { new_name: 'team-2' } })).json.data.reason).toBe(
       'channel_exists',
     );
 
-    expect((await c.req('DELETE', '/api/sessions/team-2')).json).toMatchObject({ ok: true, data: { deleted: 'live' } });
-    expect((await c.req('DELETE', '/api/sessions/team')).json).toMatchObject({
+    expect((await c.req('DELETE', '/api/channels/team-2')).json).toMatchObject({ ok: true, data: { deleted: 'live' } });
+    expect((await c.req('DELETE', '/api/channels/team')).json).toMatchObject({
       ok: true,
       data: { deleted: 'archive' },
     });
-    expect((await c.req('GET', '/api/sessions')).json.data).toEqual({ live: [], archived: [] });
-    expect((await c.req('DELETE', '/api/sessions/team')).status).toBe(400);
+    expect((await c.req('GET', '/api/channels')).json.data).toEqual({ live: [], archived: [] });
+    expect((await c.req('DELETE', '/api/channels/team')).status).toBe(400);
   });
 });
 
@@ -277,7 +277,7 @@ describe('the live machine view', () => {
     await rt.run({ op: 'pull', sid: 'sess_rev', args: {} });
     await rt.run({ op: 'send', sid: 'sess_lead', args: { channel: 'team', content: 'and test', to: 'Tester' } });
     await rt.close();
-    const v = (await c.req('GET', '/api/sessions/team/deliveries')).json.data;
+    const v = (await c.req('GET', '/api/channels/team/deliveries')).json.data;
     expect(v).toMatchObject({ name: 'team', channel_state: 'active' });
     expect(
       v.envelopes.map((e: { recipient_role: string; delivery_status: string; held_by: string | null }) => [
@@ -295,6 +295,6 @@ describe('the live machine view', () => {
       'Reviewer:ready',
       'Tester:blocked:awaiting_pull',
     ]);
-    expect((await c.req('GET', '/api/sessions/nope/deliveries')).json.data.reason).toBe('channel_not_found');
+    expect((await c.req('GET', '/api/channels/nope/deliveries')).json.data.reason).toBe('channel_not_found');
   });
 });

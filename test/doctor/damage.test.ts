@@ -21,7 +21,7 @@ const rowOf = (rows: Row[], check: string) => rows.find((r) => r.check === check
 
 describe('doctor and damage', () => {
   it('a journal set aside as corrupt is a FAIL naming it', async () => {
-    expect((await cli('session', 'create', 'alpha', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'create', 'alpha', '--project', dir)).code).toBe(0);
     const p = resolvePaths(dir);
     await mkdir(p.journal, { recursive: true });
     await writeFile(join(p.journal, 'j0123456789abcdef.corrupt.1700000000000.jsonl'), '{"n":1,"ops":[]}\n{"n":2,"op');
@@ -33,7 +33,7 @@ describe('doctor and damage', () => {
 
   it('damage recorded in state.errors (a corrupt state.json preserved by recovery) is a FAIL', async () => {
     await corruptState(dir);
-    expect((await cli('session', 'create', 'alpha', '--project', dir)).code).toBe(0); // recovers: preserves the file, records it
+    expect((await cli('channel', 'create', 'alpha', '--project', dir)).code).toBe(0); // recovers: preserves the file, records it
     const { code, rows } = await report();
     expect(code).toBe(1);
     const damage = rowOf(rows, 'damage')!;
@@ -44,7 +44,7 @@ describe('doctor and damage', () => {
   });
 
   it('a healthy project: writable, no damage, and the probe leaves no file', async () => {
-    expect((await cli('session', 'create', 'alpha', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'create', 'alpha', '--project', dir)).code).toBe(0);
     const before = await readdir(resolvePaths(dir).dir);
     const { code, rows } = await report();
     expect(code).toBe(0);

@@ -24,7 +24,7 @@ const onlyArchive = (sim: Sim): Archive => {
   return all[0]!;
 };
 
-describe('LCY-1 new sessions', () => {
+describe('LCY-1 new channels', () => {
   it('are active, with no description and no parent', () => {
     const sim = busy();
     expect(sim.ch('team')).toMatchObject({
@@ -377,7 +377,7 @@ describe('LCY-6 delete', () => {
     );
   });
 
-  it('a saved session: the archive file is removed and the tombstone becomes deleted', () => {
+  it('a saved channel: the archive file is removed and the tombstone becomes deleted', () => {
     const sim = busy();
     sim.ok(saveCmd('sess_a'));
     const a = onlyArchive(sim);

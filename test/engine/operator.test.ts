@@ -1,4 +1,4 @@
-// Operator create of an empty session (FEATURES.md §9 `session create`, §10.2 POST /api/sessions,
+// Operator create of an empty channel (FEATURES.md §9 `channel create`, §10.2 POST /api/channels,
 // CON-1, CON-6): empty, active, sentinel project id; refusals with their reason codes.
 import { describe, expect, it } from 'vitest';
 import type { OperatorCaller } from '../../src/engine/index.ts';
@@ -59,7 +59,7 @@ describe('CON-1 operator create', () => {
 });
 
 describe('CON-6 a console-created session adopts its first joiner', () => {
-  it('a sentinel MCP caller joins the empty session; later comparisons are strict', () => {
+  it('a sentinel MCP caller joins the empty channel; later comparisons are strict', () => {
     const sim = new Sim();
     sim.ok(createCmd({ channel: 'team' }, { operator: true, project_id: 'gui-local-project', worktree: '/elsewhere' }));
     // The first joiner (MCP sentinel project id) adopts the worktree; the sentinel project stays.
@@ -78,7 +78,7 @@ describe('CON-6 a console-created session adopts its first joiner', () => {
       },
       'worktree_mismatch',
     );
-    // A real project id is adopted by the first non-sentinel joiner of an empty session.
+    // A real project id is adopted by the first non-sentinel joiner of an empty channel.
     sim.ok(createCmd({ channel: 'real' }));
     sim.ok({ op: 'join', caller: caller('sess_c'), args: { channel: 'real', role: 'Lead', role_prompt: 'Lead.' } });
     expect(sim.ch('real').project_id).toBe(PROJECT);
@@ -172,7 +172,7 @@ describe('operator reads', () => {
     expect(String(resumed.compact_context)).toContain('Reviewed X.');
   });
 
-  it('deliveries: the machine view of a live session; refusals for missing and saved ones', () => {
+  it('deliveries: the machine view of a live channel; refusals for missing and saved ones', () => {
     const sim = world();
     const view = dataOf(sim.ok({ op: 'deliveries', args: { channel: 'team' } }));
     expect(view).toMatchObject({ name: 'team', channel_state: 'active', now: sim.now });

@@ -1,5 +1,5 @@
 // A project as an MCP member finds it, written through the runtime before any server starts: the
-// pinned member and a peer on one channel with mail both ways, and a saved session of theirs.
+// pinned member and a peer on one channel with mail both ways, and a saved channel of theirs.
 import { join } from 'node:path';
 import { newMemberId } from '../../src/protocol/ids.ts';
 import { openRuntime } from '../../src/runtime/runtime.ts';

@@ -33,7 +33,7 @@ export interface Fixture {
   ownRole: string;
   /** A message id that exists on `channel`. */
   messageId: string;
-  /** A saved session the pinned member was in. */
+  /** A saved channel the pinned member was in. */
   archived: string;
 }
 

@@ -9,7 +9,7 @@ import { answer, counted, projectOf, withRuntime } from '../context.ts';
 export const renderChannels = (live: LiveCard[]) =>
   live.length
     ? live.map((c) => `${c.name}${c.paused ? ' [paused]' : ''} (${counted(c.agents.length, 'member')})`).join('\n')
-    : 'No live channels in this project. Create one with `opencomms session create <name>`.';
+    : 'No live channels in this project. Create one with `opencomms channel create <name>`.';
 
 type PlacedAgent = SessionDetail['agents'][number] & Partial<MemberPlace>;
 
@@ -41,13 +41,13 @@ export const channels: CliCommand = {
         const r = await withRuntime(projectOf(cmd), async (rt) =>
           placed(rt.store, rt.machine, await rt.run({ op: 'session_get', args: { channel } }), placeSession),
         );
-        // members lists a live roster only: a saved session's archive is `session get`.
+        // members lists a live roster only: a saved channel's archive is `channel get`.
         const live = r.ok && (r.data as SessionDetail).kind === 'live';
         const out =
           r.ok && !live
             ? refuse(
                 'lifecycle_refused',
-                `"${channel}" is a saved session, not a live channel: see \`opencomms session get ${channel}\`, or restore it.`,
+                `"${channel}" is a saved channel, not a live one: see \`opencomms channel get ${channel}\`, or restore it.`,
                 { lifecycle: 'saved' },
               )
             : r;

@@ -1,5 +1,5 @@
-// `opencomms join-command <session> [--host H] [--role R] [--json]` (alias `join`; operator.md "Command line",
-// operator.md "Command line"): what to paste into a host so its session joins. The session must be live.
+// `opencomms join-command <channel> [--host H] [--role R] [--json]` (alias `join`; operator.md "Command line",
+// operator.md "Command line"): what to paste into a host so its host session joins <channel>, which must be live.
 import {
   DEFAULT_JOIN_HOST,
   JOIN_HOSTS,
@@ -14,9 +14,9 @@ import { answer, projectOf, withRuntime } from '../context.ts';
 export const joinCommandCli: CliCommand = {
   register(program, ctx) {
     program
-      .command('join-command <session>')
+      .command('join-command <channel>')
       .alias('join')
-      .description('the command that makes a host session join <session>')
+      .description('the command that makes a host session join <channel>')
       .option('--host <host>', `${JOIN_HOSTS.join(' | ')}`, DEFAULT_JOIN_HOST)
       .option('--role <role>', 'the role the joining agent takes (default: a <role> placeholder)')
       .option('--json', 'one {ok, message, data} document')
@@ -27,7 +27,7 @@ export const joinCommandCli: CliCommand = {
           : (live.data as SessionDetail).kind !== 'live'
             ? refuse(
                 'lifecycle_refused',
-                `"${name}" is saved: restore it first (\`opencomms session restore ${name}\`), then join the new session.`,
+                `"${name}" is saved: restore it first (\`opencomms channel restore ${name}\`), then join the new channel.`,
                 { lifecycle: 'saved' },
               )
             : joinCommandResult((live.data as SessionDetail).name, o.host, o.role);

@@ -20,7 +20,7 @@ async function channelNow(rt: Runtime, channel: string): Promise<'live' | 'none'
   throw new RefusalError(
     refuse(
       'lifecycle_refused',
-      `"${channel}" is a saved session, not a live channel: nothing on it moves. Restore it (\`opencomms session restore ${channel}\`) and watch the new one.`,
+      `"${channel}" is a saved channel, not a live one: nothing on it moves. Restore it (\`opencomms channel restore ${channel}\`) and watch the new one.`,
       { lifecycle: 'saved' },
     ),
   );
@@ -79,7 +79,7 @@ export const watch: CliCommand = {
           ? ''
           : now === 'live'
             ? ` (channel ${channel})`
-            : ` (channel ${channel}, which does not exist yet: its lines start when it is created; \`opencomms session list\` lists the sessions there are)`;
+            : ` (channel ${channel}, which does not exist yet: its lines start when it is created; \`opencomms channel list\` lists the channels there are)`;
         if (inspect)
           ctx.io.err(`Stately Inspector: ${inspect.url} (no message content, role prompt or session id is sent)\n`);
         ctx.io.err(`Watching ${project}${which}; Ctrl-C stops.\n`);

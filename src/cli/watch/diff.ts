@@ -19,7 +19,7 @@ export type WatchLine =
       sender_role: string;
       recipient_role: string;
       /** The machine event (SEND, DRAIN, COMMIT, PULL, REQUEUE, SWEEP, TICK, REJECT), or PURGE
-       *  when live mail left state with its session: `archived` (saved) or `discarded` (deleted). */
+       *  when live mail left state with its channel: `archived` (saved) or `discarded` (deleted). */
       event: string;
       from: string | null;
       to: string;
@@ -178,7 +178,7 @@ export function diff(
       receipts.set(id, r);
       continue;
     }
-    // Live mail that left state with no log record: its session was saved (the archive holds it)
+    // Live mail that left state with no log record: its channel was saved (the archive holds it)
     // or deleted (discarded).
     const saved = Object.values(state.channels).some((c) => c.id === r.channel_id && c.lifecycle === 'saved');
     if (!silent)

@@ -16,8 +16,8 @@ const SUMMARY_TEMPLATE = 'Goal: \nDone: \nOpen questions: \nNext steps: ';
 const TOAST_MS = 6000;
 
 const ui = {
-  sessions: { live: [], archived: [] },
-  selected: decodeURIComponent(location.hash.replace(/^#\/session\//, '')) || null,
+  channels: { live: [], archived: [] },
+  selected: decodeURIComponent(location.hash.replace(/^#\/channel\//, '')) || null,
   detail: null,
   deliveries: null,
   machines: null,
@@ -97,8 +97,8 @@ const shortId = (id) => (id.length > 14 ? `${id.slice(0, 12)}…` : id);
 // ---- loading ---------------------------------------------------------------------------------
 
 async function loadAll() {
-  const list = await api('GET', '/api/sessions');
-  if (list.ok) ui.sessions = list.data;
+  const list = await api('GET', '/api/channels');
+  if (list.ok) ui.channels = list.data;
   else toast(list.message);
   if (ui.selected) await loadDetail();
   render();
@@ -106,7 +106,7 @@ async function loadAll() {
 
 async function loadDetail() {
   const name = encodeURIComponent(ui.selected);
-  const d = await api('GET', `/api/sessions/${name}/members`);
+  const d = await api('GET', `/api/channels/${name}/members`);
   if (!d.ok) {
     ui.detail = null;
     ui.deliveries = null;
@@ -117,8 +117,8 @@ async function loadDetail() {
   ui.detail = d.data;
   if (d.data.kind === 'live') {
     const [v, j] = await Promise.all([
-      api('GET', `/api/sessions/${name}/deliveries`),
-      api('GET', `/api/sessions/${name}/join-command?host=${ui.host}`),
+      api('GET', `/api/channels/${name}/deliveries`),
+      api('GET', `/api/channels/${name}/join-command?host=${ui.host}`),
     ]);
     ui.deliveries = v.ok ? v.data : null;
     ui.join = j.ok ? j.data : null;
@@ -151,7 +151,7 @@ function select(name) {
   ui.selected = name;
   ui.envelope = null;
   ui.recipient = null;
-  history.replaceState(null, '', name ? `#/session/${encodeURIComponent(name)}` : '#');
+  history.replaceState(null, '', name ? `#/channel/${encodeURIComponent(name)}` : '#');
   refresh();
 }
 
@@ -173,7 +173,7 @@ function card(s, archived) {
       {
         type: 'button',
         'aria-current': current ? 'true' : undefined,
-        dataset: { session: name },
+        dataset: { channel: name },
         onclick: () => select(name),
       },
       h(
@@ -191,23 +191,23 @@ function card(s, archived) {
   );
 }
 
-function renderSessions() {
+function renderChannels() {
   const live = $('live-list');
   const saved = $('saved-list');
   live.replaceChildren(
-    ...(ui.sessions.live.length
-      ? ui.sessions.live.map((s) => card(s, false))
-      : [h('li.muted', {}, 'No live sessions.')]),
+    ...(ui.channels.live.length
+      ? ui.channels.live.map((s) => card(s, false))
+      : [h('li.muted', {}, 'No live channels.')]),
   );
   saved.replaceChildren(
-    ...(ui.sessions.archived.length
-      ? ui.sessions.archived.map((s) => card(s, true))
-      : [h('li.muted', {}, 'No saved sessions.')]),
+    ...(ui.channels.archived.length
+      ? ui.channels.archived.map((s) => card(s, true))
+      : [h('li.muted', {}, 'No saved channels.')]),
   );
 }
 
 /** The agent's machine (short id, hostname when known) and its process's lease; every string is
- *  set as text. A saved session's agents have none. */
+ *  set as text. A saved channel's agents have none. */
 function machineCell(a) {
   if (!a.lease) return h('td.muted', {}, '—');
   const id = a.machine ? a.machine.slice(0, 8) : 'unknown';
@@ -282,7 +282,7 @@ function agentsTable(d) {
   );
 }
 
-/** The operator writes to the session's agents (operator.md "Speaking to the agents"): framed like
+/** The operator writes to the channel's agents (operator.md "Speaking to the agents"): framed like
  *  every message, sender Operator, every rule of a send applies; a refusal says what to do. */
 function composePanel(d) {
   const live = d.agents.filter((a) => !a.stale);
@@ -319,7 +319,7 @@ async function sendMessage(e) {
   e.preventDefault();
   const content = ui.compose.text;
   const body = ui.compose.to === '*' ? { content, broadcast: true } : { content, to: ui.compose.to };
-  const r = await act('POST', `/api/sessions/${encodeURIComponent(ui.selected)}/messages`, body, (x) => x.message);
+  const r = await act('POST', `/api/channels/${encodeURIComponent(ui.selected)}/messages`, body, (x) => x.message);
   if (r) ui.compose.text = '';
   $('compose-text').value = ui.compose.text;
 }
@@ -447,7 +447,7 @@ function recipientsTable(v) {
 }
 
 function envelopesTable(v) {
-  if (!v.envelopes.length) return h('p.muted', {}, 'No mail yet on this session.');
+  if (!v.envelopes.length) return h('p.muted', {}, 'No mail yet on this channel.');
   const headers = ['Envelope', 'From → to', 'Type', 'Status', 'Attempts', 'Age / window', 'Method', 'Held by'];
   return selectTable('Envelopes', headers, v.envelopes, (e) => ({
     selected: ui.envelope === e.message_id,
@@ -558,7 +558,7 @@ function inspectInStately(name) {
     origin: new URL(url).origin,
     connected: false,
     waiting: [],
-    stream: new EventSource(`/api/sessions/${encodeURIComponent(name)}/inspect`),
+    stream: new EventSource(`/api/channels/${encodeURIComponent(name)}/inspect`),
   };
   inspecting = s;
   s.stream.addEventListener('inspect', (m) => {
@@ -588,7 +588,7 @@ window.addEventListener('message', (e) => {
 function renderDetail() {
   const main = $('detail');
   const d = ui.detail;
-  if (!d) return main.replaceChildren(h('p.muted.empty', {}, 'Select a session, or create one.'));
+  if (!d) return main.replaceChildren(h('p.muted.empty', {}, 'Select a channel, or create one.'));
   const live = d.kind === 'live';
   const actions = live
     ? [
@@ -597,7 +597,7 @@ function renderDetail() {
           { type: 'button', onclick: togglePause, 'aria-pressed': d.paused ? 'true' : 'false' },
           d.paused ? 'Resume delivery' : 'Pause delivery',
         ),
-        h('button', { type: 'button', onclick: saveSession }, 'Save session…'),
+        h('button', { type: 'button', onclick: saveChannel }, 'Save channel…'),
         h(
           'button',
           {
@@ -608,11 +608,11 @@ function renderDetail() {
           },
           'Inspect in Stately',
         ),
-        h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
+        h('button.danger', { type: 'button', onclick: deleteChannel }, 'Delete…'),
       ]
     : [
-        h('button', { type: 'button', onclick: restoreSession }, 'Restore as new…'),
-        h('button.danger', { type: 'button', onclick: deleteSession }, 'Delete…'),
+        h('button', { type: 'button', onclick: restoreChannel }, 'Restore as new…'),
+        h('button.danger', { type: 'button', onclick: deleteChannel }, 'Delete…'),
       ];
   const focused = document.activeElement?.closest?.('tr.selectable, .tab')?.dataset;
   const parts = [
@@ -667,7 +667,7 @@ function renderDetail() {
 }
 
 function render() {
-  renderSessions();
+  renderChannels();
   renderDetail();
 }
 
@@ -684,56 +684,56 @@ function ask(dialog) {
 async function removeAgent(a) {
   await act(
     'POST',
-    `/api/sessions/${encodeURIComponent(ui.selected)}/members/remove`,
+    `/api/channels/${encodeURIComponent(ui.selected)}/members/remove`,
     { target_session_id: a.session_id },
     (r) => r.message,
   );
 }
 
-/** Holds or releases delivery on the selected live session (sends are refused while it is paused). */
+/** Holds or releases delivery on the selected live channel (sends are refused while it is paused). */
 async function togglePause() {
   await act(
     ui.detail.paused ? 'DELETE' : 'POST',
-    `/api/sessions/${encodeURIComponent(ui.selected)}/pause`,
+    `/api/channels/${encodeURIComponent(ui.selected)}/pause`,
     undefined,
     (r) => r.message,
   );
 }
 
-async function saveSession() {
+async function saveChannel() {
   $('save-summary').value = SUMMARY_TEMPLATE;
   if ((await ask($('save-dialog'))) !== 'save') return;
   const text = $('save-summary').value.trim();
   const summary = text === SUMMARY_TEMPLATE.trim() ? '' : text;
   await act(
     'POST',
-    `/api/sessions/${encodeURIComponent(ui.selected)}/save`,
+    `/api/channels/${encodeURIComponent(ui.selected)}/save`,
     summary ? { summary } : {},
     (r) => r.message,
   );
 }
 
-async function restoreSession() {
+async function restoreChannel() {
   $('restore-name').value = '';
   if ((await ask($('restore-dialog'))) !== 'restore') return;
   const newName = $('restore-name').value.trim();
   const r = await act(
     'POST',
-    `/api/sessions/${encodeURIComponent(ui.selected)}/restore`,
+    `/api/channels/${encodeURIComponent(ui.selected)}/restore`,
     newName ? { new_name: newName } : {},
     (x) => x.message,
   );
   if (r) select(r.data.name);
 }
 
-async function deleteSession() {
+async function deleteChannel() {
   const d = ui.detail;
   $('delete-text').textContent =
     d.kind === 'live'
       ? `"${d.name}" and its pending mail are deleted for good; its agents keep their host sessions.`
       : `The saved archive of "${d.name}" is deleted for good; it cannot be restored afterwards.`;
   if ((await ask($('delete-dialog'))) !== 'delete') return;
-  if (await act('DELETE', `/api/sessions/${encodeURIComponent(ui.selected)}`, undefined, (r) => r.message))
+  if (await act('DELETE', `/api/channels/${encodeURIComponent(ui.selected)}`, undefined, (r) => r.message))
     select(null);
 }
 
@@ -743,7 +743,7 @@ $('create').addEventListener('submit', async (e) => {
   const max = $('create-max').value.trim();
   const r = await act(
     'POST',
-    '/api/sessions',
+    '/api/channels',
     { name, ...(max ? { max_members: Number(max) } : {}) },
     (x) => x.message,
   );

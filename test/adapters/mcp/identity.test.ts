@@ -56,7 +56,7 @@ describe('roster gate', () => {
     const args = sampleArgs('gated');
     for (const tool of ROSTER_GATED)
       await refused(E, tool, { ...args[tool]!, ...posingAs(p.pin.A) }, 'identity_not_member'); // naming a member gains nothing
-    // delete_session is roster-free only for a SAVED session (§7.2); on a live channel it needs the roster.
+    // delete_session is roster-free only for a SAVED channel (§7.2); on a live channel it needs the roster.
     await refused(E, 'opencomms_delete_session', { channel: 'gated', confirm: true }, 'identity_not_member');
     // Tombstone precedence (§3.3): lifecycle_refused wins over identity_not_member.
     await refused(E, 'opencomms_send', { channel: 'gated-saved', content: 'x' }, 'lifecycle_refused');
@@ -73,7 +73,7 @@ describe('roster gate', () => {
     expect(stateText(p.dir)).toBe(before);
   });
 
-  it('a pin whose only channel was saved is on no live roster, yet may read, resume and delete that saved session', async () => {
+  it('a pin whose only channel was saved is on no live roster, yet may read, restore and delete that saved channel', async () => {
     const { E } = p.h;
     await ok(E, 'opencomms_create', { channel: 'e-solo', role: 'Epsilon', role_prompt: 'p' });
     await ok(E, 'opencomms_save_session', { channel: 'e-solo' });

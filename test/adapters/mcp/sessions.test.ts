@@ -1,6 +1,6 @@
 // Sessions through `opencomms mcp` (FEATURES.md §2.3, §2.6, §5.10, LCY-2..6): save, the saved
 // tombstone, archive reads, restore with compact_context for joiners, delete of a live channel, of
-// an archive by id and of a saved session by name.
+// an archive by id and of a saved channel by name.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -127,7 +127,7 @@ describe('delete', () => {
     await refused(p.h.B, 'opencomms_archive', { mode: 'summary', channel: id }, 'archive_not_found');
   });
 
-  it('LCY-6 a saved session by name: confirm and the archived roster are required; the name is free again', async () => {
+  it('LCY-6 a saved channel by name: confirm and the archived roster are required; the name is free again', async () => {
     await ok(p.h.A, 'opencomms_create', { channel: 'del-saved', role: 'Alpha', role_prompt: 'p' });
     const saved = await ok(p.h.A, 'opencomms_save_session', { channel: 'del-saved' });
     expect(saved.data.summary.length).toBeGreaterThan(0); // generated

@@ -151,7 +151,7 @@ describe('machines and leases in the operator views (PostgreSQL store)', () => {
   it("the console's members API answers the same places", async () => {
     const server = await startConsole({ project: dir, port: 0, log: () => {} });
     try {
-      const r = await send(server.port, 'GET', '/api/sessions/team/members');
+      const r = await send(server.port, 'GET', '/api/channels/team/members');
       expect(r.status).toBe(200);
       for (const a of r.json.data.agents) expect(a).toMatchObject(places[a.role as keyof typeof places]);
       expect(r.json.data.machine).toBe(machineId());

@@ -1,4 +1,4 @@
-// `opencomms session …` and `join-command` (FEATURES.md §9, §5.10, §10.4) on an empty, a live and
+// `opencomms channel …` and `join-command` (FEATURES.md §9, §5.10, §10.4) on an empty, a live and
 // a broken project. CON-1 (create → a working join command per host) and CON-3 (save → restore as
 // new → delete) from the CLI side.
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -14,34 +14,34 @@ beforeEach(async () => void (dir = await mkdtemp(join(tmpdir(), 'oc-cli-'))));
 afterEach(() => rm(dir, { recursive: true, force: true }));
 const day = new Date().toISOString().slice(0, 10);
 
-describe('session list and get', () => {
+describe('channel list and get', () => {
   it('empty: a notice; live: live and archived lines; get shows a roster or an archive', async () => {
-    expect(await cli('session', 'list', '--project', dir)).toMatchObject({
+    expect(await cli('channel', 'list', '--project', dir)).toMatchObject({
       code: 0,
-      out: 'No sessions yet. Create one with `opencomms session create <name>`.\n',
+      out: 'No channels yet. Create one with `opencomms channel create <name>`.\n',
     });
     await liveProject(dir);
-    const list = await cli('session', 'list', '--project', dir);
+    const list = await cli('channel', 'list', '--project', dir);
     expect(list.code).toBe(0);
     expect(list.out).toBe(
       `empty [active] 0/4 agents — No description yet\nteam [active] 3/8 agents — Reviewing the parser\nold [saved ${day}] 0 messages — No description yet\n`,
     );
-    const j = (await cli('session', 'list', '--json', '--project', dir)).json();
+    const j = (await cli('channel', 'list', '--json', '--project', dir)).json();
     expect(j.data.archived).toMatchObject([{ name: 'old', message_count: 0 }]);
 
-    const get = await cli('session', 'get', 'team', '--project', dir);
+    const get = await cli('channel', 'get', 'team', '--project', dir);
     expect(get.out).toBe(
       'team [active] 3/8 agents — Reviewing the parser\n' +
         'sess_aaaaaaaaaaaaaaaaaaaaaaaa | Lead | claude-code | pull\n' +
         'sess_bbbbbbbbbbbbbbbbbbbbbbbb | Reviewer | claude-code | pull\n' +
         'sess_cccccccccccccccccccccccc | Spawner | claude-code | spawn_push\n',
     );
-    const old = await cli('session', 'get', 'old', '--project', dir);
+    const old = await cli('channel', 'get', 'old', '--project', dir);
     expect(old.code).toBe(0);
     expect(old.out).toMatch(
-      /^old \[saved \d{4}-\d\d-\d\d\] 0 messages — No description yet\narchive: chn_[0-9a-f]{32}\nroles: \(none\)\nsummary: An old session\.\nrestore it with: opencomms session restore old\n$/,
+      /^old \[saved \d{4}-\d\d-\d\d\] 0 messages — No description yet\narchive: chn_[0-9a-f]{32}\nroles: \(none\)\nsummary: An old session\.\nrestore it with: opencomms channel restore old\n$/,
     );
-    const missing = await cli('session', 'get', 'nope', '--project', dir, '--json');
+    const missing = await cli('channel', 'get', 'nope', '--project', dir, '--json');
     expect(missing.code).toBe(1);
     expect(missing.json()).toMatchObject({ ok: false, data: { reason: 'channel_not_found' } });
   });
@@ -49,12 +49,12 @@ describe('session list and get', () => {
   it('broken: an incompatible state refuses every session command and join-command with exit 1', async () => {
     await incompatibleState(dir);
     for (const argv of [
-      ['session', 'list'],
-      ['session', 'get', 'x'],
-      ['session', 'create', 'x'],
-      ['session', 'save', 'x'],
-      ['session', 'delete', 'x', '--confirm'],
-      ['session', 'restore', 'x'],
+      ['channel', 'list'],
+      ['channel', 'get', 'x'],
+      ['channel', 'create', 'x'],
+      ['channel', 'save', 'x'],
+      ['channel', 'delete', 'x', '--confirm'],
+      ['channel', 'restore', 'x'],
       ['join-command', 'x'],
     ]) {
       const r = await cli(...argv, '--project', dir);
@@ -64,31 +64,31 @@ describe('session list and get', () => {
   });
 });
 
-describe('CON-1 session create and join-command', () => {
-  it('creates an empty active session with the CLI sentinel project; refusals exit 1', async () => {
-    const r = await cli('session', 'create', 'Review', '--max-members', '3', '--project', dir);
+describe('CON-1 channel create and join-command', () => {
+  it('creates an empty active channel with the CLI sentinel project; refusals exit 1', async () => {
+    const r = await cli('channel', 'create', 'Review', '--max-members', '3', '--project', dir);
     expect(r).toMatchObject({ code: 0, err: '' });
-    expect(r.out).toContain('Created empty session "review" (0/3 agents)');
+    expect(r.out).toContain('Created empty channel "review" (0/3 agents)');
     const { openRuntime } = await import('../../src/runtime/runtime.ts');
     const rt = openRuntime(dir);
     const ch = (await rt.read()).channels.review!;
     await rt.close();
     expect(ch).toMatchObject({ members: [], lifecycle: 'active', project_id: 'cli-local-project', max_members: 3 });
-    expect((await cli('session', 'create', 'review', '--project', dir, '--json')).json()).toMatchObject({
+    expect((await cli('channel', 'create', 'review', '--project', dir, '--json')).json()).toMatchObject({
       ok: false,
       data: { reason: 'channel_exists' },
     });
-    expect((await cli('session', 'create', 'Bad Name', '--project', dir)).code).toBe(1);
-    expect((await cli('session', 'create', 'x', '--max-members', 'lots', '--project', dir)).code).toBe(1);
+    expect((await cli('channel', 'create', 'Bad Name', '--project', dir)).code).toBe(1);
+    expect((await cli('channel', 'create', 'x', '--max-members', 'lots', '--project', dir)).code).toBe(1);
   });
 
   it('works under a stale lock (the lock is broken, not waited on forever)', async () => {
     await staleLock(dir);
-    expect((await cli('session', 'create', 'x', '--project', dir)).code).toBe(0);
+    expect((await cli('channel', 'create', 'x', '--project', dir)).code).toBe(0);
   });
 
   it('prints a join command per host, one source with the console (§10.4)', async () => {
-    await cli('session', 'create', 'review', '--project', dir);
+    await cli('channel', 'create', 'review', '--project', dir);
     const oc = await cli('join-command', 'review', '--project', dir);
     expect(oc).toMatchObject({
       code: 0,
@@ -144,37 +144,37 @@ describe('CON-1 session create and join-command', () => {
 describe('CON-3 save → restore as new → delete', () => {
   it('saves with a summary, restores under a new name, deletes with --confirm only', async () => {
     await liveProject(dir);
-    const save = await cli('session', 'save', 'team', '--summary', 'Parser reviewed.', '--project', dir);
+    const save = await cli('channel', 'save', 'team', '--summary', 'Parser reviewed.', '--project', dir);
     expect(save).toMatchObject({
       code: 0,
-      out: 'Saved "team": 1 message(s) archived.\nRestore it with: opencomms session restore team\n',
+      out: 'Saved "team": 1 message(s) archived.\nRestore it with: opencomms channel restore team\n',
     });
-    expect((await cli('session', 'save', 'team', '--project', dir, '--json')).json()).toMatchObject({
+    expect((await cli('channel', 'save', 'team', '--project', dir, '--json')).json()).toMatchObject({
       ok: false,
       data: { reason: 'lifecycle_refused' },
     });
 
-    const restored = await cli('session', 'restore', 'team', '--project', dir);
+    const restored = await cli('channel', 'restore', 'team', '--project', dir);
     expect(restored.out).toBe(
-      'Restored "team" as new session "team".\nJoin commands: opencomms join-command team --host <host>\n',
+      'Restored "team" as new channel "team".\nJoin commands: opencomms join-command team --host <host>\n',
     );
-    const again = await cli('session', 'restore', 'team', '--as', 'team-b', '--project', dir, '--json');
+    const again = await cli('channel', 'restore', 'team', '--as', 'team-b', '--project', dir, '--json');
     expect(again.json()).toMatchObject({ ok: true, data: { name: 'team-b', members: [] } });
-    const get = (await cli('session', 'get', 'team-b', '--json', '--project', dir)).json();
+    const get = (await cli('channel', 'get', 'team-b', '--json', '--project', dir)).json();
     expect(get.data.compact_context).toContain('Parser reviewed.');
 
-    const noConfirm = await cli('session', 'delete', 'team-b', '--project', dir);
+    const noConfirm = await cli('channel', 'delete', 'team-b', '--project', dir);
     expect(noConfirm).toMatchObject({ code: 1, out: '' });
     expect(noConfirm.err).toContain('--confirm');
-    expect((await cli('session', 'delete', 'team-b', '--confirm', '--project', dir)).out).toBe(
+    expect((await cli('channel', 'delete', 'team-b', '--confirm', '--project', dir)).out).toBe(
       'Deleted "team-b"; its mail was discarded.\n',
     );
-    // A saved session's name resolves to its archive.
-    expect((await cli('session', 'delete', 'old', '--confirm', '--project', dir)).out).toBe(
+    // A saved channel's name resolves to its archive.
+    expect((await cli('channel', 'delete', 'old', '--confirm', '--project', dir)).out).toBe(
       'Deleted the archive of "old".\n',
     );
     // One archive file left (the heads index, `.index.json`, is a cache beside them).
     expect((await readdir(join(dir, '.opencomms', 'archives'))).filter((n) => n.startsWith('chn_'))).toHaveLength(1);
-    expect((await cli('session', 'delete', 'nothing', '--confirm', '--project', dir)).code).toBe(1);
+    expect((await cli('channel', 'delete', 'nothing', '--confirm', '--project', dir)).code).toBe(1);
   });
 });

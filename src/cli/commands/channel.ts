@@ -1,5 +1,5 @@
-// `opencomms session list|get|create|save|delete|restore` (operator.md "Command line"; protocol.md "Timer, kick, sessions"): the operator's
-// session lifecycle. Every change is one engine operation through the runtime, as the operator
+// `opencomms channel list|get|create|save|delete|restore` (operator.md "Command line"; protocol.md "Timer, kick, saved channels"): the operator's
+// channel lifecycle. Every change is one engine operation through the runtime, as the operator
 // (project id `cli-local-project`, worktree = the project).
 import type { Command } from 'commander';
 import type { ArchiveCard, LiveCard, SessionDetail } from '../../engine/operator.ts';
@@ -10,7 +10,7 @@ import { answer, cliOperator, counted, projectOf, withRuntime, type CliContext }
 const NO_DESCRIPTION = 'No description yet';
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
-export function renderSessionList(d: { live: LiveCard[]; archived: ArchiveCard[] }): string {
+export function renderChannelList(d: { live: LiveCard[]; archived: ArchiveCard[] }): string {
   const lines = [
     ...d.live.map(
       (c) =>
@@ -21,10 +21,10 @@ export function renderSessionList(d: { live: LiveCard[]; archived: ArchiveCard[]
         `${a.name} [saved ${day(a.saved_at)}] ${counted(a.message_count, 'message')} — ${a.description ?? NO_DESCRIPTION}`,
     ),
   ];
-  return lines.length ? lines.join('\n') : 'No sessions yet. Create one with `opencomms session create <name>`.';
+  return lines.length ? lines.join('\n') : 'No channels yet. Create one with `opencomms channel create <name>`.';
 }
 
-export function renderSessionDetail(d: SessionDetail): string {
+export function renderChannelDetail(d: SessionDetail): string {
   if (d.kind === 'live') {
     const head = `${d.name} [active${d.paused ? ', paused' : ''}] ${d.agents.length}/${d.max_members} agents — ${d.description ?? NO_DESCRIPTION}`;
     const rows = d.agents.map(
@@ -37,35 +37,33 @@ export function renderSessionDetail(d: SessionDetail): string {
     `archive: ${d.archive_id}`,
     `roles: ${d.agents.map((a) => a.role).join(', ') || '(none)'}`,
     `summary: ${d.summary}`,
-    `restore it with: opencomms session restore ${d.name}`,
+    `restore it with: opencomms channel restore ${d.name}`,
   ].join('\n');
 }
 
 const json = (c: Command) => c.option('--json', 'one {ok, message, data} document');
 
 function register(program: Command, ctx: CliContext) {
-  const session = program
-    .command('session')
-    .description('list, inspect, create, save, delete and restore sessions (channels)');
+  const channel = program.command('channel').description('list, inspect, create, save, delete and restore channels');
 
-  json(session.command('list').description('live sessions and every saved one')).action(
+  json(channel.command('list').description('live channels and every saved one')).action(
     async (o: { json?: boolean }, cmd: Command) => {
       const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_list' }));
-      ctx.exit(answer(ctx.io, r, o.json, renderSessionList));
+      ctx.exit(answer(ctx.io, r, o.json, renderChannelList));
     },
   );
 
-  json(session.command('get <name>').description("a live session's roster, or a saved session's archive")).action(
+  json(channel.command('get <name>').description("a live channel's roster, or a saved channel's archive")).action(
     async (name: string, o: { json?: boolean }, cmd: Command) => {
       const r = await withRuntime(projectOf(cmd), (rt) => rt.run({ op: 'session_get', args: { channel: name } }));
-      ctx.exit(answer(ctx.io, r, o.json, renderSessionDetail));
+      ctx.exit(answer(ctx.io, r, o.json, renderChannelDetail));
     },
   );
 
   json(
-    session
+    channel
       .command('create <name>')
-      .description('an empty active session agents then join')
+      .description('an empty active channel agents then join')
       .option('--max-members <n>', 'members at most (2..32, default 8)'),
   ).action(async (name: string, o: { json?: boolean; maxMembers?: string }, cmd: Command) => {
     const project = projectOf(cmd);
@@ -83,9 +81,9 @@ function register(program: Command, ctx: CliContext) {
   });
 
   json(
-    session
+    channel
       .command('save <name>')
-      .description('archive a live session (its mail is archived, not delivered)')
+      .description('archive a live channel (its mail is archived, not delivered)')
       .option('--summary <text>', 'what the archive says (≤2000 chars)'),
   ).action(async (name: string, o: { json?: boolean; summary?: string }, cmd: Command) => {
     const project = projectOf(cmd);
@@ -98,15 +96,15 @@ function register(program: Command, ctx: CliContext) {
         r,
         o.json,
         (d: { message_count: number }) =>
-          `Saved "${name}": ${d.message_count} message(s) archived.\nRestore it with: opencomms session restore ${name.trim().toLowerCase()}`,
+          `Saved "${name}": ${d.message_count} message(s) archived.\nRestore it with: opencomms channel restore ${name.trim().toLowerCase()}`,
       ),
     );
   });
 
   json(
-    session
+    channel
       .command('delete <name>')
-      .description('delete a live session or a saved one (permanent)')
+      .description('delete a live channel or a saved one (permanent)')
       .option('--confirm', 'required: deletion is permanent'),
   ).action(async (name: string, o: { json?: boolean; confirm?: boolean }, cmd: Command) => {
     const project = projectOf(cmd);
@@ -118,8 +116,8 @@ function register(program: Command, ctx: CliContext) {
         return refuse(
           'confirm_required',
           (found.data as SessionDetail).kind === 'live'
-            ? `Deleting the live session "${(found.data as SessionDetail).name}" is permanent: its members and undelivered mail are discarded. Repeat with --confirm.`
-            : `Deleting the saved session "${(found.data as SessionDetail).name}" is permanent: its archive and history are removed. Repeat with --confirm.`,
+            ? `Deleting the live channel "${(found.data as SessionDetail).name}" is permanent: its members and undelivered mail are discarded. Repeat with --confirm.`
+            : `Deleting the saved channel "${(found.data as SessionDetail).name}" is permanent: its archive and history are removed. Repeat with --confirm.`,
         );
       return rt.run({
         op: 'delete_session',
@@ -132,10 +130,10 @@ function register(program: Command, ctx: CliContext) {
   });
 
   json(
-    session
+    channel
       .command('restore <name>')
-      .description('a new empty session from a saved one')
-      .option('--as <new-name>', 'the new session name (default: the ladder name, name-r2 …)'),
+      .description('a new empty channel from a saved one')
+      .option('--as <new-name>', 'the new channel name (default: the ladder name, name-r2 …)'),
   ).action(async (name: string, o: { json?: boolean; as?: string }, cmd: Command) => {
     const project = projectOf(cmd);
     const r = await withRuntime(project, (rt) =>
@@ -152,10 +150,10 @@ function register(program: Command, ctx: CliContext) {
         r,
         o.json,
         (d: { name: string }) =>
-          `Restored "${name}" as new session "${d.name}".\nJoin commands: opencomms join-command ${d.name} --host <host>`,
+          `Restored "${name}" as new channel "${d.name}".\nJoin commands: opencomms join-command ${d.name} --host <host>`,
       ),
     );
   });
 }
 
-export const session: CliCommand = { register };
+export const channel: CliCommand = { register };
