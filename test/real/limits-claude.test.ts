@@ -1,4 +1,4 @@
-// Issue 40, "Hosts that cut what they show", Claude Code 2.1.332 (real binary, offline): mail larger
+// Hosts that cut what they show: Claude Code 2.1.332 (real binary, offline): mail larger
 // than a route shows whole must still reach the model whole. Measured limits (docs/hosts.md "What
 // each route shows whole"): a hook's additionalContext 10,000 UTF-16 characters (beyond: moved to a
 // file, a 2 KB preview shown); an MCP tool result 50,000 (beyond: moved to a file); a wake 100,867

@@ -1,4 +1,4 @@
-// Issue 40, "Hosts that cut what they show", Codex 0.171.0 (real binary, offline): mail larger than
+// Hosts that cut what they show: Codex 0.171.0 (real binary, offline): mail larger than
 // a route shows whole must still reach the model whole. Measured (docs/hosts.md "What each route
 // shows whole"): a hook's additionalContext is shown whole up to 10,000 UTF-8 bytes (beyond: head
 // and tail around "…N tokens truncated…", the whole text saved under $TMPDIR/hook_outputs/); an MCP

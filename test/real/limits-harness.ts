@@ -1,4 +1,4 @@
-// Helpers of the route-limit tests (`limits-*.test.ts`, issue 40 "Hosts that cut what they show"):
+// Helpers of the route-limit tests (`limits-*.test.ts`):
 // messages carrying unique tokens at their start, middle and end; the OpenComms frames a model was
 // shown, read from the requests the fake model server received (user and system texts, hook
 // context, tool results — JSON tool results are read as the model reads them, string by string);

@@ -1,4 +1,4 @@
-// Issue 40, "Hosts that cut what they show", OpenCode 1.18.33 (real `opencode serve`, offline): mail
+// Hosts that cut what they show: OpenCode 1.18.33 (real `opencode serve`, offline): mail
 // larger than a route shows whole must still reach the model whole. Measured (docs/hosts.md "What
 // each route shows whole"): a pushed turn (a new user message, as the plugin's SDK prompt) showed
 // 1,000,000 characters whole; a tool's result (plugin or MCP) is shown whole up to 2,000 lines and

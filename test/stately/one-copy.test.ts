@@ -1,4 +1,4 @@
-// Item 4 of issue 43: the generated path tests, the diagrams and the inspector read the same machine
+// One copy of each machine: the generated path tests, the diagrams and the inspector read the same machine
 // definitions, and no second copy of a machine exists anywhere. Stately's own parser looks for
 // machines in every source file of the repository; the four are found only in machines/. The
 // diagrams (visualizations/, kept current by test/visualizations.test.ts), the path tests and the
