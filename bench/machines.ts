@@ -1,4 +1,4 @@
-// Several machines (machines.md): two machines as Linux network namespaces (test/netns/net.ts), one
+// Several computers (computers.md): two computers as Linux network namespaces (test/netns/net.ts), one
 // agent process each with the default lease, sharing one PostgreSQL. Four figures beside their
 // targets: a send on A until B's host is shown the batch (split by where the time goes), the same
 // send until Claude Code's waiter on B (the installed hook runner's `wait`) has written the batch

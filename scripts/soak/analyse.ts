@@ -18,7 +18,7 @@
 //   With leases (PostgreSQL), a repeat is also inside the window when the store fenced the earlier
 //   hand-over: its owner incarnation's commit of that envelope was refused as `hold_lost`, because
 //   its lease had lapsed (a partition, a stall) and the mail was swept and handed over again
-//   (docs/machines.md, the at-least-once window).
+//   (docs/computers.md, the at-least-once window).
 // - FIFO, per sender → recipient → channel: the first hand-over of each message follows send
 //   order with no message overtaking an earlier one, and within one prompt a stream's messages
 //   are in send order. A crash re-delivers a batch it may have handed over already (repeats are
@@ -38,7 +38,7 @@ export interface Evidence {
   kills: number;
   /** In-flight envelopes the final sweep found (every process had stopped) and any left after it. */
   inFlightAtEnd: number;
-  /** Whole machines killed or partitioned (`--machines`). */
+  /** Whole computers killed or partitioned (`--machines`). */
   outages?: Outage[];
   /** `hold_lost` errors of the final state (the checker records those it saw during the run). */
   fenced?: Array<{ at: number; message: string }>;

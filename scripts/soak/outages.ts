@@ -2,7 +2,7 @@
 // namespace deleted, then rebuilt and its processes started again) or partitioned (its veth link
 // down for longer than the lease, then up). Each outage measures what the lease promises: the
 // time from the last renewal of each process that held mail in flight on that machine until a
-// sweep put that mail back in its queue (docs/machines.md: at most lease + 2 s).
+// sweep put that mail back in its queue (docs/computers.md: at most lease + 2 s).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Envelope, State } from '../../src/protocol/schema.ts';
 import { parseTag } from '../../src/runtime/process.ts';
@@ -28,7 +28,7 @@ const heldOn = (s: Readonly<State>, machine: string): Envelope[] =>
 const sweptAt = (e: Envelope, since: number): number | null =>
   e.transitions.find(([ev, , at]) => ev === 'SWEEP' && at >= since)?.[2] ?? null;
 
-/** `handedOver`: how much the machine's owners have recorded as shown to their hosts (null: it
+/** `handedOver`: how much the computer's owners have recorded as shown to their hosts (null: it
  *  runs no owner). It grows when a driver starts a hand-over, before the host accepts it: the
  *  batch is in flight then, and the cut follows at once. */
 export async function outage(

@@ -76,7 +76,7 @@ export type CheckRecord =
   | { kind: 'fenced'; at: number; message: string }
   | { kind: 'tally'; at: number; reads: number };
 
-/** A whole machine out (`--machines`): killed or partitioned from `from` to `to`. */
+/** A whole computer out (`--machines`): killed or partitioned from `from` to `to`. */
 export interface Outage {
   machine: number;
   kind: 'kill' | 'partition';

@@ -65,7 +65,7 @@ const SHORT = { kills: 24, maxSeconds: 75, interval: '400-2600', pgRestarts: 3, 
  *  with machines each outage stops the killing for ~10 s: 210 kills at 0.25–1.85 s still end
  *  inside 10 min on 2 loaded cores. */
 const PG_FULL = { ...FULL, kills: 210, maxSeconds: 470, interval: '250-1850' };
-/** Two machine outages (each up to ~25 s with its wait for a hand-over) within the short run's
+/** Two computer outages (each up to ~25 s with its wait for a hand-over) within the short run's
  *  kills: at the PostgreSQL pace and with more time, still under 2 min on a quiet machine. */
 const MACHINES_SHORT = { ...SHORT, maxSeconds: 100, interval: '250-1850' };
 /** The lease of every process with `--machines` (OPENCOMMS_LEASE_MS): short, so that a machine
@@ -258,7 +258,7 @@ async function finalSweep(target: Target) {
   return { envelopes: after.envelopes, inFlightAtEnd: before.inFlight + after.inFlight, fenced: after.fenced };
 }
 
-/** What the machine outages measured, beside the lease's promise. */
+/** What the computer outages measured, beside the lease's promise. */
 function outageFigures(outages: Outage[]) {
   // One figure per outage that held mail: its slowest envelope (a batch is swept in one mutation,
   // so per envelope a big batch would outweigh the rest).
@@ -331,7 +331,7 @@ async function main() {
     if (run.pgRestarts < opts.pgRestarts && target.pg)
       failed.push(`pg_restarts=${run.pgRestarts} < ${opts.pgRestarts}`);
     if (opts.machines && run.outages.length < opts.outages)
-      failed.push(`machine outages=${run.outages.length} < ${opts.outages}`);
+      failed.push(`computer outages=${run.outages.length} < ${opts.outages}`);
     print(opts, started, report, failed, records, base, target, run);
   } finally {
     await target.close();

@@ -14,7 +14,7 @@ import { SoakPostgres } from './postgres.ts';
 
 /** The project key of the soak's schema (the server is the soak's own, so no other project). */
 export const SOAK_KEY = 'soak';
-/** Machine numbers of the soak's namespaces (ocm51…): apart from `npm run test:machines`' 1 and 2. */
+/** Computer numbers of the soak's namespaces (ocm51…): apart from `npm run test:machines`' 1 and 2. */
 const FIRST_MACHINE = 51;
 /** Inside a namespace each worker forwards its own loopback port (several share a namespace). */
 const LOCAL_PORT_BASE = 25_432;

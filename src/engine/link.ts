@@ -234,10 +234,10 @@ export function join(state: State, caller: Caller, args: JoinArgs, env: Env, com
         `Channel "${ch.name}" belongs to another project. Open the right project; never relink across projects.`,
       ),
     );
-  // A worktree is a path on one machine, so it is compared only with the members on the joiner's
-  // machine (one recorded before machines had ids is on every machine): on one machine a channel's
+  // A worktree is a path on one computer, so it is compared only with the members on the joiner's
+  // computer (one recorded before computers had ids is on every computer): on one computer a channel's
   // members work in one checkout, where the files they name to each other are, and where that
-  // checkout's OpenCode finds their sessions (`reconcile`). A joiner on a machine where the channel
+  // checkout's OpenCode finds their sessions (`reconcile`). A joiner on a computer where the channel
   // has no member joins from its own checkout, at any path.
   const neighbour = ch.members.find(
     (m) =>
@@ -249,7 +249,7 @@ export function join(state: State, caller: Caller, args: JoinArgs, env: Env, com
       state,
       refuse(
         'worktree_mismatch',
-        `Channel "${ch.name}" is worked on in ${memberWorktree(ch, neighbour)} on this machine. Open that worktree; never relink across worktrees.`,
+        `Channel "${ch.name}" is worked on in ${memberWorktree(ch, neighbour)} on this computer. Open that worktree; never relink across worktrees.`,
       ),
     );
   const mine = findMember(ch, caller.session_id);

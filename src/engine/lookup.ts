@@ -51,7 +51,7 @@ export function onLiveRoster(state: Readonly<State>, sid: string): boolean {
   return false;
 }
 
-/** The checkout a member works in, a path on its machine: the one it linked from; a member
+/** The checkout a member works in, a path on its computer: the one it linked from; a member
  *  recorded before members had one is on the channel's worktree (the worktree check bound it there). */
 export const memberWorktree = (ch: Pick<Channel, 'worktree'>, m: Pick<Member, 'worktree'>): string =>
   m.worktree ?? ch.worktree;

@@ -37,7 +37,7 @@ export function receiverUrl(raw: string): URL {
     throw new RefusalError(
       refuse(
         'invalid_argument',
-        `--inspect sends only to this machine (127.0.0.1, localhost or [::1]); "${u.hostname}" is not one.`,
+        `--inspect sends only to this computer (127.0.0.1, localhost or [::1]); "${u.hostname}" is not one.`,
       ),
     );
   return u;

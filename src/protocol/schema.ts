@@ -102,8 +102,8 @@ export const MemberSchema = z
     /** Additive: the process tag (`"<pid>@<hostname>/<machine id>"`, runtime/process.ts) of the process that serves this push session (owner-side rule);
      *  null or a dead process = ownerless. */
     owner: z.string().nullable().default(null),
-    /** Additive: the machine id of the machine that serves this session (src/runtime/machine.ts);
-     *  null = recorded before machines had ids, taken as every machine's. */
+    /** Additive: the computer id of the computer that serves this session (src/runtime/machine.ts);
+     *  null = recorded before computers had ids, taken as every computer's. */
     machine: z.string().nullable().default(null),
     /** Additive: the checkout the member linked from, a path on its `machine` (engine/lookup.ts
      *  `memberWorktree`); null = recorded before members had one, read as the channel's worktree. */

@@ -1,10 +1,10 @@
 // The one delivery policy of every host (protocol.md "Owner-side delivery"; hosts.md "spawn_push"): which recipients this
-// process delivers to, when, and by which route. Every route stays on this process's machine
-// (machines.md "Whose sessions a process delivers to"). Adapters only translate to their host:
+// process delivers to, when, and by which route. Every route stays on this process's computer
+// (computers.md "Whose sessions a process delivers to"). Adapters only translate to their host:
 //   own     sessions this process serves (OpenCode push, a Claude Code wake waiter);
-//   spawn   spawn_push members of this machine resumed with a host CLI, for this process's own sends
+//   spawn   spawn_push members of this computer resumed with a host CLI, for this process's own sends
 //           and re-drains;
-//   cross   push sessions of this machine nobody serves, CROSS_SERVER_FALLBACK_MS after this process
+//   cross   push sessions of this computer nobody serves, CROSS_SERVER_FALLBACK_MS after this process
 //           queued mail for them, and ONE retry DELIVERY_RETRY_MS after such a hand-over failed.
 // Per recipient one drain/hand-over cycle at a time (the in-flight guard), the batch persisted in
 // flight before the host sees it, then commit, requeue, or (a host that confirms later) neither.
@@ -73,9 +73,9 @@ export interface DeliveryHost {
    *  the policy. */
   step(cmd: Command): Promise<Pick<Outcome, 'result' | 'effects'> | null>;
   track(p: Promise<unknown>): void;
-  /** Whether a process is alive (PID on this machine, lease on another). */
+  /** Whether a process is alive (PID on this computer, lease on another). */
   alive(tag: string): boolean;
-  /** The machine this process runs on: only its sessions are looked up, resumed or prompted here. */
+  /** The computer this process runs on: only its sessions are looked up, resumed or prompted here. */
   readonly machine: string;
 }
 
@@ -138,7 +138,7 @@ export class Deliveries {
       await this.rt.run({ op: 'claim', session: sid });
   }
 
-  /** Whether the member's session is on this machine (one recorded before machines had ids is). */
+  /** Whether the member's session is on this computer (one recorded before computers had ids is). */
   private here(m: { machine: string | null }): boolean {
     return m.machine === null || m.machine === this.rt.machine;
   }
@@ -154,9 +154,9 @@ export class Deliveries {
   }
 
   /**
-   * Start-up roster check (protocol.md "OpenCode plugin"): every member of `hosts` on this machine that
-   * works in this checkout (`memberWorktree`) is looked up in the host, whichever machine made its
-   * channel (another machine's or another clone's sessions are not this host's to judge).
+   * Start-up roster check (protocol.md "OpenCode plugin"): every member of `hosts` on this computer that
+   * works in this checkout (`memberWorktree`) is looked up in the host, whichever computer made its
+   * channel (another computer's or another clone's sessions are not this host's to judge).
    * Gone → marked stale and reported, never replaced; a failed lookup → reported; alive and
    * ownerless (its process is gone) → this process serves it until its own process claims it back.
    */
@@ -206,10 +206,10 @@ export class Deliveries {
     if (this.driver?.crossServer && rows.some((m) => m.delivery_mode === 'push' && this.here(m))) this.fallback(rid);
   }
 
-  /** Whether the cross-server fallback may prompt `rid` from here: a push session of this machine
-   *  that no live process serves. Another machine's session is not in this machine's host: a prompt
+  /** Whether the cross-server fallback may prompt `rid` from here: a push session of this computer
+   *  that no live process serves. Another computer's session is not in this computer's host: a prompt
    *  there fails, and each failure counts an attempt until the mail is dead-lettered, while its own
-   *  machine would deliver it on its return. */
+   *  computer would deliver it on its return. */
   private crossable(state: Readonly<State>, rid: string): boolean {
     const rows = memberships(state, rid).map(({ m }) => m);
     return (

@@ -1,6 +1,6 @@
 // A long-lived process's lease, and the sweep of processes whose lease expired. The process
 // renews its lease LEASE_RENEWALS_PER_LEASE times per lease; each renewal also answers everyone's
-// leases (one query). When the state names a process of another machine (an in-flight holder, a
+// leases (one query). When the state names a process of another computer (an in-flight holder, a
 // session owner) whose lease has expired, this process runs the sweep with the liveness that
 // snapshot gives; when such a holder's lease is about to expire, a timer checks again just after.
 import type { LeaseStore, LeaseView } from '../store/types.ts';
@@ -14,7 +14,7 @@ export function leaseMs(env: NodeJS.ProcessEnv = process.env): number {
   return Number.isInteger(n) && n >= LEASE_MIN_MS && n <= LEASE_MAX_MS ? n : LEASE_MS;
 }
 
-/** Tags of other machines that the state says hold something: in-flight mail or a session. */
+/** Tags of other computers that the state says hold something: in-flight mail or a session. */
 export function remoteHolders(state: Readonly<State>, machine: string): Set<string> {
   const out = new Set<string>();
   for (const e of Object.values(state.messages))
@@ -51,7 +51,7 @@ export class LeaseKeeper {
     this.ms = ms;
   }
 
-  /** The liveness the engine takes: PIDs on this machine, the last lease snapshot for others
+  /** The liveness the engine takes: PIDs on this computer, the last lease snapshot for others
    *  (before any snapshot answered, others are assumed alive: nothing is swept on no evidence). */
   alive(): (tag: string) => boolean {
     return livenessFrom(this.view, this.machine);
@@ -82,7 +82,7 @@ export class LeaseKeeper {
     await this.check();
   }
 
-  /** Sweeps when a holder of another machine has lost its lease; arms a check for the earliest
+  /** Sweeps when a holder of another computer has lost its lease; arms a check for the earliest
    *  expiry of one that still holds. */
   async check(): Promise<void> {
     if (this.closed || !this.view) return;

@@ -36,9 +36,9 @@ export const SPAWN_TIMEOUT_MS = 600_000;
 /** The CLI's output is ignored (never logged); past this much it is killed as runaway. */
 export const SPAWN_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
 
-/** How long a process of another machine counts as alive after its last lease renewal, on the
+/** How long a process of another computer counts as alive after its last lease renewal, on the
  *  store's clock (OPENCOMMS_LEASE_MS overrides it, within LEASE_MIN_MS..LEASE_MAX_MS): a dead or cut
- *  off machine's in-flight mail waits this long before it goes back to its queue, and a partition
+ *  off computer's in-flight mail waits this long before it goes back to its queue, and a partition
  *  shorter than this costs nothing. */
 export const LEASE_MS = 15_000;
 export const LEASE_MIN_MS = 1_000;

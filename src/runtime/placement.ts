@@ -1,7 +1,7 @@
 // Where each member's session and each long-lived process runs, and whether that process's lease
-// holds: what `status`, `members`, the console and `watch` show beside them (machines.md). Pure:
+// holds: what `status`, `members`, the console and `watch` show beside them (computers.md). Pure:
 // built from the state, one lease snapshot of the store (null for a store without leases, which
-// one machine uses) and this process's machine. A hostname comes from a process tag, which any
+// one computer uses) and this process's computer. A hostname comes from a process tag, which any
 // process of the project writes: only a plain hostname is shown, anything else is left out.
 import type { Member, State } from '../protocol/schema.ts';
 import type { ToolResult } from '../protocol/result.ts';
@@ -10,13 +10,13 @@ import { parseTag } from './process.ts';
 
 /** `holds`: its lease has not expired; `expired`: expired, or gone with no row (a clean exit
  *  ends it); `n/a`: no lease to judge (no owning process, a store without leases, or a tag
- *  written before machine ids). */
+ *  written before computer ids). */
 export type LeaseState = 'holds' | 'expired' | 'n/a';
 
 export interface MemberPlace {
-  /** The machine hosting the session; null when recorded before machines had ids. */
+  /** The computer hosting the session; null when recorded before computers had ids. */
   machine: string | null;
-  /** That machine's hostname as one of its processes gave it in its tag, when known. */
+  /** That computer's hostname as one of its processes gave it in its tag, when known. */
   machine_name: string | null;
   this_machine: boolean;
   /** The process tag owning the session (a push session's host process), or null. */
@@ -35,7 +35,7 @@ export interface ProcessPlace {
   expires_in_ms: number;
 }
 
-/** Characters of a machine id in a terminal: enough to tell a project's machines apart. */
+/** Characters of a computer id in a terminal: enough to tell a project's computers apart. */
 export const MACHINE_ID_SHOWN = 8;
 
 const HOSTNAME_RE = /^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$/;
@@ -43,7 +43,7 @@ const HOSTNAME_RE = /^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$/;
 /** A hostname that is safe anywhere (letters, digits, dots, hyphens), else null. */
 const plainHostname = (h: string) => (HOSTNAME_RE.test(h) ? h : null);
 
-/** Hostnames by machine id, from the tags of the owners and of the lease rows. */
+/** Hostnames by computer id, from the tags of the owners and of the lease rows. */
 function namesOf(state: Readonly<State>, view: LeaseView | null): Map<string, string> {
   const names = new Map<string, string>();
   const tags = [...(view?.left.keys() ?? [])];
@@ -62,12 +62,12 @@ function leaseOf(tag: string | null, view: LeaseView | null): LeaseState {
 }
 
 export interface Placement {
-  /** This process's machine. */
+  /** This process's computer. */
   machine: string;
   member(m: Pick<Member, 'machine' | 'owner'>): MemberPlace;
   /** The place of a channel's member by ids; null when it is not (or no longer) in the state. */
   memberIn(channelId: string, sid: string): MemberPlace | null;
-  /** Every process with a lease row, by machine then PID; null for a store without leases. */
+  /** Every process with a lease row, by computer then PID; null for a store without leases. */
   processes(): ProcessPlace[] | null;
 }
 
@@ -122,7 +122,7 @@ type Row = { session_id: string };
 export const placeRows = <M extends Row>(p: Placement, channelId: string, rows: readonly M[]) =>
   rows.map((m) => ({ ...m, ...p.memberIn(channelId, m.session_id) }));
 
-/** `operator_status` with the machine of each member and this process's, and every process. */
+/** `operator_status` with the computer of each member and this process's, and every process. */
 export function placeStatus(p: Placement, r: ToolResult): ToolResult {
   if (!r.ok) return r;
   const d = r.data as { channels: Array<{ channel_id: string; members: Row[] }> };
@@ -130,7 +130,7 @@ export function placeStatus(p: Placement, r: ToolResult): ToolResult {
   return { ...r, data: { ...d, channels, machine: p.machine, processes: p.processes() } };
 }
 
-/** `session_get` of a live channel with the machine of each agent and this process's. */
+/** `session_get` of a live channel with the computer of each agent and this process's. */
 export function placeSession(p: Placement, r: ToolResult): ToolResult {
   if (!r.ok) return r;
   const d = r.data as { kind: string; channel_id?: string; agents: Row[] };
@@ -148,10 +148,10 @@ export async function placed(
   return r.ok ? place(await placeNow(store, machine), r) : r;
 }
 
-/** A machine in a terminal: `1a2b3c4d (build-box)`; only a plain hostname is ever in it. */
+/** A computer in a terminal: `1a2b3c4d (build-box)`; only a plain hostname is ever in it. */
 export const machineLabel = (machine: string | null, name: string | null) =>
   machine ? `${machine.slice(0, MACHINE_ID_SHOWN)}${name ? ` (${name})` : ''}` : 'unknown';
 
-/** One member's place in a terminal line: `machine 1a2b3c4d (build-box), lease holds`. */
+/** One member's place in a terminal line: `computer 1a2b3c4d (build-box), lease holds`. */
 export const renderPlace = (p: MemberPlace) =>
-  `machine ${machineLabel(p.machine, p.machine_name)}${p.this_machine ? ', this machine' : ''}, lease ${p.lease}`;
+  `computer ${machineLabel(p.machine, p.machine_name)}${p.this_machine ? ', this computer' : ''}, lease ${p.lease}`;

@@ -1,6 +1,6 @@
 // Process tags (`"<pid>@<hostname>/<machine id>"`): who holds an in-flight batch or owns a
-// session, on which machine, and whether that process is still there. A tag written before
-// machines had ids (`"<pid>@<hostname>"`) is judged as then: by PID when the hostname is this
+// session, on which computer, and whether that process is still there. A tag written before
+// computers had ids (`"<pid>@<hostname>"`) is judged as then: by PID when the hostname is this
 // one's, else assumed alive.
 import { hostname } from 'node:os';
 import { pidAlive } from '../store/pid.ts';
@@ -13,7 +13,7 @@ export const processTag = (pid: number = process.pid, machine: string = machineI
 export interface ParsedTag {
   pid: number;
   hostname: string;
-  /** Null for a tag written before machines had ids. */
+  /** Null for a tag written before computers had ids. */
   machine: string | null;
 }
 
@@ -25,21 +25,21 @@ export function parseTag(tag: string): ParsedTag {
   return { pid: Number(tag.slice(0, at)), hostname: machine ? rest.slice(0, slash) : rest, machine };
 }
 
-/** Whether the tag's process runs on this machine (a tag without a machine id: by hostname). */
+/** Whether the tag's process runs on this computer (a tag without a computer id: by hostname). */
 export function onThisMachine(tag: string, machine: string = machineId()): boolean {
   const t = parseTag(tag);
   return t.machine === null ? t.hostname === hostname() : t.machine === machine;
 }
 
-/** Which processes of other machines hold a lease now, on the store's clock (lease.ts). */
+/** Which processes of other computers hold a lease now, on the store's clock (lease.ts). */
 export interface LeaseSnapshot {
   /** Tags whose lease has not expired. */
   live: ReadonlySet<string>;
 }
 
-/** Liveness as the engine takes it (synchronous): a process of this machine by its PID; one of
- *  another machine by the lease snapshot, or, with no snapshot (the file store, which only one
- *  machine uses), assumed alive so its mail is never stolen. `machine`: this process's unless
+/** Liveness as the engine takes it (synchronous): a process of this computer by its PID; one of
+ *  another computer by the lease snapshot, or, with no snapshot (the file store, which only one
+ *  computer uses), assumed alive so its mail is never stolen. `machine`: this process's unless
  *  given, read at the first check rather than on import (machine.ts). */
 export function livenessFrom(leases: LeaseSnapshot | null, machine?: string): (tag: string) => boolean {
   return (tag) => {
@@ -50,5 +50,5 @@ export function livenessFrom(leases: LeaseSnapshot | null, machine?: string): (t
   };
 }
 
-/** Liveness without leases: PIDs of this machine; other machines assumed alive. */
+/** Liveness without leases: PIDs of this computer; other computers assumed alive. */
 export const processAlive = livenessFrom(null);

@@ -86,7 +86,7 @@ export class Runtime {
   /** Calls in progress: a process catching up while idle is not idle while one runs. */
   private running = 0;
   private closed = false;
-  /** This process's lease, when the store is shared by machines (started by `start`). */
+  /** This process's lease, when the store is shared by computers (started by `start`). */
   private lease: LeaseKeeper | null = null;
   private readonly now: () => number;
   private readonly log: (line: string) => void;
@@ -128,18 +128,18 @@ export class Runtime {
     };
   }
 
-  /** Whether a process is alive: by PID on this machine; on another, by the last lease snapshot
-   *  when this process keeps a lease, else assumed alive (a store one machine uses). */
+  /** Whether a process is alive: by PID on this computer; on another, by the last lease snapshot
+   *  when this process keeps a lease, else assumed alive (a store one computer uses). */
   alive(): (tag: string) => boolean {
     return this.lease?.alive() ?? processAlive;
   }
 
-  /** The machine of this runtime's tag (a Claude Code waiter's tag names the Claude Code process). */
+  /** The computer of this runtime's tag (a Claude Code waiter's tag names the Claude Code process). */
   get machine(): string {
     return parseTag(this.tag).machine ?? machineId();
   }
 
-  /** Start-up: take a lease when the store is shared by machines, sweep the in-flight mail of dead
+  /** Start-up: take a lease when the store is shared by computers, sweep the in-flight mail of dead
    *  processes, then subscribe and deliver what is due. */
   async start(): Promise<void> {
     if (this.store.leases) {

@@ -197,7 +197,7 @@ describe('CON-2 remove a member', () => {
       'lease n/a',
       'lease n/a',
     ]);
-    await expect(page.locator('table.agents td', { hasText: 'this machine' }).count()).resolves.toBe(3);
+    await expect(page.locator('table.agents td', { hasText: 'this computer' }).count()).resolves.toBe(3);
     await expect(states.first().getAttribute('title')).resolves.toMatch(/^Offline: .*Working: .*Idle: /);
     await page.screenshot({ path: join(SHOTS, 'channel-detail.png') });
 

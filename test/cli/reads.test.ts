@@ -21,7 +21,7 @@ describe('status', () => {
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out).toBe(
-      `OpenComms ${VERSION} - project ${dir}\nState schema: v2 at .opencomms/state.json\n0 channel(s), 0 message(s), 0 pending\nThis machine: ${HERE}\n`,
+      `OpenComms ${VERSION} - project ${dir}\nState schema: v2 at .opencomms/state.json\n0 channel(s), 0 message(s), 0 pending\nThis computer: ${HERE}\n`,
     );
     expect(await readdir(dir)).toEqual([]);
     // The file store keeps no leases: no process list (null), only this machine's id.
@@ -44,7 +44,7 @@ describe('status', () => {
     const r = await cli('status', '--project', dir);
     expect(r.code).toBe(0);
     expect(r.out).toContain('2 channel(s), 1 message(s), 1 pending');
-    const at = `machine ${HERE}, this machine, lease n/a`;
+    const at = `computer ${HERE}, this computer, lease n/a`;
     expect(r.out).toContain(
       `team\n  Lead (claude-code, delivery: pull, ${at})\n  Reviewer (claude-code, delivery: pull, ${at})\n  Spawner (claude-code, delivery: spawn_push, ${at})\nempty\n`,
     );
@@ -115,7 +115,7 @@ describe('members', () => {
     const r = await cli('members', 'TEAM', '--project', dir);
     expect(r).toMatchObject({
       code: 0,
-      out: `Lead: host=claude-code surface=mcp delivery=pull machine=${HERE}(this) lease=n/a\nReviewer: host=claude-code surface=mcp delivery=pull machine=${HERE}(this) lease=n/a\nSpawner: host=claude-code surface=mcp delivery=spawn_push machine=${HERE}(this) lease=n/a\n`,
+      out: `Lead: host=claude-code surface=mcp delivery=pull computer=${HERE}(this) lease=n/a\nReviewer: host=claude-code surface=mcp delivery=pull computer=${HERE}(this) lease=n/a\nSpawner: host=claude-code surface=mcp delivery=spawn_push computer=${HERE}(this) lease=n/a\n`,
     });
     expect((await cli('members', 'empty', '--project', dir)).out).toBe('"empty" has no members yet.\n');
     const missing = await cli('members', 'nope', '--project', dir);
@@ -142,7 +142,7 @@ describe('members', () => {
     await rt.run({ op: 'mark_stale', session: 'sess_bbbbbbbbbbbbbbbbbbbbbbbb' });
     await rt.close();
     expect((await cli('members', 'team', '--project', dir)).out).toContain(
-      `Reviewer: host=claude-code surface=mcp delivery=pull machine=${HERE}(this) lease=n/a [STALE]`,
+      `Reviewer: host=claude-code surface=mcp delivery=pull computer=${HERE}(this) lease=n/a [STALE]`,
     );
   });
 });

@@ -1,4 +1,4 @@
-// Delivery on a project shared by machines (docs/machines.md "Whose sessions a process delivers
+// Delivery on a project shared by machines (docs/computers.md "Whose sessions a process delivers
 // to"): a process prompts only sessions on its own machine, the cross-server fallback included, and
 // a process that starts on a machine takes back that machine's sessions of its own checkout at once,
 // whichever machine made their channel. "This machine" is the test's; the other machine exists only

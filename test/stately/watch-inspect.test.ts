@@ -1,7 +1,7 @@
 // `opencomms watch --inspect` as a real process: the scenario's transitions, caused by another
 // process, reach a local WebSocket receiver as Stately inspection events, in order, as fast as
 // watch prints them, and with none of the planted peer text. Without a URL it serves the loopback
-// page that shows Stately Inspector; a receiver that is not on this machine is refused.
+// page that shows Stately Inspector; a receiver that is not on this computer is refused.
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -116,7 +116,7 @@ describe('opencomms watch --inspect', () => {
     expect(await status(url!, 'evil.example')).toBe(403);
   });
 
-  it('refuses a receiver that is not on this machine, as data', async () => {
+  it('refuses a receiver that is not on this computer, as data', async () => {
     const p = start([BIN, 'watch', '--project', dir, '--json', '--inspect', 'ws://example.com:8080']);
     procs.push(p);
     expect(await p.exited).not.toBe(0);

@@ -18,7 +18,7 @@ export const renderMembers = (d: SessionDetail) =>
     ? d.agents
         .map(
           (m: PlacedAgent) =>
-            `${m.role}: host=${m.host} surface=${m.surface} delivery=${m.delivery_mode}${m.lease ? ` machine=${machineLabel(m.machine ?? null, m.machine_name ?? null)}${m.this_machine ? '(this)' : ''} lease=${m.lease}` : ''}${m.stale ? ' [STALE]' : ''}`,
+            `${m.role}: host=${m.host} surface=${m.surface} delivery=${m.delivery_mode}${m.lease ? ` computer=${machineLabel(m.machine ?? null, m.machine_name ?? null)}${m.this_machine ? '(this)' : ''} lease=${m.lease}` : ''}${m.stale ? ' [STALE]' : ''}`,
         )
         .join('\n')
     : `"${d.name}" has no members yet.`;

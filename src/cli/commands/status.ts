@@ -33,7 +33,7 @@ export type PlacedStatus = Omit<StatusReport, 'channels'> & {
 };
 
 const renderProcess = (p: ProcessPlace) =>
-  `  pid ${p.pid} on machine ${machineLabel(p.machine, p.machine_name)}${p.this_machine ? ', this machine' : ''}: lease ${p.lease} (${Math.abs(Math.round(p.expires_in_ms / 1000))} s ${p.expires_in_ms >= 0 ? 'left' : 'ago'})`;
+  `  pid ${p.pid} on computer ${machineLabel(p.machine, p.machine_name)}${p.this_machine ? ', this computer' : ''}: lease ${p.lease} (${Math.abs(Math.round(p.expires_in_ms / 1000))} s ${p.expires_in_ms >= 0 ? 'left' : 'ago'})`;
 
 /** Where the state lives: the files, or the server and project key of the binding. */
 const storeLine = (b: Binding) =>
@@ -53,7 +53,7 @@ export function renderStatus(project: string, d: PlacedStatus, migratedAt: strin
         `  ${m.role} (${m.host}, delivery: ${m.delivery_mode}${m.lease ? `, ${renderPlace(m as MemberPlace)}` : ''})${m.stale ? ' [STALE]' : ''}`,
       );
   }
-  if (d.machine) lines.push(`This machine: ${d.machine.slice(0, MACHINE_ID_SHOWN)}`);
+  if (d.machine) lines.push(`This computer: ${d.machine.slice(0, MACHINE_ID_SHOWN)}`);
   if (d.processes) {
     lines.push(`${d.processes.length} process(es) with a lease:`);
     lines.push(...d.processes.map(renderProcess));

@@ -169,11 +169,11 @@ export const store: CliCommand = {
   register(program: Command, ctx: CliContext) {
     const group = program
       .command('store')
-      .description('which store holds this project (files, or PostgreSQL for several machines)');
+      .description('which store holds this project (files, or PostgreSQL for several computers)');
     group
       .command('init <url>')
       .description('bind this project to a PostgreSQL project key (no password is recorded)')
-      .requiredOption('--key <project-key>', 'the project key, the same on every machine')
+      .requiredOption('--key <project-key>', 'the project key, the same on every computer')
       .option('--json', 'one {ok, message, data} document')
       .action(async (url: string, o: { key: string; json?: boolean }, cmd: Command) => {
         const project = projectOf(cmd);

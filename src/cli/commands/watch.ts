@@ -35,7 +35,7 @@ export const watch: CliCommand = {
       .option('--json', 'one JSON object per line')
       .option(
         '--inspect [ws-url]',
-        'also show every machine live in Stately Inspector: a page on 127.0.0.1, or a ws:// receiver on this machine',
+        'also show every machine live in Stately Inspector: a page on 127.0.0.1, or a ws:// receiver on this computer',
       )
       .action(async (o: { channel?: string; json?: boolean; inspect?: string | true }, cmd) => {
         // main judged the name already (one answer for every command).

@@ -35,7 +35,7 @@ export type WatchLine =
       /** null when the member just joined; `removed` when it left the channel. */
       from: RecipientState | 'stale' | null;
       to: RecipientState | 'stale' | 'removed';
-      /** The machine hosting the member's session (null: recorded before machine ids). */
+      /** The computer hosting the member's session (null: recorded before computer ids). */
       machine: string | null;
     }
   | {

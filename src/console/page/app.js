@@ -206,16 +206,16 @@ function renderChannels() {
   );
 }
 
-/** The agent's machine (short id, hostname when known) and its process's lease; every string is
+/** The agent's computer (short id, hostname when known) and its process's lease; every string is
  *  set as text. A saved channel's agents have none. */
 function machineCell(a) {
   if (!a.lease) return h('td.muted', {}, '—');
   const id = a.machine ? a.machine.slice(0, 8) : 'unknown';
-  const label = `${id}${a.machine_name ? ` (${a.machine_name})` : ''}${a.this_machine ? ' · this machine' : ''}`;
+  const label = `${id}${a.machine_name ? ` (${a.machine_name})` : ''}${a.this_machine ? ' · this computer' : ''}`;
   return h(
     'td',
     {},
-    h('span.mono', { title: a.machine ?? 'recorded before machine ids' }, label),
+    h('span.mono', { title: a.machine ?? 'recorded before computer ids' }, label),
     ' ',
     h(`span.lease.${a.lease === 'n/a' ? 'na' : a.lease}`, { title: `lease: ${a.lease}` }, `lease ${a.lease}`),
   );
@@ -268,7 +268,7 @@ function agentsTable(d) {
         h('th', {}, 'Role'),
         h('th', {}, 'Id'),
         h('th', {}, 'Host'),
-        h('th', {}, 'Machine'),
+        h('th', {}, 'Computer'),
         h('th', {}, 'Delivery'),
         h('th', {}, h('abbr', { title: d.agent_state_help }, 'State')),
         h('th', {}, ''),

@@ -127,7 +127,7 @@ export async function probeTarget(
       throw no(
         refuse(
           'state_incompatible',
-          `Project key ${key} at ${server} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this machine, then retry; nothing was written.`,
+          `Project key ${key} at ${server} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this computer, then retry; nothing was written.`,
           { code: 'newer_layout' },
         ),
       );

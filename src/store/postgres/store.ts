@@ -184,7 +184,7 @@ export class PgStore implements Store {
       throw new RefusalError(
         refuse(
           'state_incompatible',
-          `The project ${this.key} at ${describeUrl(this.options.url)} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this machine.`,
+          `The project ${this.key} at ${describeUrl(this.options.url)} was laid out by a newer OpenComms (layout ${layout}, this one knows ${PG_LAYOUT}): upgrade OpenComms on this computer.`,
         ),
       );
   }

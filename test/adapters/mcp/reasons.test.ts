@@ -146,7 +146,7 @@ const SCENARIOS: Record<McpReason, Scenario> = {
     ).toMatch(/never relink/i);
   },
   async worktree_mismatch(t) {
-    // The member on this machine works in another directory (the project was moved, say).
+    // The member on this computer works in another directory (the project was moved, say).
     await ok(t.A, 'opencomms_create', { channel: 'worktree_mismatch', role: 'Alpha', role_prompt: 'p' });
     editState(p.dir, (s) => {
       s.channels.worktree_mismatch.worktree = '/somewhere/else';

@@ -37,7 +37,7 @@ const caller = (sid: string, delivery_mode: 'push' | 'pull') => ({
   worktree: '/srv/project',
 });
 
-/** A runtime with the tag of a process of some machine, on the project's store. */
+/** A runtime with the tag of a process of some computer, on the project's store. */
 function runtime(tag?: string): Runtime {
   const rt = new Runtime(new PgStore({ url: testDatabaseUrl(), key }), {
     ...(tag ? { tag } : {}),
@@ -113,8 +113,8 @@ const places = {
   Reader: { machine: machineId(), this_machine: true, process: null, lease: 'n/a' },
 };
 
-describe('machines and leases in the operator views (PostgreSQL store)', () => {
-  it('status --json: each member with its machine and lease; every process with a lease', async () => {
+describe('computers and leases in the operator views (PostgreSQL store)', () => {
+  it('status --json: each member with its computer and lease; every process with a lease', async () => {
     const j = (await cli('status', '--json', '--project', dir)).json();
     expect(j.ok).toBe(true);
     const team = j.data.channels.find((c: { name: string }) => c.name === 'team');
@@ -129,20 +129,20 @@ describe('machines and leases in the operator views (PostgreSQL store)', () => {
     expect(procs[1].expires_in_ms).toBeLessThan(0);
   });
 
-  it('status and members in a terminal: short machine ids, plain hostnames only, no control characters', async () => {
+  it('status and members in a terminal: short computer ids, plain hostnames only, no control characters', async () => {
     const status = await cli('status', '--project', dir);
-    expect(status.out).toContain('  Builder (host-push, delivery: push, machine 22222222 (build-box), lease holds)');
-    expect(status.out).toContain('  Gone (host-push, delivery: push, machine 33333333, lease expired)');
+    expect(status.out).toContain('  Builder (host-push, delivery: push, computer 22222222 (build-box), lease holds)');
+    expect(status.out).toContain('  Gone (host-push, delivery: push, computer 33333333, lease expired)');
     expect(status.out).toContain(
-      `  Reader (host-push, delivery: pull, machine ${machineId().slice(0, 8)}, this machine, lease n/a)`,
+      `  Reader (host-push, delivery: pull, computer ${machineId().slice(0, 8)}, this computer, lease n/a)`,
     );
-    expect(status.out).toMatch(/\n {2}pid 4242 on machine 22222222 \(build-box\): lease holds \(\d+ s left\)\n/);
-    expect(status.out).toMatch(/\n {2}pid 7777 on machine 33333333: lease expired \(\d+ s ago\)\n/);
+    expect(status.out).toMatch(/\n {2}pid 4242 on computer 22222222 \(build-box\): lease holds \(\d+ s left\)\n/);
+    expect(status.out).toMatch(/\n {2}pid 7777 on computer 33333333: lease expired \(\d+ s ago\)\n/);
     const members = await cli('members', 'team', '--project', dir);
     expect(members.out).toContain(
-      'Builder: host=host-push surface=cli delivery=push machine=22222222 (build-box) lease=holds',
+      'Builder: host=host-push surface=cli delivery=push computer=22222222 (build-box) lease=holds',
     );
-    expect(members.out).toContain('Gone: host=host-push surface=cli delivery=push machine=33333333 lease=expired');
+    expect(members.out).toContain('Gone: host=host-push surface=cli delivery=push computer=33333333 lease=expired');
     for (const out of [status.out, members.out]) expect(out).not.toContain('\u001b');
     const j = (await cli('members', 'team', '--json', '--project', dir)).json();
     for (const a of j.data.agents) expect(a).toMatchObject(places[a.role as keyof typeof places]);
@@ -160,7 +160,7 @@ describe('machines and leases in the operator views (PostgreSQL store)', () => {
     }
   });
 
-  it('watch: a line when a lease appears and when it runs out; recipient lines name the machine', async () => {
+  it('watch: a line when a lease appears and when it runs out; recipient lines name the computer', async () => {
     const store = new PgStore({ url: testDatabaseUrl(), key });
     stores.push(store);
     const lines: WatchLine[] = [];
