@@ -9,6 +9,11 @@
 // OPENCOMMS_FLOOR_DATABASE_URL, and `read` takes the newest `limit` rows out in one DELETE of a
 // SELECT … RETURNING and answers them framed, in the shape of `opencomms_pull` (frames made as it
 // reads, as a pull makes them): what a store on that server cannot do in fewer round trips.
+// A read given `max_size` answers as `opencomms_pull` does within a host's tool result (protocol.md
+// "Route limits"): the oldest of what it took first, each entry counted at shownSize plus
+// PULL_ENTRY_OVERHEAD within max_size less PULL_ANSWER_RESERVE, with `more_than_fits` and
+// `remaining`; what did not fit waits in memory and the next reads answer it, taking nothing more
+// out of the file or table until it is answered (the store's part stays one read of 100).
 //   node floor-server.mjs <dir> [--framed | --pg]
 import { appendFileSync, closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +21,8 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import pg from 'pg';
 import * as z from 'zod';
 import { acceptedEnvelope } from '../src/engine/transitions.ts';
-import { frameEnvelope, UNTRUSTED_NOTICE } from '../src/framing.ts';
+import { frameEnvelope, shownSize, UNTRUSTED_NOTICE } from '../src/framing.ts';
+import { PULL_ANSWER_RESERVE, PULL_ENTRY_OVERHEAD } from '../src/protocol/limits.ts';
 import { LineLimitedStdioTransport } from '../adapters/mcp/transport.ts';
 
 const framed = process.argv[3] === '--framed';
@@ -99,32 +105,64 @@ server.registerTool(
     };
   },
 );
+type Line = { id: string; channel: string; content: string; at: number; message_id?: string; framed?: string };
+/** Taken by an earlier read, not answered yet (it did not fit that read's answer), oldest first. */
+let pending: Line[] = [];
+
+/** What one entry of the answer counts against max_size: as a pull counts a frame, and the floor's
+ *  plain line by the same rule. */
+const entrySize = (m: Line) => shownSize(m.framed ?? JSON.stringify(m)) + PULL_ENTRY_OVERHEAD;
+
 server.registerTool(
   'read',
-  { description: 'The last messages.', inputSchema: { limit: z.number() } },
-  async ({ limit }) => {
-    type Line = { id: string; channel: string; content: string; at: number; message_id?: string; framed?: string };
-    const messages: Line[] = db
-      ? (
-          await db.query<{ n: string; body: string }>({
-            name: 'read',
-            text: `delete from ${table} where n in (select n from ${table} order by n desc limit $1) returning n, body::text`,
-            values: [limit],
-          })
-        ).rows.map((r) => {
-          const m = JSON.parse(r.body) as Line;
-          return { ...m, ...frame(Number(r.n), m.channel, m.content, m.at) };
-        })
-      : lastLines(limit).map((l) => JSON.parse(l) as Line);
+  {
+    description: 'The last messages.',
+    inputSchema: { limit: z.number(), max_size: z.number().optional() },
+  },
+  async ({ limit, max_size }) => {
+    if (!pending.length) {
+      const taken: Line[] = db
+        ? (
+            await db.query<{ n: string; body: string }>({
+              name: 'read',
+              text: `delete from ${table} where n in (select n from ${table} order by n desc limit $1) returning n, body::text`,
+              values: [limit],
+            })
+          ).rows
+            .sort((a, b) => Number(a.n) - Number(b.n))
+            .map((r) => {
+              const m = JSON.parse(r.body) as Line;
+              return { ...m, ...frame(Number(r.n), m.channel, m.content, m.at) };
+            })
+        : lastLines(limit).map((l) => JSON.parse(l) as Line);
+      pending = taken;
+    }
+    let fit = Math.min(limit, pending.length);
+    if (max_size !== undefined) {
+      let used = 0;
+      for (let i = 0; i < fit; i++) {
+        used += entrySize(pending[i]!);
+        if (used > max_size - PULL_ANSWER_RESERVE) {
+          fit = i;
+          break;
+        }
+      }
+    }
+    const messages = pending.slice(0, fit);
+    pending = pending.slice(fit);
+    const more = pending.length > 0;
     const data =
       framed || db
         ? {
             messages: messages.map((m) => ({ channel: m.channel, message_id: m.message_id, framed: m.framed })),
             message_ids: messages.map((m) => m.message_id),
             untrusted_notice: UNTRUSTED_NOTICE,
-            remaining: 0,
+            remaining: pending.length,
+            ...(more ? { more_than_fits: true } : {}),
           }
-        : { messages };
+        : max_size === undefined
+          ? { messages }
+          : { messages, remaining: pending.length, ...(more ? { more_than_fits: true } : {}) };
     return {
       content: [{ type: 'text', text: JSON.stringify({ ok: true, message: `${messages.length} message(s).`, data }) }],
     };

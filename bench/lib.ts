@@ -8,6 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { build } from 'esbuild';
 import { MCP_NODE_FLAGS } from '../adapters/install/member-env.ts';
+import { routeLimit } from '../adapters/route-limits.ts';
 import type { Caller } from '../src/engine/index.ts';
 import type { Runtime } from '../src/runtime/runtime.ts';
 
@@ -107,6 +108,12 @@ export const now = () => performance.now();
 /** The most N writers together can reach over one on this machine at the CPU per send one
  *  writer pays: it kept `oneCores` busy, and N can keep at most every core busy. */
 export const ceiling = (oneCores: number) => round(availableParallelism() / oneCores);
+
+/** The host the bench's reader runs in: the measured host whose MCP tool result is the largest
+ *  (adapters/route-limits.ts), so a read of 100 takes as few answers as any host allows. */
+export const READER_HOST = 'claude-code';
+/** What one answer of a read may hold (shownSize units): the reader's host's tool result. */
+export const READ_ANSWER_LIMIT = routeLimit(READER_HOST, 'tool_result');
 
 /** 200 characters, like an agent's short message. */
 export const message = (i: number) => `message ${i} `.padEnd(200, '.');

@@ -3,9 +3,11 @@
 // a read of 100 messages, start-up, memory, and four writers at once.
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  READER_HOST,
+  READ_ANSWER_LIMIT,
   ROOT,
   ceiling,
   mcpNodeFlags,
@@ -46,8 +48,10 @@ export async function rssMb(pid: number) {
 export interface Pair {
   /** One send, to one of `spread` channels in turn, from channel `first` on. */
   send(i: number, spread?: number, first?: number): Promise<void>;
-  /** Sends 100 to one place, then times the read of those 100. */
-  read100(round: number): Promise<number>;
+  /** Sends 100 to one place, then times the read of those 100: as many reads as it takes, each
+   *  answer within what the reader's host shows of one tool result (READ_ANSWER_LIMIT), and how
+   *  many answers that took. */
+  read100(round: number): Promise<{ ms: number; answers: number }>;
   /** Whether a reader's pulls go with the sends (OpenComms); the floor has none. */
   reader: boolean;
   /** The reader's pull of its mail every 20 sends (OpenComms); nothing for the floor. */
@@ -58,11 +62,15 @@ export interface Pair {
   close(): Promise<void>;
 }
 
+/** The floor server's pair. Its read of 100 answers within READ_ANSWER_LIMIT by the pull's count
+ *  (floor-server.ts), read again while more waits, as ours; `whole` reads the 100 in one answer
+ *  however large (`mcp_pull_100_answer_alone_over_floor`). */
 export async function floorPair(
   dir: string,
   floorJs: string,
   mode: '' | '--framed' | '--pg' = '',
   env: Record<string, string> = {},
+  whole = false,
 ): Promise<Pair> {
   const s = await connectMcp([floorJs, dir, ...(mode ? [mode] : [])], env);
   return {
@@ -72,12 +80,27 @@ export async function floorPair(
       if (!r.ok) throw new Error(r.message);
     },
     read100: async (k) => {
-      for (let i = 0; i < 100; i++) await s.call('send', { channel: `solo${k % 2}`, content: message(i) });
+      const sent: string[] = [];
+      for (let i = 0; i < 100; i++)
+        sent.push(...(await s.call('send', { channel: `solo${k % 2}`, content: message(i) })).data.message_ids);
+      const got: Array<{ id?: string; message_id?: string }> = [];
+      let answers = 0;
       const t = now();
-      const r = await s.call('read', { limit: 100 });
+      for (;;) {
+        const r = await s.call('read', whole ? { limit: 100 } : { limit: 100, max_size: READ_ANSWER_LIMIT });
+        answers++;
+        got.push(...r.data.messages);
+        if (!r.data.more_than_fits || !r.data.messages.length) break;
+      }
       const ms = now() - t;
-      if (r.data.messages.length !== 100) throw new Error('floor read returned too few');
-      return ms;
+      // The plain floor answers the ids its sends returned; a framed answer its own, in send order.
+      const ids = got.map((m) => m.id ?? m.message_id!);
+      if (
+        ids.length !== 100 ||
+        (mode === '' ? ids.join() !== sent.join() : ids.some((id, i) => i && id <= ids[i - 1]!))
+      )
+        throw new Error(`floor read ${ids.length} of the 100 sent, or out of order`);
+      return { ms, answers };
     },
     reader: false,
     housekeep: async () => {},
@@ -86,9 +109,11 @@ export async function floorPair(
   };
 }
 
+/** Our pair: the sender as the installers configure it, the reader as the same server in the host
+ *  READER_HOST (`--host`), whose pulls answer within its tool result. */
 export async function oursPair(dir: string, env: Record<string, string> = {}): Promise<Pair> {
   const a = await connectMcp(ours(dir), { OPENCOMMS_MEMBER_ID: PIN_A, ...env });
-  const b = await connectMcp(ours(dir), { OPENCOMMS_MEMBER_ID: PIN_B, ...env });
+  const b = await connectMcp([...ours(dir), '--host', READER_HOST], { OPENCOMMS_MEMBER_ID: PIN_B, ...env });
   for (const name of [...Array.from({ length: RSS_CHANNELS }, (_, i) => `m${i}`), 'solo0', 'solo1']) {
     await a.call('opencomms_create', { channel: name, role: 'A', role_prompt: 'send', rate_limit: 1000 });
     await b.call('opencomms_join', { channel: name, role: 'B', role_prompt: 'read' });
@@ -102,15 +127,27 @@ export async function oursPair(dir: string, env: Record<string, string> = {}): P
     },
     read100: async (k) => {
       const channel = `solo${k % 2}`; // two channels in turn: each stays under its rate limit
+      const sent: string[] = [];
       for (let i = 0; i < 100; i++) {
         const r = await a.call('opencomms_send', { channel, content: `${message(i)} ${k}` });
         if (!r.ok) throw new Error(r.message);
+        sent.push(...r.data.message_ids);
       }
+      // As a host's model reads: pull, and pull again while the answer says more waits.
+      const got: string[] = [];
+      let answers = 0;
       const t = now();
-      const r = await b.call('opencomms_pull', { channel, limit: 100 });
+      for (;;) {
+        const r = await b.call('opencomms_pull', { channel, limit: 100 });
+        if (!r.ok) throw new Error(r.message);
+        answers++;
+        got.push(...r.data.message_ids);
+        if (!(r.data.more_than_fits || r.data.remaining > 0) || !r.data.messages.length) break;
+      }
       const ms = now() - t;
-      if (r.data.messages.length !== 100) throw new Error(`pull returned ${r.data.messages.length}`);
-      return ms;
+      if (got.join() !== sent.join())
+        throw new Error(`read ${got.length} in ${answers} pull(s), not the 100 sent in their order`);
+      return { ms, answers };
     },
     housekeep: async (i) => {
       if (i % 20 === 19) await b.call('opencomms_pull', { limit: 100 });
@@ -133,6 +170,8 @@ interface Figures {
   /** OpenComms: the same with its reader pulling every 20 sends (`housekeep`); null for the floor. */
   withReader: number | null;
   read: ReturnType<typeof stats>;
+  /** Answers each read of 100 took, fewest–most. */
+  answers: string;
 }
 
 /** Sends per second over SUSTAIN_MS, from send `i` on, each followed by `after(i)`; to the
@@ -165,28 +204,36 @@ async function measure(p: Pair): Promise<Figures> {
   await p.drain();
   const withReader = p.reader ? await sustain(p, sendsOnly.next, CHANNELS, (k) => p.housekeep(k)) : null;
   await p.drain();
-  const reads: number[] = [];
+  const reads: Array<{ ms: number; answers: number }> = [];
   for (let k = 0; k < READS; k++) reads.push(await p.read100(k));
   return {
     send: stats(rt.slice(WARM)),
     early: { ...stats(early), mean: round(early.reduce((a, b) => a + b, 0) / EARLY, 3) },
     sustained: sendsOnly.rate,
     withReader: withReader?.rate ?? null,
-    read: stats(reads),
+    read: stats(reads.map((r) => r.ms)),
+    answers: span(reads.map((r) => r.answers)),
   };
+}
+
+/** Fewest–most of `xs`, or the one value. */
+export function span(xs: number[]) {
+  const [lo, hi] = [Math.min(...xs), Math.max(...xs)];
+  return lo === hi ? String(lo) : `${lo}–${hi}`;
 }
 
 /** The floor's read of 100 as it is, and answering what a pull of 100 answers (the same frames,
  *  built by our framing module, in the same shape): the cost of the answer with no store behind
- *  it. Reads alternate between the two, so drift falls on both. */
+ *  it, each read in one answer however large (no route limit). Reads alternate between the two,
+ *  so drift falls on both. */
 async function answerAlone(dir: string, floorJs: string) {
-  const plain = await floorPair(dir, floorJs);
-  const framed = await floorPair(dir, floorJs, '--framed');
+  const plain = await floorPair(dir, floorJs, '', {}, true);
+  const framed = await floorPair(dir, floorJs, '--framed', {}, true);
   const a: number[] = [];
   const b: number[] = [];
   for (let k = 0; k < 2 * READS; k++) {
-    a.push(await plain.read100(k));
-    b.push(await framed.read100(k));
+    a.push((await plain.read100(k)).ms);
+    b.push((await framed.read100(k)).ms);
   }
   const r = await framed.sender.call('read', { limit: 100 });
   await plain.close();
@@ -220,7 +267,12 @@ export async function writers(
   const kind = `${count}${o.floorJs ? '-floor' : ''}${o.unshared ? '-apart' : ''}`;
   const barrier = join(dir, `go-${kind}`);
   const project = (w: number) => (o.unshared ? join(dir, `apart-${kind}-${w}`) : dir);
-  if (o.unshared && o.prepare) for (let w = 0; w < count; w++) await o.prepare(project(w));
+  // A project folder of its own must exist: the MCP server refuses a missing one before it starts.
+  if (o.unshared)
+    for (let w = 0; w < count; w++) {
+      await mkdir(project(w), { recursive: true });
+      await o.prepare?.(project(w));
+    }
   const kids = Array.from({ length: count }, (_, w) =>
     spawn(
       process.execPath,
@@ -391,12 +443,22 @@ export async function mcpBench() {
           loop: "ours: sends with its reader's pull every 20 sends; the floor: sends only (it has no reader)",
         },
       );
-    emit('mcp_pull_100', { unit: 'ms', ...mine.read, floor_read_100: floor.read });
+    const read = {
+      host: READER_HOST,
+      answer_limit: READ_ANSWER_LIMIT,
+      answers: { pull: mine.answers, floor: floor.answers },
+    };
+    emit('mcp_pull_100', { unit: 'ms', ...mine.read, floor_read_100: floor.read, ...read });
     emitRatio(
       'mcp_pull_100_p50_over_floor',
       mine.read.p50,
       floor.read.p50,
       'reported (retired target <= 2: the framed answer alone is ~2x)',
+      {
+        unit: 'ms',
+        what: "the whole read of 100: ours as many pulls as the host's tool result takes; the floor's plain read by the same bound and count",
+        ...read,
+      },
     );
     const answer = await withProject((dir) => answerAlone(dir, floorJs));
     emitRatio(

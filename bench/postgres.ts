@@ -12,6 +12,8 @@ import { openRuntime, type Runtime } from '../src/runtime/runtime.ts';
 import { writeBinding } from '../src/store/binding.ts';
 import { ident } from '../src/store/postgres/schema.ts';
 import {
+  READER_HOST,
+  READ_ANSWER_LIMIT,
   ROOT,
   bundle,
   connectMcp,
@@ -25,7 +27,7 @@ import {
   withProject,
 } from './lib.ts';
 import { hookBenchProject } from './hooks.ts';
-import { PIN_A, RSS_CHANNELS, floorPair, oursPair, rssMb, writers, type Pair } from './mcp.ts';
+import { PIN_A, RSS_CHANNELS, floorPair, oursPair, rssMb, span, writers, type Pair } from './mcp.ts';
 
 const WARM = 100;
 const SENDS = 600;
@@ -161,17 +163,23 @@ async function mcpFigures(url: string, floorJs: string, floorTable: string, keys
         loop: 'sends only, one in flight, windows floor/ours/ours/floor',
       });
       await ours.drain();
-      const [r, rf] = await inTurns(
-        (k) => ours.read100(k),
-        (k) => floor.read100(k),
-        READS,
-      );
+      const answers = { pull: [] as number[], floor: [] as number[] };
+      const read = (p: Pair, into: number[]) => async (k: number) => {
+        const r = await p.read100(k);
+        into.push(r.answers);
+        return r.ms;
+      };
+      const [r, rf] = await inTurns(read(ours, answers.pull), read(floor, answers.floor), READS);
       emitRatio('pg_mcp_pull_100_p50_over_floor', stats(r).p50, stats(rf).p50, '<= 2', {
         unit: 'ms',
         pull: stats(r),
         floor_read: stats(rf),
+        host: READER_HOST,
+        answer_limit: READ_ANSWER_LIMIT,
+        answers: { pull: span(answers.pull), floor: span(answers.floor) },
+        what: "the whole read of 100, in as many answers as the host's tool result takes, each side",
         floor_is:
-          'the floor taking the 100 newest rows out in one DELETE … RETURNING, answered framed in the shape of opencomms_pull',
+          'the floor taking the 100 newest rows out in one DELETE … RETURNING, answered framed in the shape of opencomms_pull within the same bound, by the same count',
       });
       await floor.close();
       await rss(ours);
