@@ -16,7 +16,7 @@ const WHERE: Record<JoinHost, string> = {
   chatgpt: 'in ChatGPT (ask the agent)',
 };
 
-/** Spawn delivery exists only where the host CLI can resume a session (hosts.md "spawn_push"). */
+/** Spawn delivery exists only where the host CLI can continue a host session (hosts.md "spawn_push"). */
 const SPAWN_HOSTS: readonly JoinHost[] = ['claude-code', 'codex'];
 
 export interface JoinCommand {

@@ -70,7 +70,7 @@ const rolePrompt = z
 const spawnPush = z
   .boolean()
   .describe(
-    'Have peers resume this session with the host CLI when mail arrives (spawn_push). Default false: you read mail with opencomms_pull.',
+    'Have peers continue this host session with the host CLI when mail arrives (spawn_push). Default false: you read mail with opencomms_pull.',
   );
 
 export const TOOLS: ToolDef[] = [

@@ -1,6 +1,6 @@
-// Who may be resumed by a host CLI (the eligibility gate, hosts.md "spawn_push") and, from that, how long a
+// Who may be continued by a host CLI (the eligibility gate, hosts.md "spawn_push") and, from that, how long a
 // member's mail may wait before it ages out (protocol.md "Delivery modes"). Host-neutral: the shell says which host labels
-// it can resume (`Env.spawnHosts`); the engine only compares labels.
+// it can continue (`Env.spawnHosts`); the engine only compares labels.
 import type { Member } from '../protocol/schema.ts';
 
 /** The spawn gate: mode spawn_push, effective `resume` and `push`, a bound host session, and a

@@ -239,7 +239,7 @@ export function setStale(
 }
 
 /** A host session ended (SessionEnd, hosts.md "The hook runner"): its members are marked stale, except a
- *  spawn_push member, whose session ends after every spawned run and is resumed for its next batch:
+ *  spawn_push member, whose host session ends after every spawned run and is continued for its next batch:
  *  its end is not the member leaving. */
 export const endSession = (state: State, hostSession: string, env: Env): Outcome =>
   setStale(state, hostSession, true, env, (m) => m.delivery_mode === 'spawn_push');

@@ -31,7 +31,7 @@ export interface Env {
   mint: (prefix: 'ocm' | 'chn' | 'cor') => string;
   /** The machine the operation runs on (src/runtime/machine.ts); absent: one machine only. */
   machine?: string;
-  /** Host labels whose sessions the shell can resume (spawn_push); none when absent. */
+  /** Host labels whose host sessions the shell can continue (spawn_push); none when absent. */
   spawnHosts?: readonly string[];
 }
 

@@ -2,7 +2,7 @@
 // process delivers to, when, and by which route. Every route stays on this process's computer
 // (computers.md "Whose sessions a process delivers to"). Adapters only translate to their host:
 //   own     sessions this process serves (OpenCode push, a Claude Code wake waiter);
-//   spawn   spawn_push members of this computer resumed with a host CLI, for this process's own sends
+//   spawn   spawn_push members of this computer continued with a host CLI, for this process's own sends
 //           and re-drains;
 //   cross   push sessions of this computer nobody serves, CROSS_SERVER_FALLBACK_MS after this process
 //           queued mail for them, and ONE retry DELIVERY_RETRY_MS after such a hand-over failed.
@@ -38,7 +38,7 @@ export interface DeliveryDriver {
   confirmsLater?: boolean;
 }
 
-/** The spawn_push route (hosts.md "spawn_push"): a driver that resumes sessions with a host CLI. */
+/** The spawn_push route (hosts.md "spawn_push"): a driver that continues host sessions with a host CLI. */
 export interface SpawnDriver extends DeliveryDriver {
   readonly method: 'spawn_push';
   /** Host labels it has an argv contract for (the engine's eligibility gate reads them). */
@@ -75,7 +75,7 @@ export interface DeliveryHost {
   track(p: Promise<unknown>): void;
   /** Whether a process is alive (PID on this computer, lease on another). */
   alive(tag: string): boolean;
-  /** The computer this process runs on: only its sessions are looked up, resumed or prompted here. */
+  /** The computer this process runs on: only its sessions are looked up, continued or prompted here. */
   readonly machine: string;
 }
 

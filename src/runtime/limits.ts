@@ -29,7 +29,7 @@ export const SPAWN_ARG_MAX_BYTES = 131_071;
  *  (a UTF-8 byte count is never below the UTF-16 count, so bytes are a safe measure). */
 export const SPAWN_CMDLINE_MAX_WIN32 = 16_000;
 
-/** A resumed session runs one model turn with its tool calls; a CLI still running after this is hung
+/** A continued host session runs one model turn with its tool calls; a CLI still running after this is hung
  *  and is killed (the batch is re-queued and retried). */
 export const SPAWN_TIMEOUT_MS = 600_000;
 

@@ -34,9 +34,9 @@ export { machineId } from './machine.ts';
 export interface RuntimeOptions {
   /** Hands batches to the host sessions this process serves (push, wake). */
   driver?: DeliveryDriver;
-  /** Resumes spawn_push members with a host CLI (section 8.4). */
+  /** Continues spawn_push members' host sessions with a host CLI (section 8.4). */
   spawn?: SpawnDriver;
-  /** Host labels whose sessions can be resumed, for the stale rule (section 1.1) where no spawner runs. */
+  /** Host labels whose host sessions can be continued, for the stale rule (section 1.1) where no spawner runs. */
   spawnHosts?: readonly string[];
   /** Subscribe to the store and drain local recipients when another process queues mail. */
   deliverOnChange?: boolean;

@@ -1,4 +1,4 @@
-// Spawn delivery (hosts.md "spawn_push"), host-neutral: resume a member's host session with its CLI and
+// Spawn delivery (hosts.md "spawn_push"), host-neutral: continue a member's host session with its CLI and
 // the framed batch as ONE argv element, always last. execFile with no shell: peer text is never
 // parsed by anything. Adapters give the argv contract per host label; this file owns the gate, the
 // executable override, the size check before draining and the error records (never argv, never
@@ -171,7 +171,7 @@ export class Spawner implements SpawnDriver {
     return Math.max(0, SPAWN_CMDLINE_MAX_WIN32 - fixed);
   }
 
-  /** Resume the session with the batch; exit 0 = the host took it. */
+  /** Continue the host session with the batch; exit 0 = the host took it. */
   async deliver(rid: string, text: string): Promise<void> {
     const state = await this.runtime.read();
     const row = this.eligibleRow(state, rid);

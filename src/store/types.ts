@@ -20,7 +20,7 @@ export interface MutateOutcome<T> {
   ops?: readonly Op[];
   /** Envelopes leaving live state for the channel history logs (written before the state). */
   history?: Envelope[];
-  /** An archive to write before the state (a saved session's messages leave state with it). */
+  /** An archive to write before the state (a saved channel's messages leave state with it). */
   archive?: Archive;
   /** Removed after the state is written (a deleted session's archive and history log). */
   deleteArchive?: string;

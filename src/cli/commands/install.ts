@@ -49,7 +49,9 @@ export const install: CliCommand = {
       );
     program
       .command('bind')
-      .description('bind a host session (default codex: its thread id) to a pinned member, so spawn_push can resume it')
+      .description(
+        'bind a host session (default codex: its thread id) to a pinned member, so spawn_push can continue it',
+      )
       .requiredOption('--session <id>', "the host's own session or thread id")
       .option('--host <label>', 'the host', 'codex')
       .option('--id <member_id>', 'the member (default: the only pinned member of that host)')

@@ -229,7 +229,7 @@ export async function findInHistory(
   return found;
 }
 
-/** Every distinct message id in a channel's log (a saved session's message_count counts all of
+/** Every distinct message id in a channel's log (a saved channel's message_count counts all of
  *  them, not only the newest the archive keeps). Lines are parsed as JSON only, without the
  *  envelope schema: an id is all this needs. */
 export async function historyIds(paths: Pick<StorePaths, 'history'>, channelId: string): Promise<Set<string>> {

@@ -704,7 +704,7 @@ export class PgStore implements Store {
     return r.rows[0]?.archive ?? null;
   }
 
-  /** Heads only: the messages stay in the database (a listing, or a saved session's detail,
+  /** Heads only: the messages stay in the database (a listing, or a saved channel's detail,
    *  shows none of them). */
   async archives(): Promise<{ archives: ArchiveHead[]; invalid: InvalidFile[] }> {
     const r = await this.query<{ archive: ArchiveHead }>(
