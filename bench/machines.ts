@@ -2,7 +2,7 @@
 // agent process each with the default lease, sharing one PostgreSQL. Four figures beside their
 // targets: a send on A until B's host is shown the batch (split by where the time goes), the same
 // send until Claude Code's waiter on B (the installed hook runner's `wait`) has written the batch
-// and exited 2, the lease queries per process per minute, and a dead machine's in-flight mail back
+// and exited 2, the lease queries per process per minute, and a dead computer's in-flight mail back
 // to pending after its last renewal. Namespaces need root: otherwise one line says the figures were
 // not measured, and why.
 //   sudo npm run bench -- machines   (OPENCOMMS_TEST_DATABASE_URL picks the server)
@@ -37,16 +37,16 @@ const CHANNEL = 'bench';
 const wall = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const FIGURES = [
-  'send on machine A → batch in flight and shown at the owner on machine B (namespaces, NOTIFY)',
-  "send on machine A → Claude Code's waiter on machine B wrote the batch and exited 2 (the installed hook runner)",
+  'send on computer A → batch in flight and shown at the owner on computer B (namespaces, NOTIFY)',
+  "send on computer A → Claude Code's waiter on computer B wrote the batch and exited 2 (the installed hook runner)",
   'lease renewals: queries per process per minute',
-  "a dead machine's in-flight mail back to pending after its last renewal",
+  "a dead computer's in-flight mail back to pending after its last renewal",
 ];
 
 /** Why the figures cannot be measured here, or null. */
 async function unmeasurable(): Promise<string | null> {
   if (process.getuid?.() !== 0)
-    return 'not root: the machines are Linux network namespaces (ip netns), which need root';
+    return 'not root: the computers are Linux network namespaces (ip netns), which need root';
   try {
     execFileSync('ip', ['netns', 'list'], { stdio: 'ignore' });
   } catch {
@@ -130,7 +130,7 @@ async function shown(agent: Agent, id: string, ms = 10_000): Promise<number> {
   }
 }
 
-/** A machine's floor of a store call (test/netns/agent.ts `floor`), medians in ms. */
+/** A computer's floor of a store call (test/netns/agent.ts `floor`), medians in ms. */
 type Floor = { round_trip_ms: number; commit_ms: number; idle_round_trip_ms: number; idle_commit_ms: number };
 
 /** The first trace point `what` of an agent at or after `t`. */
@@ -171,7 +171,7 @@ async function latency(A: Agent, B: Agent, table: string) {
     parts.hand_over!.push(end - drained);
   }
   // The floor of the path: A's send is one commit, B catches up with one round trip and drains
-  // with one commit; measured from each machine right after the samples, back to back and (as
+  // with one commit; measured from each computer right after the samples, back to back and (as
   // every sample meets them, SPACING_MS apart) after the same quiet.
   const idle = { ms: SPACING_MS, n: FLOOR_IDLE_N };
   const fa = await A.call<Floor>('floor', { table, n: FLOOR_N, idle });
@@ -194,11 +194,11 @@ async function latency(A: Agent, B: Agent, table: string) {
   });
 }
 
-/** Claude Code on machine B: the host session, and the member it is bound to. */
+/** Claude Code on computer B: the host session, and the member it is bound to. */
 const CC_SESSION = 'claude-b';
 const CC_MEMBER = 'sess_cc';
 
-/** A child of machine B, the bench's view of it: when its stderr first carried bytes, what it
+/** A child of computer B, the bench's view of it: when its stderr first carried bytes, what it
  *  wrote there, and its exit (code, and when it was reaped with its stdio closed), on this
  *  process's wall clock. */
 function watch(child: ChildProcess) {
@@ -381,7 +381,7 @@ function renewals(agents: Agent[]) {
   });
 }
 
-/** B holds a batch in flight (its host still taking it) when the machine dies whole. */
+/** B holds a batch in flight (its host still taking it) when the computer dies whole. */
 async function deadMachine(view: PgStore, A: Agent, B: Agent, b: Machine) {
   const state = async (): Promise<Readonly<State>> => {
     await view.catchUp();
@@ -398,7 +398,7 @@ async function deadMachine(view: PgStore, A: Agent, B: Agent, b: Machine) {
   const bound = LEASE_MS + 2_000;
   for (;;) {
     if ((await state()).messages[id]?.delivery_status === 'pending') break;
-    if (wall() - renewedLast > bound + 10_000) throw new Error("the dead machine's mail was not swept");
+    if (wall() - renewedLast > bound + 10_000) throw new Error("the dead computer's mail was not swept");
     await sleep(20);
   }
   const back = wall();

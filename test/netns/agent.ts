@@ -73,7 +73,7 @@ if (process.env.OPENCOMMS_AGENT_TRACE === '1') {
   };
 }
 
-/** The sessions this machine's host has: its own, and those linked here by `join` with a `sid`.
+/** The sessions this computer's host has: its own, and those linked here by `join` with a `sid`.
  *  Like a real OpenCode server, which answers 404 for a session it does not have, the host refuses
  *  a prompt to any other session. */
 const sessions = new Set([sid]);
@@ -156,7 +156,7 @@ async function handle(cmd: { op: string; [k: string]: unknown }) {
         args: { channel: cmd.channel, role, role_prompt: `Act as ${role}.`, rate_limit: 1000 },
       });
     case 'join': {
-      // Another session of this machine's host (`sid`, `role`), from another checkout (`worktree`).
+      // Another session of this computer's host (`sid`, `role`), from another checkout (`worktree`).
       const session = typeof cmd.sid === 'string' ? cmd.sid : sid;
       const as = typeof cmd.role === 'string' ? cmd.role : role;
       const r = await rt.run({
