@@ -92,6 +92,7 @@ const secs = (ms) =>
     : ms < 3_600_000
       ? `${Math.round(ms / 1000)} s`
       : `${(ms / 3_600_000).toFixed(1)} h`;
+const countMessages = (n) => `${n} message${n === 1 ? '' : 's'}`;
 const shortId = (id) => (id.length > 14 ? `${id.slice(0, 12)}…` : id);
 
 // ---- loading ---------------------------------------------------------------------------------
@@ -162,7 +163,7 @@ function badge(text, kind = '') {
 }
 
 function card(s, archived) {
-  const count = archived ? `${s.message_count} messages` : `${s.agents.length}/${s.max_members} agents`;
+  const count = archived ? countMessages(s.message_count) : `${s.agents.length}/${s.max_members} agents`;
   const name = s.name;
   const current = ui.selected === name && (ui.detail?.kind === 'archived') === archived;
   return h(
@@ -627,7 +628,7 @@ function renderDetail() {
         {},
         live
           ? `${d.agents.length}/${d.max_members} agents`
-          : `${d.message_count} messages · saved ${new Date(d.saved_at).toLocaleString()}`,
+          : `${countMessages(d.message_count)} · saved ${new Date(d.saved_at).toLocaleString()}`,
       ),
       h('div.actions', {}, actions),
     ),
