@@ -8,7 +8,7 @@ export interface ToolContext {
   pin: string;
   caller: (spawnPush: boolean) => Caller;
   actor: { sid: string; project_id: string; worktree: string };
-  /** What the host shows whole of one tool result (limits.ts ROUTE_LIMITS): a read answers within it. */
+  /** What the host shows whole of one tool result (adapters/route-limits.ts): a read answers within it. */
   resultLimit?: number;
 }
 

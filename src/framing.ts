@@ -284,7 +284,7 @@ function unitCost(code: number): number {
 /**
  * The size of `text` as every host counts it, at its largest: UTF-16 characters (Claude Code),
  * UTF-8 bytes (Codex, a command line), JSON-escaped characters (an MCP tool result). Route limits
- * (limits.ts ROUTE_LIMITS) are compared with this, so a text within one is within the host's own
+ * (adapters/route-limits.ts) are compared with this, so a text within one is within the host's own
  * count whatever its unit.
  */
 export function shownSize(text: string): number {

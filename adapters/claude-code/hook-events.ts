@@ -135,7 +135,7 @@ function readable(state: Readonly<State>, member: string, now: number): number {
 }
 
 /** Pending mail handed over at this boundary, within `room` (shownSize units) of the hook's
- *  context: what the host shows whole (limits.ts ROUTE_LIMITS). The rest stays pending, in order,
+ *  context: what the host shows whole (adapters/route-limits.ts). The rest stays pending, in order,
  *  and one line of OpenComms' own says so. */
 async function handOver(rt: Runtime, member: string, room: number): Promise<string> {
   const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push', max_size: room });
@@ -189,7 +189,8 @@ async function boundary(rt: Runtime, ctx: HookContext, sid: string): Promise<Hoo
   // The context holds the roles, a woken batch and what is pending, all within what the host
   // shows whole of a hook's context; the pending mail gets the room the others leave.
   const before = [...roles, codexWoken].filter(Boolean);
-  const room = routeLimit(ctx.host, 'hook_context') - shownSize(before.join('\n\n')) - 2;
+  // Less the longest joiner between them and the pending mail (a batch separator).
+  const room = routeLimit(ctx.host, 'hook_context') - shownSize(before.join('\n\n')) - shownSize(BATCH_SEPARATOR);
   const pending = woken ? '' : await handOver(rt, member, room);
   const context = [...roles, [codexWoken, pending].filter(Boolean).join(BATCH_SEPARATOR)].filter(Boolean).join('\n\n');
   // Stop too answers with context, not `decision: block`: Claude Code renders a block's reason

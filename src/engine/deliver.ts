@@ -161,7 +161,7 @@ export interface DrainOptions {
   max?: number;
   /** Upper bound on the framed batch in shownSize units (framing.ts; never less than its UTF-8
    *  bytes, so a command line's byte budget holds too): what the route's host shows whole
-   *  (limits.ts ROUTE_LIMITS). The longest FIFO prefix that fits is taken. */
+   *  (adapters/route-limits.ts). The longest FIFO prefix that fits is taken. */
   maxSize?: number;
 }
 

@@ -56,7 +56,7 @@ export type Command =
       logged?: Envelope[];
       max_size?: number;
     }
-  /** `max_size`: what the route the answer takes shows whole (limits.ts ROUTE_LIMITS), never a tool argument. */
+  /** `max_size`: what the route the answer takes shows whole (adapters/route-limits.ts), never a tool argument. */
   | { op: 'pull'; sid: string; args: PullArgs; method?: 'pull' | 'push'; max_size?: number }
   | { op: 'update_role'; sid: string; args: Ch & { role_prompt: unknown } }
   /** `sid`: the member's own tool; `{ operator: true }`: the CLI or the console. */

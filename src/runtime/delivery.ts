@@ -28,7 +28,7 @@ export interface DeliveryDriver {
   /** Resolves when the host accepted the batch; throws when it did not. `redelivery`: part of the
    *  batch was handed over before (crash window), so the host may already hold it. */
   deliver(rid: string, text: string, messageIds: string[], redelivery: boolean): Promise<void>;
-  /** What the host shows whole of one hand-over, in shownSize units (limits.ts ROUTE_LIMITS): a
+  /** What the host shows whole of one hand-over, in shownSize units (adapters/route-limits.ts): a
    *  batch never exceeds it; the rest stays pending, in order. */
   maxSize?: number;
   /** May prompt a push session nobody serves (degraded, protocol.md "Owner-side delivery"). */
