@@ -10,8 +10,8 @@
 // SELECT … RETURNING and answers them framed, in the shape of `opencomms_pull` (frames made as it
 // reads, as a pull makes them): what a store on that server cannot do in fewer round trips.
 // A read given `max_size` answers as `opencomms_pull` does within a host's tool result (protocol.md
-// "Route limits"): the oldest of what it took first, each entry counted at shownSize plus
-// PULL_ENTRY_OVERHEAD within max_size less PULL_ANSWER_RESERVE, with `more_than_fits` and
+// "Route limits"): the oldest of what it took first, each entry counted as a pull counts it
+// (AnswerRoom), with `more_than_fits` and
 // `remaining`; what did not fit waits in memory and the next reads answer it, taking nothing more
 // out of the file or table until it is answered (the store's part stays one read of 100).
 //   node floor-server.mjs <dir> [--framed | --pg]
@@ -21,8 +21,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import pg from 'pg';
 import * as z from 'zod';
 import { acceptedEnvelope } from '../src/engine/transitions.ts';
-import { frameEnvelope, shownSize, UNTRUSTED_NOTICE } from '../src/framing.ts';
-import { PULL_ANSWER_RESERVE, PULL_ENTRY_OVERHEAD } from '../src/protocol/limits.ts';
+import { AnswerRoom, frameEnvelope, UNTRUSTED_NOTICE } from '../src/framing.ts';
 import { LineLimitedStdioTransport } from '../adapters/mcp/transport.ts';
 
 const framed = process.argv[3] === '--framed';
@@ -109,9 +108,9 @@ type Line = { id: string; channel: string; content: string; at: number; message_
 /** Taken by an earlier read, not answered yet (it did not fit that read's answer), oldest first. */
 let pending: Line[] = [];
 
-/** What one entry of the answer counts against max_size: as a pull counts a frame, and the floor's
- *  plain line by the same rule. */
-const entrySize = (m: Line) => shownSize(m.framed ?? JSON.stringify(m)) + PULL_ENTRY_OVERHEAD;
+/** What one entry of the answer counts against max_size (AnswerRoom, as a pull counts a frame):
+ *  its frame, or the floor's plain line by the same rule. */
+const entryText = (m: Line) => m.framed ?? JSON.stringify(m);
 
 server.registerTool(
   'read',
@@ -137,17 +136,9 @@ server.registerTool(
         : lastLines(limit).map((l) => JSON.parse(l) as Line);
       pending = taken;
     }
-    let fit = Math.min(limit, pending.length);
-    if (max_size !== undefined) {
-      let used = 0;
-      for (let i = 0; i < fit; i++) {
-        used += entrySize(pending[i]!);
-        if (used > max_size - PULL_ANSWER_RESERVE) {
-          fit = i;
-          break;
-        }
-      }
-    }
+    const room = new AnswerRoom(max_size);
+    const cut = pending.slice(0, limit).findIndex((m) => !room.take(entryText(m)));
+    const fit = cut < 0 ? Math.min(limit, pending.length) : cut;
     const messages = pending.slice(0, fit);
     pending = pending.slice(fit);
     const more = pending.length > 0;

@@ -8,6 +8,7 @@
 // - header and notice fields (role, type, ids, reply_to, channel name, sender id) are emitted
 //   only when they are one short line with no marker: the framer refuses anything else
 //   (`UnsafeHeaderError`), whatever the callers validated before.
+import { PULL_ANSWER_RESERVE, PULL_ENTRY_OVERHEAD } from './protocol/limits.ts';
 import type { Envelope } from './protocol/schema.ts';
 
 export const BEGIN_MARKER = '<<<UNTRUSTED_PEER_MESSAGE>>>';
@@ -355,3 +356,20 @@ function mergedSpans(text: string): Array<[number, number]> {
 
 const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
 const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
+/** What one read's answer may still hold (protocol.md "Route limits"): each entry counted at the
+ *  shownSize of its text plus PULL_ENTRY_OVERHEAD, within maxSize less PULL_ANSWER_RESERVE; no
+ *  bound without a maxSize. One rule for pull, inbox and history. */
+export class AnswerRoom {
+  private used = 0;
+  constructor(private readonly maxSize: number | undefined) {}
+
+  /** Takes room for an entry whose text is `text`; false, taking nothing, when it does not fit. */
+  take(text: string): boolean {
+    if (this.maxSize === undefined) return true;
+    const size = shownSize(text) + PULL_ENTRY_OVERHEAD;
+    if (this.used + size > this.maxSize - PULL_ANSWER_RESERVE) return false;
+    this.used += size;
+    return true;
+  }
+}

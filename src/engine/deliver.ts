@@ -5,20 +5,14 @@ import type { Hold } from '../../machines/index.ts';
 import {
   BATCH_SEPARATOR,
   frameEnvelope,
+  AnswerRoom,
   joinFrames,
   shownSize,
   splitContent,
   UnsafeHeaderError,
   UNTRUSTED_NOTICE,
 } from '../framing.ts';
-import {
-  DEFAULT_READ_LIMIT,
-  MAX_BATCH,
-  MAX_PART_SIZE,
-  MAX_PULL_LIMIT,
-  PULL_ANSWER_RESERVE,
-  PULL_ENTRY_OVERHEAD,
-} from '../protocol/limits.ts';
+import { DEFAULT_READ_LIMIT, MAX_BATCH, MAX_PART_SIZE, MAX_PULL_LIMIT } from '../protocol/limits.ts';
 import { ok, refuse } from '../protocol/result.ts';
 import type { Channel, DeliveryStatus, Envelope, Member, State } from '../protocol/schema.ts';
 import { channelById, findMember, memberChannel, recordError } from './lookup.ts';
@@ -483,8 +477,7 @@ export { readLimit };
  */
 /**
  * Reads (drains and commits in one step) the caller's pending mail, FIFO, up to `limit` envelopes
- * and, with `maxSize`, up to what the answer's route shows whole: each frame counted at its
- * shownSize plus PULL_ENTRY_OVERHEAD, within maxSize less PULL_ANSWER_RESERVE. What does not fit
+ * and, with `maxSize`, up to what the answer's route shows whole (AnswerRoom). What does not fit
  * stays pending, in order, for the next read.
  */
 export function pull(
@@ -525,7 +518,7 @@ export function pull(
   // Per channel, decided once per pull: whether it holds its mail, and how many hand-overs its
   // budget still allows; the channel machine then counts them in one HAND_OVER.
   const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
-  let used = 0;
+  const room = new AnswerRoom(maxSize);
   let full = false; // stopped at the route's size: the rest waits for the next read
   for (const id of q) {
     if (out.length >= limit) break;
@@ -539,14 +532,10 @@ export function pull(
     const name = raw(ch).name;
     const framed = frameOrReject(state, p, ch, name, env.now);
     if (framed === null) continue;
-    if (maxSize !== undefined) {
-      const size = shownSize(framed) + PULL_ENTRY_OVERHEAD;
-      if (used + size > maxSize - PULL_ANSWER_RESERVE) {
-        taken.delete(id);
-        full = true;
-        break;
-      }
-      used += size;
+    if (!room.take(framed)) {
+      taken.delete(id);
+      full = true;
+      break;
     }
     // Stepped on a copy that then replaces the envelope in one write (writeBack), or leaves state
     // for the history log without one when it ends terminal: the change tracker records one path,

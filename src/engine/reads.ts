@@ -1,12 +1,6 @@
 // status, inbox, history: reads that change nothing (protocol.md "Result shape", "Drain, commit, requeue, sweep").
-import { frameContent, headerFieldProblem, shownSize, UNTRUSTED_NOTICE } from '../framing.ts';
-import {
-  DEFAULT_READ_LIMIT,
-  MAX_READ_LIMIT,
-  PULL_ANSWER_RESERVE,
-  PULL_ENTRY_OVERHEAD,
-  STATUS_ERRORS_SHOWN,
-} from '../protocol/limits.ts';
+import { AnswerRoom, frameContent, headerFieldProblem, UNTRUSTED_NOTICE } from '../framing.ts';
+import { DEFAULT_READ_LIMIT, MAX_READ_LIMIT, STATUS_ERRORS_SHOWN } from '../protocol/limits.ts';
 import { ok } from '../protocol/result.ts';
 import type { Channel, Envelope, Member, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
@@ -136,18 +130,11 @@ export function operatorStatus(state: State, now: number): Outcome {
   return answered(state, ok(`${data.channels.length} channel(s), ${data.pending_messages} pending.`, data));
 }
 
-/** The longest prefix of `views` a tool result of `maxSize` shows whole (protocol.md "Route
- *  limits"), each counted as its JSON at shownSize plus PULL_ENTRY_OVERHEAD, within maxSize less
- *  PULL_ANSWER_RESERVE; all of them without a limit. */
+/** The longest prefix of `views` a tool result of `maxSize` shows whole, each entry its JSON. */
 function fitting<T>(views: T[], maxSize: number | undefined): { shown: T[]; more: boolean } {
-  if (maxSize === undefined) return { shown: views, more: false };
-  let used = 0;
-  const room = maxSize - PULL_ANSWER_RESERVE;
-  for (let i = 0; i < views.length; i++) {
-    used += shownSize(JSON.stringify(views[i])) + PULL_ENTRY_OVERHEAD;
-    if (used > room) return { shown: views.slice(0, i), more: true };
-  }
-  return { shown: views, more: false };
+  const room = new AnswerRoom(maxSize);
+  const n = views.findIndex((v) => !room.take(JSON.stringify(v)));
+  return n < 0 ? { shown: views, more: false } : { shown: views.slice(0, n), more: true };
 }
 
 export function inbox(
