@@ -5,11 +5,13 @@ import { envelopeMachine, type EnvelopeContext } from './envelope.ts';
 import { memberMachine } from './member.ts';
 import { definePersistence } from './persist.ts';
 import { recipientMachine, type Hold } from './recipient.ts';
+import { wakeMachine, type WakeContext } from './wake.ts';
 
 export * from './channel.ts';
 export * from './envelope.ts';
 export * from './member.ts';
 export * from './recipient.ts';
+export * from './wake.ts';
 export { step, toSnapshot, type MachineState, type Persistence, type Step } from './persist.ts';
 
 export type EnvelopeStatus = 'pending' | 'in_flight' | 'delivered' | 'failed' | 'rejected' | 'stale';
@@ -122,10 +124,21 @@ export const memberPersistence = definePersistence({
   }),
 });
 
+/** A member's wake line, stored as the channel's `wakes[rid]`: its context as it is (the state is
+ *  derived from it: held when a hold is recorded, woken when a wake is being answered). */
+export type WakeRecord = WakeContext;
+
+export const wakePersistence = definePersistence({
+  machine: wakeMachine,
+  toState: (r: WakeRecord) => ({ value: r.held_by !== null ? 'held' : r.at !== null ? 'woken' : 'quiet', context: r }),
+  toRecord: (s): WakeRecord => s.context,
+});
+
 export const MACHINES = {
   envelope: envelopePersistence,
   recipient: recipientPersistence,
   channel: channelPersistence,
   member: memberPersistence,
+  wake: wakePersistence,
 } as const;
 export type MachineName = keyof typeof MACHINES;

@@ -6,7 +6,7 @@ import { assign, setup } from 'xstate';
 import { DELIVERY_RETRY_MS } from '../src/protocol/limits.ts';
 
 /** Why pending mail is held instead of handed over. */
-export type Hold = 'paused' | 'budget' | 'busy' | 'not_owner' | 'ineligible' | 'stale';
+export type Hold = 'paused' | 'budget' | 'busy' | 'not_owner' | 'ineligible' | 'stale' | 'loop' | 'wake_budget';
 
 export interface RecipientContext {
   /** `channel.cooldown_until[rid]`: no new push batch before this time. */

@@ -364,6 +364,11 @@ export class AnswerRoom {
   private used = 0;
   constructor(private readonly maxSize: number | undefined) {}
 
+  /** Keeps `size` for a text of OpenComms' own that goes with the answer (a hold's notice). */
+  reserve(size: number) {
+    this.used += size;
+  }
+
   /** Takes room for an entry whose text is `text`; false, taking nothing, when it does not fit. */
   take(text: string): boolean {
     if (this.maxSize === undefined) return true;

@@ -140,10 +140,11 @@ function readable(state: Readonly<State>, member: string, now: number): number {
 async function handOver(rt: Runtime, member: string, room: number): Promise<string> {
   const r = await rt.run({ op: 'pull', sid: member, args: { limit: MAX_BATCH }, method: 'push', max_size: room });
   const data = (r.ok ? r.data : undefined) as
-    | { messages: Array<{ framed: string }>; remaining: number; more_than_fits?: true }
+    | { messages: Array<{ framed: string }>; remaining: number; more_than_fits?: true; notice?: string }
     | undefined;
   if (!data) return '';
-  const batch = data.messages.map((m) => m.framed).join(BATCH_SEPARATOR);
+  // A hold's notice (the wake guard's, of OpenComms' own) goes before the mail it held.
+  const batch = [data.notice, data.messages.map((m) => m.framed).join(BATCH_SEPARATOR)].filter(Boolean).join('\n\n');
   if (data.remaining > 0 && (batch || data.more_than_fits))
     return [batch, waitingLine(data.remaining)].filter(Boolean).join('\n\n');
   return batch;

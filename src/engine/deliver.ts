@@ -1,7 +1,7 @@
 // Two-phase delivery (protocol.md "The machines", "Drain, commit, requeue, sweep"):
 // drain (persisted BEFORE any prompt) → Prompt effect → commit | requeue; sweep after a crash;
 // pull = drain + commit in one mutation. Every status change is an envelope machine transition.
-import type { Hold } from '../../machines/index.ts';
+import type { Hold, WakeRecord } from '../../machines/index.ts';
 import {
   BATCH_SEPARATOR,
   frameEnvelope,
@@ -23,6 +23,18 @@ import { staleWindow } from './eligibility.ts';
 import { channelStepOps, stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
 import { raw } from '../protocol/draft.ts';
 import type { Effect, Env, Held, Outcome } from './types.ts';
+import { count, decideWake, holdNotice, settleHold, wakeLine } from './wakes.ts';
+
+/** Room a hold's notice takes in a hand-over (shownSize units): its longest form, with three
+ *  senders' roles and the channel's name, is under this. */
+const NOTICE_RESERVE = 600;
+
+/** Mail a wake hold kept waits for the member's next turn, however long: it never ages out. */
+const wakeHeld = (ch: Channel, rid: string) => wakeLine(ch, rid).held_by !== null;
+
+/** The recipient line's deadlines (recipient machine `isCooling`): a drain now starts no batch. */
+const isCooling = (ch: Channel, rid: string, now: number) =>
+  (raw(ch).cooldown_until[rid] ?? 0) > now || (raw(ch).retry_at[rid] ?? 0) > now;
 
 /** A live channel and the recipient's row on it, or why the envelope can never be delivered. */
 function placement(state: State, e: Envelope): { ch: Channel; member: Member } | null {
@@ -89,7 +101,7 @@ function settleQueue(state: State, rid: string, env: Env): boolean {
     // so a drain's cost follows the stale ones, not the queue's length.
     else {
       const w = staleWindow(at.member, env.spawnHosts);
-      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null)
+      if (mayBeStale(e, w, now) && channelHold(at.ch, now) === null && !wakeHeld(at.ch, rid))
         status = stepEnvelope(state.messages[id]!, { type: 'TICK', now, window_ms: w });
     }
     if (status === 'pending') {
@@ -176,6 +188,8 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
   const max = Math.min(opts.max ?? MAX_BATCH, MAX_BATCH);
   const decided = new Map<string, 'delivering' | 'held'>();
   const taken = new Set<string>();
+  // Hands-over that end a wake hold start with its notice (wakes.ts holdNotice), within the room.
+  const ended = new Map<string, { ch: Channel; line: WakeRecord }>();
   let used = 0;
   for (const id of q) {
     if (batch.length >= max) break;
@@ -184,7 +198,19 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
     let line = decided.get(ch.id);
     if (line === undefined) {
       const inFlight = hasInFlight(state, ch, rid);
-      const hold = channelHold(ch, env.now) ?? (member.stale ? 'stale' : null) ?? opts.hold ?? null;
+      let hold = channelHold(ch, env.now) ?? (member.stale ? 'stale' : null) ?? opts.hold ?? null;
+      // Only a turn that would start now asks the wake line (machines/wake.ts): held or cooling
+      // mail starts none.
+      if (hold === null && !inFlight && !isCooling(ch, rid, env.now)) {
+        const wake = decideWake(state, ch, rid, `${member.host}/${member.delivery_mode}`, env.now);
+        hold = wake.hold;
+        changed = true;
+        if (wake.retry_at !== null) effects.push({ type: 'ScheduleAt', recipient: rid, at: wake.retry_at });
+        if (hold === null && wake.before.held_by !== null) {
+          ended.set(ch.id, { ch, line: wake.before });
+          used += NOTICE_RESERVE;
+        }
+      }
       const stepped = stepRecipient(ch, rid, inFlight, { type: 'DRAIN', now: env.now, hold });
       const next = stepped.line;
       if (stepped.changed) changed = true;
@@ -211,8 +237,13 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
     if (opts.maxSize !== undefined && used + size > opts.maxSize) break;
     stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: 1 });
     if (
-      stepEnvelope(e, { type: 'DRAIN', now: env.now, by: env.by, window_ms: staleWindow(member, env.spawnHosts) }) !==
-      'in_flight'
+      stepEnvelope(e, {
+        type: 'DRAIN',
+        now: env.now,
+        by: env.by,
+        // Mail a wake hold kept does not age out at the wake that ends the hold.
+        window_ms: ended.has(ch.id) ? null : staleWindow(member, env.spawnHosts),
+      }) !== 'in_flight'
     )
       continue;
     used += size;
@@ -231,13 +262,23 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
   }
   if (batch.length) {
     const member = placement(state, batch[0]!)!.member;
+    const notices = [...ended.values()].map(({ ch, line }) =>
+      holdNotice(
+        ch,
+        line,
+        batch.filter((e) => e.channel_id === ch.id),
+      ),
+    );
+    const text = [...notices, joinFrames(frames)].join('\n\n');
+    for (const ch of new Set(batch.map((e) => placement(state, e)!.ch)))
+      count(ch, rid, env.now, { messages: batch.filter((e) => e.channel_id === ch.id).length, size: text.length });
     effects.push({
       type: 'Prompt',
       recipient: rid,
       channel_ids: [...new Set(batch.map((e) => e.channel_id))],
       message_ids: batch.map((e) => e.message_id),
       attempts: batch.map((e) => e.attempts),
-      text: joinFrames(frames),
+      text,
       mode: member.delivery_mode,
       redelivery: batch.some((e) => e.attempts > 1),
     });
@@ -519,6 +560,8 @@ export function pull(
   // budget still allows; the channel machine then counts them in one HAND_OVER.
   const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
   const room = new AnswerRoom(maxSize);
+  if (scope.some((c) => wakeLine(c, sid).held_by !== null)) room.reserve(NOTICE_RESERVE);
+  const sizes = new Map<string, number>(); // characters handed over per channel, for the ledger
   let full = false; // stopped at the route's size: the rest waits for the next read
   for (const id of q) {
     if (out.length >= limit) break;
@@ -545,16 +588,29 @@ export function pull(
       type: 'PULL',
       now: env.now,
       method,
-      window_ms: staleWindow(member, env.spawnHosts),
+      window_ms: wakeHeld(ch, sid) ? null : staleWindow(member, env.spawnHosts),
     });
     if (status !== p.delivery_status) stepped.push(e);
     if (status !== 'delivered') continue;
     a.handed++;
     out.push(e);
     messages.push({ channel: name, message_id: id, framed });
+    sizes.set(ch.id, (sizes.get(ch.id) ?? 0) + framed.length);
   }
-  for (const { ch, handed } of allowance.values())
-    if (handed) stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: handed });
+  const notices: string[] = [];
+  for (const { ch, handed } of allowance.values()) {
+    if (!handed) continue;
+    stepChannel(ch, { type: 'HAND_OVER', now: env.now, count: handed });
+    const mine = out.filter((e) => e.channel_id === ch.id);
+    const line = wakeLine(ch, sid);
+    // Held mail read at a turn OpenComms did not start: the hold ends, its notice goes with it.
+    if (line.held_by !== null) {
+      notices.push(holdNotice(ch, line, mine));
+      settleHold(ch, sid, env.now);
+      stepRecipient(ch, sid, hasInFlight(state, ch, sid), { type: 'TICK', now: env.now, hold: null });
+    }
+    count(ch, sid, env.now, { route: 'pull', messages: mine.length, size: sizes.get(ch.id) ?? 0 });
+  }
   if (taken.size) {
     setQueue(
       state,
@@ -587,6 +643,7 @@ export function pull(
       untrusted_notice: UNTRUSTED_NOTICE,
       remaining,
       ...(full ? { more_than_fits: true } : {}),
+      ...(notices.length ? { notice: notices.join('\n') } : {}),
     }),
     [],
     history.length ? { history } : undefined,

@@ -28,6 +28,7 @@ import {
 import { answered, done } from './outcome.ts';
 import { createSession, deliveries, sessionGet, sessionList, type CreateSessionArgs } from './operator.ts';
 import { history, inbox, operatorStatus, status } from './reads.ts';
+import { releaseWakes, setWakeBudget } from './wake-ops.ts';
 import { planSend, send, type SendArgs, type Sender, type SendPlan } from './send.ts';
 import { nearCap } from './retention.ts';
 import { archiveRead, deleteSession, restore, save, type Actor } from './sessions.ts';
@@ -88,6 +89,9 @@ export type Command =
   | { op: 'mark_stale' | 'clear_stale' | 'claim' | 'session_end'; session: string }
   | { op: 'bind'; member: string; host: string; host_session_id: string }
   | { op: 'record_error'; entry: ErrorEntry }
+  /** The operator's: wakes a hold keeps (all members, or one by id or role), and live wake budgets. */
+  | { op: 'release_wakes'; args: Ch & { member?: unknown } }
+  | { op: 'set_wake_budget'; args: Ch & { max_wakes_per_member?: unknown; max_wakes_per_channel?: unknown } }
   | { op: 'read_state' };
 
 export function apply(state: State, cmd: Command, env: Env): Outcome {
@@ -154,6 +158,10 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
       return claim(state, cmd.session, env);
     case 'bind':
       return bind(state, cmd.member, cmd.host, cmd.host_session_id);
+    case 'release_wakes':
+      return releaseWakes(state, cmd.args, env);
+    case 'set_wake_budget':
+      return setWakeBudget(state, cmd.args, env);
     case 'record_error':
       recordError(state, cmd.entry);
       return done(state, ok('Recorded.'));

@@ -3,11 +3,14 @@ import {
   DEFAULT_MAX_HOPS,
   DEFAULT_MAX_MEMBERS,
   DEFAULT_RATE_LIMIT,
+  DEFAULT_WAKES_PER_CHANNEL,
+  DEFAULT_WAKES_PER_MEMBER,
   MAX_BUDGET_MESSAGES,
   MAX_BUDGET_RUNTIME_MS,
   MAX_MAX_HOPS,
   MAX_MAX_MEMBERS,
   MAX_RATE_LIMIT,
+  MAX_WAKE_BUDGET,
   MIN_BUDGET_MESSAGES,
   MIN_BUDGET_RUNTIME_MS,
   MIN_MAX_HOPS,
@@ -46,6 +49,8 @@ export interface CreateArgs {
   max_hops?: unknown;
   budget_runtime_ms?: unknown;
   budget_messages?: unknown;
+  max_wakes_per_member?: unknown;
+  max_wakes_per_channel?: unknown;
 }
 
 export function newMember(
@@ -129,6 +134,23 @@ export function clampOptions(specs: Clamp[]): Record<string, number | null> | Re
   return out;
 }
 
+/** The wake budgets a channel is created or set with (protocol.md "Wakes"): absent = the default,
+ *  null = none. */
+export const wakeBudgetFields = (args: { max_wakes_per_member?: unknown; max_wakes_per_channel?: unknown }): Clamp[] =>
+  (
+    [
+      ['max_wakes_per_member', DEFAULT_WAKES_PER_MEMBER],
+      ['max_wakes_per_channel', DEFAULT_WAKES_PER_CHANNEL],
+    ] as const
+  ).map(([field, def]) => ({
+    field,
+    raw: args[field],
+    def: args[field] === null ? null : def,
+    min: 0,
+    max: MAX_WAKE_BUDGET,
+    nullable: true,
+  }));
+
 const contextMissing = (c: Caller) => !c.session_id || !c.project_id || !c.worktree;
 
 export function create(state: State, caller: Caller, args: CreateArgs, env: Env): Outcome {
@@ -169,6 +191,7 @@ export function create(state: State, caller: Caller, args: CreateArgs, env: Env)
       max: MAX_BUDGET_MESSAGES,
       nullable: true,
     },
+    ...wakeBudgetFields(args),
   ]);
   if ('ok' in opts) return refused(state, opts as Refusal);
   const taken = nameTaken(state, name, 'Join it, or choose another name.');
@@ -176,6 +199,8 @@ export function create(state: State, caller: Caller, args: CreateArgs, env: Env)
   const budgets = {
     max_runtime_ms: opts.budget_runtime_ms ?? null,
     max_delivered_messages: opts.budget_messages ?? null,
+    max_wakes_per_member: opts.max_wakes_per_member ?? null,
+    max_wakes_per_channel: opts.max_wakes_per_channel ?? null,
   };
   const ch = channelOf(caller, name, env, {
     max_members: opts.max_members!,

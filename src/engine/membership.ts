@@ -31,7 +31,7 @@ const pendingFor = (state: State, ch: Channel) =>
   ch.members.filter((m) => (state.queues[m.session_id] ?? []).some((id) => state.messages[id]?.channel_id === ch.id));
 
 /** The channel the operator names: any live channel (the operator is bound by no roster). */
-function operatorChannel(state: State, raw: unknown): { ch: Channel } | { refusal: Refusal } {
+export function operatorChannel(state: State, raw: unknown): { ch: Channel } | { refusal: Refusal } {
   const name = normaliseChannelName(raw);
   if (name === null) return { refusal: invalidChannelName() };
   const ch = state.channels[name];

@@ -21,6 +21,7 @@ import { deliverability } from './receipts.ts';
 import { enforceRetention } from './retention.ts';
 import { clockOps } from './timer.ts';
 import { acceptedEnvelope, channelStepOps } from './transitions.ts';
+import { replyChain } from './wakes.ts';
 import type { Effect, Env, Outcome } from './types.ts';
 
 export interface SendArgs {
@@ -162,6 +163,9 @@ export function planSend(
   // A message larger than one route can show whole travels as parts (protocol.md "Parts"): one
   // envelope per part and recipient, queued in order, so FIFO hands them over in order.
   const parts = splitContent(content, MAX_PART_SIZE);
+  // Wakes in a row this message answers (wakes.ts): the loop guard holds the wake it would cause
+  // once the chain is long enough.
+  const chain = replyChain(ch, sid, env.now);
   const ids: string[] = [];
   const partIds: string[][] = [];
   for (const r of recipients) {
@@ -181,6 +185,7 @@ export function planSend(
         correlation_id: correlation,
         root_message_id: root,
         ...(parts.length > 1 ? { part: { n: i + 1, of: parts.length } } : {}),
+        ...(chain ? { wake_chain: chain } : {}),
         ...acceptedEnvelope(env.now),
       };
       ops.push(['s', ['messages', e.message_id], e]);

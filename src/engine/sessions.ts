@@ -12,11 +12,16 @@ import {
   MAX_CHANNEL_NAME,
   MAX_RESUME_LADDER,
   MAX_SUMMARY_CHARS,
+  DEFAULT_WAKES_PER_CHANNEL,
+  DEFAULT_WAKES_PER_MEMBER,
 } from '../protocol/limits.ts';
 import { ok, refuse, type Refusal } from '../protocol/result.ts';
 import type { Channel, Envelope, State } from '../protocol/schema.ts';
 import { readLimit } from './deliver.ts';
 import { channelOf } from './link.ts';
+
+/** A wake budget an archive kept: a number, null (none), or the default (saved before budgets). */
+const wakeBudget = (v: unknown, def: number): number | null => (v === null ? null : typeof v === 'number' ? v : def);
 import {
   channelNotFound,
   findMember,
@@ -195,6 +200,8 @@ export function restore(
     budgets: {
       max_runtime_ms: archive.budgets.max_runtime_ms ?? null,
       max_delivered_messages: archive.budgets.max_delivered_messages ?? null,
+      max_wakes_per_member: wakeBudget(archive.budgets.max_wakes_per_member, DEFAULT_WAKES_PER_MEMBER),
+      max_wakes_per_channel: wakeBudget(archive.budgets.max_wakes_per_channel, DEFAULT_WAKES_PER_CHANNEL),
     },
   });
   state.channels[name] = ch;

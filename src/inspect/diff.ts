@@ -23,7 +23,7 @@ import {
 
 type EnvelopeLine = Extract<WatchLine, { kind: 'envelope' }>;
 /** Within one instant: a channel before what happens in it, an envelope before its recipient. */
-const RANK: Record<MachineName, number> = { channel: 0, member: 1, envelope: 2, recipient: 3 };
+const RANK: Record<MachineName, number> = { channel: 0, member: 1, envelope: 2, recipient: 3, wake: 4 };
 
 /** The newest copy of every envelope the look read (the longer receipt is the newer). */
 function records(look: Look): Map<string, Envelope> {

@@ -166,3 +166,30 @@ export type RouteName = 'hook_context' | 'wake' | 'push' | 'tool_result';
  *  tool result and hook context, and above the largest framed part with a read's overheads
  *  (test/engine/parts.test.ts), so at least one part always fits. */
 export const DEFAULT_ROUTE_LIMIT = 9_500;
+
+/** The wake guard (protocol.md "Wakes"): a message sent within this long of its sender being
+ *  woken by OpenComms answers that wake, and its wake chain is one longer than the wake's. A model
+ *  that acknowledges writes its answer in seconds; a reviewer pair that works 30 s or more between
+ *  replies stays under it (the simulation's genuine reviewers: never held). */
+export const REFLEX_MS = 20_000;
+/** Wakes in a row whose turns each answered within REFLEX_MS before the next wake is held: two
+ *  polite agents get six turns OpenComms started (three each), then their mail waits for a turn a
+ *  person or the model starts. A request, its answer, a follow-up and its answer fit in fewer. */
+export const LOOP_WAKES = 6;
+/** Rolling window of the wake budgets. An hour: the unit a person reads cost in. */
+export const WAKE_BUDGET_WINDOW_MS = 3_600_000;
+/** Wakes one member may be given per window on a new channel: one a minute on average, which a
+ *  reviewer pair that works 30 s per reply just reaches and a broadcast storm does not pass. */
+export const DEFAULT_WAKES_PER_MEMBER = 60;
+/** Wakes a whole new channel may start per window: four members at their own budget. */
+export const DEFAULT_WAKES_PER_CHANNEL = 240;
+/** Largest wake budget a channel accepts (per member or per channel, per window). */
+export const MAX_WAKE_BUDGET = 100_000;
+/** The cost ledger's bucket: windows (last hour, last day) are sums of whole buckets, so they
+ *  cover up to one bucket more than they name. Ten minutes keeps a member's day at 145 buckets. */
+export const USAGE_BUCKET_MS = 600_000;
+/** Buckets older than this leave the ledger (its totals keep them). */
+export const USAGE_KEEP_MS = 86_400_000;
+/** A token estimate per shown character: the common rule of thumb of four characters a token,
+ *  labelled an estimate wherever it is shown. */
+export const CHARS_PER_TOKEN_ESTIMATE = 4;

@@ -6,6 +6,8 @@ import {
   DEFAULT_MAX_HOPS,
   DEFAULT_MAX_MEMBERS,
   DEFAULT_RATE_LIMIT,
+  DEFAULT_WAKES_PER_CHANNEL,
+  DEFAULT_WAKES_PER_MEMBER,
   DELIVERY_COOLDOWN_MS,
   MAX_MAX_MEMBERS,
   MIN_MAX_MEMBERS,
@@ -74,6 +76,8 @@ export const EnvelopeSchema = z.looseObject({
   /** Additive: part `n` of `of` of a message longer than MAX_PART_SIZE (protocol.md "Parts"); its
    *  content is that slice of the message. Absent on a message sent whole. */
   part: z.object({ n: z.number().int().min(1), of: z.number().int().min(2) }).optional(),
+  /** Additive: wakes in a row this message answers (protocol.md "Wakes"); absent = 0. */
+  wake_chain: z.number().int().min(0).optional(),
   /** Additive receipt: every machine transition this envelope took, `[event, to, at]`. */
   transitions: z.array(z.tuple([z.string(), z.string(), z.number()])).default([]),
 });
@@ -130,6 +134,33 @@ export const emptyTimer = (): Timer => TimerSchema.parse({});
 
 const clampMembers = (n: number) => Math.min(MAX_MAX_MEMBERS, Math.max(MIN_MAX_MEMBERS, Math.floor(n)));
 
+export const WakeLineSchema = z.looseObject({
+  at: nullableMs.default(null),
+  chain: z.number().int().min(0).default(0),
+  base: z.number().int().min(0).default(0),
+  starts: z.array(ms).default([]),
+  held_by: z.enum(['loop', 'wake_budget']).nullable().default(null),
+  held_since: nullableMs.default(null),
+  held_newest: nullableMs.default(null),
+});
+export type WakeLine = z.infer<typeof WakeLineSchema>;
+
+export const CountersSchema = z.looseObject({
+  wakes: z.number().int().default(0),
+  routes: z.record(z.string(), z.number().int()).default({}),
+  held: z.number().int().default(0),
+  messages: z.number().int().default(0),
+  size: z.number().default(0),
+});
+export type Counters = z.infer<typeof CountersSchema>;
+
+export const UsageSchema = z.looseObject({
+  total: CountersSchema.default(() => CountersSchema.parse({})),
+  /** Keyed by the bucket's start (ms, USAGE_BUCKET_MS wide). */
+  buckets: z.record(z.string(), CountersSchema).default({}),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
 export const ChannelSchema = z.looseObject({
   id: z.string(),
   name: z.string(),
@@ -151,6 +182,10 @@ export const ChannelSchema = z.looseObject({
   /** Additive: why a recipient's mail is held (recipient machine `blocked`). */
   holds: z.record(z.string(), z.string()).default({}),
   seen_content: z.record(z.string(), ms).default({}),
+  /** Additive: each member's wake line (wake machine, protocol.md "Wakes"). */
+  wakes: z.record(z.string(), WakeLineSchema).default({}),
+  /** Additive: each member's cost ledger (protocol.md "Cost ledger"). */
+  usage: z.record(z.string(), UsageSchema).default({}),
   processed_correlations: z.array(z.string()).default([]),
   max_hops: z.number().int().default(DEFAULT_MAX_HOPS),
   rate_limit: z.number().int().default(DEFAULT_RATE_LIMIT),
@@ -158,8 +193,18 @@ export const ChannelSchema = z.looseObject({
   stale_event_ms: z.number().default(STALE_EVENT_MS),
   timer: TimerSchema.default(emptyTimer),
   budgets: z
-    .looseObject({ max_runtime_ms: nullableMs.default(null), max_delivered_messages: nullableMs.default(null) })
-    .default({ max_runtime_ms: null, max_delivered_messages: null }),
+    .looseObject({
+      max_runtime_ms: nullableMs.default(null),
+      max_delivered_messages: nullableMs.default(null),
+      max_wakes_per_member: z.number().int().min(0).nullable().default(DEFAULT_WAKES_PER_MEMBER),
+      max_wakes_per_channel: z.number().int().min(0).nullable().default(DEFAULT_WAKES_PER_CHANNEL),
+    })
+    .default({
+      max_runtime_ms: null,
+      max_delivered_messages: null,
+      max_wakes_per_member: DEFAULT_WAKES_PER_MEMBER,
+      max_wakes_per_channel: DEFAULT_WAKES_PER_CHANNEL,
+    }),
   delivered_total: z.number().int().optional(),
 });
 export type Channel = z.infer<typeof ChannelSchema> & { delivered_total: number };

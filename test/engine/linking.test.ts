@@ -52,7 +52,12 @@ describe('LNK-1 create registers exactly the caller', () => {
         max_members: 8,
         rate_limit: 20,
         max_hops: 4,
-        budgets: { max_runtime_ms: null, max_delivered_messages: null },
+        budgets: {
+          max_runtime_ms: null,
+          max_delivered_messages: null,
+          max_wakes_per_member: 60,
+          max_wakes_per_channel: 240,
+        },
       },
     });
   });
@@ -146,7 +151,12 @@ describe('LNK-4 slug rules and max_members', () => {
       max_members: 8,
       rate_limit: 1000,
       max_hops: 1,
-      budgets: { max_runtime_ms: 60000, max_delivered_messages: 1 },
+      budgets: {
+        max_runtime_ms: 60000,
+        max_delivered_messages: 1,
+        max_wakes_per_member: 60,
+        max_wakes_per_channel: 240,
+      },
     });
     const ch = sim.ch('team');
     expect([ch.rate_limit, ch.max_hops, ch.budgets.max_runtime_ms, ch.budgets.max_delivered_messages]).toEqual([
@@ -154,7 +164,12 @@ describe('LNK-4 slug rules and max_members', () => {
     ]);
     const sim2 = new Sim();
     sim2.ok(createCmd('sess_a', { budget_runtime_ms: 1e12, budget_messages: 1e9 }));
-    expect(sim2.ch('team').budgets).toEqual({ max_runtime_ms: 2592000000, max_delivered_messages: 1000000 });
+    expect(sim2.ch('team').budgets).toEqual({
+      max_runtime_ms: 2592000000,
+      max_delivered_messages: 1000000,
+      max_wakes_per_member: 60,
+      max_wakes_per_channel: 240,
+    });
   });
 
   it('9+ members join when max_members ≥ 9; the default 8 is a default, not a ceiling', () => {

@@ -8,6 +8,7 @@ import {
   type MachineName,
   type MemberEvent,
   type RecipientEvent,
+  type WakeEvent,
 } from '../../machines/index.ts';
 
 export interface Alphabet {
@@ -65,6 +66,29 @@ const memberEvents: MemberEvent[] = [
   { type: 'REMOVE', now: 9 },
 ];
 
+// A budget of one wake per window: a second wake inside the hour is held, one after it is not;
+// chain 6 reaches the loop guard from base 0, and a release raises the base to it.
+const wake = (now: number, chain: number, channel_starts = 0): WakeEvent => ({
+  type: 'WAKE',
+  now,
+  chain,
+  newest: now,
+  member_budget: 1,
+  channel_budget: 2,
+  channel_starts,
+  window_ms: 3_600_000,
+  keep: 2,
+});
+const wakeEvents: WakeEvent[] = [
+  wake(10, 0),
+  wake(20, 0),
+  wake(4_000_000, 1),
+  wake(30, 6),
+  wake(5_000_000, 0, 2),
+  { type: 'HANDED', now: 40 },
+  { type: 'RELEASE', now: 50, chain: 6 },
+];
+
 export const ALPHABETS: Record<MachineName, Alphabet> = {
   envelope: {
     initial: {
@@ -99,6 +123,10 @@ export const ALPHABETS: Record<MachineName, Alphabet> = {
     events: channelEvents,
   },
   member: { initial: { stale: false, stale_at: null, removed: false }, events: memberEvents },
+  wake: {
+    initial: { at: null, chain: 0, base: 0, starts: [], held_by: null, held_since: null, held_newest: null },
+    events: wakeEvents,
+  },
 };
 
 export const machineOf = (name: MachineName) => MACHINES[name].machine as AnyStateMachine;
