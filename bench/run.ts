@@ -1,5 +1,5 @@
 // `npm run bench`: every figure as one JSON line {figure, ..., target}; ratios carry the floor
-// they are divided by, measured in the same run. `npm run bench -- engine`, `-- mcp`, `-- hooks`, `-- operator`,
+// they are divided by, measured in the same run. `npm run bench -- engine`, `-- mcp`, `-- hooks`, `-- operator`, `-- wakes`,
 // `-- postgres` or `-- machines` runs one part; `-- postgres <part>` one part of that (bench/postgres.ts PARTS).
 // A part that fails (a loaded computer, a server gone) prints one line saying what it could not
 // measure and why, and the parts after it still run; the exit code is then 1.
@@ -9,6 +9,7 @@ import { hooksBench } from './hooks.ts';
 import { operatorBench } from './operator.ts';
 import { machinesBench } from './machines.ts';
 import { postgresBench } from './postgres.ts';
+import { wakesBench } from './wakes.ts';
 
 const PARTS: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [
   ['engine', engineBench],
@@ -17,6 +18,7 @@ const PARTS: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [
   ['operator', operatorBench],
   ['postgres', () => postgresBench(process.argv[3])],
   ['machines', machinesBench],
+  ['wakes', wakesBench],
 ];
 
 const line = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);

@@ -150,24 +150,27 @@ const zero = (): Counters => ({ wakes: 0, routes: {}, held: 0, messages: 0, size
 
 function add(c: Counters, d: Charge) {
   if (d.wakes) c.wakes += d.wakes;
-  if (d.route && (d.wakes || d.messages)) c.routes[d.route] = (c.routes[d.route] ?? 0) + (d.wakes || 1);
+  if (d.route && (d.wakes || d.messages)) {
+    const routes = (c.routes ??= {});
+    routes[d.route] = (routes[d.route] ?? 0) + (d.wakes || 1);
+  }
   if (d.held) c.held += d.held;
   if (d.messages) c.messages += d.messages;
   if (d.size) c.size += d.size;
 }
 
-/** Counts `d` in `rid`'s ledger on `ch`: its totals and the bucket of `now`; buckets older than
- *  USAGE_KEEP_MS leave (their totals stay). One write of the member's ledger. */
+/** Counts `d` in `rid`'s ledger on `ch`: its totals and the bucket of `now`, in place, so a
+ *  write records the counters it changed, not the ledger. A new bucket sweeps the ones older than
+ *  USAGE_KEEP_MS (their totals stay). */
 export function count(ch: Channel, rid: string, now: number, d: Charge) {
-  const have = raw(ch).usage?.[rid];
-  const next = { total: { ...zero(), ...(have?.total ?? {}) }, buckets: { ...(have?.buckets ?? {}) } };
-  next.total = { ...next.total, routes: { ...next.total.routes } };
-  add(next.total, d);
+  const ledgers = (ch.usage ??= {});
+  const u = (ledgers[rid] ??= { total: zero(), buckets: {} });
+  add(u.total, d);
   const key = String(now - (now % USAGE_BUCKET_MS));
-  const bucket = { ...zero(), ...(next.buckets[key] ?? {}) };
-  bucket.routes = { ...bucket.routes };
+  let bucket = u.buckets[key];
+  if (!bucket) {
+    for (const k of Object.keys(u.buckets)) if (now - Number(k) > USAGE_KEEP_MS) delete u.buckets[k];
+    bucket = u.buckets[key] = zero();
+  }
   add(bucket, d);
-  next.buckets[key] = bucket;
-  for (const k of Object.keys(next.buckets)) if (now - Number(k) > USAGE_KEEP_MS) delete next.buckets[k];
-  (ch.usage ??= {})[rid] = next;
 }
