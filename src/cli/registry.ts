@@ -14,6 +14,7 @@ import { channel } from './commands/channel.ts';
 import { speak } from './commands/speak.ts';
 import { status } from './commands/status.ts';
 import { store } from './commands/store.ts';
+import { usageCommands } from './commands/usage.ts';
 import { version } from './commands/version.ts';
 import { watch } from './commands/watch.ts';
 
@@ -21,6 +22,7 @@ export const COMMANDS: readonly CliCommand[] = [
   status,
   channels,
   pauseCommands,
+  usageCommands,
   speak,
   channel,
   joinCommandCli,

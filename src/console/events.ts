@@ -14,7 +14,8 @@ export type RefreshReason =
   | 'channel_paused'
   | 'channel_unpaused'
   | 'member_removed'
-  | 'message_sent';
+  | 'message_sent'
+  | 'wakes_released';
 
 export class EventHub {
   private readonly clients = new Set<ServerResponse>();

@@ -7,6 +7,7 @@ import type { SessionDetail } from '../engine/operator.ts';
 import { refuse, type ToolResult } from '../protocol/result.ts';
 import { placed, placeSession } from '../runtime/placement.ts';
 import type { Runtime } from '../runtime/runtime.ts';
+import { readUsage, releaseCommand } from '../cli/commands/usage.ts';
 import type { RefreshReason } from './events.ts';
 
 export interface RouteContext {
@@ -192,6 +193,22 @@ export const ROUTES: readonly Route[] = [
       ),
   },
   { method: 'GET', pattern: SUB('join-command'), handler: joinCommand },
+  // Wakes and their cost (the CLI's `usage` and `release`): the cost report of every live channel
+  // or of `?channel=`, and the operator's release of held wakes (every member, or `{member}`).
+  {
+    method: 'GET',
+    pattern: /^\/api\/usage$/,
+    handler: async (c) => answer(await readUsage(c.rt, c.query.get('channel') ?? undefined)),
+  },
+  {
+    method: 'POST',
+    pattern: SUB('release'),
+    handler: async (c) =>
+      answer(
+        await c.rt.run(releaseCommand(c.params[0]!, typeof c.body.member === 'string' ? c.body.member : undefined)),
+        'wakes_released',
+      ),
+  },
   {
     method: 'GET',
     pattern: SUB('deliveries'),

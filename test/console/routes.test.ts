@@ -59,11 +59,12 @@ describe('the page and its files', () => {
   it('GET /api/machines serves each machine diagram with one node per state', async () => {
     const r = await c.req('GET', '/api/machines');
     expect(r.status).toBe(200);
-    expect(Object.keys(r.json.data).sort()).toEqual(['channel', 'envelope', 'member', 'recipient']);
+    expect(Object.keys(r.json.data).sort()).toEqual(['channel', 'envelope', 'member', 'recipient', 'wake']);
     for (const s of ['pending', 'in_flight', 'delivered', 'failed', 'rejected', 'stale'])
       expect(r.json.data.envelope).toContain(`data-state="${s}"`);
     for (const s of ['ready', 'cooling', 'blocked', 'delivering'])
       expect(r.json.data.recipient).toContain(`data-state="${s}"`);
+    for (const s of ['quiet', 'woken', 'held']) expect(r.json.data.wake).toContain(`data-state="${s}"`);
     expect(r.json.data.envelope).not.toContain('<style>');
   });
 });

@@ -3,9 +3,11 @@
 // (project id `cli-local-project`, worktree = the project).
 import type { Command } from 'commander';
 import type { ArchiveCard, LiveCard, SessionDetail } from '../../engine/operator.ts';
+import type { UsageReport } from '../../engine/usage.ts';
 import { refuse } from '../../protocol/result.ts';
 import type { CliCommand } from '../command.ts';
 import { answer, cliOperator, counted, projectOf, withRuntime, type CliContext } from '../context.ts';
+import { budgetArg, budgetCommand, budgetText, readUsage } from './usage.ts';
 
 const NO_DESCRIPTION = 'No description yet';
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
@@ -44,7 +46,9 @@ export function renderChannelDetail(d: SessionDetail): string {
 const json = (c: Command) => c.option('--json', 'one {ok, message, data} document');
 
 function register(program: Command, ctx: CliContext) {
-  const channel = program.command('channel').description('list, inspect, create, save, delete and restore channels');
+  const channel = program
+    .command('channel')
+    .description('list, inspect, create, save, delete and restore channels, and set their wake budgets');
 
   json(channel.command('list').description('live channels and every saved one')).action(
     async (o: { json?: boolean }, cmd: Command) => {
@@ -154,6 +158,41 @@ function register(program: Command, ctx: CliContext) {
       ),
     );
   });
+
+  // The wake budgets (operator.md "Wakes and their cost"): without an option, what they
+  // are and how much of them the last hour used.
+  json(
+    channel
+      .command('budget <channel>')
+      .description("a channel's wake budgets per hour: per member and for the whole channel")
+      .option('--wakes-per-member <n>', 'wakes one member may be given per hour, or "none"')
+      .option('--wakes-per-channel <n>', 'wakes the whole channel may start per hour, or "none"'),
+  ).action(
+    async (name: string, o: { json?: boolean; wakesPerMember?: string; wakesPerChannel?: string }, cmd: Command) => {
+      const project = projectOf(cmd);
+      const perMember = budgetArg(o.wakesPerMember, '--wakes-per-member');
+      const perChannel = budgetArg(o.wakesPerChannel, '--wakes-per-channel');
+      if (perMember === undefined && perChannel === undefined) {
+        const r = await withRuntime(project, (rt) => readUsage(rt, name));
+        ctx.exit(
+          answer(ctx.io, r, o.json, (d: UsageReport) => {
+            const c = d.channels[0]!;
+            return [
+              `${c.name}: wake budget ${budgetText(c.wake_budget)} (channel)`,
+              ...c.members.filter((m) => m.member).map((m) => `  ${m.role}: wake budget ${budgetText(m.wake_budget)}`),
+            ].join('\n');
+          }),
+        );
+        return;
+      }
+      const budgets = {
+        ...(perMember === undefined ? {} : { max_wakes_per_member: perMember }),
+        ...(perChannel === undefined ? {} : { max_wakes_per_channel: perChannel }),
+      };
+      const r = await withRuntime(project, (rt) => rt.run(budgetCommand(name, budgets)));
+      ctx.exit(answer(ctx.io, r, o.json, () => r.message));
+    },
+  );
 }
 
 export const channel: CliCommand = { register };

@@ -1,5 +1,7 @@
 // `opencomms status [--json]` (operator.md "Command line"): the operator's view of every live channel.
 import type { StatusReport } from '../../engine/reads.ts';
+import type { UsageReport } from '../../engine/usage.ts';
+import type { ToolResult } from '../../protocol/result.ts';
 import {
   MACHINE_ID_SHOWN,
   machineLabel,
@@ -16,6 +18,7 @@ import { type Binding, readBinding } from '../../store/binding.ts';
 import { describeUrl } from '../../store/postgres/connect.ts';
 import type { CliCommand } from '../command.ts';
 import { answer, projectOf, withRuntime } from '../context.ts';
+import { type CostFields, memberCostLine, readUsage, withCosts } from './usage.ts';
 
 /** Errors shown in the text view, each cut to ERROR_CHARS: a glance, not the log. */
 const ERRORS_SHOWN = 5;
@@ -25,7 +28,7 @@ const ERROR_CHARS = 140;
 export type PlacedStatus = Omit<StatusReport, 'channels'> & {
   channels: Array<
     Omit<StatusReport['channels'][number], 'members'> & {
-      members: Array<StatusReport['channels'][number]['members'][number] & Partial<MemberPlace>>;
+      members: Array<StatusReport['channels'][number]['members'][number] & Partial<MemberPlace> & Partial<CostFields>>;
     }
   >;
   machine?: string;
@@ -48,10 +51,14 @@ export function renderStatus(project: string, d: PlacedStatus, migratedAt: strin
   lines.push(`${d.channels.length} channel(s), ${d.total_messages} message(s), ${d.pending_messages} pending`);
   for (const c of d.channels) {
     lines.push(`${c.name}${c.paused ? ' [PAUSED]' : ''}`);
-    for (const m of c.members)
+    for (const m of c.members) {
       lines.push(
         `  ${m.role} (${m.host}, delivery: ${m.delivery_mode}${m.lease ? `, ${renderPlace(m as MemberPlace)}` : ''})${m.stale ? ' [STALE]' : ''}`,
       );
+      // Its wake hold and what it cost (usage.ts), when it is held or cost anything.
+      const cost = memberCostLine(m);
+      if (cost) lines.push(`    ${cost}`);
+    }
   }
   if (d.machine) lines.push(`This computer: ${d.machine.slice(0, MACHINE_ID_SHOWN)}`);
   if (d.processes) {
@@ -62,6 +69,17 @@ export function renderStatus(project: string, d: PlacedStatus, migratedAt: strin
   return `${lines.join('\n')}\n`;
 }
 
+/** The status with each member's hold, wake budget use and cost (the cost report, usage.ts). */
+function withUsage(r: ToolResult, u: Awaited<ReturnType<typeof readUsage>>): ToolResult {
+  if (!u.ok) return r;
+  const d = r.data as PlacedStatus;
+  const report = u.data as UsageReport;
+  return {
+    ...r,
+    data: { ...d, channels: d.channels.map((c) => ({ ...c, members: withCosts(report, c.channel_id, c.members) })) },
+  };
+}
+
 export const status: CliCommand = {
   register(program, ctx) {
     program
@@ -70,9 +88,10 @@ export const status: CliCommand = {
       .option('--json', 'one {ok, message, data} document')
       .action(async (o: { json?: boolean }, cmd) => {
         const project = projectOf(cmd);
-        const r = await withRuntime(project, async (rt) =>
-          placed(rt.store, rt.machine, await rt.run({ op: 'operator_status' }), placeStatus),
-        );
+        const r = await withRuntime(project, async (rt) => {
+          const r = await placed(rt.store, rt.machine, await rt.run({ op: 'operator_status' }), placeStatus);
+          return r.ok ? withUsage(r, await readUsage(rt)) : r;
+        });
         const marker = await migrationMarker(project);
         // The runtime opened the same binding, so it reads here as it did there.
         ctx.exit(

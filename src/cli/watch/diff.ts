@@ -6,6 +6,7 @@
 // member machine state before and after.
 import { TERMINAL_STATUSES, type Envelope, type State } from '../../protocol/schema.ts';
 import { mailIndex, recipientView, type RecipientState } from '../../engine/deliveries.ts';
+import { WAKE_HOLD_LABEL, type WakeHold, wakeLineOf } from '../../engine/usage.ts';
 import { machineLabel } from '../../runtime/placement.ts';
 import { parseTag } from '../../runtime/process.ts';
 import type { LeaseView } from '../../store/types.ts';
@@ -39,6 +40,19 @@ export type WatchLine =
       machine: string | null;
     }
   | {
+      /** A member's wake line became held (the loop guard or a wake budget holds the turns
+       *  OpenComms would start for it) or was released (its wakes go again). */
+      kind: 'wake';
+      at: number;
+      channel: string;
+      session_id: string;
+      role: string;
+      /** null: its wakes went. */
+      from: WakeHold | null;
+      /** null: released (by the operator, or handed over at a turn OpenComms did not start). */
+      to: WakeHold | null;
+    }
+  | {
       /** A long-lived process's lease as the store's snapshots show it (a store with leases). */
       kind: 'process';
       at: number;
@@ -69,9 +83,16 @@ export interface Seen {
   recipients: Map<string, RecipientSeen>;
   /** Channel names by id, for envelopes whose channel is gone. */
   names: Map<string, string>;
+  /** `<channel_id>:<session_id>` → the last reported wake hold (absent: not held). */
+  wakes: Map<string, WakeSeen>;
 }
 
-export const emptySeen = (): Seen => ({ receipts: new Map(), recipients: new Map(), names: new Map() });
+export const emptySeen = (): Seen => ({
+  receipts: new Map(),
+  recipients: new Map(),
+  names: new Map(),
+  wakes: new Map(),
+});
 
 /** Events that hand an envelope over (each counts an attempt, protocol.md "The machines"). */
 const HAND_OVERS = new Set(['DRAIN', 'PULL']);
@@ -99,6 +120,42 @@ const recipientLine = (
   to,
   machine: r.machine,
 });
+
+type WakeSeen = { channel: string; role: string; held: WakeHold; since: number | null };
+
+/** The held wake lines of live members (engine/usage.ts reads them as the report does). */
+function wakeHolds(state: Readonly<State>) {
+  const out = new Map<string, WakeSeen>();
+  for (const ch of Object.values(state.channels)) {
+    if (ch.lifecycle !== 'active') continue;
+    for (const m of ch.members) {
+      const w = wakeLineOf(ch, m.session_id);
+      if (w.held_by)
+        out.set(`${ch.id}:${m.session_id}`, { channel: ch.name, role: m.role, held: w.held_by, since: w.held_since });
+    }
+  }
+  return out;
+}
+
+/** Lines for wake holds that began, changed or ended (a member that left is the recipient line's). */
+function wakeLines(seen: ReadonlyMap<string, WakeSeen>, now: Map<string, WakeSeen>, at: number): WatchLine[] {
+  const line = (key: string, w: WakeSeen, from: WakeHold | null, to: WakeHold | null, when: number): WatchLine => ({
+    kind: 'wake',
+    at: when,
+    channel: w.channel,
+    session_id: key.slice(key.indexOf(':') + 1),
+    role: w.role,
+    from,
+    to,
+  });
+  const lines: WatchLine[] = [];
+  for (const [key, w] of now) {
+    const before = seen.get(key);
+    if (before?.held !== w.held) lines.push(line(key, w, before?.held ?? null, w.held, before ? at : (w.since ?? at)));
+  }
+  for (const [key, w] of seen) if (!now.has(key)) lines.push(line(key, w, w.held, null, at));
+  return lines;
+}
 
 function recipientStates(state: Readonly<State>, now: number) {
   const out = new Map<string, RecipientSeen>();
@@ -197,7 +254,11 @@ export function diff(
   }
 
   const recipients = recipientStates(state, now);
+  const wakes = wakeHolds(state);
   if (!silent) {
+    // A member that left takes its hold with it: the recipient line says `removed`.
+    const stayed = new Map([...seen.wakes].filter(([key]) => recipients.has(key)));
+    lines.push(...wakeLines(stayed, wakes, now));
     for (const [key, r] of recipients) {
       const before = seen.recipients.get(key);
       if (before?.state !== r.state) lines.push(recipientLine(now, key, r, before?.state ?? null, r.state));
@@ -206,7 +267,7 @@ export function diff(
       if (!recipients.has(key)) lines.push(recipientLine(now, key, r, r.state, 'removed'));
   }
   lines.sort((a, b) => a.at - b.at);
-  return { lines, seen: { receipts, recipients, names } };
+  return { lines, seen: { receipts, recipients, names, wakes } };
 }
 
 /** Lines for the processes whose lease moved since `seen` (tag → what was reported). */
@@ -239,6 +300,15 @@ export function renderLine(l: WatchLine): string {
         ? `${l.event} → ${l.to}`
         : `${l.from} → ${l.to} (${l.event}${HAND_OVERS.has(l.event) ? `, attempt ${l.attempt}` : ''})`;
     return `${clock(l.at)}  ${l.channel}  envelope   ${l.message_id.slice(0, ID_SHOWN)}…  ${l.sender_role} → ${l.recipient_role}  ${move}`;
+  }
+  if (l.kind === 'wake') {
+    const who = `${l.role} (${l.session_id.slice(0, ID_SHOWN)})`;
+    const was = l.from ? `held by the ${WAKE_HOLD_LABEL[l.from]}` : null;
+    return `${clock(l.at)}  ${l.channel}  wake       ${
+      l.to
+        ? `held: ${who} by the ${WAKE_HOLD_LABEL[l.to]}${was ? ` (was ${was})` : ''}`
+        : `released: ${who} (was ${was})`
+    }`;
   }
   if (l.kind === 'process')
     return `${clock(l.at)}  -  process    pid ${l.pid} on ${machineLabel(l.machine, null)}  ${l.from ?? 'new'} → ${l.to}`;

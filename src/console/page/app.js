@@ -25,6 +25,8 @@ const ui = {
   recipient: null,
   host: 'opencode',
   join: null,
+  /** The selected live channel's cost report (GET /api/usage?channel=): `report` whole, `channel` its one channel. */
+  usage: null,
   /** The operator's message being written, kept across live re-renders: `to` is a role or '*'. */
   compose: { to: '*', text: '' },
 };
@@ -117,15 +119,18 @@ async function loadDetail() {
   }
   ui.detail = d.data;
   if (d.data.kind === 'live') {
-    const [v, j] = await Promise.all([
+    const [v, j, u] = await Promise.all([
       api('GET', `/api/channels/${name}/deliveries`),
       api('GET', `/api/channels/${name}/join-command?host=${ui.host}`),
+      api('GET', `/api/usage?channel=${name}`),
     ]);
     ui.deliveries = v.ok ? v.data : null;
     ui.join = j.ok ? j.data : null;
+    ui.usage = u.ok && u.data.channels[0] ? { report: u.data, channel: u.data.channels[0] } : null;
   } else {
     ui.deliveries = null;
     ui.join = null;
+    ui.usage = null;
   }
 }
 
@@ -222,6 +227,158 @@ function machineCell(a) {
   );
 }
 
+// ---- wakes and their cost (operator.md "Wakes and their cost") ------------------------------------
+
+const HOLD_LABELS = { loop: 'loop guard', wake_budget: 'wake budget' };
+const num = (n) => n.toLocaleString('en-US');
+const utc = (ms) => `${new Date(ms).toISOString().slice(11, 19)} UTC`;
+/** One window of the ledger in a cell: wakes, messages and the token estimate (labelled). */
+const costShort = (c) =>
+  `${num(c.wakes)} wake${c.wakes === 1 ? '' : 's'} · ${num(c.messages)} msg · ~${num(c.tokens_estimate)} tok`;
+/** The same window in full, for a tooltip: wakes by route, reads, held turns, characters. */
+function costLong(c) {
+  const routes = Object.entries(c.routes)
+    .filter(([r]) => r !== 'pull')
+    .map(([r, k]) => `${r} ${num(k)}`);
+  return [
+    `${num(c.wakes)} wakes${routes.length ? ` (${routes.join(', ')})` : ''}`,
+    c.routes.pull ? `${num(c.routes.pull)} reads (pull)` : null,
+    `${num(c.held)} held`,
+    `${num(c.messages)} messages`,
+    `${num(c.size)} characters`,
+    `~${num(c.tokens_estimate)} tokens (estimate: ${ui.usage?.report.token_estimate.rule ?? 'ceil(size / 4)'})`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+}
+const budgetShort = (b) => (b.budget === null ? 'no budget' : `${b.used}/${b.budget} this hour`);
+
+/** The member's entry of the selected channel's cost report, or null (a saved channel, or not loaded). */
+const usageOf = (a) => ui.usage?.channel.members.find((m) => m.session_id === a.session_id) ?? null;
+
+/** Its wake line: held (by what, since when, a Release button) or going, with its wake budget use. */
+function wakeCell(a, live) {
+  const u = usageOf(a);
+  if (!u) return h('td.muted', {}, '—');
+  const budget = h(
+    'span.budget.muted',
+    { title: 'wake budget: wakes started in the last hour' },
+    budgetShort(u.wake_budget),
+  );
+  if (!u.hold.held_by) return h('td', {}, h('span.wake.go', {}, 'wakes go'), ' ', budget);
+  const label = HOLD_LABELS[u.hold.held_by] ?? u.hold.held_by;
+  const since = u.hold.held_since === null ? '' : ` since ${utc(u.hold.held_since)}`;
+  const pending =
+    u.hold.pending === null
+      ? ''
+      : `; ${u.hold.pending} message(s) wait, readable by pull and handed over at its next turn`;
+  const frees = u.wake_budget.next_free_at ?? ui.usage.channel.wake_budget.next_free_at;
+  const ends =
+    u.hold.held_by !== 'wake_budget'
+      ? ''
+      : frees === null
+        ? ' It ends as the hour frees a slot, or when the budget grows (opencomms channel budget).'
+        : ` A slot frees at ${utc(frees)}; the budget can also grow (opencomms channel budget).`;
+  return h(
+    'td',
+    {},
+    h(
+      'span.wake.held',
+      {
+        title: `Held by the ${label}${since}${pending}.${ends}`,
+        tabindex: 0,
+        'aria-label': `wakes held by the ${label}${since}`,
+      },
+      `held · ${label}`,
+    ),
+    ' ',
+    budget,
+    // The loop guard's hold is the operator's to release; a budget's ends as the hour frees a slot
+    // or the budget grows (`opencomms channel budget`).
+    live && u.hold.held_by === 'loop'
+      ? h(
+          'button.small',
+          { type: 'button', onclick: () => releaseWakes(a), 'aria-label': `Release the wakes of ${a.role}` },
+          'Release',
+        )
+      : null,
+  );
+}
+
+/** What it cost in the last hour; the day and the total in the tooltip. */
+function costCell(a) {
+  const u = usageOf(a);
+  if (!u) return h('td.muted', {}, '—');
+  const tip = `Last hour: ${costLong(u.usage.hour)}\nLast day: ${costLong(u.usage.day)}\nSince the channel began: ${costLong(u.usage.total)}`;
+  return h('td', {}, h('span.cost', { title: tip, tabindex: 0 }, costShort(u.usage.hour)));
+}
+
+/** The selected channel's windows, its members' and the channel's, and its wake budget. */
+function usagePanel() {
+  const c = ui.usage.channel;
+  const r = ui.usage.report;
+  const held = c.members.some((m) => m.hold.held_by === 'loop');
+  const row = (label, u, hold) =>
+    h(
+      'tr',
+      {},
+      h('td', {}, label),
+      h('td', {}, hold),
+      ...['hour', 'day', 'total'].map((w) => h('td', { title: costLong(u[w]) }, costShort(u[w]))),
+    );
+  return h(
+    'section.panel',
+    { 'aria-labelledby': 'usage-title' },
+    h(
+      'h3',
+      { id: 'usage-title' },
+      'Wakes and cost ',
+      h('span.muted', {}, `wake budget ${budgetShort(c.wake_budget)} (channel)`),
+    ),
+    scroll(
+      'table.usage',
+      {},
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', {}, 'Member'),
+          h('th', {}, 'Wakes'),
+          h('th', {}, `Last hour (since ${utc(r.windows.hour.since)})`),
+          h('th', {}, 'Last day'),
+          h('th', {}, 'Since the channel began'),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        c.members.map((m) =>
+          row(
+            m.role ?? `${shortId(m.session_id)} (left)`,
+            m.usage,
+            m.hold.held_by ? `held · ${HOLD_LABELS[m.hold.held_by] ?? m.hold.held_by}` : 'go',
+          ),
+        ),
+        row(h('strong', {}, 'Channel'), c.usage, ''),
+      ),
+    ),
+    h(
+      'p.muted',
+      {},
+      `Tokens are an estimate: ${r.token_estimate.rule} of the characters shown to the model. `,
+      held
+        ? h(
+            'button.small',
+            { type: 'button', onclick: () => releaseWakes(null) },
+            'Release every wake the loop guard holds',
+          )
+        : null,
+    ),
+  );
+}
+
 function agentRow(a, live, help) {
   return h(
     'tr',
@@ -231,6 +388,8 @@ function agentRow(a, live, help) {
     h('td', {}, a.host),
     machineCell(a),
     h('td', {}, a.delivery_mode),
+    wakeCell(a, live),
+    costCell(a),
     h(
       'td',
       {},
@@ -271,6 +430,16 @@ function agentsTable(d) {
         h('th', {}, 'Host'),
         h('th', {}, 'Computer'),
         h('th', {}, 'Delivery'),
+        h(
+          'th',
+          {},
+          h('abbr', { title: 'Whether OpenComms starts its turns for its mail, and its wake budget use' }, 'Wakes'),
+        ),
+        h(
+          'th',
+          {},
+          h('abbr', { title: 'Last hour; the day and the total in the tooltip. Tokens are an estimate.' }, 'Cost'),
+        ),
         h('th', {}, h('abbr', { title: d.agent_state_help }, 'State')),
         h('th', {}, ''),
       ),
@@ -534,6 +703,11 @@ function deliveryPanel(v) {
       diagram('recipient', rec?.machine_state ?? null),
       diagram('channel', v.channel_state),
       diagram('member', rec?.member_state ?? null),
+      // The selected recipient's wake line (operator.md "Wakes and their cost").
+      diagram(
+        'wake',
+        rec ? (ui.usage?.channel.members.find((m) => m.session_id === rec.session_id)?.hold.state ?? null) : null,
+      ),
     ),
   );
 }
@@ -648,6 +822,7 @@ function renderDetail() {
       h('h3', { id: 'agents-title' }, 'Agents'),
       agentsTable(d),
     ),
+    live && ui.usage ? usagePanel() : null,
     live ? composePanel(d) : null,
     live ? joinPanel(d) : null,
     live && ui.deliveries ? deliveryPanel(ui.deliveries) : null,
@@ -687,6 +862,16 @@ async function removeAgent(a) {
     'POST',
     `/api/channels/${encodeURIComponent(ui.selected)}/members/remove`,
     { target_session_id: a.session_id },
+    (r) => r.message,
+  );
+}
+
+/** Lets the wakes the loop guard or a wake budget holds go again: one member's, or (null) every one's. */
+async function releaseWakes(a) {
+  await act(
+    'POST',
+    `/api/channels/${encodeURIComponent(ui.selected)}/release`,
+    a ? { member: a.session_id } : {},
     (r) => r.message,
   );
 }

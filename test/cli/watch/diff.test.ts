@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { diff, emptySeen, leaseLines, renderLine, type Seen, type WatchLine } from '../../../src/cli/watch/diff.ts';
 import { idsOf, mustPrompt, operatorActor, Sim } from '../../engine/fixtures.ts';
+import { WakeLineSchema } from '../../../src/protocol/schema.ts';
 
 /** A watcher over a Sim: each look() reads the state and, like the shell, the log tails. */
 function watcher(sim: Sim) {
@@ -27,7 +28,9 @@ const moves = (lines: WatchLine[]) =>
       ? `${l.message_id.slice(-2)} ${l.event} ${l.from ?? '∅'}→${l.to}`
       : l.kind === 'recipient'
         ? `${l.role} ${l.from ?? '∅'}→${l.to}`
-        : `pid ${l.pid} ${l.from ?? '∅'}→${l.to}`,
+        : l.kind === 'wake'
+          ? `wake ${l.role} ${l.from ?? '∅'}→${l.to ?? '∅'}`
+          : `pid ${l.pid} ${l.from ?? '∅'}→${l.to}`,
   );
 
 function team() {
@@ -161,6 +164,75 @@ describe('recipient and member lines', () => {
   });
 });
 
+describe('wake lines', () => {
+  /** The wake guard's fields as the engine writes them: a member's wake line and its hold. */
+  const hold = (sim: Sim, sid: string, held_by: 'loop' | 'wake_budget' | null) => {
+    const ch = sim.ch('team') as ReturnType<Sim['ch']> & { wakes?: Record<string, unknown> };
+    ch.wakes ??= {};
+    ch.wakes[sid] = WakeLineSchema.parse({
+      at: null,
+      chain: 6,
+      base: 0,
+      starts: [],
+      held_by,
+      held_since: held_by ? sim.now : null,
+      held_newest: null,
+    });
+    if (held_by) ch.holds[sid] = held_by;
+    else delete ch.holds[sid];
+  };
+
+  it('the loop guard holding a ping-pong pair, and the release the operator gives, as the engine records them', () => {
+    const sim = team();
+    const w = watcher(sim);
+    const lines: WatchLine[] = [];
+    for (let i = 0; i < 10; i++) {
+      const [from, to, rid] = i % 2 ? ['sess_b', 'Lead', 'sess_a'] : ['sess_a', 'Reviewer', 'sess_b'];
+      sim.send(from!, 'team', `answer ${i}`, { to });
+      sim.advance(2_000);
+      const p = sim.drain(rid!).effects.find((e) => e.type === 'Prompt');
+      if (p) sim.commit(p as Parameters<Sim['commit']>[0]);
+      sim.advance(2_000);
+      lines.push(...w.look());
+    }
+    expect(lines.filter((l) => l.kind === 'wake').map((l) => moves([l])[0])).toEqual(['wake Reviewer ∅→loop']);
+    sim.ok({ op: 'release_wakes', args: { channel: 'team' } });
+    const p = sim.drain('sess_b').effects.find((e) => e.type === 'Prompt');
+    if (p) sim.commit(p as Parameters<Sim['commit']>[0]);
+    expect(moves(w.look()).filter((m) => m.startsWith('wake'))).toEqual(['wake Reviewer loop→∅']);
+  });
+
+  it("a member's wakes held by the loop guard, moved to the wake budget, released; one line each", () => {
+    const sim = team();
+    const w = watcher(sim);
+    sim.advance(10);
+    const heldAt = sim.now;
+    hold(sim, 'sess_b', 'loop');
+    const held = w.look().filter((l) => l.kind === 'wake');
+    expect(held).toEqual([
+      { kind: 'wake', at: heldAt, channel: 'team', session_id: 'sess_b', role: 'Reviewer', from: null, to: 'loop' },
+    ]);
+    expect(w.look()).toEqual([]);
+    sim.advance(10);
+    hold(sim, 'sess_b', 'wake_budget');
+    expect(moves(w.look())).toEqual(['wake Reviewer loop→wake_budget']);
+    sim.advance(10);
+    hold(sim, 'sess_b', null);
+    const released = w.look();
+    expect(moves(released)).toEqual(['wake Reviewer wake_budget→∅']);
+    expect(released[0]!.at).toBe(sim.now);
+  });
+
+  it('a hold there before watch started is not reported; a member that leaves held gets its removed line only', () => {
+    const sim = team();
+    hold(sim, 'sess_b', 'loop');
+    const w = watcher(sim);
+    expect(w.look()).toEqual([]);
+    sim.ok({ op: 'kick', caller: { operator: true }, args: { channel: 'team', target_role: 'Reviewer' } });
+    expect(moves(w.look()).filter((m) => m.includes('Reviewer'))).toEqual(['Reviewer ready→removed']);
+  });
+});
+
 describe('renderLine', () => {
   it('prints one kubectl-style line per transition', () => {
     const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
@@ -204,6 +276,16 @@ describe('renderLine', () => {
         machine: '1a2b3c4d-0000-4000-8000-000000000000',
       }),
     ).toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb) on 1a2b3c4d  ready → blocked:paused');
+    const wake = { kind: 'wake', at, channel: 'team', session_id: 'sess_bbbbbbbbbbbbbbbb', role: 'Reviewer' } as const;
+    expect(renderLine({ ...wake, from: null, to: 'loop' })).toBe(
+      '03:04:05.678  team  wake       held: Reviewer (sess_bbbbbbb) by the loop guard',
+    );
+    expect(renderLine({ ...wake, from: 'loop', to: 'wake_budget' })).toBe(
+      '03:04:05.678  team  wake       held: Reviewer (sess_bbbbbbb) by the wake budget (was held by the loop guard)',
+    );
+    expect(renderLine({ ...wake, from: 'wake_budget', to: null })).toBe(
+      '03:04:05.678  team  wake       released: Reviewer (sess_bbbbbbb) (was held by the wake budget)',
+    );
     expect(
       renderLine({
         kind: 'process',
