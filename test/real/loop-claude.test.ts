@@ -30,6 +30,7 @@ import {
   countWrites,
   politeModel,
   quiet,
+  settleProcesses,
   sleep,
   state,
   type ModelLog,
@@ -58,6 +59,8 @@ describe('Claude Code 2.1.332, interactive: two polite sessions and the wake gua
   it('a politeness loop gets at most six woken turns, then stays held; a typed prompt hands the held mail over once, in order, after the notice', async () => {
     const t0 = Date.now();
     const sb = sandbox('oc-loop-claude');
+    // Runs after every terminal or server is closed, before the sandbox goes.
+    defer(sb.root, settleProcesses);
     const A = pin(),
       B = pin();
     await opencomms(sb, 'install', 'claude-code');

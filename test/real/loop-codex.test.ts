@@ -31,6 +31,7 @@ import {
   countWrites,
   politeModel,
   quiet,
+  settleProcesses,
   sleep,
   state,
   type ModelLog,
@@ -117,6 +118,8 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: two polite sessions and t
   it('a politeness loop gets at most six woken turns, then stays held; a typed prompt hands the held mail over once, in order, after the notice', async () => {
     const t0 = Date.now();
     const sb = sandbox('oc-loop-codex');
+    // Runs after every terminal or server is closed, before the sandbox goes.
+    defer(sb.root, settleProcesses);
     const A = pin(),
       B = pin();
     await opencomms(sb, 'install', 'codex');

@@ -81,6 +81,31 @@ export function countWrites(proj: string): { stop(): number } {
   };
 }
 
+/** Processes (other than this one) whose environment or command line names `root`. */
+export function processesOf(root: string): number[] {
+  const out: number[] = [];
+  for (const p of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    if (Number(p) === process.pid) continue;
+    try {
+      if (
+        readFileSync(`/proc/${p}/environ`, 'utf8').includes(root) ||
+        readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(root)
+      )
+        out.push(Number(p));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return out;
+}
+
+/** Waits (at most `ms`) until no process of the sandbox is left: a host ending after its terminal
+ *  closed runs its last hooks (SessionEnd writes the state), which would race the sandbox's removal. */
+export async function settleProcesses(root: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (processesOf(root).length && Date.now() < end) await sleep(100);
+}
+
 /** The frame ids (`| id: ocm_… |` headers) of a text, in order, each occurrence. */
 export const frameIds = (text: string) => [...text.matchAll(/\| id: (ocm_[0-9a-f]{32}) \|/g)].map((m) => m[1]!);
 

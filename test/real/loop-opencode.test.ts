@@ -27,6 +27,7 @@ import {
   countWrites,
   politeModel,
   quiet,
+  settleProcesses,
   sleep,
   state,
   type ModelLog,
@@ -39,6 +40,8 @@ describe('live OpenCode: two polite sessions and the wake guard', () => {
   it('a politeness loop gets at most six pushed turns, then stays held; a prompt hands the held mail over once, in order, after the notice', async () => {
     const t0 = Date.now();
     const sb = sandbox('oc-loop-opencode');
+    // Runs after every terminal or server is closed, before the sandbox goes.
+    defer(sb.root, settleProcesses);
     const logs: Record<'Alpha' | 'Beta', ModelLog> = {
       Alpha: { seen: [], answers: [] },
       Beta: { seen: [], answers: [] },
