@@ -23,6 +23,9 @@ export interface WakeContext {
   held_since: number | null;
   /** The newest held envelope's time: a hold counts one held turn per newer mail. */
   held_newest: number | null;
+  /** The hold the last wake ended, and since when it held: that wake's batch carries its notice. */
+  ended_by: WakeHold | null;
+  ended_since: number | null;
 }
 
 export type WakeEvent =
@@ -42,7 +45,8 @@ export type WakeEvent =
     }
   /** Held mail was handed over at a turn OpenComms did not start (a pull, a hook's boundary). */
   | { type: 'HANDED'; now: number }
-  /** The operator lets the wakes go: `chain` (the held mail's lowest) becomes the loop's new base. */
+  /** The operator let a loop's wakes go: `chain` (its held mail's) becomes the loop count's base
+   *  of every member of the channel, held or not. */
   | { type: 'RELEASE'; now: number; chain: number };
 
 /** Starts still inside the window at `now`. */
@@ -81,6 +85,8 @@ export const wakeMachine = setup({
         held_by: null,
         held_since: null,
         held_newest: null,
+        ended_by: context.held_by,
+        ended_since: context.held_since,
       };
     }),
     settle: assign({ at: null, held_by: null, held_since: null, held_newest: null }),
@@ -93,7 +99,17 @@ export const wakeMachine = setup({
 }).createMachine({
   id: 'wake',
   initial: 'quiet',
-  context: { at: null, chain: 0, base: 0, starts: [], held_by: null, held_since: null, held_newest: null },
+  context: {
+    at: null,
+    chain: 0,
+    base: 0,
+    starts: [],
+    held_by: null,
+    held_since: null,
+    held_newest: null,
+    ended_by: null,
+    ended_since: null,
+  },
   states: {
     quiet: {
       on: {
@@ -103,6 +119,7 @@ export const wakeMachine = setup({
           { guard: 'channelBudgetSpent', target: 'held', actions: 'holdForBudget' },
           { target: 'woken', actions: 'recordWake' },
         ],
+        RELEASE: { actions: 'release' },
       },
     },
     woken: {
@@ -113,6 +130,7 @@ export const wakeMachine = setup({
           { guard: 'channelBudgetSpent', target: 'held', actions: 'holdForBudget' },
           { target: 'woken', actions: 'recordWake' },
         ],
+        RELEASE: { actions: 'release' },
       },
     },
     held: {

@@ -4,6 +4,7 @@
 // requeued (its confirmation deadline passed) is not shown here but by the boundary pull after it,
 // so each message reaches the model once.
 import { joinFrames, frameEnvelope } from '../../src/framing.ts';
+import { endedNotice } from '../../src/engine/wakes.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import { wakeTag } from './wake-trigger.ts';
 
@@ -27,5 +28,21 @@ export async function handWokenBatch(rt: Runtime, prompt: string | undefined, me
     held: { by: tag, attempts: held.map((e) => e.attempts) },
   });
   const settled = new Set(r.ok ? ((r.data as { delivered?: string[] }).delivered ?? []) : []);
-  return joinFrames([...frames].filter(([id]) => settled.has(id)).map(([, f]) => f));
+  const shown = held.filter((e) => settled.has(e.message_id));
+  // A wake that ended a hold carries the hold's notice first (the drain's own text is not shown here).
+  const notices = [...new Set(shown.map((e) => e.channel_id))].flatMap((id) => {
+    const ch = Object.values(state.channels).find((c) => c.id === id);
+    const first = shown.find((e) => e.channel_id === id)!;
+    const n = ch
+      ? endedNotice(
+          ch,
+          member,
+          first.in_flight_at ?? -1,
+          shown.filter((e) => e.channel_id === id),
+        )
+      : null;
+    return n ? [n] : [];
+  });
+  const batch = joinFrames(shown.map((e) => frames.get(e.message_id)!));
+  return [...notices, batch].filter(Boolean).join('\n\n');
 }

@@ -23,7 +23,7 @@ import { staleWindow } from './eligibility.ts';
 import { channelStepOps, stepChannel, stepEnvelope, stepRecipient } from './transitions.ts';
 import { raw } from '../protocol/draft.ts';
 import type { Effect, Env, Held, Outcome } from './types.ts';
-import { count, decideWake, holdNotice, settleHold, wakeLine } from './wakes.ts';
+import { budgetFrees, count, decideWake, holdNotice, settleHold, wakeLine } from './wakes.ts';
 
 /** Room a hold's notice takes in a hand-over (shownSize units): its longest form, with three
  *  senders' roles and the channel's name, is under this. */
@@ -204,7 +204,7 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       if (hold === null && !inFlight && !isCooling(ch, rid, env.now)) {
         const wake = decideWake(state, ch, rid, `${member.host}/${member.delivery_mode}`, env.now);
         hold = wake.hold;
-        changed = true;
+        if (wake.changed) changed = true;
         if (wake.retry_at !== null) effects.push({ type: 'ScheduleAt', recipient: rid, at: wake.retry_at });
         if (hold === null && wake.before.held_by !== null) {
           ended.set(ch.id, { ch, line: wake.before });
@@ -696,6 +696,13 @@ export function nextDue(state: State, recipients: string[], env: Pick<Env, 'now'
       if (hold === undefined) held.set(at.ch.id, (hold = channelHold(at.ch, now) !== null));
       // Held mail (paused, budget) waits for a resume, which wakes its recipients: no deadline.
       if (hold) continue;
+      // Mail a wake hold keeps never ages out: a loop hold waits for a read, new mail or a release
+      // (each wakes the recipient); a budget hold for the hour to free a wake.
+      const wake = wakeLine(at.ch, rid).held_by;
+      if (wake !== null) {
+        if (wake === 'wake_budget') due = Math.min(due, Math.max(now, budgetFrees(at.ch, rid, now)));
+        continue;
+      }
       const w = staleWindow(at.member, env.spawnHosts);
       if (w !== null) due = Math.min(due, e.timestamp + w + 1);
       for (const t of [at.ch.cooldown_until[rid], at.ch.retry_at[rid]])

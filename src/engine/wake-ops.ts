@@ -6,7 +6,7 @@ import { clampOptions, wakeBudgetFields } from './link.ts';
 import { operatorChannel } from './membership.ts';
 import { done, refused } from './outcome.ts';
 import type { Env, Outcome } from './types.ts';
-import { releaseHold, wakeLine } from './wakes.ts';
+import { releaseHolds, wakeLine } from './wakes.ts';
 
 /** A member named by id or role (any case). */
 const named = (members: readonly Member[], who: string) =>
@@ -29,7 +29,12 @@ export function releaseWakes(state: State, args: { channel: unknown; member?: un
       );
     targets = [m];
   }
-  const released = targets.filter((m) => releaseHold(state, ch, m.session_id, env.now)).map((m) => m.session_id);
+  const released = releaseHolds(
+    state,
+    ch,
+    targets.map((m) => m.session_id),
+    env.now,
+  );
   const roles = targets.filter((m) => released.includes(m.session_id)).map((m) => m.role);
   return done(
     state,

@@ -22,6 +22,8 @@ const QUIET: WakeRecord = {
   held_by: null,
   held_since: null,
   held_newest: null,
+  ended_by: null,
+  ended_since: null,
 };
 
 /** The member's wake line as the machine's record (a member never woken has the quiet one). */
@@ -56,6 +58,20 @@ function channelStarts(ch: Channel, now: number): number {
   return n;
 }
 
+/** Whether two records of a line differ (a held line's repeated WAKE runs its assign and changes
+ *  nothing: it must write nothing either). */
+const differs = (a: WakeRecord, b: WakeRecord) =>
+  a.at !== b.at ||
+  a.chain !== b.chain ||
+  a.base !== b.base ||
+  a.starts.length !== b.starts.length ||
+  a.starts[0] !== b.starts[0] ||
+  a.held_by !== b.held_by ||
+  a.held_since !== b.held_since ||
+  a.held_newest !== b.held_newest ||
+  a.ended_by !== b.ended_by ||
+  a.ended_since !== b.ended_since;
+
 function stepWake(
   ch: Channel,
   rid: string,
@@ -63,8 +79,9 @@ function stepWake(
 ): { before: WakeRecord; after: WakeRecord; changed: boolean } {
   const before = wakeLine(ch, rid);
   const r = step(wakePersistence, before, event);
-  if (r.changed) (ch.wakes ??= {})[rid] = r.record as WakeLine;
-  return { before, after: r.record, changed: r.changed };
+  const changed = r.changed && differs(before, r.record);
+  if (changed) (ch.wakes ??= {})[rid] = r.record as WakeLine;
+  return { before, after: r.record, changed };
 }
 
 export interface WakeDecision {
@@ -74,6 +91,8 @@ export interface WakeDecision {
   before: WakeRecord;
   /** When a held budget frees a wake again, or null. */
   retry_at: number | null;
+  /** Whether the line or the ledger was written. */
+  changed: boolean;
 }
 
 /** Asks `rid`'s wake line whether a turn may start for its pending mail on `ch` now; records the
@@ -83,7 +102,7 @@ export function decideWake(state: State, ch: Channel, rid: string, route: string
   const b = raw(ch).budgets;
   const member_budget = b.max_wakes_per_member ?? null;
   const channel_budget = b.max_wakes_per_channel ?? null;
-  const { before, after } = stepWake(ch, rid, {
+  const { before, after, changed } = stepWake(ch, rid, {
     type: 'WAKE',
     now,
     chain,
@@ -97,14 +116,20 @@ export function decideWake(state: State, ch: Channel, rid: string, route: string
   const hold = after.held_by;
   if (hold === null) {
     count(ch, rid, now, { wakes: 1, route });
-    return { hold, before, retry_at: null };
+    return { hold, before, retry_at: null, changed: true };
   }
-  if (after.held_newest !== before.held_newest) count(ch, rid, now, { held: 1 });
-  return { hold, before, retry_at: hold === 'wake_budget' ? budgetFrees(ch, rid, now) : null };
+  const more = after.held_newest !== before.held_newest;
+  if (more) count(ch, rid, now, { held: 1 });
+  return {
+    hold,
+    before,
+    retry_at: hold === 'wake_budget' ? budgetFrees(ch, rid, now) : null,
+    changed: changed || more,
+  };
 }
 
 /** When the oldest start that holds the budget leaves the window. */
-function budgetFrees(ch: Channel, rid: string, now: number): number {
+export function budgetFrees(ch: Channel, rid: string, now: number): number {
   const own = recentStarts(wakeLine(ch, rid).starts, now, WAKE_BUDGET_WINDOW_MS);
   const all = Object.values(raw(ch).wakes ?? {}).flatMap((w) => recentStarts(w.starts, now, WAKE_BUDGET_WINDOW_MS));
   const b = raw(ch).budgets;
@@ -113,20 +138,39 @@ function budgetFrees(ch: Channel, rid: string, now: number): number {
   return Number.isFinite(oldest) ? oldest + WAKE_BUDGET_WINDOW_MS : now + WAKE_BUDGET_WINDOW_MS;
 }
 
+/** The notice a wake's batch carries when that wake ended a hold (a host that frames the batch
+ *  again from its envelopes, as the Codex wake does, adds it from here), or null. */
+export function endedNotice(ch: Channel, rid: string, wokenAt: number, handed: readonly Envelope[]): string | null {
+  const line = wakeLine(ch, rid);
+  return line.ended_by !== null && line.at === wokenAt
+    ? holdNotice(ch, { held_by: line.ended_by, held_since: line.ended_since }, handed)
+    : null;
+}
+
 /** Held mail was handed over at a turn OpenComms did not start: the hold ends (its notice went
  *  with the mail). */
 export const settleHold = (ch: Channel, rid: string, now: number) => stepWake(ch, rid, { type: 'HANDED', now });
 
-/** The operator lets a member's wakes go; false when they were not held. */
-export function releaseHold(state: State, ch: Channel, rid: string, now: number): boolean {
-  return stepWake(ch, rid, { type: 'RELEASE', now, chain: pendingChain(state, ch, rid).chain }).changed;
+/** The operator lets the held wakes of `rids` go: the loop count of every member of the channel
+ *  starts again at the highest chain their held mail carries, so the loop it was (whoever is in
+ *  it) gets LOOP_WAKES wakes again. Returns the members that were held. */
+export function releaseHolds(state: State, ch: Channel, rids: readonly string[], now: number): string[] {
+  const held = rids.filter((rid) => wakeLine(ch, rid).held_by !== null);
+  if (!held.length) return [];
+  const chain = Math.max(...held.map((rid) => pendingChain(state, ch, rid).chain));
+  for (const m of raw(ch).members) stepWake(ch, m.session_id, { type: 'RELEASE', now, chain });
+  return held;
 }
 
 const time = (at: number) => `${new Date(at).toISOString().slice(11, 16)} UTC`;
 
 /** The line of OpenComms' own that starts a held member's next hand-over: what was held, by what,
  *  why, and how it ends. Never inside a peer frame. */
-export function holdNotice(ch: Channel, line: WakeRecord, handed: readonly Envelope[]): string {
+export function holdNotice(
+  ch: Channel,
+  line: Pick<WakeRecord, 'held_by' | 'held_since'>,
+  handed: readonly Envelope[],
+): string {
   const roles = [...new Set(handed.map((e) => e.sender_role))].join(', ');
   const what = `${handed.length} message(s)${roles ? ` from ${roles}` : ''}`;
   const since = line.held_since === null ? '' : ` since ${time(line.held_since)}`;

@@ -142,6 +142,8 @@ export const WakeLineSchema = z.looseObject({
   held_by: z.enum(['loop', 'wake_budget']).nullable().default(null),
   held_since: nullableMs.default(null),
   held_newest: nullableMs.default(null),
+  ended_by: z.enum(['loop', 'wake_budget']).nullable().default(null),
+  ended_since: nullableMs.default(null),
 });
 export type WakeLine = z.infer<typeof WakeLineSchema>;
 

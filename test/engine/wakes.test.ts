@@ -3,6 +3,7 @@
 // hold's notice, the operator's release, wake budgets, and the cost ledger.
 import { describe, expect, it } from 'vitest';
 import { LOOP_WAKES, REFLEX_MS, WAKE_BUDGET_WINDOW_MS } from '../../src/protocol/limits.ts';
+import { endedNotice } from '../../src/engine/wakes.ts';
 import { dataOf, idsOf, mustPrompt, promptOf, Sim } from './fixtures.ts';
 
 function pair(args: Record<string, unknown> = {}) {
@@ -97,6 +98,11 @@ describe('the loop guard', () => {
     expect(p.message_ids).toHaveLength(2);
     expect(p.text.startsWith('(OpenComms: 2 message(s) from')).toBe(true);
     expect(p.text).toContain('held since');
+    // A host that frames the batch again from its envelopes (the Codex wake) gets the same notice.
+    const batch = p.message_ids.map((id) => sim.msg(id));
+    const again = endedNotice(sim.ch('team'), held, batch[0]!.in_flight_at!, batch);
+    expect(p.text.startsWith(again!)).toBe(true);
+    expect(endedNotice(sim.ch('team'), held, batch[0]!.in_flight_at! - 1, batch)).toBeNull();
   });
 
   it('the operator releases a hold: the held mail wakes the member, and the loop gets its wakes again', () => {

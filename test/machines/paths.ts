@@ -19,18 +19,23 @@ const label = (e: Ev) => `${e.type}${'now' in e ? `@${e.now}` : ''}${'hold' in e
 
 export function generatePaths(name: MachineName): GeneratedPath[] {
   const p = persistenceOf(name);
-  const { initial, events } = ALPHABETS[name];
+  const { initial, events, identity } = ALPHABETS[name];
   const fromState = toSnapshot(p, initial) as AnyMachineSnapshot;
   const opts = { events: events as Ev[], fromState } as const;
   const toGenerated =
     (kind: GeneratedPath['kind']) => (path: { state: AnyMachineSnapshot; steps: { event: Ev }[] }) => {
       const evs = path.steps.map((s) => s.event).filter((e) => !e.type.startsWith('xstate.'));
+      // A coarse identity keeps one state per key, whichever path reached it first: the end of
+      // this path is its events folded through transition(), without the replay's round trips.
+      const end = identity
+        ? evs.reduce((s, e) => transition(p.machine, s, e as never)[0] as AnyMachineSnapshot, fromState)
+        : path.state;
       return {
         kind,
-        name: `${name} ${kind}: ${evs.map(label).join(' > ') || '(initial)'} => ${JSON.stringify(path.state.value)}`,
+        name: `${name} ${kind}: ${evs.map(label).join(' > ') || '(initial)'} => ${JSON.stringify(end.value)}`,
         events: evs,
-        value: path.state.value,
-        context: path.state.context,
+        value: end.value,
+        context: end.context,
       };
     };
   // Shortest paths keyed by edge (source, event, target): one path per reachable transition,
@@ -40,7 +45,10 @@ export function generatePaths(name: MachineName): GeneratedPath[] {
     serializeState: (s: AnyMachineSnapshot, e: unknown, prev?: AnyMachineSnapshot) =>
       JSON.stringify([prev?.value, prev?.context, e, s.value, s.context]),
   } as never) as never as Parameters<ReturnType<typeof toGenerated>>[0][];
-  const simple = getSimplePaths(p.machine, opts as never) as never as Parameters<ReturnType<typeof toGenerated>>[0][];
+  const simple = getSimplePaths(p.machine, {
+    ...opts,
+    ...(identity ? { serializeState: (s: AnyMachineSnapshot) => identity(s.value, s.context) } : {}),
+  } as never) as never as Parameters<ReturnType<typeof toGenerated>>[0][];
   return [...shortest.map(toGenerated('shortest')), ...simple.map(toGenerated('simple'))];
 }
 

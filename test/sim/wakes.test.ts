@@ -506,16 +506,15 @@ describe.each<StoreKind>(['file', 'postgres'])('the wake guard on the %s store',
   );
 });
 
-// Defects the simulation found, as `it.fails`: each states what should hold and fails while the
-// defect is there. Fixing the defect turns it red: make it an `it` then. A set-up that does not
-// come about returns early, which turns it red too (only the last assertion may fail).
-describe('defects found by the simulation: held mail past the stale window', () => {
+// What the simulation first found broken: an owner spinning on held mail past the stale window,
+// and a release that bought one wake instead of a loop's.
+describe('held mail past the stale window, and a release', () => {
   // An owner process whose member is held (loop or wake budget) arms its delivery timer for the
   // held mail's stale deadline (nextDue counts it; settleQueue exempts it from aging out), and
   // once that deadline is past, every scan re-arms a timer of 0 ms that drains again: a locked,
   // journalled mutation per turn of the event loop, forever (~300/s on the files, ~180/s on
   // PostgreSQL). The world counts each such immediate re-arm as a spin.
-  it.fails("a held member's owner does not re-arm at once for held mail past the stale window", async () => {
+  it("a held member's owner does not re-arm at once for held mail past the stale window", async () => {
     const w = await world('file');
     await setUp(w, 'team', [
       ['a', 'Lead'],
@@ -537,7 +536,7 @@ describe('defects found by the simulation: release', () => {
   // protocol.md "Wakes": a release sets the held member's base to the held chain, "K more wakes".
   // Only the held member's base moves: its answer (chain 7) wakes the peer, whose base is still 0,
   // and the peer is held at once. A release of a polite pair buys 1 wake, not LOOP_WAKES.
-  it.fails(`after an operator release, the polite pair gets ${LOOP_WAKES} more wakes`, async () => {
+  it(`after an operator release, the polite pair gets ${LOOP_WAKES} more wakes`, async () => {
     const w = await world('file');
     await setUp(w, 'team', [
       ['a', 'Lead'],
@@ -556,7 +555,7 @@ describe('defects found by the simulation: release', () => {
 
 // Real time, once, as the defect shows itself in a process: not on the virtual clock.
 describe('defects found by the simulation: the held-mail spin in real time', () => {
-  it.fails('an idle owner makes no locked mutation for held mail past the stale window', async () => {
+  it('an idle owner makes no locked mutation for held mail past the stale window', async () => {
     const w = await world('file');
     await setUp(w, 'team', [
       ['a', 'Lead'],
