@@ -91,6 +91,16 @@ export const TOOLS: ToolDef[] = [
         .optional()
         .describe('Runtime budget in ms (null = none; 60000..2592000000).'),
       budget_messages: z.number().nullable().optional().describe('Delivered-message budget (null = none; 1..1000000).'),
+      max_wakes_per_member: z
+        .number()
+        .nullable()
+        .optional()
+        .describe('Turns OpenComms may start for one member per hour (default 60; null = none; 0..100000).'),
+      max_wakes_per_channel: z
+        .number()
+        .nullable()
+        .optional()
+        .describe('Turns OpenComms may start for the whole channel per hour (default 240; null = none; 0..100000).'),
       spawn_push: spawnPush.optional(),
     },
     required: ['channel', 'role', 'role_prompt'],
