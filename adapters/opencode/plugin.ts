@@ -116,6 +116,18 @@ class Instance {
     this.status.set(sid, s);
   }
 
+  statusOf(sid: string) {
+    return this.status.get(sid);
+  }
+
+  /** A person started a turn of `sid`: a loop hold on it ends (wake-ops.ts personTurn). Looked at
+   *  first, so a turn with no hold takes no lock. */
+  async personTurn(sid: string) {
+    const state = await this.runtime.peek().catch(() => null);
+    if (state && memberships(state, sid).some(({ ch }) => ch.wakes?.[sid]?.held_by === 'loop'))
+      await this.runtime.run({ op: 'person_turn', session: sid }).catch(() => {});
+  }
+
   /** Never prompt a busy session: the tracked status, else the host's word; a failed lookup
    *  counts as busy and is re-checked. */
   private async hold(rid: string) {
@@ -264,7 +276,13 @@ export const OpenCommsPlugin = async (input: PluginInput) => {
         if (state && memberships(state, sid).some(({ m }) => m.stale))
           await it.runtime.run({ op: 'clear_stale', session: sid });
         it.runtime.wake(sid);
-      } else if (st === 'busy' || st === 'retry') it.setStatus(sid, 'busy');
+      } else if (st === 'busy' || st === 'retry') {
+        // Busy without our prompt: a person started this turn, which ends a loop hold (OpenCode
+        // has no hook to hand the held mail over at it; the wake at its end carries it).
+        const ours = it.statusOf(sid) === 'busy';
+        it.setStatus(sid, 'busy');
+        if (!ours && st === 'busy') await it.personTurn(sid);
+      }
     },
     'command.execute.before': async (
       i: { command: string; sessionID: string; arguments: string },

@@ -28,7 +28,7 @@ import {
 import { answered, done } from './outcome.ts';
 import { createSession, deliveries, sessionGet, sessionList, type CreateSessionArgs } from './operator.ts';
 import { history, inbox, operatorStatus, status } from './reads.ts';
-import { releaseWakes, setWakeBudget } from './wake-ops.ts';
+import { personTurn, releaseWakes, setWakeBudget } from './wake-ops.ts';
 import { planSend, send, type SendArgs, type Sender, type SendPlan } from './send.ts';
 import { nearCap } from './retention.ts';
 import { archiveRead, deleteSession, restore, save, type Actor } from './sessions.ts';
@@ -91,6 +91,8 @@ export type Command =
   | { op: 'record_error'; entry: ErrorEntry }
   /** The operator's: wakes a hold keeps (all members, or one by id or role), and live wake budgets. */
   | { op: 'release_wakes'; args: Ch & { member?: unknown } }
+  /** A host's report that a person started a turn of `session` (wake-ops.ts personTurn). */
+  | { op: 'person_turn'; session: string }
   | { op: 'set_wake_budget'; args: Ch & { max_wakes_per_member?: unknown; max_wakes_per_channel?: unknown } }
   | { op: 'read_state' };
 
@@ -162,6 +164,8 @@ export function apply(state: State, cmd: Command, env: Env): Outcome {
       return releaseWakes(state, cmd.args, env);
     case 'set_wake_budget':
       return setWakeBudget(state, cmd.args, env);
+    case 'person_turn':
+      return personTurn(state, cmd.session, env);
     case 'record_error':
       recordError(state, cmd.entry);
       return done(state, ok('Recorded.'));

@@ -81,3 +81,19 @@ export function setWakeBudget(
     held.length ? [{ type: 'Wake', recipients: held }] : [],
   );
 }
+
+/** A turn of `sid`'s host session that OpenComms did not start (a person typed), on a host whose
+ *  hooks cannot hand mail over at it (OpenCode): the loop the member was held in is broken, so its
+ *  held mail goes at the session's next wake, with the hold's notice, as one batch. */
+export function personTurn(state: State, sid: string, env: Env): Outcome {
+  const released = Object.values(state.channels)
+    .filter((ch) => ch.lifecycle === 'active' && ch.members.some((m) => m.session_id === sid))
+    .flatMap((ch) => (wakeLine(ch, sid).held_by === 'loop' ? releaseHolds(state, ch, [sid], env.now) : []));
+  return done(
+    state,
+    ok(released.length ? `A person's turn ended the loop hold of ${sid}.` : 'No loop hold to end.', { released }),
+    [],
+    undefined,
+    released.length > 0,
+  );
+}

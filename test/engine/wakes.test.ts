@@ -119,6 +119,21 @@ describe('the loop guard', () => {
   });
 });
 
+describe("a person's turn on a host whose hooks cannot hand mail over (person_turn)", () => {
+  it('ends the loop hold: the next wake carries all the held mail with the notice', () => {
+    const sim = pair();
+    politeLoop(sim, 20);
+    const held = Object.keys(sim.ch('team').holds)[0]!;
+    expect(dataOf(sim.ok({ op: 'person_turn', session: held }))).toEqual({ released: [held] });
+    sim.advance(1_100);
+    const p = mustPrompt(sim.drain(held));
+    expect(p.text).toMatch(/^\(OpenComms: 1 message\(s\) from \w+, held since .* by the loop guard/);
+    // Nothing held: nothing changes.
+    const again = sim.run({ op: 'person_turn', session: held });
+    expect(again.changed).toBe(false);
+  });
+});
+
 describe('wake budgets', () => {
   it('a member past its budget is held until the window frees a wake; its mail waits', () => {
     const sim = pair({ max_wakes_per_member: 2 });
