@@ -1,5 +1,5 @@
 // What Stately Inspector is shown of a project, as a pure function of what `watch` looked at: each
-// channel, member, recipient and envelope is an actor of its machine (machines/index.ts, the one
+// channel, member, recipient, wake line and envelope is an actor of its machine (machines/index.ts, the one
 // copy), with the machine's own state value and the context fields that machine owns, nothing else.
 // Envelope events are watch's lines (each envelope's stored receipt, in the order the store
 // recorded it); a channel, member or recipient event is the machine's own event that moves the
@@ -17,11 +17,13 @@ import {
   recipientPersistence,
   channelPersistence,
   toSnapshot,
+  wakePersistence,
   type Hold,
   type Persistence,
 } from '../../machines/index.ts';
 import { type Channel, type Envelope, type Member, type State, TERMINAL_STATUSES } from '../protocol/schema.ts';
 import type { WatchLine } from '../cli/watch/diff.ts';
+import { wakeLine } from '../engine/wakes.ts';
 
 /** An inspected actor as last shown. */
 export interface ActorView {
@@ -51,6 +53,7 @@ export type Actors = ReadonlyMap<string, ActorView>;
 export const channelActorId = (channel: string) => `channel:${channel}`;
 export const memberActorId = (channel: string, role: string) => `member:${channel}/${role}`;
 export const recipientActorId = (channel: string, role: string) => `recipient:${channel}/${role}`;
+export const wakeActorId = (channel: string, role: string) => `wake:${channel}/${role}`;
 export const envelopeActorId = (messageId: string) => `envelope:${messageId}`;
 
 const machineOf = (name: MachineName) => MACHINES[name].machine as unknown as AnyStateMachine;
@@ -98,6 +101,9 @@ export function standingActors(state: Readonly<State>, only?: string): Map<strin
       const rid = recipientActorId(ch.name, m.role);
       const rs = stateOf(recipientPersistence, recipientRecord(state, ch, m));
       out.set(rid, { id: rid, machine: 'recipient', parent: cid, channel: ch.name, ...rs });
+      const wid = wakeActorId(ch.name, m.role);
+      const ws = stateOf(wakePersistence, wakeLine(ch, m.session_id));
+      out.set(wid, { id: wid, machine: 'wake', parent: cid, channel: ch.name, ...ws });
     }
   }
   return out;

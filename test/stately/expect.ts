@@ -73,12 +73,14 @@ export function expected({ pushed, pulled }: Ids): string[] {
   const out = `envelope:${pushed}`;
   const back = `envelope:${pulled}`;
   return [
-    // Registered when the inspector starts: the channel, its members and their recipient lines.
+    // Registered when the inspector starts: the channel, its members, their recipient and wake lines.
     'actor channel:team active',
     'actor member:team/Lead linked < channel:team',
     'actor recipient:team/Lead ready < channel:team',
+    'actor wake:team/Lead quiet < channel:team',
     'actor member:team/Pusher linked < channel:team',
     'actor recipient:team/Pusher ready < channel:team',
+    'actor wake:team/Pusher quiet < channel:team',
     // send: the channel's SEND gate, then the new envelope.
     'event channel:team SEND',
     'snapshot channel:team active active',
@@ -90,6 +92,9 @@ export function expected({ pushed, pulled }: Ids): string[] {
     `snapshot ${out} in_flight active`,
     'event recipient:team/Pusher DRAIN',
     'snapshot recipient:team/Pusher delivering active',
+    // the drain is a wake: Pusher's wake line records it.
+    'event wake:team/Pusher WAKE',
+    'snapshot wake:team/Pusher woken active',
     // sweep: the owner died; the envelope goes back to pending, its recipient cools down.
     `event ${out} SWEEP`,
     `snapshot ${out} pending active`,
@@ -117,6 +122,8 @@ export function expected({ pushed, pulled }: Ids): string[] {
     `snapshot ${out} pending stopped`,
     'snapshot recipient:team/Lead ready stopped',
     'snapshot recipient:team/Pusher cooling stopped',
+    'snapshot wake:team/Lead quiet stopped',
+    'snapshot wake:team/Pusher woken stopped',
   ];
 }
 
@@ -135,6 +142,7 @@ const MACHINE_CONTEXT: Record<string, string[]> = {
     'stale_event_ms',
   ],
   member: ['stale_at'],
+  wake: ['at', 'base', 'chain', 'ended_by', 'ended_since', 'held_by', 'held_newest', 'held_since', 'starts'],
 };
 
 /** JSON with every object's keys sorted (the inspector's serializer sorts them). */
