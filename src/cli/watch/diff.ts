@@ -6,7 +6,7 @@
 // member machine state before and after.
 import { TERMINAL_STATUSES, type Envelope, type State } from '../../protocol/schema.ts';
 import { mailIndex, recipientView, type RecipientState } from '../../engine/deliveries.ts';
-import { WAKE_HOLD_LABEL, type WakeHold, wakeLineOf } from '../../engine/usage.ts';
+import { tokensEstimate, WAKE_HOLD_LABEL, type WakeHold, wakeLineOf } from '../../engine/usage.ts';
 import { machineLabel } from '../../runtime/placement.ts';
 import { parseTag } from '../../runtime/process.ts';
 import type { LeaseView } from '../../store/types.ts';
@@ -51,6 +51,12 @@ export type WatchLine =
       from: WakeHold | null;
       /** null: released (by the operator, or handed over at a turn OpenComms did not start). */
       to: WakeHold | null;
+      /** The member was woken (a turn OpenComms started): from and to are null then. */
+      woken?: true;
+      /** What the member cost since the channel began: wakes, and the tokens handed to its model
+       *  (an estimate: characters ÷ 4). */
+      wakes: number;
+      tokens_estimate: number;
     }
   | {
       /** A long-lived process's lease as the store's snapshots show it (a store with leases). */
@@ -121,17 +127,33 @@ const recipientLine = (
   machine: r.machine,
 });
 
-type WakeSeen = { channel: string; role: string; held: WakeHold; since: number | null };
+type WakeSeen = {
+  channel: string;
+  role: string;
+  held: WakeHold | null;
+  since: number | null;
+  wakes: number;
+  size: number;
+};
 
-/** The held wake lines of live members (engine/usage.ts reads them as the report does). */
+/** The wake lines of live members that were ever woken or held (engine/usage.ts reads them as
+ *  the report does), with what each cost. */
 function wakeHolds(state: Readonly<State>) {
   const out = new Map<string, WakeSeen>();
   for (const ch of Object.values(state.channels)) {
     if (ch.lifecycle !== 'active') continue;
     for (const m of ch.members) {
       const w = wakeLineOf(ch, m.session_id);
-      if (w.held_by)
-        out.set(`${ch.id}:${m.session_id}`, { channel: ch.name, role: m.role, held: w.held_by, since: w.held_since });
+      const total = ch.usage?.[m.session_id]?.total;
+      if (w.held_by || total?.wakes)
+        out.set(`${ch.id}:${m.session_id}`, {
+          channel: ch.name,
+          role: m.role,
+          held: w.held_by,
+          since: w.held_since,
+          wakes: total?.wakes ?? 0,
+          size: total?.size ?? 0,
+        });
     }
   }
   return out;
@@ -147,13 +169,17 @@ function wakeLines(seen: ReadonlyMap<string, WakeSeen>, now: Map<string, WakeSee
     role: w.role,
     from,
     to,
+    wakes: w.wakes,
+    tokens_estimate: tokensEstimate(w.size),
   });
   const lines: WatchLine[] = [];
   for (const [key, w] of now) {
     const before = seen.get(key);
-    if (before?.held !== w.held) lines.push(line(key, w, before?.held ?? null, w.held, before ? at : (w.since ?? at)));
+    if (w.wakes > (before?.wakes ?? 0)) lines.push({ ...line(key, w, null, null, at), woken: true } as WatchLine);
+    if ((before?.held ?? null) !== w.held)
+      lines.push(line(key, w, before?.held ?? null, w.held, before ? at : (w.since ?? at)));
   }
-  for (const [key, w] of seen) if (!now.has(key)) lines.push(line(key, w, w.held, null, at));
+  for (const [key, w] of seen) if (!now.has(key) && w.held) lines.push(line(key, w, w.held, null, at));
   return lines;
 }
 
@@ -304,10 +330,13 @@ export function renderLine(l: WatchLine): string {
   if (l.kind === 'wake') {
     const who = `${l.role} (${l.session_id.slice(0, ID_SHOWN)})`;
     const was = l.from ? `held by the ${WAKE_HOLD_LABEL[l.from]}` : null;
+    const cost = `${l.wakes} wake(s) since the channel began, ~${l.tokens_estimate} tokens handed over (estimate)`;
     return `${clock(l.at)}  ${l.channel}  wake       ${
-      l.to
-        ? `held: ${who} by the ${WAKE_HOLD_LABEL[l.to]}${was ? ` (was ${was})` : ''}`
-        : `released: ${who} (was ${was})`
+      l.woken
+        ? `woken: ${who}; ${cost}`
+        : l.to
+          ? `held: ${who} by the ${WAKE_HOLD_LABEL[l.to]}${was ? ` (was ${was})` : ''}; ${cost}`
+          : `released: ${who} (was ${was})`
     }`;
   }
   if (l.kind === 'process')

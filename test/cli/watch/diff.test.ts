@@ -29,7 +29,9 @@ const moves = (lines: WatchLine[]) =>
       : l.kind === 'recipient'
         ? `${l.role} ${l.from ?? '∅'}→${l.to}`
         : l.kind === 'wake'
-          ? `wake ${l.role} ${l.from ?? '∅'}→${l.to ?? '∅'}`
+          ? l.woken
+            ? `wake ${l.role} woken (${l.wakes})`
+            : `wake ${l.role} ${l.from ?? '∅'}→${l.to ?? '∅'}`
           : `pid ${l.pid} ${l.from ?? '∅'}→${l.to}`,
   );
 
@@ -71,7 +73,11 @@ describe('envelope lines', () => {
     ]);
     sim.advance(10);
     const p = mustPrompt(sim.drain('sess_b'));
-    expect(moves(w.look())).toEqual([`${id!.slice(-2)} DRAIN pending→in_flight`, 'Reviewer ready→delivering']);
+    expect(moves(w.look())).toEqual([
+      `${id!.slice(-2)} DRAIN pending→in_flight`,
+      'wake Reviewer woken (1)',
+      'Reviewer ready→delivering',
+    ]);
     sim.advance(5);
     sim.commit(p);
     expect(sim.hot(id!)).toBeUndefined();
@@ -195,11 +201,26 @@ describe('wake lines', () => {
       sim.advance(2_000);
       lines.push(...w.look());
     }
-    expect(lines.filter((l) => l.kind === 'wake').map((l) => moves([l])[0])).toEqual(['wake Reviewer ∅→loop']);
+    // Six wakes (three each), then the seventh held; the script's later sends as Reviewer (no
+    // turn of its own started them) still wake Lead.
+    expect(lines.filter((l) => l.kind === 'wake').map((l) => moves([l])[0])).toEqual([
+      'wake Reviewer woken (1)',
+      'wake Lead woken (1)',
+      'wake Reviewer woken (2)',
+      'wake Lead woken (2)',
+      'wake Reviewer woken (3)',
+      'wake Lead woken (3)',
+      'wake Reviewer ∅→loop',
+      'wake Lead woken (4)',
+      'wake Lead woken (5)',
+    ]);
     sim.ok({ op: 'release_wakes', args: { channel: 'team' } });
     const p = sim.drain('sess_b').effects.find((e) => e.type === 'Prompt');
     if (p) sim.commit(p as Parameters<Sim['commit']>[0]);
-    expect(moves(w.look()).filter((m) => m.startsWith('wake'))).toEqual(['wake Reviewer loop→∅']);
+    expect(moves(w.look()).filter((m) => m.startsWith('wake'))).toEqual([
+      'wake Reviewer woken (4)',
+      'wake Reviewer loop→∅',
+    ]);
   });
 
   it("a member's wakes held by the loop guard, moved to the wake budget, released; one line each", () => {
@@ -210,7 +231,17 @@ describe('wake lines', () => {
     hold(sim, 'sess_b', 'loop');
     const held = w.look().filter((l) => l.kind === 'wake');
     expect(held).toEqual([
-      { kind: 'wake', at: heldAt, channel: 'team', session_id: 'sess_b', role: 'Reviewer', from: null, to: 'loop' },
+      {
+        kind: 'wake',
+        at: heldAt,
+        channel: 'team',
+        session_id: 'sess_b',
+        role: 'Reviewer',
+        from: null,
+        to: 'loop',
+        wakes: 0,
+        tokens_estimate: 0,
+      },
     ]);
     expect(w.look()).toEqual([]);
     sim.advance(10);
@@ -276,12 +307,24 @@ describe('renderLine', () => {
         machine: '1a2b3c4d-0000-4000-8000-000000000000',
       }),
     ).toBe('03:04:05.678  team  recipient  Reviewer (sess_bbbbbbb) on 1a2b3c4d  ready → blocked:paused');
-    const wake = { kind: 'wake', at, channel: 'team', session_id: 'sess_bbbbbbbbbbbbbbbb', role: 'Reviewer' } as const;
+    const wake = {
+      kind: 'wake',
+      at,
+      channel: 'team',
+      session_id: 'sess_bbbbbbbbbbbbbbbb',
+      role: 'Reviewer',
+      wakes: 3,
+      tokens_estimate: 420,
+    } as const;
+    const cost = '3 wake(s) since the channel began, ~420 tokens handed over (estimate)';
+    expect(renderLine({ ...wake, from: null, to: null, woken: true })).toBe(
+      `03:04:05.678  team  wake       woken: Reviewer (sess_bbbbbbb); ${cost}`,
+    );
     expect(renderLine({ ...wake, from: null, to: 'loop' })).toBe(
-      '03:04:05.678  team  wake       held: Reviewer (sess_bbbbbbb) by the loop guard',
+      `03:04:05.678  team  wake       held: Reviewer (sess_bbbbbbb) by the loop guard; ${cost}`,
     );
     expect(renderLine({ ...wake, from: 'loop', to: 'wake_budget' })).toBe(
-      '03:04:05.678  team  wake       held: Reviewer (sess_bbbbbbb) by the wake budget (was held by the loop guard)',
+      `03:04:05.678  team  wake       held: Reviewer (sess_bbbbbbb) by the wake budget (was held by the loop guard); ${cost}`,
     );
     expect(renderLine({ ...wake, from: 'wake_budget', to: null })).toBe(
       '03:04:05.678  team  wake       released: Reviewer (sess_bbbbbbb) (was held by the wake budget)',
