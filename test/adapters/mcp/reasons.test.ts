@@ -302,7 +302,12 @@ const SCENARIOS: Record<McpReason, Scenario> = {
   async budget_exhausted(t) {
     // One hand-over allowed.
     const bud = await pair(t.A, t.B, 'budget_exhausted', { budget_messages: 1 });
-    expect(bud.data.settings.budgets).toEqual({ max_runtime_ms: null, max_delivered_messages: 1 });
+    expect(bud.data.settings.budgets).toEqual({
+      max_runtime_ms: null,
+      max_delivered_messages: 1,
+      max_wakes_per_member: 60,
+      max_wakes_per_channel: 240,
+    });
     await ok(t.A, 'opencomms_send', { channel: 'budget_exhausted', content: 'one' });
     expect((await ok(t.B, 'opencomms_pull', { channel: 'budget_exhausted' })).data.messages).toHaveLength(1);
     expect((await t.refuse(t.A, 'opencomms_send', { channel: 'budget_exhausted', content: 'two' })).data.budget).toBe(
