@@ -130,7 +130,8 @@ export interface ModelLog {
  *  - OpenComms' own "… waiting … call opencomms_pull" line (Codex's Stop notice): a pull;
  *  - new frames (not seen before) in what the host added since the model's last turn (a wake, a
  *    hook's context, a pull's result): ONE send to `to` answering all of them, unless the turn is
- *    the person's ([person]), which it only reads (the person asked what is new);
+ *    the person's ([person]: the person asked what is new) or the mail comes after OpenComms'
+ *    notice of a hold ("reply only if it changes the work"), which it only reads;
  *  - after any other tool result: `SAY done`; else `SAY ok`.
  */
 export function politeModel(o: {
@@ -148,6 +149,8 @@ export function politeModel(o: {
     o.log.seen.push(...new Set(fresh));
     if (o.start && !req.endsWithToolResult && newest.includes(o.start.marker)) return o.start.line;
     if (newest.includes(PERSON) && !req.endsWithToolResult) return 'SAY Read it; nothing to add for now.';
+    // OpenComms' notice on held mail says an acknowledgement starts the loop again: heeded.
+    if (NOTICE_RE.test(newest) && !req.endsWithToolResult) return 'SAY Read the held mail; nothing to add.';
     if (fresh.length) {
       o.log.answers.push({ at: Date.now(), answered: [...new Set(fresh)] });
       n++;
