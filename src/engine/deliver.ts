@@ -270,8 +270,19 @@ export function drain(state: State, rid: string, env: Env, opts: DrainOptions = 
       ),
     );
     const text = [...notices, joinFrames(frames)].join('\n\n');
-    for (const ch of new Set(batch.map((e) => placement(state, e)!.ch)))
-      count(ch, rid, env.now, { messages: batch.filter((e) => e.channel_id === ch.id).length, size: text.length });
+    // Each channel's ledger: its messages and the characters of their frames (and its notice).
+    const per = new Map<string, { ch: Channel; messages: number; size: number }>();
+    batch.forEach((e, i) => {
+      let c = per.get(e.channel_id);
+      if (!c) per.set(e.channel_id, (c = { ch: placement(state, e)!.ch, messages: 0, size: 0 }));
+      c.messages++;
+      c.size += frames[i]!.length;
+    });
+    [...ended.values()].forEach(({ ch }, i) => {
+      const c = per.get(ch.id);
+      if (c) c.size += notices[i]!.length;
+    });
+    for (const { ch, messages, size } of per.values()) count(ch, rid, env.now, { messages, size });
     effects.push({
       type: 'Prompt',
       recipient: rid,
@@ -560,7 +571,7 @@ export function pull(
   // budget still allows; the channel machine then counts them in one HAND_OVER.
   const allowance = new Map<string, { ch: Channel; left: number; handed: number }>();
   const room = new AnswerRoom(maxSize);
-  if (scope.some((c) => wakeLine(c, sid).held_by !== null)) room.reserve(NOTICE_RESERVE);
+  if (scope.some((c) => wakeHeld(c, sid))) room.reserve(NOTICE_RESERVE);
   const sizes = new Map<string, number>(); // characters handed over per channel, for the ledger
   let full = false; // stopped at the route's size: the rest waits for the next read
   for (const id of q) {
