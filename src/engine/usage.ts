@@ -170,8 +170,8 @@ const viewWindows = (w: { hour: Counters; day: Counters; total: Counters }): Win
 });
 
 /** A member's wake line (`channel.wakes[rid]`): the wake machine's record is the hold's truth
- *  (a release clears it before the recipient's next drain clears `channel.holds[rid]`); a
- *  member with no line yet is held when `channel.holds[rid]` names a wake hold. */
+ *  (a read that ends a hold clears it and `channel.holds[rid]` together; a release leaves both to
+ *  the next wake); a member with no line yet is held when `channel.holds[rid]` names a wake hold. */
 export function wakeLineOf(ch: Channel, rid: string): WakeLineView & { starts: number[] } {
   const lines = obj((ch as { wakes?: unknown }).wakes);
   const w = obj(lines[rid]);
