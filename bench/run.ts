@@ -10,6 +10,7 @@ import { operatorBench } from './operator.ts';
 import { machinesBench } from './machines.ts';
 import { postgresBench } from './postgres.ts';
 import { wakesBench } from './wakes.ts';
+import { scaleBench } from './scale.ts';
 
 const PARTS: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [
   ['engine', engineBench],
@@ -19,6 +20,7 @@ const PARTS: ReadonlyArray<readonly [string, () => Promise<unknown>]> = [
   ['postgres', () => postgresBench(process.argv[3])],
   ['machines', machinesBench],
   ['wakes', wakesBench],
+  ['scale', scaleBench],
 ];
 
 const line = (o: object) => process.stdout.write(`${JSON.stringify(o)}\n`);
