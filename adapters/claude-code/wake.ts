@@ -22,6 +22,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { routeLimit } from '../route-limits.ts';
+import { memberships } from '../../src/engine/lookup.ts';
 import type { State } from '../../src/protocol/schema.ts';
 import { openRuntime, processAlive, processTag, Runtime } from '../../src/runtime/runtime.ts';
 import { MemoryStore } from '../../src/store/memory.ts';
@@ -230,6 +231,11 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
   }, LIVENESS_MS);
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void stop(sig));
   await rt.start();
+  // Its member's channels only: a change of another channel wakes no waiter (Store.focus).
+  rt.store.focus?.((state) => {
+    const r = resolveMember(state, ctx.host, sid);
+    return r && 'member' in r ? memberships(state, r.member).map(({ ch }) => ch.name) : [];
+  });
   // Readied for the wake while nothing waits: see `rehearse`.
   await rt.store.warm?.();
   await rehearse(rt, ctx, sid, log);

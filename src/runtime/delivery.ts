@@ -67,6 +67,9 @@ export interface DeliveryHost {
   now(): number;
   log(line: string): void;
   peek(): Promise<Readonly<State>>;
+  /** The state with the channels in this process's focus up to date (Store.focus); the others
+   *  may be behind. A process with no focus: `peek`. */
+  peekFocus(): Promise<Readonly<State>>;
   read(): Promise<State>;
   run(cmd: Command): Promise<ToolResult>;
   /** One locked engine step (its answer and effects); effects other than the Prompt are run by
@@ -323,7 +326,9 @@ export class Deliveries {
     // The live state, not a copy: everything below reads it before its first await.
     let state: Readonly<State>;
     try {
-      state = await this.rt.peek();
+      // Its sessions' channels are its focus: whatever else is behind, each hand-over's
+      // drain brings its own channel up to date.
+      state = await this.rt.peekFocus();
     } catch (e) {
       this.rt.log(`scan: ${(e as Error).message}`);
       return;

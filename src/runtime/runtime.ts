@@ -3,6 +3,7 @@
 // when, by which route, is the delivery policy's (delivery.ts). A Runtime owns no state the file
 // does not hold (caches aside).
 import { channelNamed } from '../engine/lookup.ts';
+import { commandScope } from '../engine/scope.ts';
 import { raw } from '../protocol/draft.ts';
 import { apply, compactContext, plan, type Command, type Env, type Outcome } from '../engine/index.ts';
 import { newChannelId, newCorrelationId, newMessageId } from '../protocol/ids.ts';
@@ -107,6 +108,7 @@ export class Runtime {
       now: this.now,
       log: this.log,
       peek: () => this.store.peek(),
+      peekFocus: () => this.store.peek('focus'),
       read: () => this.store.read(),
       run: (cmd) => this.run(cmd),
       step: (cmd) => this.step(cmd),
@@ -395,7 +397,7 @@ export class Runtime {
         deleteArchive: w?.deleteArchive,
         deleteHistory: w?.deleteHistory,
       };
-    });
+    }, commandScope(cmd));
     return { ...answer, state };
   }
 

@@ -52,3 +52,39 @@ export function checkedChanges(
   }
   return { ops: checked.ops, undo };
 }
+
+/** Whether `ops` (applied to `state`) write channel `key`'s part of the state only: the channel
+ *  itself, envelopes of it (as `state` holds them, or as `left` lists those that left it) and the
+ *  queues of members of no other channel. Such a change is ordered among that channel's changes
+ *  only (Store.mutate's scope); any other is ordered among all. */
+export function opsWithin(
+  state: Readonly<State>,
+  ops: readonly Op[],
+  key: string,
+  left?: readonly { message_id: string; channel_id: string }[],
+): boolean {
+  const ch = state.channels[key];
+  if (!ch) return false;
+  let own: Set<string> | null = null;
+  const ownMember = (rid: string) => {
+    if (!own) {
+      own = new Set(ch.members.map((m) => m.session_id));
+      for (const k in state.channels)
+        if (k !== key) for (const m of state.channels[k]!.members) own.delete(m.session_id);
+    }
+    return own.has(rid);
+  };
+  for (const op of ops) {
+    const [top, id] = op[1];
+    if (id === undefined) return false;
+    if (top === 'channels') {
+      if (id !== key) return false;
+    } else if (top === 'messages') {
+      const e = state.messages[id] ?? left?.find((x) => x.message_id === id);
+      if (e?.channel_id !== ch.id) return false;
+    } else if (top === 'queues' || top === 'delivered_to') {
+      if (!ownMember(id)) return false;
+    } else return false;
+  }
+  return true;
+}

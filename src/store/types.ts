@@ -55,6 +55,11 @@ export interface LeaseStore {
   release(tag: string): Promise<void>;
 }
 
+/** The one channel a call reads and writes, as its key in `state.channels`, looked up on the state
+ *  the store holds (which may lack what was done since in channels out of this process's focus);
+ *  null: the call may read anything (the store brings every channel up to date first). */
+export type Scope = (state: Readonly<State>) => string | null;
+
 export interface Store {
   /** Present when processes of other machines may share the store. */
   readonly leases?: LeaseStore;
@@ -63,8 +68,10 @@ export interface Store {
   /** A private copy of the current state; fail-closed (refusals are thrown as RefusalError). */
   read(): Promise<State>;
   /** The current state without a copy where possible: the caller must not change it, and it may
-   *  change in place under the caller at the next mutation (copy with `read()` to keep one). */
-  peek(): Promise<Readonly<State>>;
+   *  change in place under the caller at the next mutation (copy with `read()` to keep one). With
+   *  a scope, a store that keeps a focus (`focus`) may bring only that channel and the ones in
+   *  focus up to date ('focus': only those): the rest may be behind. */
+  peek(scope?: Scope | 'focus'): Promise<Readonly<State>>;
   /** Background catch-up between calls, so the next call finds less to do: what `peek` does,
    *  except that it may leave work to the next call (a snapshot being replaced at this moment).
    *  It answers nobody; a read never skips. */
@@ -78,8 +85,15 @@ export interface Store {
    *  connection's server process compiles the commit); a store with nothing to ready has none. */
   warm?(): Promise<void>;
   /** `fn` changes a private draft under the store's lock; nothing is written unless it reports a
-   *  change, and nothing at all if it throws. */
-  mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T>;
+   *  change, and nothing at all if it throws. With a scope, `fn` reads and writes that one channel
+   *  only: a store that keeps a focus then orders it after the changes of that channel (and of
+   *  none) only, and applies no other channel's (a change that writes beyond it is taken whole). */
+  mutate<T>(fn: (draft: State) => MutateOutcome<T>, scope?: Scope): Promise<T>;
+  /** This process serves the channels `select` names on the state (keys of `state.channels`,
+   *  asked again whenever a change of no one channel, a join or a leave among them, is applied):
+   *  its subscribers are told of their changes (and of changes of no one channel) only, and
+   *  `peek('focus')` brings only them up to date. A store that keeps every process whole has none. */
+  focus?(select: (state: Readonly<State>) => readonly string[]): void;
   /** Calls `onChange` (never concurrently with itself) whenever another process may have changed
    *  the state or its archives; resolves once subscribed. */
   subscribe(onChange: (change: StoreChange) => Promise<void>, log: (line: string) => void): Promise<Subscription>;

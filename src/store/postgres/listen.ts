@@ -1,6 +1,7 @@
 // The listening connection of a PostgreSQL store: LISTEN on the project's channel, whose
-// notifications carry the new sequence number (and ` a` when archives changed), never message
-// text. A notification is a hint: one sent while this connection is down is lost, so after every
+// notifications carry the new sequence number and the change's channel (`*`: any; then ` a` when
+// archives changed), never message text. Subscribers are told of the changes of the channels in this
+// process's focus, of no one channel, and of archives. A notification is a hint: one sent while this connection is down is lost, so after every
 // (re)connection each subscriber is told to look again, and a backstop query of the head every
 // PG_BACKSTOP_MS covers the rest, unless another query read the head meanwhile (`heard`).
 import pg from './pg.ts';
@@ -12,6 +13,13 @@ import { ident } from './schema.ts';
 export class Listener {
   /** The newest sequence number notified since the connection came up. */
   newest = 0;
+  /** The newest notified for a change of a channel `concerns` names, or of no one channel: a
+   *  process that keeps only some channels current looks again for these only. */
+  newestConcerning = 0;
+  /** Whether this process keeps the channel current (the store's focus; all until it has one). */
+  concerns: (channel: string) => boolean = () => true;
+  /** Subscribers are told only of what `concerns` this process (Store.focus). */
+  filtering = false;
   /** When LISTEN last took effect (0: not listening now). */
   upSince = 0;
   /** When the head was last read from the server by any query of this process (`heard`). */
@@ -47,9 +55,12 @@ export class Listener {
     c.on('end', () => this.lost(c));
     c.on('notification', (n) => {
       if (n.channel !== this.channel) return;
-      const [seq, archives] = (n.payload ?? '').split(' ');
-      this.newest = Math.max(this.newest, Number(seq) || 0);
-      this.tellAll({ archives: archives === 'a' });
+      const [seq, channel, archives] = (n.payload ?? '').split(' ');
+      const at = Number(seq) || 0;
+      this.newest = Math.max(this.newest, at);
+      const concerns = !channel || channel === '*' || this.concerns(channel);
+      if (concerns) this.newestConcerning = Math.max(this.newestConcerning, at);
+      if (concerns || !this.filtering || archives === 'a') this.tellAll({ archives: archives === 'a' });
     });
     try {
       await c.connect();
@@ -116,6 +127,7 @@ export class Listener {
     this.heardAt = Date.now();
     if (seq > this.newest) {
       this.newest = seq;
+      this.newestConcerning = Math.max(this.newestConcerning, seq);
       this.tellAll({ archives: true });
     }
   }
@@ -136,6 +148,7 @@ export class Listener {
       const seq = Number(r.rows[0]?.seq ?? 0);
       if (seq > this.newest) {
         this.newest = seq;
+        this.newestConcerning = Math.max(this.newestConcerning, seq);
         this.tellAll({ archives: true });
       }
     } catch {

@@ -2,14 +2,18 @@
 // share one database without touching each other and a role granted one schema sees no other.
 // One mutation is one call of `commit`, one statement in autocommit, so one round trip: it takes
 // the project's head row lock, and either appends the change (the `Op`s of src/protocol/draft.ts)
-// with its history and archive rows and a notification carrying the new sequence number only, or,
-// when the caller's cached head is behind, returns the changes it has not seen (it applies them
-// and runs its mutation again). A snapshot every PG_SNAPSHOT_EVERY changes bounds a cold start.
+// with its history and archive rows and a notification carrying the new sequence number and the
+// change's channel only, or, when the caller's cached head is behind by a change it must see,
+// returns the changes it has not seen (it applies them and runs its mutation again). A change
+// names the one channel it concerns (`channel`, null: any): a caller that keeps only some channels
+// current (its focus, `p_focus`) must see the changes of those and every change of no one channel, and
+// commits past the others (store.ts, "Focus"). A snapshot every PG_SNAPSHOT_EVERY changes
+// bounds a cold start.
 // The same statement stores the mailbox rows the change alters (mailbox.ts), for the hook runner.
 import { RefusalError, refuse } from '../../protocol/result.ts';
 
 /** The layout version written by this OpenComms; a schema with a higher one is refused. */
-export const PG_LAYOUT = 3;
+export const PG_LAYOUT = 4;
 
 /** A project key: lowercase, digits, `_` and `-`; it names the schema and the notify channel. */
 export const PROJECT_KEY_RE = /^[a-z0-9][a-z0-9_-]{0,47}$/;
@@ -40,6 +44,8 @@ insert into ${s}.meta (layout) select ${PG_LAYOUT} where not exists (select 1 fr
 create table if not exists ${s}.head (one boolean primary key default true check (one), seq bigint not null, retired text);
 insert into ${s}.head (seq) values (0) on conflict do nothing;
 create table if not exists ${s}.changes (seq bigint primary key, ops jsonb not null, archives boolean not null);
+-- The one channel (its key in the state) a change reads and writes; null: it may touch any.
+alter table ${s}.changes add column if not exists channel text;
 create table if not exists ${s}.snapshots (seq bigint primary key, state json not null);
 -- A snapshot is written and read whole, never queried inside: json is stored as sent (jsonb parses
 -- it into a binary form, 2-3x the cost of a 3 MB state).
@@ -64,10 +70,15 @@ create table if not exists ${s}.mailbox (session_id text primary key, seats json
 -- process of those OpenComms versions cannot commit.
 drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[]);
 drop function if exists ${s}.commit(bigint, jsonb, jsonb, jsonb, text, text[], jsonb);
--- p_history_*: the history batches, one per channel (historyBatches).
-create or replace function ${s}.commit(expected bigint, p_ops jsonb, p_history_c text[], p_history_n int[], p_history_ids text[], p_history_e text[],
+-- Layout 3's commit knew no channels: gone, so that a process of that OpenComms cannot commit.
+drop function if exists ${s}.commit(bigint, jsonb, text[], int[], text[], text[], jsonb, text, text[], jsonb);
+-- p_channel: the channel the change concerns (null: any); p_focus: the channels the caller keeps
+-- current. p_history_*: the history batches, one per channel (historyBatches). A change the caller
+-- must see comes back with its ops; one of a channel out of its focus, with none (o_ops null):
+-- it learns the sequence number only. o_mine: the one row of this change, committed.
+create or replace function ${s}.commit(expected bigint, p_channel text, p_focus text[], p_ops jsonb, p_history_c text[], p_history_n int[], p_history_ids text[], p_history_e text[],
   p_archive jsonb, p_del_archive text, p_del_history text[], p_mailbox jsonb)
-returns table(o_seq bigint, o_ops jsonb, o_archives boolean) language plpgsql as $fn$
+returns table(o_seq bigint, o_ops jsonb, o_archives boolean, o_channel text, o_mine boolean) language plpgsql as $fn$
 declare
   h bigint;
   gone text;
@@ -77,12 +88,14 @@ begin
   if gone is not null then
     raise exception 'opencomms: project retired: %', gone using errcode = 'OC001';
   end if;
-  if h <> expected then
-    return query select c.seq, c.ops, c.archives from ${s}.changes c where c.seq > expected order by c.seq;
+  if h <> expected and (p_channel is null or exists (select 1 from ${s}.changes c
+      where c.seq > expected and (c.channel is null or c.channel = any(p_focus)))) then
+    return query select c.seq, case when p_channel is null or c.channel is null or c.channel = any(p_focus) then c.ops end,
+      c.archives, c.channel, false from ${s}.changes c where c.seq > expected order by c.seq;
     return;
   end if;
   update ${s}.head set seq = h + 1;
-  insert into ${s}.changes values (h + 1, p_ops, arch);
+  insert into ${s}.changes (seq, ops, archives, channel) values (h + 1, p_ops, arch, p_channel);
   if p_history_c is not null then
     ${insertHistorySql(schema, ['p_history_c', 'p_history_n', 'p_history_ids', 'p_history_e'])};
   end if;
@@ -99,8 +112,8 @@ begin
       on conflict (session_id) do update set seats = coalesce(excluded.seats, m.seats), queued = excluded.queued,
         in_flight = coalesce(excluded.in_flight, m.in_flight);
   end if;
-  perform pg_notify('${schema}', (h + 1)::text || case when arch then ' a' else '' end);
-  return query select h + 1, null::jsonb, arch;
+  perform pg_notify('${schema}', (h + 1)::text || ' ' || coalesce(p_channel, '*') || case when arch then ' a' else '' end);
+  return query select h + 1, null::jsonb, arch, p_channel, true;
 end $fn$;
 -- A snapshot arrives in pieces (store.ts, snapshot), joined here once all of them are in. They
 -- live for one compaction: unlogged (no WAL) and uncompressed (the joined snapshot is compressed).
@@ -136,7 +149,7 @@ export const loadSelects = (schema: string) => {
   const s = ident(schema);
   return `select (select layout from ${s}.meta) as layout, (select retired from ${s}.head) as retired, n.seq, n.state
   from (select 1) one left join (select seq, state from ${s}.snapshots order by seq desc limit 1) n on true;
-select seq, ops, archives from ${s}.changes where seq > coalesce((select max(seq) from ${s}.snapshots), 0) order by seq;`;
+select seq, ops, archives, channel from ${s}.changes where seq > coalesce((select max(seq) from ${s}.snapshots), 0) order by seq;`;
 };
 
 /** The mailbox table's columns from `r`, the jsonb of a MailboxRow or a MailboxWrite (a part a

@@ -6,6 +6,14 @@
 // and the mutation runs again on the state they make (the engine is pure, so running it again is
 // what it would have done had it come later). Reads catch up first (one query); the background
 // catch-up queries only when a notification, a reconnect or the backstop says there is news.
+//
+// Focus: a call scoped to one channel (Store.mutate's scope: a send, a pull, a hand-over) needs
+// that channel current and nothing of the others. That channel is then in the process's focus:
+// it applies the changes of the channels in its focus and of no one channel, and learns only the
+// sequence numbers of the rest (their ops never leave the server), and its scoped commits are
+// ordered after the changes it must see only. Every change up to `full` is applied; after it, a
+// change of a channel out of focus is not (and none of no one channel lies there: one is applied
+// only once the cache is whole). A call that is not scoped first fetches what was left out.
 import pg from './pg.ts';
 import type { Archive, ArchiveHead } from '../../protocol/archive.ts';
 import { ArchiveSchema } from '../../protocol/archive.ts';
@@ -13,8 +21,8 @@ import { applyOps, detach, raw, type Op } from '../../protocol/draft.ts';
 import { isArchiveId } from '../../protocol/ids.ts';
 import { RefusalError, refuse } from '../../protocol/result.ts';
 import { emptyState, type Envelope, type State } from '../../protocol/schema.ts';
-import type { InvalidFile, MutateOutcome, Store, Subscription, StoreChange } from '../types.ts';
-import { checkedChanges, runOnDraft } from '../mutation.ts';
+import type { InvalidFile, MutateOutcome, Scope, Store, Subscription, StoreChange } from '../types.ts';
+import { checkedChanges, opsWithin, runOnDraft } from '../mutation.ts';
 import { checkOps } from '../validate.ts';
 import { asRefusal, clientConfig, describeUrl, isConnectionError, retired } from './connect.ts';
 import {
@@ -66,6 +74,8 @@ export interface PgStatus {
 interface Cache {
   state: State;
   seq: number;
+  /** Every change up to here is applied; after it, only those of channels in focus. */
+  full: number;
   /** The mailbox rows at `seq` (mailbox.ts); null while a cold load replays its tail. */
   box: Mailbox | null;
 }
@@ -75,19 +85,28 @@ interface Prepared {
   query: pg.QueryConfig;
   ops: string;
   undo: () => void;
+  /** The channel the change concerns (null: any). */
+  channel: string | null;
 }
 
 interface CommitRow {
   o_seq: string;
   o_ops: Op[] | null;
   o_archives: boolean;
+  o_channel: string | null;
+  o_mine: boolean;
 }
 
+/** A change as a query answers it: no ops for one of a channel out of this process's focus. */
 interface ChangeRow {
   seq: string;
-  ops: Op[];
+  ops: Op[] | null;
   archives: boolean;
+  channel: string | null;
 }
+
+/** What a catch-up needs: every change applied, or those of the channels in focus. */
+type Need = 'all' | 'focus';
 
 /** `q` with its values written in as literals: one simple query may then hold more statements (a
  *  query with parameters is one statement). */
@@ -102,6 +121,9 @@ function literally(q: pg.QueryConfig): string {
           : pg.escapeLiteral(String(v));
   return q.text.replace(/\$(\d+)/g, (_, n: string) => literal(q.values![Number(n) - 1]));
 }
+
+/** A text array as an SQL literal. */
+const literalArray = (xs: readonly string[]) => `array[${xs.map((x) => pg.escapeLiteral(x)).join(',')}]::text[]`;
 
 /** `q` as one simple query that ends the transaction too, then COMMIT. */
 const withCommit = (q: pg.QueryConfig): string => `${literally(q)}; commit;`;
@@ -129,6 +151,10 @@ export class PgStore implements Store {
   private contended = false;
   /** Liveness of processes on other machines (leases.ts). */
   readonly leases: PgLeases;
+  /** The channels this process keeps current (see "Focus"). */
+  private readonly focused = new Set<string>();
+  /** The channels this process serves, as `focus` was told to select them. */
+  private select: ((state: Readonly<State>) => readonly string[]) | null = null;
 
   constructor(private readonly options: PgStoreOptions) {
     this.schema = schemaOf(options.key);
@@ -136,6 +162,7 @@ export class PgStore implements Store {
     this.config = clientConfig(options.url, options.env);
     this.location = `${describeUrl(options.url)}#${options.key}`;
     this.listener = new Listener(this.config, this.schema);
+    this.listener.concerns = (channel) => !this.focused.size || this.focused.has(channel);
     this.leases = new PgLeases(
       (q) => this.query(q),
       this.schema,
@@ -228,7 +255,7 @@ export class PgStore implements Store {
       );
       const done = await c.query<{ layout: number }>(`select layout from ${s}.meta`);
       const from = done.rows[0]?.layout ?? 0;
-      if (from < PG_LAYOUT) {
+      if (from < 3) {
         // Layout 1 had no mailbox, layout 2 one with each row whole: laid out again, filled below.
         // Both had a history row per envelope: each becomes a batch of one, in order.
         await c.query(`drop table if exists ${s}.mailbox;
@@ -238,6 +265,10 @@ export class PgStore implements Store {
           select channel_id, array[message_id], json_build_array(envelope) from ${s}.history_2 order by n;
           drop table ${s}.history_2;`);
         await this.fillMailbox(c);
+      }
+      // Layout 3 named no channel per change: each of its changes concerns any (null).
+      if (from < PG_LAYOUT) {
+        await c.query(layoutSql(this.schema));
         await c.query(`update ${s}.meta set layout = ${PG_LAYOUT}`);
       }
       await c.query('commit');
@@ -250,8 +281,9 @@ export class PgStore implements Store {
   private async fillMailbox(c: pg.Client) {
     const [head, changes] = (await c.query(loadSelects(this.schema))) as unknown as pg.QueryResult[];
     const snap = head!.rows[0] as { state: State; seq: string } | undefined;
-    const cache: Cache = { state: snap?.state ?? emptyState(), seq: Number(snap?.seq ?? 0), box: null };
-    if (!this.applyRows(cache, changes!.rows as ChangeRow[]))
+    const seq = Number(snap?.seq ?? 0);
+    const cache: Cache = { state: snap?.state ?? emptyState(), seq, full: seq, box: null };
+    if (this.applyRows(cache, changes!.rows as ChangeRow[]) !== true)
       throw new Error(`the changes of ${this.location} do not follow its snapshot`);
     const rows = [...Mailbox.of(cache.state).rows.values()];
     await c.query({ text: fillMailboxSql(this.schema), values: [JSON.stringify(rows)] });
@@ -288,8 +320,37 @@ export class PgStore implements Store {
     return structuredClone(await this.peek());
   }
 
-  peek(): Promise<Readonly<State>> {
-    return this.serial(() => this.current());
+  peek(scope?: Scope | 'focus'): Promise<Readonly<State>> {
+    return this.serial(async () => {
+      if (scope === undefined || !this.focused.size || (scope === 'focus' && !this.select)) return this.current();
+      if (!this.cache) await this.load();
+      const key = scope === 'focus' ? '' : await this.scoped(scope);
+      if (key === null) return this.current();
+      await this.news(false, 'focus');
+      if (this.select) await this.refocus();
+      return this.cache!.state;
+    });
+  }
+
+  focus(select: (state: Readonly<State>) => readonly string[]): void {
+    this.select = select;
+    this.listener.filtering = true;
+    void this.serial(async () => {
+      if (!this.cache) await this.load();
+      await this.refocus();
+    }).catch(() => {});
+  }
+
+  /** The channels `focus`'s selection names now, in focus (each filled in); until the first is,
+   *  every change concerns this process. */
+  private async refocus() {
+    const select = this.select!;
+    for (;;) {
+      const state = this.cache!.state;
+      const missing = select(state).filter((k) => !this.focused.has(k) && state.channels[k]);
+      if (!missing.length) return;
+      for (const k of missing) await this.scoped((s) => (s.channels[k] ? k : null));
+    }
   }
 
   async revision(): Promise<string> {
@@ -300,55 +361,128 @@ export class PgStore implements Store {
   }
 
   /** Queries only when there may be news: a notification beyond what is applied, a listening
-   *  connection that is not up (notifications may be lost), or the backstop's interval passed. */
+   *  connection that is not up (notifications may be lost), or the backstop's interval passed. A
+   *  process with a focus looks for its channels' only. */
   catchUp(): Promise<void> {
     void this.listener.start();
     const c = this.cache;
     const l = this.listener;
+    const need: Need = this.focused.size ? 'focus' : 'all';
     // Quiet when listening since before the last question, with nothing newer notified or read
     // by a lease renewal (which reads the head: the backstop then needs no query of its own).
     const quiet =
       c &&
       l.up &&
       this.lastAsked >= l.upSince &&
-      l.newest <= c.seq &&
+      (need === 'all' ? l.newest : l.newestConcerning) <= c.seq &&
       Date.now() - Math.max(this.lastAsked, l.heardAt) < PG_BACKSTOP_MS;
     if (quiet) return Promise.resolve();
-    return this.serial(async () => void (await this.current()));
+    return this.serial(async () => {
+      if (!this.cache) await this.load();
+      await this.news(false, need);
+    });
   }
 
-  /** The cache brought up to date: the changes after it applied, or a cold load. */
+  /** The cache with every change applied. */
   private async current(): Promise<State> {
     await this.news();
     return this.cache!.state;
   }
 
-  /** Brings the cache up to date; true when anything changed (or it was loaded afresh). A head
-   *  a lease renewal read within PG_HEARD_FRESH_MS stands in for the query, unless a notification
-   *  told of a newer change (that renewal read the head before it, and a subscriber woken by the
-   *  notification would find nothing, with no notification to come again), or `exact`: a refusal
-   *  must be judged on a head read after the call began (another process's commit may have been
-   *  acknowledged since that renewal). */
-  private async news(exact = false): Promise<boolean> {
+  /** The key `scope` names on the cache, with that channel in focus and filled in (its changes
+   *  this process left out applied); null: the call is taken whole (no such channel here). */
+  private async scoped(scope: Scope): Promise<string | null> {
+    const c = this.cache!;
+    const key = scope(c.state);
+    if (key === null) return null;
+    if (this.focused.has(key)) return key;
+    if (c.full < c.seq) {
+      const s = ident(this.schema);
+      const r = await this.query<ChangeRow & { first: string | null }>({
+        name: `${this.schema}.fill`,
+        text: `select seq, ops, archives, channel, null as first from ${s}.changes where seq > $1 and seq <= $2 and channel = $3
+          union all select null, null, null, null, min(seq) from ${s}.changes order by seq nulls first`,
+        values: [c.full, c.seq, key],
+      });
+      if (this.compactedPast(c, r.rows[0]?.first)) {
+        await this.load();
+        return this.scoped(scope);
+      }
+      for (const row of r.rows.slice(1)) this.applyOne(c, row);
+    }
+    this.focused.add(key);
+    // A channel the cache now shows otherwise (saved, or no more) is looked up whole.
+    return scope(c.state) === key ? key : null;
+  }
+
+  /** Whether changes after `c.full` were compacted away, `first` being the oldest change kept
+   *  (the snapshot is loaded then). */
+  private compactedPast(c: Cache, first: string | null | undefined): boolean {
+    return first !== undefined && first !== null && Number(first) > c.full + 1;
+  }
+
+  /** Brings the cache up to date (`need`); true when anything changed (or it was loaded afresh).
+   *  A head a lease renewal read within PG_HEARD_FRESH_MS stands in for the query, unless a
+   *  notification told of a newer change (that renewal read the head before it, and a subscriber
+   *  woken by the notification would find nothing, with no notification to come again), or
+   *  `exact`: a refusal must be judged on a head read after the call began (another process's
+   *  commit may have been acknowledged since that renewal). */
+  private async news(exact = false, need: Need = 'all'): Promise<boolean> {
     const c = this.cache;
     if (!c) {
       await this.load();
       return true;
     }
+    const whole = need === 'all' && c.full < c.seq;
     const h = this.heard;
-    const fresh = h && h.seq === c.seq && this.listener.newest <= c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS;
+    const fresh =
+      !whole && h && h.seq === c.seq && this.listener.newest <= c.seq && Date.now() - h.at < PG_HEARD_FRESH_MS;
     if (!exact && fresh) return false;
     this.lastAsked = Date.now();
     // A retired project answers one row with no sequence number first (`store migrate`).
+    const r = await this.query<ChangeRow & { retired: string | null; first: string | null }>(this.since(c, need));
+    const head = r.rows[0]?.seq === null ? r.rows[0] : null;
+    if (head?.retired) throw this.retiredError(head.retired);
+    const rows = head ? r.rows.slice(1) : r.rows;
+    if (whole && this.compactedPast(c, head?.first)) {
+      await this.load();
+      return true;
+    }
+    const applied = this.applyRows(c, rows, whole);
+    if (applied === 'whole') {
+      await this.news(true, 'all');
+      return true;
+    }
+    if (!applied) await this.load();
+    return rows.some((x) => x.ops !== null);
+  }
+
+  /** The query of what `c` lacks: every change after its head (those of channels out of its
+   *  focus without ops when only the focus is needed), and, to make it whole, the ones it
+   *  left out before. */
+  private since(c: Cache, need: Need): pg.QueryConfig {
     const s = ident(this.schema);
-    const r = await this.query<ChangeRow & { retired?: string }>({
+    const retired = `union all select null, null, null, null, null, retired from ${s}.head where retired is not null order by seq nulls first`;
+    if (need === 'focus')
+      return {
+        name: `${this.schema}.since-focus`,
+        text: `select seq, case when channel is null or channel = any($2) then ops end as ops, archives, channel, null as first, null as retired
+          from ${s}.changes where seq > $1 ${retired}`,
+        values: [c.seq, [...this.focused]],
+      };
+    if (c.full < c.seq)
+      return {
+        name: `${this.schema}.since-whole`,
+        text: `select seq, ops, archives, channel, null as first, null as retired
+          from ${s}.changes where seq > $1 and (seq > $2 or not (channel = any($3)))
+          union all select null, null, null, null, (select min(seq) from ${s}.changes), retired from ${s}.head order by seq nulls first`,
+        values: [c.full, c.seq, [...this.focused]],
+      };
+    return {
       name: `${this.schema}.since`,
-      text: `select seq, ops, archives, null as retired from ${s}.changes where seq > $1 union all select null, null, null, retired from ${s}.head where retired is not null order by seq nulls first`,
+      text: `select seq, ops, archives, channel, null as first, null as retired from ${s}.changes where seq > $1 ${retired}`,
       values: [c.seq],
-    });
-    if (r.rows[0]?.retired) throw this.retiredError(r.rows[0].retired);
-    if (!this.applyRows(c, r.rows)) await this.load();
-    return r.rows.length > 0;
+    };
   }
 
   private retiredError(to: string): RefusalError {
@@ -362,39 +496,54 @@ export class PgStore implements Store {
     const [, head, changes] = results;
     const snap = head!.rows[0] as { retired: string | null; seq: string | null; state: State | null };
     if (snap.retired) throw this.retiredError(snap.retired);
-    const c: Cache = snap.state
-      ? { state: snap.state, seq: Number(snap.seq), box: null }
-      : { state: emptyState(), seq: 0, box: null };
-    if (!this.applyRows(c, changes!.rows as ChangeRow[]))
+    const seq = snap.state ? Number(snap.seq) : 0;
+    const c: Cache = { state: snap.state ?? emptyState(), seq, full: seq, box: null };
+    if (this.applyRows(c, changes!.rows as ChangeRow[]) !== true)
       throw new Error(`the changes of ${this.location} do not follow its snapshot`);
     c.box = Mailbox.of(c.state);
     this.cache = c;
     return c.state;
   }
 
-  /** Applies changes in order, each checked as it is replayed; false when they do not continue
-   *  the cache (compacted away since: the caller loads). */
-  private applyRows(c: Cache, rows: ChangeRow[]): boolean {
+  /** Applies changes in order, each checked as it is replayed: a change after the head (one
+   *  without ops is of a channel out of focus: only its number is learnt), or (`whole`: the query
+   *  of every change left out, then the rest) one left out before. false when they do not continue the cache (compacted away since: the
+   *  caller loads); 'whole' when a change of no one channel comes while others are left out (the
+   *  caller makes the cache whole first). */
+  private applyRows(c: Cache, rows: ChangeRow[], whole = false): boolean | 'whole' {
     for (const row of rows) {
       const seq = Number(row.seq);
-      if (seq <= c.seq) continue;
-      if (seq !== c.seq + 1) return false;
-      const undo = applyOps(c.state, row.ops);
-      const problem = checkOps(c.state, row.ops, false).problem;
-      if (problem) {
-        undo();
-        this.cache = null;
-        throw new RefusalError(
-          refuse(
-            'state_unreadable',
-            `Change ${seq} of ${this.location} is invalid (${problem}); the state was not changed. Report it; \`opencomms doctor\` shows the store.`,
-          ),
-        );
+      if (seq <= c.seq) {
+        if (whole && seq > c.full && row.ops !== null) this.applyOne(c, row);
+        continue;
       }
-      c.box?.apply(c.state, row.ops);
+      // `whole`: the rows before this one filled in every change left out.
+      if (whole) c.full = c.seq;
+      if (seq !== c.seq + 1) return false;
+      if (row.ops !== null && row.channel === null && c.full < c.seq) return 'whole';
+      if (row.ops !== null) this.applyOne(c, row);
+      if (c.full === c.seq && row.ops !== null) c.full = seq;
       c.seq = seq;
     }
+    if (whole) c.full = c.seq;
     return true;
+  }
+
+  private applyOne(c: Cache, row: ChangeRow) {
+    const ops = row.ops!;
+    const undo = applyOps(c.state, ops);
+    const problem = checkOps(c.state, ops, false).problem;
+    if (problem) {
+      undo();
+      this.cache = null;
+      throw new RefusalError(
+        refuse(
+          'state_unreadable',
+          `Change ${row.seq} of ${this.location} is invalid (${problem}); the state was not changed. Report it; \`opencomms doctor\` shows the store.`,
+        ),
+      );
+    }
+    c.box?.apply(c.state, ops);
   }
 
   // ---- writing ---------------------------------------------------------------------------------
@@ -406,55 +555,72 @@ export class PgStore implements Store {
    *  optimistically instead, under many writers each try loses to another writer's, and every
    *  lost try costs a whole run of the mutation. While other processes keep writing (`contended`:
    *  a try lost, and every locked run since found their changes), mutations take the lock at once:
-   *  a try would lose again, and the lock's own read is the catch-up. */
-  mutate<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
+   *  a try would lose again, and the lock's own read is the catch-up. A scoped mutation loses only
+   *  to a change of a channel in this process's focus or of none ("Focus"). */
+  mutate<T>(fn: (draft: State) => MutateOutcome<T>, scope?: Scope): Promise<T> {
     return this.serial(async () => {
       if (!this.cache) await this.load();
-      else if (this.contended) return this.attemptLocked(fn);
+      let key = scope ? await this.scoped(scope) : null;
+      if (key === null && this.cache!.full < this.cache!.seq) await this.news(true, 'all');
+      if (this.contended) return this.attemptLocked(fn, key);
       // A cache a notification already says is behind would lose its optimistic try, having
       // sent the whole change for nothing (a pull's history is 100 envelopes): it catches up first.
-      else if (this.listener.newest > this.cache.seq) await this.news(true);
+      const l = this.listener;
+      if ((key === null ? l.newest : l.newestConcerning) > this.cache!.seq)
+        await this.news(true, key === null ? 'all' : 'focus');
       for (let i = 0; i < PG_OPTIMISTIC_TRIES; i++) {
-        const step = await this.attempt(fn);
+        const step = await this.attempt(fn, key);
         if (step.done) return step.answer;
+        if (step.widen) key = null;
       }
       this.contended = true;
-      return this.attemptLocked(fn);
+      return this.attemptLocked(fn, key);
     });
   }
 
   private async attempt<T>(
     fn: (draft: State) => MutateOutcome<T>,
-  ): Promise<{ done: true; answer: T } | { done: false }> {
+    key: string | null,
+  ): Promise<{ done: true; answer: T } | { done: false; widen?: true }> {
     const c = this.cache!;
-    const step = this.prepare(c, fn);
+    const step = this.prepare(c, fn, key);
+    if ('widen' in step) {
+      await this.news(true, 'all');
+      return { done: false, widen: true };
+    }
     // An answer that writes nothing (a refusal, mostly) must hold on the newest state too: one
     // computed on a cache another process has moved past would never meet the server.
-    if ('result' in step) return (await this.news(true)) ? { done: false } : { done: true, answer: step.result };
-    // null: the answer was lost, and asking the server showed this change committed.
-    const rows = (await this.commitStatement<CommitRow>(step.query, c.seq, step)) ?? [
-      { o_seq: String(c.seq + 1), o_ops: null, o_archives: false },
-    ];
-    const committed = rows.length === 1 && rows[0]!.o_ops === null ? Number(rows[0]!.o_seq) : null;
-    if (committed !== null) {
-      this.committed(c, committed);
+    if ('result' in step)
+      return (await this.news(true, key === null ? 'all' : 'focus'))
+        ? { done: false }
+        : { done: true, answer: step.result };
+    const rows = await this.commitStatement<CommitRow>(step.query, c.seq, step);
+    const mine = rows.length === 1 && rows[0]!.o_mine ? Number(rows[0]!.o_seq) : null;
+    if (mine !== null) {
+      this.committed(c, mine);
       return { done: true, answer: step.answer };
     }
     // Someone committed first: their changes, then this mutation again on what they made.
     step.undo();
-    const news = rows.map((r) => ({ seq: r.o_seq, ops: r.o_ops ?? [], archives: r.o_archives }));
-    if (!news.length || !this.applyRows(c, news)) await this.load();
+    const news = rows.map((r) => ({ seq: r.o_seq, ops: r.o_ops, archives: r.o_archives, channel: r.o_channel }));
+    const applied = news.length ? this.applyRows(c, news) : false;
+    if (applied === 'whole') await this.news(true, 'all');
+    else if (!applied) await this.load();
     return { done: false };
   }
 
   /** The mutation under the project's lock. A cache so far behind that the changes it lacks were
    *  compacted away reloads the snapshot (outside the lock, which a load's own read-only
    *  transaction cannot share) and takes the lock again. */
-  private async attemptLocked<T>(fn: (draft: State) => MutateOutcome<T>): Promise<T> {
-    for (let reloads = 0; ; reloads++) {
-      const step = await this.lockedOnce(fn);
+  private async attemptLocked<T>(fn: (draft: State) => MutateOutcome<T>, key: string | null): Promise<T> {
+    for (let reloads = 0; ; ) {
+      const step = await this.lockedOnce(fn, key);
       if (step.done) return step.answer;
-      if (reloads >= PG_COMPACTED_RELOADS)
+      if (step.widen) {
+        key = null;
+        continue;
+      }
+      if (++reloads >= PG_COMPACTED_RELOADS)
         throw new Error(`the changes of ${this.location} were compacted during every retry of a mutation; retry`);
       await this.load();
     }
@@ -462,19 +628,34 @@ export class PgStore implements Store {
 
   private async lockedOnce<T>(
     fn: (draft: State) => MutateOutcome<T>,
-  ): Promise<{ done: true; answer: T } | { done: false }> {
+    key: string | null,
+  ): Promise<{ done: true; answer: T } | { done: false; widen?: true }> {
     const s = ident(this.schema);
     const c = this.cache!;
+    if (key === null && c.full < c.seq) await this.news(true, 'all');
+    const ops =
+      key === null
+        ? 'ops'
+        : `case when channel is null or channel = any(${literalArray([...this.focused])}) then ops end`;
     try {
       const [, , since] = (await this.query(
-        `begin; select seq from ${s}.head for update; select seq, ops, archives from ${s}.changes where seq > ${Number(c.seq)} order by seq;`,
+        `begin; select seq from ${s}.head for update; select seq, ${ops} as ops, archives, channel from ${s}.changes where seq > ${Number(c.seq)} order by seq;`,
       )) as unknown as pg.QueryResult<ChangeRow>[];
-      if (!this.applyRows(c, since!.rows)) {
+      const applied = this.applyRows(c, since!.rows);
+      if (applied !== true) {
         await this.query('rollback');
+        if (applied === 'whole') {
+          await this.news(true, 'all');
+          return { done: false, widen: true };
+        }
         return { done: false };
       }
-      if (!since!.rows.length) this.contended = false;
-      const step = this.prepare(c, fn);
+      if (!since!.rows.some((r) => r.ops !== null)) this.contended = false;
+      const step = this.prepare(c, fn, key);
+      if ('widen' in step) {
+        await this.query('rollback');
+        return { done: false, widen: true };
+      }
       if ('result' in step) {
         await this.query('rollback');
         return { done: true, answer: step.result };
@@ -482,9 +663,9 @@ export class PgStore implements Store {
       // The change and the transaction's end in one round trip: the lock is held across one
       // turn of this process only (on a busy machine each turn waits to be scheduled).
       const rows = await this.commitStatement<CommitRow>(withCommit(step.query), c.seq, step);
-      if (rows && (rows.length !== 1 || rows[0]!.o_ops !== null))
+      if (rows.length !== 1 || !rows[0]!.o_mine)
         this.undoing(step)(new Error(`${this.location} moved on while this process held its lock`));
-      this.committed(c, c.seq + 1);
+      this.committed(c, Number(rows[0]!.o_seq));
       return { done: true, answer: step.answer };
     } catch (e) {
       await this.client?.query('rollback').catch(() => {});
@@ -492,22 +673,26 @@ export class PgStore implements Store {
     }
   }
 
-  /** The statement that commits `step`, prepared on the change `base`: its rows, or null when its
-   *  answer was lost with the connection and asking the server (settle) showed it committed. A
-   *  change the server may hold is never answered as not written. Any other failure takes the
-   *  change back out of the cache and drops the cache (the next access reloads). */
+  /** The statement that commits `step`, prepared on the change `base`: its rows (when its answer
+   *  was lost with the connection and asking the server (settle) showed it committed, the row of
+   *  that change). A change the server may hold is never answered as not written. Any other
+   *  failure takes the change back out of the cache and drops the cache (the next access reloads). */
   private async commitStatement<R extends pg.QueryResultRow>(
     q: pg.QueryConfig | string,
     base: number,
     step: Prepared,
-  ): Promise<R[] | null> {
+  ): Promise<R[]> {
     const conn = await this.connection().catch(this.undoing(step)); // a failure here sent nothing
     try {
       const r = (await conn.query<R>(q as pg.QueryConfig)) as pg.QueryResult<R> | pg.QueryResult<R>[];
       return (Array.isArray(r) ? r[0]! : r).rows; // a statement and COMMIT answer two results
     } catch (e) {
       this.dropBroken(conn, e);
-      if (isConnectionError(e) && (await this.settle(base, step).catch(this.undoing(step)))) return null;
+      const seq = isConnectionError(e) ? await this.settle(base, step).catch(this.undoing(step)) : null;
+      if (seq !== null)
+        return [
+          { o_seq: String(seq), o_ops: null, o_archives: false, o_channel: step.channel, o_mine: true } as unknown as R,
+        ];
       return this.undoing(step)(asRefusal(e, this.location));
     }
   }
@@ -521,14 +706,14 @@ export class PgStore implements Store {
     };
   }
 
-  /** Whether the change `step` made on `base` was committed, when its commit's answer was lost.
-   *  Asked once the head row's lock was had, so that a commit the server is still running for a
-   *  client that is gone has ended, and asked again while the server cannot answer, for up to
-   *  PG_IN_DOUBT_MS (a restart with crash recovery takes a few seconds). The change after `base`
-   *  is this one when it holds the same ops: on the same state they make the same state, so the
-   *  mutation's answer holds. Past that bound, or when that change was compacted away, the outcome
-   *  is unknown, and the refusal says so. */
-  private async settle(base: number, step: Prepared): Promise<boolean> {
+  /** The sequence number of the change `step` made on `base` when it was committed (null: it was
+   *  not), when its commit's answer was lost. Asked once the head row's lock was had, so that a
+   *  commit the server is still running for a client that is gone has ended, and asked again while
+   *  the server cannot answer, for up to PG_IN_DOUBT_MS (a restart with crash recovery takes a few
+   *  seconds). The first change after `base` that holds the same ops is this one: on the same
+   *  state they make the same state, so the mutation's answer holds. Past that bound, or when
+   *  changes after `base` were compacted away, the outcome is unknown, and the refusal says so. */
+  private async settle(base: number, step: Prepared): Promise<number | null> {
     const s = ident(this.schema);
     const bound = this.options.inDoubtMs ?? PG_IN_DOUBT_MS;
     const until = Date.now() + bound;
@@ -537,13 +722,14 @@ export class PgStore implements Store {
         // Two statements: one read in the statement that waited for the lock would use a
         // snapshot from before the wait, blind to the commit it waited for.
         await this.query(`select seq from ${s}.head for update`);
-        const r = await this.query<{ head: string; ours: boolean | null }>({
-          text: `select h.seq as head, (select c.ops = $2::jsonb from ${s}.changes c where c.seq = $1) as ours from ${s}.head h`,
-          values: [base + 1, step.ops],
+        const r = await this.query<{ head: string; ours: string | null; first: string | null }>({
+          text: `select h.seq as head, (select min(c.seq) from ${s}.changes c where c.seq > $1 and c.ops = $2::jsonb) as ours,
+            (select min(seq) from ${s}.changes) as first from ${s}.head h`,
+          values: [base, step.ops],
         });
-        const { head, ours } = r.rows[0]!;
-        if (ours !== null) return ours;
-        if (Number(head) <= base) return false;
+        const { head, ours, first } = r.rows[0]!;
+        if (ours !== null) return Number(ours);
+        if (Number(head) <= base || (first !== null && Number(first) <= base + 1)) return null;
         break;
       } catch (e) {
         const reason = e instanceof RefusalError ? e.refusal.data?.reason : null;
@@ -560,19 +746,39 @@ export class PgStore implements Store {
     );
   }
 
+  /** This process's change committed as `seq` (past changes of channels out of its focus, when
+   *  more than one after its head). A snapshot is of the whole state: one due while channels are
+   *  left out is written once they are filled in. */
   private committed(c: Cache, seq: number) {
+    if (c.full === c.seq && seq === c.seq + 1) c.full = seq;
     c.seq = seq;
     this.lastAsked = Date.now();
-    if (seq % (this.options.snapshotEvery ?? PG_SNAPSHOT_EVERY) === 0) this.snapshot(c);
+    if (seq % (this.options.snapshotEvery ?? PG_SNAPSHOT_EVERY) !== 0) return;
+    if (c.full === c.seq) this.snapshot(c);
+    else
+      void this.serial(async () => {
+        await this.news(true, 'all');
+        if (this.cache) this.snapshot(this.cache);
+      }).catch(() => {});
   }
 
   /** Runs `fn` on the cache: its answer when nothing is to be written, else the commit statement
-   *  and how to take the change back out of the cache. */
-  private prepare<T>(c: Cache, fn: (draft: State) => MutateOutcome<T>): { result: T } | (Prepared & { answer: T }) {
+   *  and how to take the change back out of the cache. A change scoped to `key` that writes beyond
+   *  that channel is taken whole (its channel null); `widen` when the cache is not whole for it. */
+  private prepare<T>(
+    c: Cache,
+    fn: (draft: State) => MutateOutcome<T>,
+    key: string | null,
+  ): { result: T } | { widen: true } | (Prepared & { answer: T }) {
     const run = runOnDraft(c.state, fn);
     if (!run.out) return { result: run.result };
     const { result: answer, out, draft } = run;
     const checked = checkedChanges(c.state, draft, out.ops);
+    const channel = key !== null && opsWithin(c.state, checked.ops, key, out.history?.map(raw)) ? key : null;
+    if (key !== null && channel === null && c.full < c.seq) {
+      checked.undo();
+      return { widen: true };
+    }
     const mail = c.box!.apply(c.state, checked.ops);
     const undo = () => {
       checked.undo();
@@ -588,6 +794,8 @@ export class PgStore implements Store {
     const history = out.history?.length ? historyBatches(out.history.map(raw)) : null;
     const query = this.commitQuery([
       c.seq,
+      channel,
+      [...this.focused],
       JSON.stringify(checked.ops),
       history?.channels ?? null,
       history?.counts ?? null,
@@ -598,14 +806,14 @@ export class PgStore implements Store {
       out.deleteHistory?.length ? out.deleteHistory : null,
       mail.upsert.length || mail.remove.length ? JSON.stringify({ upsert: mail.upsert, remove: mail.remove }) : null,
     ]);
-    return { query, undo, answer, ops: query.values![1] as string };
+    return { query, undo, answer, ops: query.values![3] as string, channel };
   }
 
   /** The commit statement (a statement prepared once per connection, by name). */
   private commitQuery(values: unknown[]): pg.QueryConfig {
     return {
       name: `${this.schema}.commit`,
-      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      text: `select * from ${ident(this.schema)}.commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
       values,
     };
   }
@@ -621,7 +829,20 @@ export class PgStore implements Store {
   async warm(): Promise<void> {
     const base = this.cache?.seq;
     if (base === undefined) return;
-    const none = this.commitQuery([base, '[]', null, null, null, null, null, null, null, '{"upsert":[],"remove":[]}']);
+    const none = this.commitQuery([
+      base,
+      null,
+      [],
+      '[]',
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      null,
+      '{"upsert":[],"remove":[]}',
+    ]);
     await this.query(`begin; ${literally(none)}; rollback;`).catch(() =>
       this.client?.query('rollback').catch(() => {}),
     );

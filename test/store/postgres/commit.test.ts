@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import type { State } from '../../../src/protocol/schema.ts';
-import { layoutSql } from '../../../src/store/postgres/schema.ts';
+import { PG_LAYOUT, layoutSql } from '../../../src/store/postgres/schema.ts';
 import { PgStore } from '../../../src/store/postgres/store.ts';
 import { admin, asLayout, dropProject, newProjectKey, testDatabaseUrl } from '../../helpers/postgres.ts';
 
@@ -156,7 +156,7 @@ it('a project of layout 2 is upgraded on first use: its snapshot and history sti
         )
       ).rows[0],
   );
-  expect(after).toEqual({ layout: 3, snapshot: 6, type: 'json', compacts: ['p_seq bigint, p_parts integer'] });
+  expect(after).toEqual({ layout: PG_LAYOUT, snapshot: 6, type: 'json', compacts: ['p_seq bigint, p_parts integer'] });
   expect(messages(await open(k, 3).read())).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
 });
 

@@ -48,7 +48,8 @@ it('warm keeps nothing and notifies nobody; the next commit and another processâ
       return { changed: true, result: null };
     });
     await listener.query('select 1'); // notifications sent before this answer have arrived
-    expect(heard).toEqual([String(before.head + 1), String(before.head + 2)]);
+    // Each notification names the change's number and its channel (`*`: a change of no one channel).
+    expect(heard).toEqual([`${before.head + 1} *`, `${before.head + 2} *`]);
     expect((await b.read()).errors.map((e) => e.message)).toEqual(['first', 'from a', 'from b']);
     expect(await counts()).toEqual({ head: before.head + 2, changes: before.changes + 2 });
   } finally {
