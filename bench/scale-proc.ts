@@ -11,27 +11,37 @@ import type { Machine } from '../test/netns/net.ts';
 /** Where a process runs: this computer, or one of the bench's network namespaces. */
 export interface Host {
   readonly name: string;
-  spawn(command: string, args: string[], env: NodeJS.ProcessEnv, stdio: StdioOptions): ChildProcess;
-  /** How `command args` is started on this host (for the MCP client, which spawns by itself). */
-  argv(command: string, args: string[]): { command: string; args: string[]; env: Record<string, string> };
+  /** `command args` as started on this host. */
+  at(command: string, args: string[]): { command: string; args: string[] };
+  /** What this host adds to a process's environment. */
+  readonly env: Record<string, string>;
 }
 
-export const localHost: Host = {
-  name: 'local',
-  spawn: (command, args, env, stdio) => spawn(command, args, { env: { ...process.env, ...env }, stdio }),
-  argv: (command, args) => ({ command, args, env: {} }),
-};
+export const localHost: Host = { name: 'local', at: (command, args) => ({ command, args }), env: {} };
 
+/** A computer of test/netns/net.ts: its processes run under `ip netns exec` with its computer id
+ *  (as `Machine.spawn` starts them; `ip` execs the command, so the process keeps its pid). */
 export function machineHost(m: Machine): Host {
   return {
     name: m.ns,
-    spawn: (command, args, env, stdio) => m.spawn(command, args, env, stdio),
-    argv: (command, args) => ({
-      command: 'ip',
-      args: ['netns', 'exec', m.ns, command, ...args],
-      env: { OPENCOMMS_MACHINE_ID: m.id },
-    }),
+    at: (command, args) => ({ command: 'ip', args: ['netns', 'exec', m.ns, command, ...args] }),
+    env: { OPENCOMMS_MACHINE_ID: m.id },
   };
+}
+
+/** Starts `command args` on `host`, in a role's group when `groups` is given: the group is entered
+ *  first, outside the namespace (`ip netns exec` mounts a /sys of its own, without the cgroups). */
+export function start(
+  host: Host,
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  stdio: StdioOptions,
+  group?: { cpu: CpuGroups; role: string },
+): ChildProcess {
+  const h = host.at(command, args);
+  const w = group ? group.cpu.wrap(group.role, h.command, h.args) : h;
+  return spawn(w.command, w.args, { env: { ...process.env, ...host.env, ...env }, stdio });
 }
 
 /** Linux's USER_HZ, what /proc/<pid>/stat counts CPU in. */

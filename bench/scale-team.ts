@@ -7,21 +7,21 @@
 // moment, a new waiter. The floor's agent: the append-only floor server and the floor waiter
 // (scale-floor-waiter.ts), the same turns with no hooks. Every process is counted by role (scale-proc.ts).
 import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Runtime, openRuntime } from '../src/runtime/runtime.ts';
 import { PgStore } from '../src/store/postgres/store.ts';
 import { ROOT, mcpNodeFlags, now, round, stats } from './lib.ts';
-import { type CpuGroups, type Host, rssMb } from './scale-proc.ts';
+import { type CpuGroups, type Host, rssMb, start } from './scale-proc.ts';
 
 /** The load. Each agent sends every SEND_MIN_MS–SEND_MAX_MS (uniform) to 1–3 others of its channel. */
 export const SEND_MIN_MS = 2_000;
 export const SEND_MAX_MS = 4_000;
 /** A woken turn's model time (uniform), during which no waiter runs (as in Claude Code). */
-export const TURN_MIN_MS = 10_000;
-export const TURN_MAX_MS = 20_000;
+export const TURN_MIN_MS = 20_000;
+export const TURN_MAX_MS = 40_000;
 /** A wake counts as a wake sample when the waiter had run this long before the first message of its
  *  batch was sent: past its start-up, listening and idle (the delivery cooldown, 1 s from the last
  *  hand-over, long over: a turn lasts longer). */
@@ -82,7 +82,15 @@ export interface TeamResult {
   sent: number;
   errors: string[];
   harnessCpuMs: number;
+  /** Cores the whole computer kept busy in the window: ours, the bench's own and anything else. */
+  machineCores: number;
   windowExtra: unknown;
+}
+
+/** Busy CPU ms of the whole computer so far (/proc/stat, every core). */
+function machineBusy() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!) * 10;
 }
 
 /** mulberry32: the same seed gives ours and the floor the same schedule. */
@@ -128,19 +136,18 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
     : {};
   const started: ChildProcess[] = [];
   const spawnOn = (host: Host, r: string, command: string, args: string[], env: Record<string, string>) => {
-    const w = o.cpu.wrap(role(r), command, args);
-    const child = host.spawn(w.command, w.args, env, ['pipe', 'pipe', 'pipe']);
+    const child = start(host, command, args, env, ['pipe', 'pipe', 'pipe'], { cpu: o.cpu, role: role(r) });
     started.push(child);
     return child;
   };
 
   async function connect(host: Host, args: string[], env: Record<string, string>) {
-    const w = o.cpu.wrap(role('servers'), process.execPath, args);
-    const at = host.argv(w.command, w.args);
+    const h = host.at(process.execPath, args);
+    const w = o.cpu.wrap(role('servers'), h.command, h.args);
     const transport = new StdioClientTransport({
-      command: at.command,
-      args: at.args,
-      env: { ...(process.env as Record<string, string>), ...at.env, ...env },
+      command: w.command,
+      args: w.args,
+      env: { ...(process.env as Record<string, string>), ...host.env, ...env },
       stderr: 'ignore',
     });
     const client = new Client({ name: 'opencomms-scale-bench', version: '0.0.0' });
@@ -226,7 +233,7 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
         await rt.close();
       }
       // A process standing in for each `claude` (CLAUDE_PID): alive while its session is.
-      for (const a of agents) a.claude = a.host.spawn('sleep', ['infinity'], {}, 'ignore');
+      for (const a of agents) a.claude = start(a.host, 'sleep', ['infinity'], {}, 'ignore');
     } else if (!o.pg) writeFileSync(join(o.dir, 'floor.jsonl'), '');
 
     // What each message's send returned at, and from which computer, by message id.
@@ -288,8 +295,9 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
 
     const receive = async (a: Agent) => {
       const turns = rng(o.seed * 7919 + a.i);
-      // Each agent is somewhere in a turn of its own when the run starts, so the turns are spread.
-      await nap(turns() * TURN_MAX_MS);
+      // Each agent is somewhere in a turn of its own when the run starts, the turns' ends spread over
+      // a mean turn (as they are once the team has run a while).
+      await nap(turns() * ((TURN_MIN_MS + TURN_MAX_MS) / 2));
       while (!stopping) {
         // The turn ends: Claude Code starts the Stop hook and the next waiter together.
         if (ours) track(stopHook(a));
@@ -409,6 +417,7 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
     const cpu0 = Object.fromEntries(roles.map((r) => [r, o.cpu.usageMs(role(r))]));
     const db0 = o.dbCpu ? o.cpu.usageMs('db') : 0;
     const harness0 = process.cpuUsage();
+    const machine0 = machineBusy();
     await o.window?.start();
     await sleep(w1 - now());
     const cpuMs: Record<string, number> = Object.fromEntries(
@@ -416,6 +425,7 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
     );
     if (o.dbCpu) cpuMs.database = round(o.cpu.usageMs('db') - db0, 1);
     const h = process.cpuUsage(harness0);
+    const machine = round((machineBusy() - machine0) / o.windowMs, 2);
     const windowExtra = await o.window?.end();
     const rss = agents.map((a) => rssMb(a.mcp.pid)).filter((x): x is number => x !== null);
     stopping = true;
@@ -433,6 +443,7 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
       sent,
       errors,
       harnessCpuMs: round((h.user + h.system) / 1000, 1),
+      machineCores: machine,
       windowExtra,
     };
   } finally {
@@ -454,7 +465,10 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
 export function summarize(r: TeamResult) {
   const total = Object.values(r.cpuMs).reduce((a, b) => a + b, 0);
   const delivered = r.delivered.wake + r.delivered.hook + r.delivered.pull;
-  const per = (ms: number) => (delivered ? round(ms / delivered, 2) : null);
+  // Per message: the window's envelopes sent, each delivered once. Not the window's deliveries: those
+  // come in batches a turn (20–40 s) apart, so a window's count is a fraction of its sends that
+  // depends on where the turns fall; both count the same messages in the long run.
+  const per = (ms: number) => (r.sent ? round(ms / r.sent, 2) : null);
   const s = stats(r.send);
   const w = stats(r.wake);
   const rss = [...r.rss].sort((a, b) => a - b);
@@ -463,7 +477,9 @@ export function summarize(r: TeamResult) {
     wake_ms: { p50: round(w.p50, 1), p99: round(w.p99, 1), n: w.n },
     cpu_ms_per_message: per(total),
     cpu_ms_per_message_by_role: Object.fromEntries(Object.entries(r.cpuMs).map(([k, v]) => [k, per(v)])),
+    cpu_ms_per_message_delivered_in_window: delivered ? round(total / delivered, 2) : null,
     cores_busy: round(total / r.windowMs, 2),
+    computer_cores_busy: r.machineCores,
     delivered: { ...r.delivered, total: delivered },
     envelopes_sent: r.sent,
     rss_mb: rss.length ? { median: rss[Math.floor((rss.length - 1) / 2)]!, max: rss.at(-1)! } : null,
