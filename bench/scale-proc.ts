@@ -167,6 +167,19 @@ export class CpuGroups {
     }
   }
 
+  /** On an interrupted run: the database's processes back to the root group, every process the
+   *  bench started killed, the groups removed. */
+  abandon() {
+    this.release('db');
+    const roles = [...this.made].filter((r) => r !== 'db');
+    for (const role of roles) this.kill(role);
+    // Until the killed processes have left their groups (a second at most), sleeping synchronously:
+    // the process exits right after.
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let i = 0; i < 50 && roles.some((r) => this.pids(r).length); i++) Atomics.wait(pause, 0, 0, 20);
+    this.remove();
+  }
+
   /** Removes the groups (their processes must be gone or released). */
   remove() {
     for (const role of this.made) {

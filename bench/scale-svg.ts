@@ -31,8 +31,9 @@ function panel(p: Panel, ns: number[], dx: number): string {
   const st = step(top);
   const ymax = Math.ceil(top / st) * st;
   const [lo, hi] = [Math.log2(Math.min(...ns)), Math.log2(Math.max(...ns))];
-  const x = (n: number) => dx + M.left + ((Math.log2(n) - lo) / (hi - lo || 1)) * (W - M.left - M.right);
-  const y = (v: number) => M.top + (1 - v / ymax) * (H - M.top - M.bottom);
+  const x = (n: number) =>
+    Math.round((dx + M.left + ((Math.log2(n) - lo) / (hi - lo || 1)) * (W - M.left - M.right)) * 10) / 10;
+  const y = (v: number) => Math.round((M.top + (1 - v / ymax) * (H - M.top - M.bottom)) * 10) / 10;
   const out: string[] = [];
   out.push(`<text x="${dx + W / 2}" y="18" text-anchor="middle" font-weight="bold">${esc(p.title)}</text>`);
   for (let v = 0; v <= ymax + st / 2; v += st) {
@@ -58,8 +59,8 @@ function panel(p: Panel, ns: number[], dx: number): string {
     if (!pts.length) continue;
     const dash = s.floor ? ' stroke-dasharray="5 4"' : '';
     out.push(
-      `<polyline fill="none" stroke="${s.color}" stroke-width="2"${dash} points="${pts.map((q) => `${x(q.n).toFixed(1)},${y(q.y).toFixed(1)}`).join(' ')}"/>`,
-      ...pts.map((q) => `<circle cx="${x(q.n).toFixed(1)}" cy="${y(q.y).toFixed(1)}" r="3" fill="${s.color}"/>`),
+      `<polyline fill="none" stroke="${s.color}" stroke-width="2"${dash} points="${pts.map((q) => `${x(q.n)},${y(q.y)}`).join(' ')}"/>`,
+      ...pts.map((q) => `<circle cx="${x(q.n)}" cy="${y(q.y)}" r="3" fill="${s.color}"/>`),
     );
   }
   return out.join('\n');

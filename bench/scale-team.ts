@@ -233,7 +233,8 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
         await rt.close();
       }
       // A process standing in for each `claude` (CLAUDE_PID): alive while its session is.
-      for (const a of agents) a.claude = start(a.host, 'sleep', ['infinity'], {}, 'ignore');
+      for (const a of agents)
+        a.claude = start(a.host, 'sleep', ['infinity'], {}, 'ignore', { cpu: o.cpu, role: role('claude') });
     } else if (!o.pg) writeFileSync(join(o.dir, 'floor.jsonl'), '');
 
     // What each message's send returned at, and from which computer, by message id.
@@ -455,7 +456,7 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
     await Promise.race([Promise.all([...loops, ...tasks]), sleep(5_000)]);
     await Promise.all(agents.map((a) => a.mcp?.close().catch(() => {})));
     await sleep(200);
-    for (const r of ['servers', 'waiters', 'hooks']) o.cpu.kill(role(r));
+    for (const r of ['servers', 'waiters', 'hooks', 'claude']) o.cpu.kill(role(r));
     for (const a of agents) a.claude?.kill('SIGKILL');
     for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   }

@@ -8,6 +8,7 @@
 // CPU: every process the run started, exited ones included (cgroups: bench/scale-proc.ts), and on
 // PostgreSQL the database's processes, per envelope sent in the window (each is delivered once; a
 // window's deliveries come a turn later). Needs root; without it one line says why. Writes docs/scale.svg.
+// BENCH_SCALE_NS=2,8 runs only those N, BENCH_SCALE_ONLY=file|pg one store (shorter runs while tuning).
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -40,7 +41,7 @@ const WARM_MS = 3_000;
 /** The measured window: longer at N = 2, whose few turns would leave a short window's CPU per
  *  message to chance (and cost little); the floor's shorter, its figures steadier (no hooks). */
 const windowMs = (n: number, kind: Kind, group: number) =>
-  n <= 2 ? (kind === 'ours' ? 45_000 : 20_000) : group === n ? 10_000 : kind === 'ours' ? 15_000 : 10_000;
+  n <= 2 ? (kind === 'ours' ? 40_000 : 15_000) : group === n ? 10_000 : kind === 'ours' ? 15_000 : 10_000;
 /** Namespace numbers of their own: test:machines takes 1–2, the soak 11 up, bench -- machines 21–22. */
 const NETNS = [31, 32, 33] as const;
 const SVG = join(ROOT, 'docs', 'scale.svg');
@@ -60,7 +61,7 @@ const LOAD = {
   body_chars: 200,
   turn_ms: `${TURN_MIN_MS}–${TURN_MAX_MS}`,
   warm_up_ms: WARM_MS,
-  window_ms: 'N = 2: 45000 (the floor 20000); else 15000 (the floor 10000); one channel of 32: 10000',
+  window_ms: 'N = 2: 40000 (the floor 15000); else 15000 (the floor 10000); one channel of 32: 10000',
 };
 const WHAT = {
   send: "opencomms_send's round trip at the agent (the floor: its send call)",
@@ -69,8 +70,6 @@ const WHAT = {
   floor:
     'the floor server (bench/floor-server.ts; --pg on PostgreSQL) per agent with the same schedule, and a bare node waiter (bench/scale-floor-waiter.ts) per agent watching its file or LISTENing, the same turns, no hooks',
 };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function withoutPassword(url: string) {
   const u = new URL(url);
@@ -233,8 +232,6 @@ async function both(env: Env, store: Store, n: number, hosts: Host[], pgEnv: PgE
     ...ours.line,
     floor: floor.line,
     ...(store === 'pg3' ? { computers: hosts.length } : {}),
-    load: LOAD,
-    what: WHAT,
     target:
       n === 32 && store !== 'pg3'
         ? 'cpu_ms_per_message <= 1.5x N = 2; send p99 <= 4x the floor; wake p99 <= 50 ms'
@@ -251,7 +248,7 @@ async function oneChannel(env: Env, store: Store, pgEnv: PgEnv | null, agentUrl:
   if (!ours) return;
   emit(`scale_${store}_n32_one_channel`, {
     ...ours.line,
-    load: { ...LOAD, agents_per_channel: 32 },
+    agents_per_channel: 32,
     target: 'reported (no target): all 32 in one channel',
   });
 }
@@ -449,6 +446,15 @@ export async function scaleBench() {
   }
   const tmp = mkdtempSync(join(tmpdir(), 'oc-bench-scale-'));
   const t = now();
+  // Interrupted: the database's processes leave the bench's group, the bench's own processes end.
+  const interrupted = () => {
+    cpu.abandon();
+    if (!noNamespaces()) for (const k of NETNS) Machine.clean(k);
+    rmSync(tmp, { recursive: true, force: true });
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     const env: Env = {
       cpu,
@@ -458,6 +464,7 @@ export async function scaleBench() {
     };
     await bundle(join(import.meta.dirname, 'floor-server.ts'), env.floorJs);
     await bundle(join(import.meta.dirname, 'scale-floor-waiter.ts'), env.floorWaiterJs);
+    emit('scale_load', { ...LOAD, what: WHAT, target: 'the load and what each figure of the scale_* lines measures' });
     const only = process.env.BENCH_SCALE_ONLY; // file | pg: one store (a shorter run while tuning)
     if (only !== 'pg') {
       for (const n of NS) await both(env, 'file', n, [localHost], null, null);
@@ -468,8 +475,9 @@ export async function scaleBench() {
     writeSvg();
     emit('scale_wall_time', { unit: 's', value: round((now() - t) / 1000, 1), svg: 'docs/scale.svg' });
   } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
     cpu.remove();
     rmSync(tmp, { recursive: true, force: true, maxRetries: 5 });
-    await sleep(0);
   }
 }
