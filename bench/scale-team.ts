@@ -479,6 +479,8 @@ export function summarize(r: TeamResult) {
     cpu_ms_per_message: per(total),
     cpu_ms_per_message_by_role: Object.fromEntries(Object.entries(r.cpuMs).map(([k, v]) => [k, per(v)])),
     cpu_ms_per_message_delivered_in_window: delivered ? round(total / delivered, 2) : null,
+    // N = 2 sends one envelope a call (one peer), N >= 4 two on average: per call beside per envelope.
+    cpu_ms_per_send_call: s.n ? round(total / s.n, 2) : null,
     cores_busy: round(total / r.windowMs, 2),
     computer_cores_busy: r.machineCores,
     delivered: { ...r.delivered, total: delivered },

@@ -264,6 +264,15 @@ function ratios(store: 'file' | 'pg') {
       unit: 'CPU ms per message (envelopes sent in the window)',
       floor_is: 'ours at N = 2 in the same run',
       floor_server: { n2: two.floor.cpu_ms_per_message, n32: top.floor.cpu_ms_per_message },
+      per_send_call: {
+        n2: two.ours.cpu_ms_per_send_call,
+        n32: top.ours.cpu_ms_per_send_call,
+        ratio:
+          two.ours.cpu_ms_per_send_call && top.ours.cpu_ms_per_send_call
+            ? round(top.ours.cpu_ms_per_send_call / two.ours.cpu_ms_per_send_call)
+            : null,
+        note: 'N = 2 sends one envelope a call, N >= 4 two on average',
+      },
     });
   emitRatio(`scale_${store}_send_p99_n32_over_floor`, top.ours.send_ms.p99, top.floor.send_ms.p99, '<= 4', {
     unit: 'ms',
