@@ -19,12 +19,15 @@ import { type CpuGroups, type Host, rssMb, start } from './scale-proc.ts';
 /** The load. Each agent sends every SEND_MIN_MS–SEND_MAX_MS (uniform) to 1–3 others of its channel. */
 export const SEND_MIN_MS = 2_000;
 export const SEND_MAX_MS = 4_000;
-/** A woken turn's model time (uniform), during which no waiter runs (as in Claude Code). */
+/** A woken turn's model time (uniform), during which no waiter runs (as in Claude Code): tens of
+ *  seconds, as a model that reads and works takes; a wake's processes (waiter, UserPromptSubmit
+ *  hook, its detached commit, Stop hook) cost about half a second of CPU on a 2-core computer, so
+ *  32 agents with turns of a few seconds would need several cores for those alone. */
 export const TURN_MIN_MS = 20_000;
 export const TURN_MAX_MS = 40_000;
 /** A wake counts as a wake sample when the waiter had run this long before the first message of its
- *  batch was sent: past its start-up, listening and idle (the delivery cooldown, 1 s from the last
- *  hand-over, long over: a turn lasts longer). */
+ *  batch was sent: past its start-up, listening and idle, and past the delivery cooldown (1 s) of the
+ *  Stop hook's hand-over that starts beside it. */
 export const ARMED_MS = 1_500;
 const BODY = 200;
 
