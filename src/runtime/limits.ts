@@ -1,11 +1,13 @@
 // Runtime timings, each with the reason for its number.
 
-/** A process catching up while idle (RuntimeOptions.catchUpWhileIdle) does so this often while it waits for its
- *  next call, for the first CATCH_UP_QUIET_MS; then every CATCH_UP_IDLE_MAX_MS. A read right after a
+/** A process catching up while idle (RuntimeOptions.catchUpWhileIdle) does so this soon after a
+ *  catch-up that applied something, for the first CATCH_UP_QUIET_MS after its last call (one that
+ *  found nothing waits twice as long as the last, up to CATCH_UP_IDLE_MAX_MS). A read right after a
  *  burst of another server's writes then finds at most this much of them left to apply; a shorter
- *  period makes that read no faster (docs/performance.md). A catch-up with nothing new is two
- *  `stat`s, and a journal line costs the same whenever it is applied, so a busy server does no more
- *  work, only earlier. */
+ *  period makes that read no faster (docs/performance.md). A journal line costs the same whenever
+ *  it is applied, so a busy server does no more work, only earlier; a catch-up with nothing new
+ *  costs a timer's turn and two `stat`s, about 0.25 ms of CPU, which at a fixed 10 ms was 27 of
+ *  the 29 ms a second an MCP server spent while its agent called every 1.5 s. */
 export const CATCH_UP_IDLE_MS = 10;
 /** An agent's next call mostly comes within a second of its last; a server quiet for longer
  *  wakes once a second for two stats. */

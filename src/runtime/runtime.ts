@@ -225,8 +225,11 @@ export class Runtime {
     }
   }
 
-  /** (Re)starts the catch-ups of a process catching up while idle, after a call: every CATCH_UP_IDLE_MS during
-   *  the first CATCH_UP_QUIET_MS of quiet, then every CATCH_UP_IDLE_MAX_MS. None while a call runs
+  /** (Re)starts the catch-ups of a process catching up while idle, after a call: during the first
+   *  CATCH_UP_QUIET_MS of quiet, CATCH_UP_IDLE_MS after one that applied something and twice the
+   *  last wait after one that found nothing (so a server beside a quiet project wakes a few times,
+   *  not a hundred, and one beside busy writers keeps up with them); then every
+   *  CATCH_UP_IDLE_MAX_MS. None while a call runs
    *  (the call catches up itself, and its end starts them again). A state that cannot be read now
    *  is not logged here: the next call meets it and answers with the refusal. */
   private catchUpIn(ms: number, quietSince = Date.now()) {
@@ -237,10 +240,14 @@ export class Runtime {
       if (this.running) return;
       void this.store
         .catchUp()
-        .catch(() => {})
-        .then(() =>
+        .catch(() => false)
+        .then((news) =>
           this.catchUpIn(
-            Date.now() - quietSince < CATCH_UP_QUIET_MS ? CATCH_UP_IDLE_MS : CATCH_UP_IDLE_MAX_MS,
+            Date.now() - quietSince >= CATCH_UP_QUIET_MS
+              ? CATCH_UP_IDLE_MAX_MS
+              : news
+                ? CATCH_UP_IDLE_MS
+                : Math.min(ms * 2, CATCH_UP_IDLE_MAX_MS),
             quietSince,
           ),
         );

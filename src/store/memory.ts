@@ -60,7 +60,9 @@ export class MemoryStore implements Store {
   }
 
   /** Nothing to catch up on: every instance reads the one shared state. */
-  async catchUp(): Promise<void> {}
+  async catchUp(): Promise<boolean> {
+    return false;
+  }
 
   async revision(): Promise<string> {
     return String(this.project.revisions);

@@ -74,8 +74,8 @@ export interface Store {
   peek(scope?: Scope | 'focus'): Promise<Readonly<State>>;
   /** Background catch-up between calls, so the next call finds less to do: what `peek` does,
    *  except that it may leave work to the next call (a snapshot being replaced at this moment).
-   *  It answers nobody; a read never skips. */
-  catchUp(): Promise<void>;
+   *  It answers nobody; a read never skips. true when it applied anything (the next may come soon). */
+  catchUp(): Promise<boolean>;
   /** What the session reads show of the current state, where the store can answer it without
    *  loading the whole state; null (or no such method): read the state. */
   sessions?(): Promise<SessionsState | null>;

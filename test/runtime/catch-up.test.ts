@@ -75,3 +75,34 @@ it('a runtime catching up while idle does not while a call runs, and does again 
   catchUp.mockClear();
   await vi.waitFor(() => expect(catchUp).toHaveBeenCalled(), { timeout: 1_000, interval: 5 });
 });
+
+it('after a call, a catch-up that found nothing waits twice as long as the last; one that applied something comes back soon', async () => {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+  try {
+    const rt = openRuntime(project.dir, { log: () => {}, catchUpWhileIdle: true });
+    opened.push(rt);
+    let news = false;
+    const at: number[] = [];
+    const t0 = Date.now();
+    vi.spyOn(rt.store, 'catchUp').mockImplementation(async () => {
+      at.push(Date.now() - t0);
+      return news;
+    });
+    await rt.run({ op: 'status', sid: 'nobody', args: {} });
+    const t1 = Date.now() - t0;
+    await vi.advanceTimersByTimeAsync(700);
+    // A quiet project: 10, 20, 40, 80, 160, 320 ms apart, not every 10 ms.
+    expect(at.map((x) => x - t1)).toEqual([10, 30, 70, 150, 310, 630].map((x) => x * (CATCH_UP_IDLE_MS / 10)));
+    // Busy writers: after the next call, each catch-up applies something and the next comes
+    // CATCH_UP_IDLE_MS later.
+    news = true;
+    await rt.run({ op: 'status', sid: 'nobody', args: {} });
+    at.length = 0;
+    await vi.advanceTimersByTimeAsync(CATCH_UP_IDLE_MS * 20);
+    const gaps = at.slice(1).map((x, i) => x - at[i]!);
+    expect(gaps.length).toBeGreaterThan(10);
+    expect(new Set(gaps)).toEqual(new Set([CATCH_UP_IDLE_MS]));
+  } finally {
+    vi.useRealTimers();
+  }
+});

@@ -399,10 +399,12 @@ export class FileStore implements Store {
    *  read the whole new snapshot inside that window and keep its heap for nothing. A read owes its
    *  caller what is on disk and never skips; this answers nobody. A process further behind (its
    *  journal sealed for a snapshot replaced since) loads. */
-  async catchUp(): Promise<void> {
+  async catchUp(): Promise<boolean> {
+    const before = this.cache;
+    const count = before?.count;
     const r = this.advance();
-    if (r === 'current' || (r === 'unsealed' && lockHeld(this.paths))) return;
-    await this.current();
+    if (r !== 'current' && !(r === 'unsealed' && lockHeld(this.paths))) await this.current();
+    return this.cache !== before || this.cache?.count !== count;
   }
 
   /** Journal lines applied and a compaction's seal followed, never a load: 'current' then;

@@ -363,7 +363,7 @@ export class PgStore implements Store {
   /** Queries only when there may be news: a notification beyond what is applied, a listening
    *  connection that is not up (notifications may be lost), or the backstop's interval passed. A
    *  process with a focus looks for its channels' only. */
-  catchUp(): Promise<void> {
+  catchUp(): Promise<boolean> {
     void this.listener.start();
     const c = this.cache;
     const l = this.listener;
@@ -376,10 +376,13 @@ export class PgStore implements Store {
       this.lastAsked >= l.upSince &&
       (need === 'all' ? l.newest : l.newestConcerning) <= c.seq &&
       Date.now() - Math.max(this.lastAsked, l.heardAt) < PG_BACKSTOP_MS;
-    if (quiet) return Promise.resolve();
+    if (quiet) return Promise.resolve(false);
     return this.serial(async () => {
-      if (!this.cache) await this.load();
-      await this.news(false, need);
+      if (!this.cache) {
+        await this.load();
+        return true;
+      }
+      return this.news(false, need);
     });
   }
 
