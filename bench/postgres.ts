@@ -300,17 +300,23 @@ async function eightWriters(url: string, floorJs: string, floorTable: string, ke
       cpu_ms_per_send: { shared: eight.cpuMsPerSend, unshared: apart.cpuMsPerSend },
       send_p99_ms: { shared: eight.send.p99, unshared: apart.send.p99 },
     });
-    emitRatio('pg_mcp_8_writers_over_1', eight.rate, one.rate, 'reported (retired target >= 1.0; send p99 <= 25 ms: beyond 2 cores)', {
-      unit: 'sends/s aggregate',
-      send_p99_ms: eight.send.p99,
-      send_p50_ms: eight.send.p50,
-      one_send_p99_ms: one.send.p99,
-      cores_busy: { one: one.cores, eight: eight.cores, unshared: apart.cores },
-      cpu_ms_per_send: { one: one.cpuMsPerSend, eight: eight.cpuMsPerSend, unshared: apart.cpuMsPerSend },
-      unshared: round(apart.rate / one.rate),
-      floor_8_over_1: round(floorEight.rate / floorOne.rate),
-      floor_send_p99_ms: floorEight.send.p99,
-    });
+    emitRatio(
+      'pg_mcp_8_writers_over_1',
+      eight.rate,
+      one.rate,
+      'reported (retired target >= 1.0; send p99 <= 25 ms: beyond 2 cores)',
+      {
+        unit: 'sends/s aggregate',
+        send_p99_ms: eight.send.p99,
+        send_p50_ms: eight.send.p50,
+        one_send_p99_ms: one.send.p99,
+        cores_busy: { one: one.cores, eight: eight.cores, unshared: apart.cores },
+        cpu_ms_per_send: { one: one.cpuMsPerSend, eight: eight.cpuMsPerSend, unshared: apart.cpuMsPerSend },
+        unshared: round(apart.rate / one.rate),
+        floor_8_over_1: round(floorEight.rate / floorOne.rate),
+        floor_send_p99_ms: floorEight.send.p99,
+      },
+    );
   });
 }
 
