@@ -79,6 +79,7 @@ export function scaleSvg(panels: Panel[], ns: number[], caption: string): string
     return `<line x1="${lx}" x2="${lx + 26}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2"${dash}/><text x="${lx + 32}" y="${ly + 4}">${esc(s.name)}</text>`;
   });
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">
+<title>CPU of all processes per message, and send p99, against the number of agents (npm run bench -- scale)</title>
 <rect width="100%" height="100%" fill="#fff"/>
 ${panels.map((p, k) => panel(p, ns, k * W)).join('\n')}
 ${legend.join('\n')}
