@@ -15,6 +15,8 @@ import { Runtime, openRuntime } from '../src/runtime/runtime.ts';
 import { PgStore } from '../src/store/postgres/store.ts';
 import { ROOT, mcpNodeFlags, now, round, stats } from './lib.ts';
 import { type CpuGroups, type Host, rssMb, start } from './scale-proc.ts';
+// The soak's seeded generator: the same seed gives ours and the floor the same schedule.
+import { rng } from '../scripts/soak/plan.ts';
 
 /** The load. Each agent sends every SEND_MIN_MS–SEND_MAX_MS (uniform) to 1–3 others of its channel. */
 export const SEND_MIN_MS = 2_000;
@@ -94,18 +96,6 @@ export interface TeamResult {
 function machineBusy() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   return (f.reduce((a, b) => a + b, 0) - f[3]! - f[4]!) * 10;
-}
-
-/** mulberry32: the same seed gives ours and the floor the same schedule. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));

@@ -111,19 +111,19 @@ type Need = 'all' | 'focus';
 /** `q` with its values written in as literals: one simple query may then hold more statements (a
  *  query with parameters is one statement). */
 function literally(q: pg.QueryConfig): string {
-  const literal = (v: unknown): string =>
-    v === null || v === undefined
-      ? 'null'
-      : typeof v === 'number'
-        ? String(v)
-        : Array.isArray(v)
-          ? `array[${v.map(literal).join(',')}]::${typeof v[0] === 'number' ? 'int' : 'text'}[]`
-          : pg.escapeLiteral(String(v));
   return q.text.replace(/\$(\d+)/g, (_, n: string) => literal(q.values![Number(n) - 1]));
 }
 
-/** A text array as an SQL literal. */
-const literalArray = (xs: readonly string[]) => `array[${xs.map((x) => pg.escapeLiteral(x)).join(',')}]::text[]`;
+/** A value as an SQL literal (an array of numbers as int[], of anything else as text[]). */
+function literal(v: unknown): string {
+  return v === null || v === undefined
+    ? 'null'
+    : typeof v === 'number'
+      ? String(v)
+      : Array.isArray(v)
+        ? `array[${v.map(literal).join(',')}]::${typeof v[0] === 'number' ? 'int' : 'text'}[]`
+        : pg.escapeLiteral(String(v));
+}
 
 /** `q` as one simple query that ends the transaction too, then COMMIT. */
 const withCommit = (q: pg.QueryConfig): string => `${literally(q)}; commit;`;
@@ -637,9 +637,7 @@ export class PgStore implements Store {
     const c = this.cache!;
     if (key === null && c.full < c.seq) await this.news(true, 'all');
     const ops =
-      key === null
-        ? 'ops'
-        : `case when channel is null or channel = any(${literalArray([...this.focused])}) then ops end`;
+      key === null ? 'ops' : `case when channel is null or channel = any(${literal([...this.focused])}) then ops end`;
     try {
       const [, , since] = (await this.query(
         `begin; select seq from ${s}.head for update; select seq, ${ops} as ops, archives, channel from ${s}.changes where seq > ${Number(c.seq)} order by seq;`,
