@@ -189,20 +189,20 @@ function cast(target: Target, bundle: string, records: string, random: Rng, log:
 type Cast = ReturnType<typeof cast>;
 
 /** Restarts of the PostgreSQL server spread over the expected killing time, alternating a crash
- *  (`immediate`) and a clean stop (`fast`), while the kills go on. */
-async function restarts(target: Target, opts: Options, until: () => boolean): Promise<number> {
+ *  (`immediate`) and a clean stop (`fast`), while the kills go on; `done` counts them as they end
+ *  (the killing lasts until the last has). */
+async function restarts(target: Target, opts: Options, until: () => boolean, done: { restarts: number }) {
   if (!target.pg || opts.pgRestarts === 0) return 0;
   const killing = Math.min(opts.maxSeconds * 1000, (opts.kills * (opts.interval[0] + opts.interval[1])) / 2);
   const started = Date.now();
-  let done = 0;
   for (let k = 1; k <= opts.pgRestarts && !until(); k++) {
     const at = started + (k * killing) / (opts.pgRestarts + 1);
     while (Date.now() < at && !until()) await sleep(100);
     if (until()) break;
     await target.pg.restart(k % 2 ? 'immediate' : 'fast');
-    done++;
+    done.restarts++;
   }
-  return done;
+  return done.restarts;
 }
 
 /** The killing phase: single SIGKILLs at random moments, whole machines out at evenly spaced
@@ -211,8 +211,13 @@ async function killing(target: Target, opts: Options, random: Rng, c: Cast, reco
   let kills = 0;
   const outages: Outage[] = [];
   const killUntil = Date.now() + opts.maxSeconds * 1000;
-  const stop = () => kills >= opts.kills || Date.now() >= killUntil;
-  const restarted = restarts(target, opts, stop);
+  // The kills go on until the last server restart has been made: random intervals may spend the
+  // kills before the schedule's last restart comes.
+  const wanted = target.pg ? opts.pgRestarts : 0;
+  const done = { restarts: 0 };
+  const timeUp = () => Date.now() >= killUntil;
+  const stop = () => timeUp() || (kills >= opts.kills && done.restarts >= wanted);
+  const restarted = restarts(target, opts, timeUp, done);
   const view = target.machines.length ? new PgStore({ url: target.pg!.url, key: SOAK_KEY }) : null;
   const outageEvery = target.machines.length && opts.outages ? opts.kills / (opts.outages + 1) : Infinity;
   while (!stop()) {
