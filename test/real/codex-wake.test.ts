@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { useCleanups } from './cleanups.ts';
 import { OPENCOMMS, frameIds, joinTeam, leadTeam, opencomms, startPeer, until, type Defer } from './claude-harness.ts';
+import { trustCodexHooks } from './codex-review.ts';
 import { bin, configureCodex, namespaced, trustCodexProject, type Sandbox } from './env.ts';
 import { startFakeResponses, type ModelRequest } from './fake/index.ts';
 import { startTerminal, type Terminal } from './tmux.ts';
@@ -135,12 +136,7 @@ async function rig(sb: Sandbox, defer: Defer) {
       (t) => t.close(),
     );
     // Codex's review of the project's hooks (once per hook set): trusting them is the user's step.
-    if (review) {
-      await term.waitScreen(/2\. Trust all and continue/, 40_000);
-      term.keys('2');
-      await sleep(300);
-      if (/Trust all and continue/.test(term.screen())) term.keys('Enter');
-    }
+    if (review) await trustCodexHooks(term, env.CODEX_HOME!);
     await term.waitScreen(/Ask Codex/, 40_000);
     return term;
   };

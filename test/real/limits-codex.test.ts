@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { OPENCOMMS, joinTeam, leadTeam, opencomms, startPeer, until, type Defer } from './claude-harness.ts';
 import { useCleanups } from './cleanups.ts';
+import { trustCodexHooks } from './codex-review.ts';
 import { bin, configureCodex, trustCodexProject, type Sandbox } from './env.ts';
 import { startFakeResponses, type ModelRequest } from './fake/index.ts';
 import { makeMessage, obeyPull, problems, sendMessage, statuses, summary, type Sent } from './limits-harness.ts';
@@ -92,12 +93,7 @@ async function wokenCodex(sb: Sandbox, defer: Defer) {
       }),
       (t) => t.close(),
     );
-    if (review) {
-      await term.waitScreen(/2\. Trust all and continue/, 40_000);
-      term.keys('2');
-      await sleep(300);
-      if (/Trust all and continue/.test(term.screen())) term.keys('Enter');
-    }
+    if (review) await trustCodexHooks(term, env.CODEX_HOME!);
     await term.waitScreen(/Ask Codex/, 40_000);
     return term;
   };

@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { openRuntime } from '../../src/runtime/runtime.ts';
 import { OPENCOMMS, opencomms, until } from './claude-harness.ts';
 import { useCleanups } from './cleanups.ts';
+import { trustCodexHooks } from './codex-review.ts';
 import { bin, configureCodex, trustCodexProject, type Sandbox } from './env.ts';
 import { startFakeResponses, type FakeServer } from './fake/index.ts';
 import { newestInput } from './limits-harness.ts';
@@ -82,25 +83,6 @@ async function submit(term: Terminal, text: string) {
   term.keys('-l', text);
   await sleep(300);
   term.keys('Enter');
-}
-
-/** Codex's review of the project's hooks (once per CODEX_HOME; it pops up a few seconds after the
- *  composer shows): the user picks "Trust all and continue". Done when Codex has written the trust
- *  to config.toml and the dialog is gone. A key pressed as the dialog appears can be lost, so the
- *  highlighted option is read before Enter, and a review page opened instead is left with Esc. */
-async function trustHooks(term: Terminal, codexHome: string) {
-  const cfg = join(codexHome, 'config.toml');
-  await term.waitScreen(/Hooks need review/, 40_000);
-  const end = Date.now() + 30_000;
-  while (!/trusted_hash/.test(readFileSync(cfg, 'utf8')) || /Hooks need review|esc back/.test(term.screen())) {
-    if (Date.now() > end) throw new Error(`the hooks were not trusted; screen:\n${term.screen()}`);
-    const screen = term.screen();
-    if (/›\s*2\. Trust all and continue/.test(screen)) term.keys('Enter');
-    else if (/2\. Trust all and continue/.test(screen)) term.keys('2');
-    else if (/esc back/.test(screen)) term.keys('Escape');
-    await sleep(400);
-  }
-  await term.waitScreen(/Ask Codex/, 20_000);
 }
 
 interface Session {
@@ -208,7 +190,7 @@ describe('Codex 0.171.0 TUI through `opencomms codex`: two polite sessions and t
         }),
         (t) => t.close(),
       );
-      await trustHooks(term, env.CODEX_HOME!);
+      await trustCodexHooks(term, env.CODEX_HOME!);
       // The first prompt binds the thread (Codex runs SessionStart lazily, at the first prompt).
       await submit(term, 'hello');
       await until(
