@@ -60,6 +60,15 @@ function asParsed(url: string): string {
 }
 
 /** The client configuration of a URL, or the refusal that forbids connecting at all. */
+/** Server options of every connection, after any the URL's `options` names. A store's queries
+ *  read and write a handful of rows, but the planner estimates a read of the changes after a
+ *  sequence number (`seq > $1`) from the table's size on disk, which compaction's deletes grow
+ *  until autovacuum analyzes the table. Past a few MB it planned that read as a parallel scan, and
+ *  starting the workers took ~10 ms to answer a few rows (`npm run bench -- postgres mcp`: every
+ *  catch-up of the reader, and its pull of 100 at 4-6x its floor instead of 2-3x). JIT off for the
+ *  same reason: a cost estimated that high would compile the query too. */
+const SESSION_OPTIONS = '-c max_parallel_workers_per_gather=0 -c jit=off';
+
 export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env): pg.ClientConfig {
   let cfg: pg.ClientConfig;
   try {
@@ -112,6 +121,7 @@ export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env):
     lock_timeout: PG_LOCK_TIMEOUT_MS,
     idle_in_transaction_session_timeout: PG_IDLE_IN_TRANSACTION_MS,
     application_name: 'opencomms',
+    options: [cfg.options, SESSION_OPTIONS].filter(Boolean).join(' '),
     keepAlive: true,
   } as pg.ClientConfig;
 }
