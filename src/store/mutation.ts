@@ -74,13 +74,14 @@ export function opsWithin(
     }
     return own.has(rid);
   };
+  const gone = new Map(left?.map((x) => [x.message_id, x]));
   for (const op of ops) {
     const [top, id] = op[1];
     if (id === undefined) return false;
     if (top === 'channels') {
       if (id !== key) return false;
     } else if (top === 'messages') {
-      const e = state.messages[id] ?? left?.find((x) => x.message_id === id);
+      const e = state.messages[id] ?? gone.get(id);
       if (e?.channel_id !== ch.id) return false;
     } else if (top === 'queues' || top === 'delivered_to') {
       if (!ownMember(id)) return false;

@@ -32,6 +32,10 @@ export function schemaOf(key: string): string {
 /** A schema name as an SQL identifier (keys are checked by schemaOf, so no quote can occur). */
 export const ident = (schema: string) => `"${schema}"`;
 
+/** SQL: whether the change row (columns prefixed `row`) concerns a process whose focus is the
+ *  text[] `focus`: a change of no one channel, or of a channel in it (store.ts, "Focus"). */
+export const concernsFocus = (focus: string, row = '') => `(${row}channel is null or ${row}channel = any(${focus}))`;
+
 export function layoutSql(schema: string): string {
   const s = ident(schema);
   return `
@@ -89,8 +93,8 @@ begin
     raise exception 'opencomms: project retired: %', gone using errcode = 'OC001';
   end if;
   if h <> expected and (p_channel is null or exists (select 1 from ${s}.changes c
-      where c.seq > expected and (c.channel is null or c.channel = any(p_focus)))) then
-    return query select c.seq, case when p_channel is null or c.channel is null or c.channel = any(p_focus) then c.ops end,
+      where c.seq > expected and ${concernsFocus('p_focus', 'c.')})) then
+    return query select c.seq, case when p_channel is null or ${concernsFocus('p_focus', 'c.')} then c.ops end,
       c.archives, c.channel, false from ${s}.changes c where c.seq > expected order by c.seq;
     return;
   end if;

@@ -41,6 +41,7 @@ import { PgLeases } from './leases.ts';
 import { Mailbox } from './mailbox.ts';
 import {
   PG_LAYOUT,
+  concernsFocus,
   fillMailboxSql,
   historyBatches,
   historyEnvelopes,
@@ -469,7 +470,7 @@ export class PgStore implements Store {
     if (need === 'focus')
       return {
         name: `${this.schema}.since-focus`,
-        text: `select seq, case when channel is null or channel = any($2) then ops end as ops, archives, channel, null as first, null as retired
+        text: `select seq, case when ${concernsFocus('$2')} then ops end as ops, archives, channel, null as first, null as retired
           from ${s}.changes where seq > $1 ${retired}`,
         values: [c.seq, [...this.focused]],
       };
@@ -477,7 +478,7 @@ export class PgStore implements Store {
       return {
         name: `${this.schema}.since-whole`,
         text: `select seq, ops, archives, channel, null as first, null as retired
-          from ${s}.changes where seq > $1 and (seq > $2 or not (channel = any($3)))
+          from ${s}.changes where seq > $1 and (seq > $2 or not ${concernsFocus('$3')})
           union all select null, null, null, null, (select min(seq) from ${s}.changes), retired from ${s}.head order by seq nulls first`,
         values: [c.full, c.seq, [...this.focused]],
       };
@@ -636,8 +637,7 @@ export class PgStore implements Store {
     const s = ident(this.schema);
     const c = this.cache!;
     if (key === null && c.full < c.seq) await this.news(true, 'all');
-    const ops =
-      key === null ? 'ops' : `case when channel is null or channel = any(${literal([...this.focused])}) then ops end`;
+    const ops = key === null ? 'ops' : `case when ${concernsFocus(literal([...this.focused]))} then ops end`;
     try {
       const [, , since] = (await this.query(
         `begin; select seq from ${s}.head for update; select seq, ${ops} as ops, archives, channel from ${s}.changes where seq > ${Number(c.seq)} order by seq;`,
