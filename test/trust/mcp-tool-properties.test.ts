@@ -154,8 +154,11 @@ describe('MCP tool arguments (property tests, every tool)', () => {
         logs.filter((l) => /internal error/i.test(l)),
         `FUZZ_SEED=${SEED}`,
       ).toEqual([]);
-      // Most generated calls must reach the engine, or the property says little about it.
-      expect(results, `FUZZ_SEED=${SEED}: ${results} of ${RUNS} calls reached a tool`).toBeGreaterThan(RUNS / 3);
+      // Many generated calls must reach the engine, or the property says little about it. How many
+      // depends on the seed more than on chance: fast-check's lean toward edge values shifts with
+      // it (opencomms_create, whose three required fields must all pass the schema: 41–66 of 120
+      // over 24 seeds, and 35 at FUZZ_SEED=1267308443), so the floor is a quarter.
+      expect(results, `FUZZ_SEED=${SEED}: ${results} of ${RUNS} calls reached a tool`).toBeGreaterThan(RUNS / 4);
     },
     60_000,
   );
