@@ -74,14 +74,18 @@ export function opsWithin(
     }
     return own.has(rid);
   };
-  const gone = new Map(left?.map((x) => [x.message_id, x]));
+  let gone: Map<string, { channel_id: string }> | null = null;
+  const leftEnvelope = (id: string) => {
+    gone ??= new Map(left?.map((x) => [x.message_id, x]));
+    return gone.get(id);
+  };
   for (const op of ops) {
     const [top, id] = op[1];
     if (id === undefined) return false;
     if (top === 'channels') {
       if (id !== key) return false;
     } else if (top === 'messages') {
-      const e = state.messages[id] ?? gone.get(id);
+      const e = state.messages[id] ?? leftEnvelope(id);
       if (e?.channel_id !== ch.id) return false;
     } else if (top === 'queues' || top === 'delivered_to') {
       if (!ownMember(id)) return false;

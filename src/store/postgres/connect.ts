@@ -59,7 +59,6 @@ function asParsed(url: string): string {
   }
 }
 
-/** The client configuration of a URL, or the refusal that forbids connecting at all. */
 /** Server options of every connection, after any the URL's `options` names. A store's queries
  *  read and write a handful of rows, but the planner estimates a read of the changes after a
  *  sequence number (`seq > $1`) from the table's size on disk, which compaction's deletes grow
@@ -69,6 +68,7 @@ function asParsed(url: string): string {
  *  same reason: a cost estimated that high would compile the query too. */
 const SESSION_OPTIONS = '-c max_parallel_workers_per_gather=0 -c jit=off';
 
+/** The client configuration of a URL, or the refusal that forbids connecting at all. */
 export function clientConfig(url: string, env: NodeJS.ProcessEnv = process.env): pg.ClientConfig {
   let cfg: pg.ClientConfig;
   try {
