@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { claudeHookGroups } from '../adapters/claude-code/install.ts';
 import { install } from '../src/cli/hosts.ts';
 import type { State } from '../src/protocol/schema.ts';
 import { LEASE_MS } from '../src/runtime/limits.ts';
@@ -194,6 +195,9 @@ async function latency(A: Agent, B: Agent, table: string) {
   });
 }
 
+/** The waiter as Claude Code starts it: the installed Stop handler that arms it, under `/bin/sh -c`. */
+const WAIT_COMMAND = claudeHookGroups().Stop!.hooks.find((h) => h.asyncRewake)!.command;
+
 /** Claude Code on computer B: the host session, and the member it is bound to. */
 const CC_SESSION = 'claude-b';
 const CC_MEMBER = 'sess_cc';
@@ -232,9 +236,10 @@ async function exitFloor(b: Machine): Promise<number> {
   return stats(ms).p50;
 }
 
-/** Send on A until Claude Code's waiter on B has written the batch to stderr and exited 2, the
- *  moment Claude Code sees the wake. The waiter is the installed hook runner as Claude Code runs it
- *  (`node "$CLAUDE_PROJECT_DIR/.opencomms/claude-code-hooks.mjs" wait`, the hook input on stdin),
+/** Send on A until Claude Code's waiter on B has written the batch to stderr and its hook's
+ *  process exited 2, the moment Claude Code sees the wake. The waiter is the installed command as
+ *  Claude Code runs it (the Stop handler's `/bin/sh -c …` running the hook runner's `wait`, the
+ *  hook input on stdin),
  *  with a sleeping process on B standing in for `claude` (CLAUDE_PID). Every wake ends its waiter,
  *  so each sample starts one (as the woken turn's Stop does), waits until it listens, then
  *  SPACING_MS of quiet; after the wake the batch is committed as the woken turn's hook commits it
@@ -245,7 +250,6 @@ async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table:
   mkdirSync(project, { recursive: true });
   await install('claude-code', project, { detect: async () => 'x', warn: () => {} });
   await writeBinding(project, insideUrl(url), key);
-  const runner = join(project, '.opencomms', 'claude-code-hooks.mjs');
   const claude = b.spawn('sleep', ['infinity'], {}, 'ignore');
   const tag = processTag(claude.pid!, b.id);
   const rt = new Runtime(new PgStore({ url, key }), { tag, log: () => {} });
@@ -284,8 +288,8 @@ async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table:
     const wake = async (content: string) => {
       const before = await listeners();
       const child = b.spawn(
-        process.execPath,
-        [runner, 'wait'],
+        '/bin/sh',
+        ['-c', WAIT_COMMAND],
         { CLAUDE_PROJECT_DIR: project, CLAUDE_PID: String(claude.pid), CLAUDE_CODE_ENTRYPOINT: 'cli' },
         ['pipe', 'ignore', 'pipe'],
       );

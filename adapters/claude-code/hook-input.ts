@@ -27,6 +27,9 @@ export interface HookInput {
   transcript_path?: string;
 }
 
+/** The line on which the installed waiter's shell exits 2 (install.ts WAIT_CMD, wake.ts `wake`). */
+export const SHELL_WAKE_LINE = 'wake';
+
 export interface HookContext {
   /** `wait`: the waiter that wakes an idle session; `confirm`: the commit of a woken turn's batch,
    *  detached from the hook; `event`: a boundary hook. */
@@ -37,6 +40,10 @@ export interface HookContext {
   host: string;
   input: HookInput;
   env: NodeJS.ProcessEnv;
+  /** `wait --shell PID`: the waiter runs in the background of the installed command's shell
+   *  (install.ts WAIT_CMD), which exits 2 when the waiter tells it to; null: the waiter exits 2
+   *  itself (an install of an earlier version ran it bare). */
+  shell: number | null;
 }
 
 export function readStdin(): string {
@@ -47,13 +54,13 @@ export function readStdin(): string {
   }
 }
 
-/** argv: `[auto|session-start|user-prompt-submit|stop|session-end|wait] [project-dir] [--host LABEL]`. */
+/** argv: `[auto|session-start|user-prompt-submit|stop|session-end|wait] [project-dir] [--host LABEL] [--shell PID]`. */
 export function hookContext(argv: string[], stdin: string, env: NodeJS.ProcessEnv, cwd = process.cwd()): HookContext {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     strict: false,
-    options: { host: { type: 'string' } },
+    options: { host: { type: 'string' }, shell: { type: 'string' } },
   });
   let input: HookInput = {};
   try {
@@ -73,5 +80,6 @@ export function hookContext(argv: string[], stdin: string, env: NodeJS.ProcessEn
     host: typeof values.host === 'string' ? values.host : 'claude-code',
     input,
     env,
+    shell: Number.isInteger(Number(values.shell)) && Number(values.shell) > 0 ? Number(values.shell) : null,
   };
 }

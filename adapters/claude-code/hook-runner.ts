@@ -6,6 +6,7 @@
 // schemas and machines load (from the second file) only when there is work. Fail-open: always exit 0 with `{}` on a fault.
 import { writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 import { glanceProject } from '../../src/store/glance.ts';
 import { HOOK_RUNNER_FULL } from '../install/bundle-names.ts';
 import { hookContext, readStdin, type HookContext } from './hook-input.ts';
@@ -22,6 +23,13 @@ function wroteWhole(text: string): boolean {
     return false;
   }
 }
+
+/** The waiter (`wait`) compiles the full bundle whole as it loads it, not each function at its
+ *  first call: its hand-over runs once, when the mail has come, and the functions on that path
+ *  that its rehearsal (wake.ts) does not reach would be compiled then. It costs the waiter's start,
+ *  which nobody waits for, some CPU and memory; under the installed command its exit, which frees
+ *  that memory, is off the wake's path (install.ts WAIT_CMD). */
+const WAITER_V8_FLAGS = '--no-lazy';
 
 /** The full path, from the file installed beside this one (a computed specifier: never inlined). */
 const full = (): Promise<typeof import('./hook-full.ts')> =>
@@ -46,6 +54,7 @@ async function main(): Promise<void> {
   try {
     const ctx = hookContext(process.argv.slice(2), readStdin(), process.env);
     if (ctx.mode !== 'event') {
+      if (ctx.mode === 'wait') setFlagsFromString(WAITER_V8_FLAGS);
       const { runWaiter, confirmWoken } = await full();
       process.exitCode = ctx.mode === 'wait' ? await runWaiter(ctx) : await confirmWoken(ctx);
       return;

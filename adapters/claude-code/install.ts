@@ -14,6 +14,7 @@ import {
   type BundleName,
 } from '../install/bundles.ts';
 import type { FileChange } from '../install/files.ts';
+import { SHELL_WAKE_LINE } from './hook-input.ts';
 import {
   hooksShapeError,
   registerHooks,
@@ -56,13 +57,20 @@ const WAKE_TIMEOUT_S = 86_400;
 
 const RUNNER_CMD = `node "\${CLAUDE_PROJECT_DIR}/.opencomms/${HOOK_RUNNER}"`;
 
+/** The waiter as Claude Code runs it (`/bin/sh -c`): the runner in the background with the hook's
+ *  input, and the shell itself waiting for the runner's one line; on `wake` (the batch is on the
+ *  hook's stderr by then) the shell exits 2, at once, and the runner's own exit, which frees its
+ *  memory first, happens off the wake's path (wake.ts `wake`). Anything else (the runner stepped
+ *  aside or ended) exits 0. `$$` lets the runner leave when the shell is killed. */
+const WAIT_CMD = `{ ${RUNNER_CMD} wait --shell $$ <&3 3<&- & } 3<&0 | { IFS= read -r w && [ "$w" = ${SHELL_WAKE_LINE} ] && exit 2; exit 0; }`;
+
 /** The hook groups OpenComms registers: every boundary drains; SessionStart and Stop also arm the
  *  waiter that wakes an idle session (asyncRewake: exit 2 starts a turn with the hook's output). */
 export function claudeHookGroups(): Record<string, HookGroup> {
   const sync = { type: 'command' as const, command: RUNNER_CMD, timeout: HOOK_TIMEOUT_S };
   const wait = {
     type: 'command' as const,
-    command: `${RUNNER_CMD} wait`,
+    command: WAIT_CMD,
     timeout: WAKE_TIMEOUT_S,
     asyncRewake: true,
     rewakeMessage: 'OpenComms delivered new mail from your channel peers:',

@@ -11,6 +11,7 @@
 // batch is in flight, not pending, when the woken turn's own Stop starts the next waiter.
 import {
   appendFileSync,
+  closeSync,
   existsSync,
   mkdirSync,
   readFileSync,
@@ -29,7 +30,7 @@ import { MemoryStore } from '../../src/store/memory.ts';
 import { HOOK_RUNNER } from '../install/bundles.ts';
 import { SPAWN_HOSTS } from '../spawn.ts';
 import { resolveMember } from './binding.ts';
-import type { HookContext } from './hook-input.ts';
+import { SHELL_WAKE_LINE, type HookContext } from './hook-input.ts';
 
 /** How often a waiter checks that its Claude Code is alive and that it is still the newest waiter:
  *  SIGKILL of `claude` orphans it (no signal reaches it), so it must notice by itself; it takes no
@@ -121,12 +122,25 @@ const diagnostics = (env: NodeJS.ProcessEnv) => {
     : () => {};
 };
 
-/** The hand-over: the batch to stderr, then exit 2 at once (Claude Code wakes the session when the
- *  process has exited). Straight to the descriptor, as the hook runner answers: process.stderr
- *  would first build a stream (loading the net and stream modules, about half a millisecond in a
- *  waiter) and call back on a later tick. A pipe that takes less than the whole (non-blocking and
- *  full) gets the rest through the stream, whose callback exits. */
-function wake(text: string): Promise<never> {
+/** The hand-over: the batch to stderr, then the exit 2 that makes Claude Code wake the session
+ *  (it wakes it once the hook's process has exited). Under the installed command (install.ts
+ *  WAIT_CMD) that process is a shell running this one in the background: this one closes its
+ *  stderr and tells the shell by a line `wake` on stdout, and the shell exits 2 at once. A Node
+ *  process's exit frees its memory first, 4–7 ms of the wake on the development computer and
+ *  growing with its heap, a shell's well under one (`npm run bench -- machines`); this one then
+ *  exits off the wake's path. Run bare (`shell` null), it exits 2 itself.
+ *  Straight to the descriptors, as the hook runner answers: process.stderr would first build a
+ *  stream (loading the net and stream modules, about half a millisecond in a waiter) and call back
+ *  on a later tick. A pipe that takes less than the whole (non-blocking and full) gets the rest
+ *  through the stream, whose callback ends the hand-over. */
+function wake(text: string, shell: number | null): Promise<never> {
+  const done = () => {
+    if (shell === null) process.exit(WAKE_EXIT);
+    closeSync(2);
+    writeSync(1, `${SHELL_WAKE_LINE}\n`);
+    closeSync(1);
+    process.exit(0);
+  };
   const bytes = Buffer.from(`${text}\n`);
   let sent = 0;
   try {
@@ -134,8 +148,8 @@ function wake(text: string): Promise<never> {
   } catch {
     // EAGAIN: the stream writes the rest
   }
-  if (sent >= bytes.length) process.exit(WAKE_EXIT);
-  return new Promise<never>(() => process.stderr.write(bytes.subarray(sent), () => process.exit(WAKE_EXIT)));
+  if (sent >= bytes.length) done();
+  return new Promise<never>(() => process.stderr.write(bytes.subarray(sent), done));
 }
 
 /** A state with more envelopes than this is not copied for a rehearsal: the copy's memory would
@@ -197,7 +211,8 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
   log(
     `armed for session ${sid} of claude ${claudePid} (${ctx.input.hook_event_name}${ctx.input.source ? `:${ctx.input.source}` : ''})`,
   );
-  const ready = () => alive(claudePid) && reg.mine();
+  // The shell Claude Code waits on is gone (killed at the hook's timeout): nobody would see a wake.
+  const ready = () => alive(claudePid) && reg.mine() && (ctx.shell === null || alive(ctx.shell));
 
   const rt = openRuntime(ctx.project, {
     deliverOnChange: true,
@@ -216,7 +231,7 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
         if (!ready()) throw new Error('the Claude Code session ended before the wake');
         log(`waking for ${rid}: ${ids.length} message(s) ${ids.join(' ')}`);
         reg.release();
-        return wake(text);
+        return wake(text, ctx.shell);
       },
     },
   });
@@ -234,7 +249,8 @@ export async function runWaiter(ctx: HookContext): Promise<number> {
     process.exit(0);
   };
   const tick = setInterval(() => {
-    if (!ready()) void stop(alive(claudePid) ? 'a newer waiter took over' : 'claude is gone');
+    if (!ready())
+      void stop(!alive(claudePid) ? 'claude is gone' : reg.mine() ? 'its shell is gone' : 'a newer waiter took over');
   }, LIVENESS_MS);
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void stop(sig));
   await rt.start();

@@ -190,7 +190,7 @@ describe("the user's file stays the user's", () => {
     expect(stop[0].hooks.map((h: { command: string }) => h.command)).toEqual([
       './mine.sh',
       'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs"',
-      'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait',
+      '{ node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait --shell $$ <&3 3<&- & } 3<&0 | { IFS= read -r w && [ "$w" = wake ] && exit 2; exit 0; }',
     ]);
     expect(stop[0].hooks[1].timeout).toBe(15);
   });

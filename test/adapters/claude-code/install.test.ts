@@ -52,7 +52,8 @@ describe('install claude-code', () => {
       });
     for (const ev of ['SessionStart', 'Stop'])
       expect(settings.hooks[ev][0].hooks[1]).toMatchObject({
-        command: 'node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait',
+        command:
+          '{ node "${CLAUDE_PROJECT_DIR}/.opencomms/claude-code-hooks.mjs" wait --shell $$ <&3 3<&- & } 3<&0 | { IFS= read -r w && [ "$w" = wake ] && exit 2; exit 0; }',
         asyncRewake: true,
         timeout: 86400,
       });

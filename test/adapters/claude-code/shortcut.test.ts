@@ -16,6 +16,7 @@ const ctx = (
   host: 'claude-code',
   input: { session_id: 'c1', ...input },
   env,
+  shell: null,
 });
 
 const state = (o: { bound?: boolean; stale?: boolean; queue?: string[]; messages?: Record<string, unknown> } = {}) => ({

@@ -1,8 +1,10 @@
-// The wake waiter (`claude-code-hooks.mjs wait`) as a real child process, with a stand-in for the
-// Claude Code process (a sleeping child whose pid is CLAUDE_PID): it wakes only for deliverable
-// mail (pause and stale held), holds the batch in flight under Claude Code's tag, steps aside for
-// a newer waiter, never arms under `-p`, and takes nothing once Claude Code is gone.
+// The wake waiter (`claude-code-hooks.mjs wait`) as Claude Code runs it (the installed command
+// under /bin/sh), with a stand-in for the Claude Code process (a sleeping child whose pid is
+// CLAUDE_PID): it wakes only for deliverable mail (pause and stale held), holds the batch in flight
+// under Claude Code's tag, steps aside for a newer waiter, never arms under `-p`, and takes nothing
+// once Claude Code or the hook's shell is gone.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { install, installMember } from '../../../src/cli/hosts.ts';
 import { processTag } from '../../../src/runtime/process.ts';
@@ -22,8 +24,17 @@ function fakeClaude(): ChildProcess {
   return spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
 }
 
-function waiter(claude: ChildProcess, env: Record<string, string> = {}): Waiter {
-  const proc = spawn(process.execPath, [p.at('.opencomms/claude-code-hooks.mjs'), 'wait'], {
+/** The waiter as Claude Code starts it: the installed Stop handler's command under `/bin/sh -c`
+ *  (`bare`: the runner alone, as an install of an earlier version ran it). */
+function waiter(claude: ChildProcess, env: Record<string, string> = {}, bare = false): Waiter {
+  const settings = JSON.parse(readFileSync(p.at('.claude/settings.json'), 'utf8'));
+  const { command } = settings.hooks.Stop.flatMap((g: { hooks: unknown[] }) => g.hooks).find(
+    (h: { asyncRewake?: boolean }) => h.asyncRewake,
+  );
+  const [file, args] = bare
+    ? [process.execPath, [p.at('.opencomms/claude-code-hooks.mjs'), 'wait']]
+    : ['/bin/sh', ['-c', command]];
+  const proc = spawn(file, args, {
     env: {
       PATH: process.env.PATH!,
       CLAUDE_PROJECT_DIR: p.dir,
@@ -42,6 +53,23 @@ function waiter(claude: ChildProcess, env: Record<string, string> = {}): Waiter 
   const exit = new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
   return { proc, stderr: () => err, exit };
 }
+
+/** The runner's pid, once it registered as Claude Code's waiter (wake.ts Registration). */
+async function runnerPid(claude: ChildProcess): Promise<number> {
+  const file = p.at(`tmp/opencomms-${process.getuid!()}/wake-${claude.pid}.pid`);
+  for (const end = Date.now() + 5000; Date.now() < end; await new Promise((r) => setTimeout(r, 20)))
+    if (existsSync(file)) return Number(readFileSync(file, 'utf8'));
+  throw new Error('the runner did not register');
+}
+
+const running = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const within = <T>(pr: Promise<T>, ms: number) =>
   Promise.race([pr, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
@@ -110,7 +138,7 @@ describe('the wake waiter', () => {
       // The next waiter (the woken turn's Stop) does not wake again for the same mail.
       const next = waiter(claude);
       expect(await within(next.exit, 1500)).toBe('pending');
-      next.proc.kill('SIGTERM');
+      process.kill(await runnerPid(claude), 'SIGTERM'); // as a newer waiter stops it
       expect(await next.exit).toBe(0);
     } finally {
       claude.kill('SIGKILL');
@@ -145,6 +173,53 @@ describe('the wake waiter', () => {
     const id = await send(rt, 'nobody is listening');
     expect((await rt.read()).messages[id]).toMatchObject({ delivery_status: 'pending', attempts: 0 });
     await rt.close();
+  }, 20_000);
+
+  it("the hook's process exits 2 with the batch; run bare, as an earlier install ran it, the runner does so itself", async () => {
+    const rt = await bound();
+    const claude = fakeClaude();
+    try {
+      const shelled = waiter(claude);
+      const runner = await runnerPid(claude);
+      expect(runner).not.toBe(shelled.proc.pid);
+      const id = await send(rt, 'through the shell');
+      expect(await within(shelled.exit, 5000)).toBe(2);
+      expect(shelled.stderr()).toContain(`| id: ${id} |`);
+    } finally {
+      claude.kill('SIGKILL');
+      await rt.close();
+    }
+    const later = fakeClaude();
+    try {
+      const bare = waiter(later, {}, true);
+      expect(await runnerPid(later)).toBe(bare.proc.pid);
+      const id = await send(rt, 'bare');
+      expect(await within(bare.exit, 5000)).toBe(2);
+      expect(bare.stderr()).toContain(`| id: ${id} |`);
+    } finally {
+      later.kill('SIGKILL');
+      await rt.close();
+    }
+  }, 20_000);
+
+  it("when the hook's shell is killed (its timeout) the runner leaves within a second or two and takes no mail", async () => {
+    const rt = await bound();
+    const claude = fakeClaude();
+    try {
+      const w = waiter(claude);
+      const runner = await runnerPid(claude);
+      w.proc.kill('SIGKILL');
+      await w.exit;
+      for (const end = Date.now() + 4000; running(runner) && Date.now() < end; )
+        await new Promise((r) => setTimeout(r, 50));
+      expect(running(runner)).toBe(false);
+      const id = await send(rt, 'nobody waits on this hook');
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await rt.read()).messages[id]).toMatchObject({ delivery_status: 'pending', attempts: 0 });
+    } finally {
+      claude.kill('SIGKILL');
+      await rt.close();
+    }
   }, 20_000);
 
   it('does not arm under claude -p or the SDKs (they wait for async hooks before exiting)', async () => {

@@ -54,6 +54,7 @@ const hooks = (project: string): HookContext[] =>
       host: 'claude-code',
       input: { hook_event_name: event, session_id: sid, prompt: 'next' },
       env: {},
+      shell: null,
     })),
   );
 
