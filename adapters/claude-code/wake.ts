@@ -32,9 +32,10 @@ import { SPAWN_HOSTS } from '../spawn.ts';
 import { resolveMember } from './binding.ts';
 import { SHELL_WAKE_LINE, type HookContext } from './hook-input.ts';
 
-/** How often a waiter checks that its Claude Code is alive and that it is still the newest waiter:
- *  SIGKILL of `claude` orphans it (no signal reaches it), so it must notice by itself; it takes no
- *  mail meanwhile, because every hand-over checks first. */
+/** How often a waiter checks that its Claude Code and its hook's shell are alive and that it is
+ *  still the newest waiter: SIGKILL of `claude`, or of the shell alone, orphans it (no signal
+ *  reaches it), so it must notice by itself; it takes no mail meanwhile, because every hand-over
+ *  checks first. */
 const LIVENESS_MS = 1000;
 
 /** Exit code that makes Claude Code wake the session with the hook's output (asyncRewake). */
