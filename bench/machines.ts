@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { claudeHookGroups } from '../adapters/claude-code/install.ts';
+import { WAIT_CMD } from '../adapters/claude-code/install.ts';
 import { install } from '../src/cli/hosts.ts';
 import type { State } from '../src/protocol/schema.ts';
 import { LEASE_MS } from '../src/runtime/limits.ts';
@@ -195,9 +195,6 @@ async function latency(A: Agent, B: Agent, table: string) {
   });
 }
 
-/** The waiter as Claude Code starts it: the installed Stop handler that arms it, under `/bin/sh -c`. */
-const WAIT_COMMAND = claudeHookGroups().Stop!.hooks.find((h) => h.asyncRewake)!.command;
-
 /** Claude Code on computer B: the host session, and the member it is bound to. */
 const CC_SESSION = 'claude-b';
 const CC_MEMBER = 'sess_cc';
@@ -289,7 +286,7 @@ async function waiterLatency(A: Agent, B: Agent, b: Machine, key: string, table:
       const before = await listeners();
       const child = b.spawn(
         '/bin/sh',
-        ['-c', WAIT_COMMAND],
+        ['-c', WAIT_CMD],
         { CLAUDE_PROJECT_DIR: project, CLAUDE_PID: String(claude.pid), CLAUDE_CODE_ENTRYPOINT: 'cli' },
         ['pipe', 'ignore', 'pipe'],
       );

@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { claudeHookGroups } from '../adapters/claude-code/install.ts';
+import { WAIT_CMD } from '../adapters/claude-code/install.ts';
 import { Runtime, openRuntime } from '../src/runtime/runtime.ts';
 import { PgStore } from '../src/store/postgres/store.ts';
 import { ROOT, mcpNodeFlags, now, round, stats } from './lib.ts';
@@ -33,8 +33,6 @@ export const TURN_MAX_MS = 40_000;
  *  Stop hook's hand-over that starts beside it. */
 export const ARMED_MS = 1_500;
 const BODY = 200;
-/** The waiter as Claude Code starts it: the installed Stop handler that arms it, under `/bin/sh -c`. */
-const WAIT_COMMAND = claudeHookGroups().Stop!.hooks.find((h) => h.asyncRewake)!.command;
 
 export type Kind = 'ours' | 'floor';
 
@@ -300,7 +298,7 @@ export async function runTeam(o: TeamOptions): Promise<TeamResult> {
         if (ours) track(stopHook(a));
         const spawned = now();
         const child = ours
-          ? spawnOn(a.host, 'waiters', '/bin/sh', ['-c', WAIT_COMMAND], hookEnv(a))
+          ? spawnOn(a.host, 'waiters', '/bin/sh', ['-c', WAIT_CMD], hookEnv(a))
           : spawnOn(
               a.host,
               'waiters',

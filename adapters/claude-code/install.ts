@@ -62,7 +62,7 @@ const RUNNER_CMD = `node "\${CLAUDE_PROJECT_DIR}/.opencomms/${HOOK_RUNNER}"`;
  *  hook's stderr by then) the shell exits 2, at once, and the runner's own exit, which frees its
  *  memory first, happens off the wake's path (wake.ts `wake`). Anything else (the runner stepped
  *  aside or ended) exits 0. `$$` lets the runner leave when the shell is killed. */
-const WAIT_CMD = `{ ${RUNNER_CMD} wait --shell $$ <&3 3<&- & } 3<&0 | { IFS= read -r w && [ "$w" = ${SHELL_WAKE_LINE} ] && exit 2; exit 0; }`;
+export const WAIT_CMD = `{ ${RUNNER_CMD} wait --shell $$ <&3 3<&- & } 3<&0 | { IFS= read -r w && [ "$w" = ${SHELL_WAKE_LINE} ] && exit 2; exit 0; }`;
 
 /** The hook groups OpenComms registers: every boundary drains; SessionStart and Stop also arm the
  *  waiter that wakes an idle session (asyncRewake: exit 2 starts a turn with the hook's output). */

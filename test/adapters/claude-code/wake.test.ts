@@ -178,6 +178,7 @@ describe('the wake waiter', () => {
   it("the hook's process exits 2 with the batch; run bare, as an earlier install ran it, the runner does so itself", async () => {
     const rt = await bound();
     const claude = fakeClaude();
+    const later = fakeClaude();
     try {
       const shelled = waiter(claude);
       const runner = await runnerPid(claude);
@@ -185,18 +186,22 @@ describe('the wake waiter', () => {
       const id = await send(rt, 'through the shell');
       expect(await within(shelled.exit, 5000)).toBe(2);
       expect(shelled.stderr()).toContain(`| id: ${id} |`);
-    } finally {
-      claude.kill('SIGKILL');
-      await rt.close();
-    }
-    const later = fakeClaude();
-    try {
+      // The woken turn commits the batch, as its hook does; then a waiter run bare.
+      const done = await rt.run({
+        op: 'commit',
+        rid: 'sess_me',
+        message_ids: [id],
+        method: 'push',
+        held: { by: processTag(claude.pid!), attempts: [1] },
+      });
+      expect(done.ok).toBe(true);
       const bare = waiter(later, {}, true);
       expect(await runnerPid(later)).toBe(bare.proc.pid);
-      const id = await send(rt, 'bare');
+      const again = await send(rt, 'bare');
       expect(await within(bare.exit, 5000)).toBe(2);
-      expect(bare.stderr()).toContain(`| id: ${id} |`);
+      expect(bare.stderr()).toContain(`| id: ${again} |`);
     } finally {
+      claude.kill('SIGKILL');
       later.kill('SIGKILL');
       await rt.close();
     }
