@@ -6,7 +6,6 @@
 // schemas and machines load (from the second file) only when there is work. Fail-open: always exit 0 with `{}` on a fault.
 import { writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
 import { glanceProject } from '../../src/store/glance.ts';
 import { HOOK_RUNNER_FULL } from '../install/bundle-names.ts';
 import { hookContext, readStdin, type HookContext } from './hook-input.ts';
@@ -54,7 +53,8 @@ async function main(): Promise<void> {
   try {
     const ctx = hookContext(process.argv.slice(2), readStdin(), process.env);
     if (ctx.mode !== 'event') {
-      if (ctx.mode === 'wait') setFlagsFromString(WAITER_V8_FLAGS);
+      // node:v8 brings the stream modules: taken here, never by an empty-queue answer.
+      if (ctx.mode === 'wait') process.getBuiltinModule('node:v8').setFlagsFromString(WAITER_V8_FLAGS);
       const { runWaiter, confirmWoken } = await full();
       process.exitCode = ctx.mode === 'wait' ? await runWaiter(ctx) : await confirmWoken(ctx);
       return;

@@ -140,7 +140,7 @@ describe('HK-2 stale members and the empty queue', () => {
     await rt.close();
   });
 
-  it('the empty-queue answer loads no process, network or crypto module (each prompt would pay for them)', async () => {
+  it('the empty-queue answer loads no process, network, crypto or stream module (each prompt would pay for them)', async () => {
     await installMember(p.dir, { id: 'sess_builder' });
     const rt = await team([['sess_builder', 'Builder']]);
     hook(ev('SessionStart', 'claude-1', { source: 'startup' }));
@@ -157,7 +157,7 @@ describe('HK-2 stale members and the empty queue', () => {
     expect(out).toEqual({});
     const loaded = (await readFile(list, 'utf8')).split('\n');
     expect(loaded).toContain('NativeModule fs');
-    expect(loaded.filter((m) => /^NativeModule (child_process|net|dgram|tty|crypto)$/.test(m))).toEqual([]);
+    expect(loaded.filter((m) => /^NativeModule (child_process|net|dgram|tty|crypto|stream|v8)$/.test(m))).toEqual([]);
     await rm(dir, { recursive: true, force: true });
     await rt.close();
   });
